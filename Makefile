@@ -1,0 +1,29 @@
+# The whole set-up on a fresh machine is `make run` (the dashboard) or `make test`
+# (the suite); either creates the virtual environment on first use.
+VENV ?= .venv
+PYTHON ?= python3
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test bench screenshots clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/infertop $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest -q -ra $(ARGS)
+
+bench: $(STAMP)
+	$(VENV)/bin/infertop bench --quick --out bench-out $(ARGS)
+
+screenshots: $(STAMP)
+	$(PY) -m tui.screenshots
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,198 @@
+"""The engine: serves requests under the current OptConfig and records what each one cost.
+
+Synchronous and UI-free. The serving loop (probe/serving.py) feeds it from a replayer; the
+engine process (probe/engine_process.py) runs it away from the dashboard.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import torch
+import torch._dynamo
+
+from probe.clock import SessionClock
+from probe.compile_probe import CompileProbe
+from probe.device_probe import DeviceProbe, resolve_device
+from probe.models import LoadedModel, load_model
+from probe.options import OptConfig
+from probe.records import Notice, RequestRecord
+from probe.requests import EngineRequest, input_ids, pad_batch
+from probe.session import Session
+from probe.switchboard import Switchboard
+from workloads.buckets import bucket_for
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    model: str = "t5-small"
+    device: str = "auto"
+    bucket_edges: tuple[int, ...] = ()
+    max_input_tokens: int = 512
+    max_new_tokens: int = 512          # static KV cache positions for self-attention
+    compile_backend: str = "inductor"  # tests may use "eager" to exercise dynamo alone
+    keep_tokens: bool = False          # keep generated ids per request (correctness tests)
+    extra: dict = field(default_factory=dict)
+
+
+def is_compile_failure(exc: BaseException) -> bool:
+    """A failure of torch.compile itself (dynamo or a backend), as opposed to the model's."""
+    if isinstance(exc, (torch._dynamo.exc.TorchDynamoException,)):
+        return True
+    module = type(exc).__module__ or ""
+    return module.startswith(("torch._dynamo", "torch._inductor"))
+
+
+class Engine:
+    def __init__(self, settings: EngineSettings, options: OptConfig | None = None, *,
+                 clock: SessionClock | None = None, loaded: LoadedModel | None = None) -> None:
+        self.settings = settings
+        self.clock = clock or SessionClock()
+        self.device = resolve_device(settings.device)
+        self.loaded = loaded or load_model(settings.model)
+        self.loaded.model.to(self.device)
+        self.session = Session()
+        self.probe = CompileProbe(self.clock)
+        self.probe.install()
+        self.probe.reset_dynamo()
+        self.device_probe = DeviceProbe(self.device)
+        self.switchboard = Switchboard(self.loaded.model, self.device,
+                                       max_new_tokens=settings.max_new_tokens,
+                                       compile_backend=settings.compile_backend)
+        self.tokens: dict[str, list[int]] = {}
+        self.options = OptConfig()
+        self.config_id = ""
+        self.set_options(options or OptConfig())
+
+    # -- configuration ---------------------------------------------------------------------
+    def set_options(self, requested: OptConfig) -> str:
+        """Applies from the next request. Each new config starts cold, as a fresh deployment
+        of it would: compiled code of the previous config is dropped (torch._dynamo.reset)."""
+        variant = self.switchboard.resolve(requested)
+        config_id = self.session.config_id(variant.options, variant.notes)
+        if variant.options != self.options or not self.config_id:
+            if self.config_id:
+                self.probe.reset_dynamo()
+            for note in variant.notes:
+                self.notify("warning", note)
+        self.options, self.config_id = variant.options, config_id
+        return config_id
+
+    def notify(self, level: str, text: str) -> None:
+        self.session.add_notice(Notice(self.clock.now_s(), level, text))
+
+    @property
+    def bucket_edges(self) -> tuple[int, ...]:
+        return self.settings.bucket_edges if self.options.bucketing == "on" else ()
+
+    def close(self) -> None:
+        self.probe.uninstall()
+
+    # -- serving -----------------------------------------------------------------------------
+    def prewarm(self, output_length: int = 2) -> int:
+        """Compile every bucket shape before serving, so no request waits on a compile.
+        Returns the number of shapes warmed."""
+        if not self.options.compiled:
+            return 0
+        shapes = self.bucket_edges or ()
+        if not shapes:
+            self.notify("info", "prewarm without bucketing warms one shape; other lengths "
+                                "still compile when they first arrive")
+            shapes = (min(64, self.settings.max_input_tokens),)
+        for i, width in enumerate(shapes):
+            warm = EngineRequest(id=f"prewarm-{width}", seq=-(i + 1), input_length=width,
+                                 output_length=output_length, arrival_s=self.clock.now_s())
+            self._run([warm], record=False)
+        return len(shapes)
+
+    def serve(self, requests: list[EngineRequest]) -> list[RequestRecord]:
+        """Serve one batch (usually of one). Never raises for a fault inside a request: the
+        records carry the error and the engine goes on."""
+        return self._run(requests, record=True)
+
+    def _run(self, requests: list[EngineRequest], *, record: bool) -> list[RequestRecord]:
+        options, config_id = self.options, self.config_id
+        start_s = self.clock.now_s()
+        request_label = requests[0].id if len(requests) == 1 else f"batch:{requests[0].id}+{len(requests) - 1}"
+        self.probe.set_context(request_label if record else None, config_id)
+        stall_before = self.probe.compile_seconds
+        rows = [input_ids(r, self.loaded.tokenizer, self.loaded.model.config.vocab_size,
+                          self.settings.max_input_tokens) for r in requests]
+        width = bucket_for(max(len(row) for row in rows), self.bucket_edges)
+        new_tokens = max(r.output_length for r in requests)
+        error = None
+        result = None
+        try:
+            ids, mask = pad_batch(rows, width, self.loaded.model.config.pad_token_id, self.device)
+            result = self._decode(options, ids, mask, new_tokens)
+        except Exception as exc:  # one request's fault never takes the engine down
+            error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+            log.warning("request %s failed: %s", request_label, error)
+            if isinstance(exc, torch.OutOfMemoryError):
+                torch.cuda.empty_cache()
+        finally:
+            self.probe.set_context(None, config_id)
+            self.session.add_events(self.probe.collect())
+            self.session.set_breaks(self.probe.graph_breaks())
+        if not record:
+            return []
+        stall_ms = (self.probe.compile_seconds - stall_before) * 1000.0
+        records = [self._record(r, row, width, result, error, start_s, stall_ms, config_id,
+                                len(requests)) for r, row in zip(requests, rows)]
+        if result is not None and self.settings.keep_tokens:
+            for i, r in enumerate(requests):
+                self.tokens[r.id] = result.tokens[i, :r.output_length].tolist()
+        for rec in records:
+            self.session.add_record(rec)
+        return records
+
+    def _decode(self, options: OptConfig, ids, mask, new_tokens):
+        decode = self.switchboard.decoder(options)
+        try:
+            with torch.inference_mode():
+                return decode(ids, mask, new_tokens)
+        except Exception as exc:
+            if not (self.switchboard.is_compiled(options) and is_compile_failure(exc)):
+                raise
+            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+            self.probe.record_fallback(options.decode, f"compile failed, serving eager: {reason}")
+            self.notify("error", f"compile failed for {options.label()}; this config now runs "
+                                 f"eager ({reason})")
+            self.switchboard.fall_back_to_eager(options)
+            with torch.inference_mode():
+                return self.switchboard.decoder(options)(ids, mask, new_tokens)
+
+    def _record(self, request: EngineRequest, row: list[int], width: int, result, error,
+                start_s: float, stall_ms: float, config_id: str, batch: int) -> RequestRecord:
+        to_s = self.clock.to_session_s
+        if result is None:
+            end_s = self.clock.now_s()
+            return RequestRecord(
+                id=request.id, seq=request.seq, config_id=config_id, input_tokens=len(row),
+                padded_tokens=width, output_tokens=0, arrival_s=request.arrival_s,
+                start_s=start_s, first_token_s=None, end_s=end_s,
+                queue_ms=(start_s - request.arrival_s) * 1e3, compile_stall_ms=stall_ms,
+                encoder_ms=0.0, decoder_ms=0.0, ttft_ms=None, tpot_ms=None,
+                latency_ms=(end_s - request.arrival_s) * 1e3, kv_cache_bytes=0,
+                kv_cache_used_bytes=0, kv_self_attention_bytes=0, kv_cross_attention_bytes=0,
+                batch_size=batch, error=error)
+        decode_start = self.clock.start + start_s
+        first_token_s, end_s = to_s(result.first_token), to_s(result.end)
+        n = request.output_length
+        kv = result.kv
+        return RequestRecord(
+            id=request.id, seq=request.seq, config_id=config_id, input_tokens=len(row),
+            padded_tokens=width, output_tokens=n, arrival_s=request.arrival_s, start_s=start_s,
+            first_token_s=first_token_s, end_s=end_s,
+            queue_ms=(start_s - request.arrival_s) * 1e3, compile_stall_ms=stall_ms,
+            encoder_ms=(result.encoder_done - decode_start) * 1e3,
+            decoder_ms=(result.end - result.encoder_done) * 1e3,
+            ttft_ms=(first_token_s - request.arrival_s) * 1e3,
+            tpot_ms=(end_s - first_token_s) * 1e3 / (n - 1) if n > 1 else None,
+            latency_ms=(end_s - request.arrival_s) * 1e3,
+            kv_cache_bytes=kv.held // batch, kv_cache_used_bytes=kv.used // batch,
+            kv_self_attention_bytes=kv.self_attention // batch,
+            kv_cross_attention_bytes=kv.cross_attention // batch, batch_size=batch, error=None)

@@ -1,0 +1,52 @@
+"""A replay without the dashboard: serve a workload, return the engine with its session."""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from probe.engine import Engine, EngineSettings
+from probe.options import OptConfig
+from probe.records import RequestRecord
+from probe.serving import ServingLoop
+from probe.snapshot import environment, session_document
+from probe.workload_setup import PreparedWorkload
+from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer
+
+
+def run_replay(engine: Engine, workload: PreparedWorkload, *, speed: float = 1.0,
+               max_requests: int | None = None, concurrency: int | None = None,
+               on_records: Callable[[list[RequestRecord]], None] | None = None,
+               stop: threading.Event | None = None) -> ServingLoop:
+    """Open loop at the trace's times (× speed), or closed loop with `concurrency` outstanding."""
+    if concurrency:
+        replayer = ClosedLoopReplayer(workload.trace, concurrency=concurrency,
+                                      max_requests=max_requests)
+    else:
+        replayer = OpenLoopReplayer(workload.trace, speed=speed, max_requests=max_requests)
+    if engine.options.prewarm == "on":
+        engine.prewarm()
+    loop = ServingLoop(engine, replayer, on_records=on_records)
+    loop.run(stop or threading.Event())
+    return loop
+
+
+def engine_for(workload: PreparedWorkload, *, model: str, device: str, options: OptConfig,
+               max_input: int = 512, compile_backend: str = "inductor",
+               keep_tokens: bool = False) -> Engine:
+    settings = EngineSettings(model=model, device=device, bucket_edges=workload.bucket_edges,
+                              max_input_tokens=max_input, max_new_tokens=workload.max_new_tokens,
+                              compile_backend=compile_backend, keep_tokens=keep_tokens)
+    return Engine(settings, options)
+
+
+def document_for(engine: Engine, workload: PreparedWorkload, trace_name: str) -> dict:
+    return session_document(
+        engine.session.freeze(), environment=environment(engine.device),
+        model=engine.loaded.info.as_dict(engine.options.precision),
+        trace={"name": trace_name, "requests": len(workload.trace.requests),
+               "fit": workload.fit.summary()},
+        settings={"bucket_edges": list(workload.bucket_edges),
+                  "bucket_source": workload.bucket_source,
+                  "max_new_tokens": workload.max_new_tokens,
+                  "compile_backend": engine.settings.compile_backend})

@@ -1,0 +1,133 @@
+"""The live view the engine publishes to the dashboard: one frozen, picklable value, swapped
+whole a few times a second. Panels render only this, so each can be tested with a recorded one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from probe.device_probe import DeviceSample
+from probe.options import OptConfig
+from probe.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
+from probe.session import ConfigEntry, SessionData
+from probe.stats import SegmentStats, Summary, summarize
+
+RECENT_REQUESTS = 400
+RECENT_EVENTS = 200
+
+
+@dataclass(frozen=True)
+class KVStatus:
+    now_bytes: int                  # held by the request in flight (0 when idle)
+    now_used_bytes: int
+    self_attention_bytes: int       # of the latest request
+    cross_attention_bytes: int
+    peak_bytes: int                 # over the session
+    per_request_p95_bytes: int | None   # held per request at the window's p95
+    free_device_bytes: int | None
+    headroom_requests: int | None   # how many such requests fit in free device memory
+
+
+@dataclass(frozen=True)
+class ReplayStatus:
+    trace: str
+    running: bool
+    paused: bool
+    speed: float
+    dispatched: int
+    completed: int
+    failed: int
+    total: int | None               # None when looping
+    queue_depth: int
+    offered_rps: float | None       # arrival rate over the window
+    served_rps: float | None        # completion rate over the window
+    overloaded: bool                # offered load exceeds what the engine serves
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    requests: int
+    latency_ms: Summary
+    ttft_ms: Summary
+    tpot_ms: Summary
+    throughput_rps: float | None
+    tokens_per_s: float | None
+
+
+@dataclass(frozen=True)
+class LiveSnapshot:
+    t_s: float                                  # session clock when built
+    model: str
+    device: str
+    options: OptConfig                          # what the engine serves now
+    config_id: str
+    configs: tuple[ConfigEntry, ...]
+    segments: tuple[SegmentStats, ...]
+    window: WindowStats
+    recent: tuple[RequestRecord, ...]           # newest last
+    compile_events: tuple[CompileEvent, ...]    # newest last
+    compiling_since_s: float | None             # a compile is running since then
+    compiling_request: str | None
+    graph_breaks: tuple[GraphBreakRecord, ...]
+    device_sample: DeviceSample | None
+    kv: KVStatus
+    replay: ReplayStatus
+    notices: tuple[Notice, ...] = ()
+    read_only: bool = False                     # a loaded snapshot, not a live engine
+    bucket_edges: tuple[int, ...] = field(default=())
+
+    @property
+    def compiles(self) -> int:
+        return sum(s.compiles for s in self.segments)
+
+    @property
+    def recompiles(self) -> int:
+        return sum(s.recompiles for s in self.segments)
+
+
+def window_stats(records: tuple[RequestRecord, ...]) -> WindowStats:
+    ok = [r for r in records if r.ok]
+    if not ok:
+        return WindowStats(0, Summary(), Summary(), Summary(), None, None)
+    span = max(r.end_s for r in ok) - min(r.start_s for r in ok)
+    return WindowStats(
+        requests=len(ok), latency_ms=summarize(r.latency_ms for r in ok),
+        ttft_ms=summarize(r.ttft_ms for r in ok), tpot_ms=summarize(r.tpot_ms for r in ok),
+        throughput_rps=len(ok) / span if span > 0 else None,
+        tokens_per_s=sum(r.output_tokens for r in ok) / span if span > 0 else None)
+
+
+def kv_status(records: tuple[RequestRecord, ...], window: tuple[RequestRecord, ...],
+              in_flight: RequestRecord | None, free_bytes: int | None) -> KVStatus:
+    latest = records[-1] if records else None
+    per_request = summarize(r.kv_cache_bytes for r in window if r.ok).p95
+    per_request_bytes = None if per_request is None else int(per_request)
+    headroom = (free_bytes // per_request_bytes
+                if free_bytes is not None and per_request_bytes else None)
+    return KVStatus(
+        now_bytes=in_flight.kv_cache_bytes if in_flight else 0,
+        now_used_bytes=in_flight.kv_cache_used_bytes if in_flight else 0,
+        self_attention_bytes=latest.kv_self_attention_bytes if latest else 0,
+        cross_attention_bytes=latest.kv_cross_attention_bytes if latest else 0,
+        peak_bytes=max((r.kv_cache_bytes for r in records), default=0),
+        per_request_p95_bytes=per_request_bytes, free_device_bytes=free_bytes,
+        headroom_requests=headroom)
+
+
+def build_live(data: SessionData, *, t_s: float, model: str, device: str, options: OptConfig,
+               config_id: str, window_start_seq: int, compiling_since_s: float | None,
+               compiling_request: str | None, device_sample: DeviceSample | None,
+               replay: ReplayStatus, bucket_edges: tuple[int, ...] = (),
+               window_size: int = 200, read_only: bool = False) -> LiveSnapshot:
+    """The one place a LiveSnapshot is computed from raw session data."""
+    records = data.records
+    window = tuple(r for r in records if r.seq >= window_start_seq)[-window_size:]
+    free = device_sample.mem_free_bytes if device_sample else None
+    return LiveSnapshot(
+        t_s=t_s, model=model, device=device, options=options, config_id=config_id,
+        configs=tuple(data.configs.values()), segments=data.segments(),
+        window=window_stats(window), recent=records[-RECENT_REQUESTS:],
+        compile_events=data.events[-RECENT_EVENTS:], compiling_since_s=compiling_since_s,
+        compiling_request=compiling_request, graph_breaks=data.breaks,
+        device_sample=device_sample, kv=kv_status(records, window, None, free), replay=replay,
+        notices=data.notices[-20:], read_only=read_only, bucket_edges=bucket_edges)

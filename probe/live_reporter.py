@@ -1,0 +1,42 @@
+"""Builds the LiveSnapshot of a running serving loop (engine + replayer)."""
+
+from __future__ import annotations
+
+from probe.live import LiveSnapshot, ReplayStatus, build_live
+from probe.serving import ServingLoop
+from probe.stats import summarize
+
+
+class LiveReporter:
+    def __init__(self, loop: ServingLoop, trace_name: str) -> None:
+        self.loop = loop
+        self.trace_name = trace_name
+        self.window_start_seq = 0
+
+    def reset_window(self) -> None:
+        self.window_start_seq = self.loop.dispatched
+
+    def build(self) -> LiveSnapshot:
+        engine, loop = self.loop.engine, self.loop
+        data = engine.session.freeze()
+        window = [r for r in data.records[-200:] if r.seq >= self.window_start_seq and r.ok]
+        service_s = summarize((r.end_s - r.start_s) / r.batch_size for r in window).mean
+        capacity = 1.0 / service_s if service_s else None
+        offered = loop.offered_rps()
+        replayer = loop.replayer
+        replay = ReplayStatus(
+            trace=self.trace_name, running=not loop.replay_done.is_set() and not replayer.paused,
+            paused=replayer.paused, speed=getattr(replayer, "speed", 1.0),
+            dispatched=loop.dispatched, completed=loop.completed, failed=loop.failed,
+            total=replayer.total, queue_depth=loop.queue_depth, offered_rps=offered,
+            served_rps=capacity,
+            overloaded=bool(offered and capacity and offered > capacity * 1.05
+                            and loop.queue_depth > 2))
+        return build_live(
+            data, t_s=engine.clock.now_s(), model=engine.loaded.info.name,
+            device=str(engine.device), options=engine.options, config_id=engine.config_id,
+            window_start_seq=self.window_start_seq,
+            compiling_since_s=engine.probe.compiling_since_s,
+            compiling_request=engine.probe.context_request,
+            device_sample=engine.device_probe.sample(), replay=replay,
+            bucket_edges=engine.settings.bucket_edges)

@@ -1,0 +1,69 @@
+"""The raw records the engine keeps. Every figure infertop shows is computed from these.
+
+All `*_s` times are seconds on the session clock (time.perf_counter() minus the session start),
+so records from one session line up on one axis; `*_ms` are durations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    id: str
+    seq: int
+    config_id: str
+    input_tokens: int           # the request's real length
+    padded_tokens: int          # the length the encoder ran on (bucket edge, or batch width)
+    output_tokens: int          # tokens generated (0 when it failed)
+    arrival_s: float            # scheduled arrival: queue wait starts here
+    start_s: float              # the engine began work on it
+    first_token_s: float | None
+    end_s: float
+    queue_ms: float
+    compile_stall_ms: float     # time inside torch.compile while this request waited
+    encoder_ms: float
+    decoder_ms: float
+    ttft_ms: float | None       # arrival -> first generated token
+    tpot_ms: float | None       # mean time per output token after the first
+    latency_ms: float           # arrival -> end
+    kv_cache_bytes: int         # nbytes of the cache tensors it held
+    kv_cache_used_bytes: int    # bytes of the positions actually filled
+    kv_self_attention_bytes: int
+    kv_cross_attention_bytes: int
+    batch_size: int = 1
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class CompileEvent:
+    compile_id: str             # dynamo's "frame/attempt", e.g. "0/3"
+    kind: str                   # "compile" | "recompile" | "fallback" | "limit"
+    function: str               # the code object compiled, e.g. "decode_step"
+    start_s: float
+    duration_s: float | None    # None while it still runs
+    reason: str | None          # guard failures of a recompile, or why it fell back
+    request_id: str | None      # the request that waited on it (None: prewarm)
+    config_id: str | None
+    graphs: int = 0             # graphs dynamo produced in it (its counters["stats"]["unique_graphs"])
+
+
+@dataclass(frozen=True)
+class GraphBreakRecord:
+    config_id: str
+    reason: str
+    location: str               # user code file:line
+    count: int
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user must be told: an option that could not apply, a fallback, a fault."""
+    t_s: float
+    level: str                  # "info" | "warning" | "error"
+    text: str

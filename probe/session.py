@@ -1,0 +1,77 @@
+"""The engine's store of raw records, and the frozen view of it that everything else reads."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from probe.options import OptConfig
+from probe.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
+from probe.stats import SegmentStats, segments
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    config_id: str
+    options: OptConfig
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {**self.options.as_dict(), "label": self.options.label(), "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class SessionData:
+    records: tuple[RequestRecord, ...] = ()
+    events: tuple[CompileEvent, ...] = ()
+    breaks: tuple[GraphBreakRecord, ...] = ()
+    configs: Mapping[str, ConfigEntry] = field(default_factory=lambda: MappingProxyType({}))
+    notices: tuple[Notice, ...] = ()
+
+    def segments(self) -> tuple[SegmentStats, ...]:
+        return segments(list(self.configs), self.records, self.events, self.breaks)
+
+
+class Session:
+    """Append-only, guarded by a lock: the engine thread writes, reporters read `freeze()`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: list[RequestRecord] = []
+        self._events: list[CompileEvent] = []
+        self._breaks: tuple[GraphBreakRecord, ...] = ()
+        self._configs: dict[str, ConfigEntry] = {}
+        self._notices: list[Notice] = []
+
+    def config_id(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
+        """Identical options share an id (and a segment); ids are c1, c2, … in order of use."""
+        with self._lock:
+            for entry in self._configs.values():
+                if entry.options == options:
+                    return entry.config_id
+            config_id = f"c{len(self._configs) + 1}"
+            self._configs[config_id] = ConfigEntry(config_id, options, notes)
+            return config_id
+
+    def add_record(self, record: RequestRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def add_events(self, events: list[CompileEvent]) -> None:
+        with self._lock:
+            self._events.extend(events)
+
+    def set_breaks(self, breaks: list[GraphBreakRecord]) -> None:
+        with self._lock:
+            self._breaks = tuple(breaks)
+
+    def add_notice(self, notice: Notice) -> None:
+        with self._lock:
+            self._notices.append(notice)
+
+    def freeze(self) -> SessionData:
+        with self._lock:
+            return SessionData(tuple(self._records), tuple(self._events), self._breaks,
+                               MappingProxyType(dict(self._configs)), tuple(self._notices))

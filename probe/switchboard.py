@@ -1,0 +1,112 @@
+"""Turns an OptConfig into something that decodes: the model variant (precision, int8) and the
+decode path, compiled or not. Variants and compiled callables are built lazily, once per config.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from transformers import T5ForConditionalGeneration
+
+from probe import decode_hf
+from probe.decode_result import DecodeResult
+from probe.decode_static import StaticGreedyDecoder
+from probe.options import OptConfig
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What an OptConfig actually got: int8 may be refused by the device or torchao version."""
+    options: OptConfig
+    notes: tuple[str, ...]
+
+
+def quantize_int8(model: torch.nn.Module) -> str | None:
+    """Weight-only int8 through torchao; returns why it could not, or None when it did."""
+    try:
+        from torchao.quantization import Int8WeightOnlyConfig, quantize_
+        quantize_(model, Int8WeightOnlyConfig())
+    except Exception as exc:  # any failure means "not here", never a crash
+        return f"int8 weight-only quantization is not available here ({type(exc).__name__}: {exc})"
+    return None
+
+
+class Switchboard:
+    def __init__(self, master: T5ForConditionalGeneration, device: torch.device, *,
+                 max_new_tokens: int, compile_backend: str = "inductor") -> None:
+        self.master = master
+        self.device = device
+        self.max_new_tokens = max_new_tokens
+        self.compile_backend = compile_backend
+        self._models: dict[tuple[str, str], T5ForConditionalGeneration] = {}
+        self._decoders: dict[OptConfig, Callable[..., DecodeResult]] = {}
+        self._eager_fallback: set[OptConfig] = set()
+
+    def resolve(self, options: OptConfig) -> Variant:
+        """The options that will really be served, and notes on anything refused."""
+        notes: list[str] = []
+        if options.quant == "int8":
+            _, refused = self._model(options.precision, "int8")
+            if refused:
+                notes.append(refused + "; quant stays off")
+                options = options.with_option("quant", "off")
+        if options.precision == "fp16" and self.device.type == "cpu":
+            notes.append("fp16 on a CPU runs through slow emulated kernels; bf16 is the CPU's "
+                         "half precision")
+        return Variant(options, tuple(notes))
+
+    def _model(self, precision: str, quant: str) -> tuple[T5ForConditionalGeneration, str | None]:
+        key = (precision, quant)
+        if key in self._models:
+            return self._models[key], None
+        model = copy.deepcopy(self.master).to(device=self.device, dtype=DTYPES[precision])
+        if quant == "int8":
+            refused = quantize_int8(model)
+            if refused:
+                return self._model(precision, "off")[0], refused
+        self._models[key] = model
+        return model, None
+
+    def model_for(self, options: OptConfig) -> T5ForConditionalGeneration:
+        return self._model(options.precision, options.quant)[0]
+
+    def fall_back_to_eager(self, options: OptConfig) -> None:
+        self._eager_fallback.add(options)
+        self._decoders.pop(options, None)
+
+    def is_compiled(self, options: OptConfig) -> bool:
+        return options.compiled and options not in self._eager_fallback
+
+    def decoder(self, options: OptConfig) -> Callable[..., DecodeResult]:
+        """`decode(input_ids, attention_mask, new_tokens) -> DecodeResult` for these options."""
+        if options not in self._decoders:
+            self._decoders[options] = self._build(options)
+        return self._decoders[options]
+
+    def _wrap(self, options: OptConfig, fullgraph: bool) -> Callable[[Callable], Callable]:
+        if not self.is_compiled(options):
+            return lambda fn: fn
+        kwargs: dict = {"fullgraph": fullgraph, "dynamic": options.dynamic == "on",
+                        "backend": self.compile_backend}
+        if self.compile_backend == "inductor" and options.compile != "default":
+            kwargs["mode"] = options.compile
+        return lambda fn: torch.compile(fn, **kwargs)
+
+    def _build(self, options: OptConfig) -> Callable[..., DecodeResult]:
+        model = self.model_for(options)
+        use_cache = options.kv_cache == "on"
+        if options.decode == "fullgraph":
+            decoder = StaticGreedyDecoder(model, max_new_tokens=self.max_new_tokens,
+                                          use_cache=use_cache, wrap=self._wrap(options, True))
+            return decoder.generate
+        generate_fn = self._wrap(options, False)(model.generate)
+
+        def decode(input_ids, attention_mask, new_tokens):
+            return decode_hf.generate(generate_fn, model, input_ids, attention_mask, new_tokens,
+                                      use_cache)
+        return decode

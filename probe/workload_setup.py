@@ -1,0 +1,36 @@
+"""From a trace name and the CLI's limits to what the engine needs: the trace fitted to the
+model, the bucket edges, and the static cache's length."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workloads.buckets import parse_bucket_edges, plan_buckets
+from workloads.fitting import FitReport, fit_to_model
+from workloads.records import Trace
+from workloads.trace import load_trace
+
+DEFAULT_BUCKETS = 4
+
+
+@dataclass(frozen=True)
+class PreparedWorkload:
+    trace: Trace
+    fit: FitReport
+    bucket_edges: tuple[int, ...]
+    bucket_source: str          # "--buckets" or "planner (K=4)"
+    max_new_tokens: int         # the longest output: the static cache's self-attention length
+
+
+def prepare_workload(trace_name: str, *, max_input: int = 512, max_output: int = 512,
+                     buckets: str | None = None, bucket_count: int = DEFAULT_BUCKETS,
+                     policy: str = "clip") -> PreparedWorkload:
+    trace, fit = fit_to_model(load_trace(trace_name), max_input=max_input,
+                              max_output=max_output, policy=policy)
+    if buckets:
+        edges, source = parse_bucket_edges(buckets), "--buckets"
+    else:
+        edges = plan_buckets(trace.input_lengths(), bucket_count).edges
+        source = f"planner (K={bucket_count})"
+    return PreparedWorkload(trace, fit, tuple(edges), source,
+                            max(trace.output_lengths(), default=1))
