@@ -38,6 +38,13 @@ class EngineSettings:
     extra: dict = field(default_factory=dict)
 
 
+def short_error(exc: BaseException, limit: int = 300) -> str:
+    """`Type: message` on one line, the message's lines joined (a backend failure names the
+    real cause on its second line)."""
+    message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return f"{type(exc).__name__}: {message}"[:limit]
+
+
 def is_compile_failure(exc: BaseException) -> bool:
     """A failure of torch.compile itself (dynamo or a backend), as opposed to the model's."""
     if isinstance(exc, (torch._dynamo.exc.TorchDynamoException,)):
@@ -129,7 +136,7 @@ class Engine:
             ids, mask = pad_batch(rows, width, self.loaded.model.config.pad_token_id, self.device)
             result = self._decode(options, ids, mask, new_tokens)
         except Exception as exc:  # one request's fault never takes the engine down
-            error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+            error = short_error(exc)
             log.warning("request %s failed: %s", request_label, error)
             if isinstance(exc, torch.OutOfMemoryError):
                 torch.cuda.empty_cache()
@@ -157,7 +164,7 @@ class Engine:
         except Exception as exc:
             if not (self.switchboard.is_compiled(options) and is_compile_failure(exc)):
                 raise
-            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+            reason = short_error(exc)
             self.probe.record_fallback(options.decode, f"compile failed, serving eager: {reason}")
             self.notify("error", f"compile failed for {options.label()}; this config now runs "
                                  f"eager ({reason})")

@@ -1,0 +1,35 @@
+import pytest
+
+from probe.errors import ConfigError
+from probe.options import CHOICES, OptConfig, parse_opts
+
+
+def test_parse_applies_each_pair_over_the_defaults():
+    config = parse_opts(["compile=max-autotune", "decode=fullgraph", "kv-cache=off"])
+    assert (config.compile, config.decode, config.kv_cache) == ("max-autotune", "fullgraph", "off")
+    assert config.precision == OptConfig().precision
+
+
+@pytest.mark.parametrize("pair, named", [
+    ("compile=fast", "default, reduce-overhead"),
+    ("turbo=on", "valid keys"),
+    ("compile", "KEY=VALUE"),
+])
+def test_bad_pairs_name_the_problem_and_the_choices(pair, named):
+    with pytest.raises(ConfigError, match=named):
+        parse_opts([pair])
+
+
+@pytest.mark.parametrize("key", list(CHOICES))
+def test_cycling_visits_every_value_and_wraps(key):
+    config, seen = OptConfig(), []
+    for _ in CHOICES[key]:
+        seen.append(getattr(config, key))
+        config = config.cycled(key)
+    assert seen == list(CHOICES[key])
+    assert getattr(config, key) == CHOICES[key][0]
+
+
+def test_label_lists_only_what_differs_from_the_baseline():
+    assert OptConfig().label() == "baseline"
+    assert parse_opts(["precision=bf16"]).label() == "precision=bf16"

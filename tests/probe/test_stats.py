@@ -1,0 +1,48 @@
+"""Every percentile the engine reports equals numpy's on that segment's raw records."""
+
+import numpy as np
+import pytest
+
+from probe.stats import active_span_s
+from tests.conftest import serve
+
+
+def test_segment_percentiles_match_numpy(make_engine):
+    engine = make_engine("decode=fullgraph")
+    serve(engine, [(5 + i, 2 + i % 4) for i in range(9)])
+    engine.set_options(engine.options.with_option("kv_cache", "off"))
+    serve(engine, [(6 + i, 3) for i in range(5)], start_seq=9)
+    data = engine.session.freeze()
+    segments = data.segments()
+    assert [s.config_id for s in segments] == ["c1", "c2"]
+    for segment in segments:
+        records = [r for r in data.records if r.config_id == segment.config_id]
+        assert segment.requests == len(records)
+        for field in ("latency_ms", "ttft_ms", "tpot_ms"):
+            values = np.array([getattr(r, field) for r in records if getattr(r, field) is not None])
+            summary = getattr(segment, field)
+            for q in (50, 95, 99):
+                assert getattr(summary, f"p{q}") == pytest.approx(np.percentile(values, q))
+            assert summary.max == pytest.approx(values.max())
+        tokens = sum(r.output_tokens for r in records)
+        span = max(r.end_s for r in records) - min(r.start_s for r in records)
+        assert segment.tokens_per_s == pytest.approx(tokens / span)
+
+
+def test_timings_are_consistent(make_engine):
+    engine = make_engine("decode=fullgraph")
+    for r in serve(engine, [(7, 5), (9, 1)]):
+        assert r.arrival_s <= r.start_s <= r.first_token_s <= r.end_s
+        assert r.latency_ms == pytest.approx((r.end_s - r.arrival_s) * 1000)
+        assert r.queue_ms == pytest.approx((r.start_s - r.arrival_s) * 1000)
+        assert r.ttft_ms == pytest.approx((r.first_token_s - r.arrival_s) * 1000)
+        assert r.encoder_ms > 0 and r.decoder_ms > 0
+    assert r.tpot_ms is None  # one output token has no time *per* further token
+
+
+def test_active_span_skips_the_gap_when_a_config_returns(make_engine):
+    engine = make_engine("decode=fullgraph")
+    records = serve(engine, [(7, 2), (7, 2), (7, 2)])
+    first, _, third = records
+    assert active_span_s([first, third]) == pytest.approx(
+        (first.end_s - first.start_s) + (third.end_s - third.start_s))

@@ -1,0 +1,237 @@
+"""Replay a trace into an engine: open loop (arrivals at trace times) or closed loop (fixed concurrency).
+
+Threads only. `run()` blocks in the caller's thread; `pause`, `resume` and `set_speed` may be
+called from any other thread. Clock and sleep are injectable so tests need no real time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from .errors import file_error
+from .records import Trace, TraceRequest
+from .vclock import VirtualClock
+
+Clock = Callable[[], float]
+Sleep = Callable[[float], None]
+Submit = Callable[["ScheduledRequest"], None]
+
+# Longest single wait, so a set `stop` event is noticed promptly even with an injected sleep.
+MAX_WAIT_S = 0.05
+
+
+@dataclass(frozen=True)
+class ScheduledRequest:
+    seq: int  # 0, 1, 2, ... in dispatch order (keeps growing across loops)
+    request: TraceRequest
+    scheduled_s: float  # the clock() value at which it was due to arrive: queue wait starts here
+
+
+class _Schedule:
+    """Trace offsets in virtual seconds, with the rate override and looping applied."""
+
+    def __init__(self, trace: Trace, rate: float | None, loop: bool, max_requests: int | None) -> None:
+        if not trace.requests:
+            raise file_error(f"{trace.source or trace.name}: empty trace: nothing to replay")
+        if rate is not None and rate <= 0:
+            raise file_error(f"--rate: must be > 0 requests per second, got {rate:g}")
+        if max_requests is not None and max_requests < 1:
+            raise file_error(f"--requests: must be >= 1, got {max_requests}")
+        self.requests = trace.requests
+        first_ms = trace.requests[0].timestamp_ms
+        offsets = [(r.timestamp_ms - first_ms) / 1000.0 for r in trace.requests]
+        n = len(offsets)
+        span = offsets[-1]
+        if rate is not None:
+            if span > 0:
+                # Stretch time so the mean rate (n - 1) / span becomes `rate`; shape is kept.
+                factor = (n - 1) / span / rate
+                offsets = [o * factor for o in offsets]
+            else:
+                offsets = [i / rate for i in range(n)]  # all at one instant: spread evenly
+            span = offsets[-1]
+        mean_gap = span / (n - 1) if n > 1 and span > 0 else (1.0 / rate if rate else 1.0)
+        self.offsets = offsets
+        self.period = span + mean_gap  # a loop restarts one mean gap after the last request
+        self.loop = loop
+        if max_requests is not None:
+            self.total: int | None = max_requests if loop else min(max_requests, n)
+        else:
+            self.total = None if loop else n
+
+    def at(self, seq: int) -> tuple[TraceRequest, float]:
+        lap, index = divmod(seq, len(self.requests))
+        return self.requests[index], self.offsets[index] + lap * self.period
+
+    def done(self, seq: int) -> bool:
+        return self.total is not None and seq >= self.total
+
+
+class OpenLoopReplayer:
+    """Requests arrive at their trace times whatever the engine does, so queueing is visible.
+
+    Pausing stops the trace clock: requests due during a pause arrive after resume, shifted by
+    the pause. A speed change applies from that moment on; the trace clock does not jump.
+    """
+
+    def __init__(
+        self,
+        trace: Trace,
+        *,
+        speed: float = 1.0,
+        loop: bool = False,
+        max_requests: int | None = None,
+        rate: float | None = None,
+        clock: Clock = time.perf_counter,
+        sleep: Sleep | None = None,
+    ) -> None:
+        if not speed > 0:
+            raise file_error(f"--speed: must be > 0, got {speed:g}")
+        self._schedule = _Schedule(trace, rate, loop, max_requests)
+        self._clock = clock
+        self._wake = threading.Event()
+        self._sleep = sleep or self._interruptible_sleep
+        self._lock = threading.Lock()
+        self._speed = speed
+        self._paused = False
+        self._vclock: VirtualClock | None = None
+        self._dispatched = 0
+
+    @property
+    def speed(self) -> float:
+        return self._speed
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def dispatched(self) -> int:
+        return self._dispatched
+
+    @property
+    def total(self) -> int | None:
+        """Requests this run will dispatch; None when looping forever."""
+        return self._schedule.total
+
+    def set_speed(self, speed: float) -> None:
+        if not speed > 0:
+            raise ValueError(f"speed must be > 0, got {speed!r}")
+        with self._lock:
+            self._speed = speed
+            if self._vclock is not None:
+                self._vclock.set_speed(self._clock(), speed)
+        self._wake.set()
+
+    def pause(self) -> None:
+        with self._lock:
+            self._paused = True
+            if self._vclock is not None:
+                self._vclock.pause(self._clock())
+        self._wake.set()
+
+    def resume(self) -> None:
+        with self._lock:
+            self._paused = False
+            if self._vclock is not None:
+                self._vclock.resume(self._clock())
+        self._wake.set()
+
+    def run(self, submit: Submit, stop: threading.Event) -> None:
+        """Dispatch until the trace (or --requests) is done or `stop` is set."""
+        with self._lock:
+            self._vclock = VirtualClock(self._clock(), self._speed, paused=self._paused)
+        seq = self._dispatched
+        while not stop.is_set() and not self._schedule.done(seq):
+            request, virtual_due = self._schedule.at(seq)
+            with self._lock:
+                due = self._vclock.real_at(virtual_due)
+            now = self._clock()
+            if due is not None and now >= due:
+                submit(ScheduledRequest(seq=seq, request=request, scheduled_s=due))
+                seq += 1
+                with self._lock:
+                    self._dispatched = seq
+                    self._vclock.forget_before(virtual_due)
+                continue
+            self._sleep(MAX_WAIT_S if due is None else min(due - now, MAX_WAIT_S))
+
+    def _interruptible_sleep(self, seconds: float) -> None:
+        # pause/resume/set_speed set the event so a long wait is recomputed at once.
+        self._wake.wait(seconds)
+        self._wake.clear()
+
+
+class ClosedLoopReplayer:
+    """Fixed concurrency for batch work: keeps `concurrency` requests outstanding.
+
+    A request is due the moment a slot is free, so `scheduled_s` is that moment. The engine
+    calls request_done() when one finishes. run() returns after the last dispatch.
+    """
+
+    def __init__(
+        self,
+        trace: Trace,
+        *,
+        concurrency: int,
+        max_requests: int | None = None,
+        loop: bool = False,
+        clock: Clock = time.perf_counter,
+    ) -> None:
+        if concurrency < 1:
+            raise file_error(f"--concurrency: must be >= 1, got {concurrency}")
+        self._schedule = _Schedule(trace, None, loop, max_requests)
+        self.concurrency = concurrency
+        self._clock = clock
+        self._slots = threading.Condition()
+        self._outstanding = 0
+        self._paused = False
+        self._dispatched = 0
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def dispatched(self) -> int:
+        return self._dispatched
+
+    @property
+    def outstanding(self) -> int:
+        return self._outstanding
+
+    @property
+    def total(self) -> int | None:
+        return self._schedule.total
+
+    def pause(self) -> None:
+        with self._slots:
+            self._paused = True
+
+    def resume(self) -> None:
+        with self._slots:
+            self._paused = False
+            self._slots.notify_all()
+
+    def request_done(self) -> None:
+        with self._slots:
+            if self._outstanding == 0:
+                raise RuntimeError("request_done() called more often than requests were submitted")
+            self._outstanding -= 1
+            self._slots.notify_all()
+
+    def run(self, submit: Submit, stop: threading.Event) -> None:
+        seq = self._dispatched
+        while not stop.is_set() and not self._schedule.done(seq):
+            with self._slots:
+                if self._paused or self._outstanding >= self.concurrency:
+                    self._slots.wait(MAX_WAIT_S)
+                    continue
+                self._outstanding += 1
+            request, _ = self._schedule.at(seq)
+            submit(ScheduledRequest(seq=seq, request=request, scheduled_s=self._clock()))
+            seq += 1
+            self._dispatched = seq
