@@ -55,6 +55,12 @@ class Switchboard:
             if refused:
                 notes.append(refused + "; quant stays off")
                 options = options.with_option("quant", "off")
+        if options.batching != "off":
+            # The engine serves batches (the batch dimension is never hard-wired to 1), but the
+            # batching schedulers are not built yet: say so rather than label unbatched numbers.
+            notes.append(f"batching={options.batching} is not available yet; serving one "
+                         f"request at a time")
+            options = options.with_option("batching", "off")
         if options.precision == "fp16" and self.device.type == "cpu":
             notes.append("fp16 on a CPU runs through slow emulated kernels; bf16 is the CPU's "
                          "half precision")

@@ -36,3 +36,12 @@ def test_int8_is_served_or_refused_with_a_reason(make_engine):
     assert record.ok, record.error
     if engine.options.quant == "off":
         assert any("int8" in n.text for n in engine.session.freeze().notices)
+
+
+def test_an_option_that_cannot_run_is_said_and_not_recorded_as_served(make_engine):
+    engine = make_engine("decode=fullgraph", "batching=continuous")
+    record = serve(engine, [(7, 3)])[0]
+    assert record.ok
+    data = engine.session.freeze()
+    assert data.configs[record.config_id].options.batching == "off"
+    assert any("batching=continuous" in n.text for n in data.notices)
