@@ -7,7 +7,7 @@ engine process (probe/engine_process.py) runs it away from the dashboard.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch._dynamo
@@ -35,7 +35,6 @@ class EngineSettings:
     max_new_tokens: int = 512          # static KV cache positions for self-attention
     compile_backend: str = "inductor"  # tests may use "eager" to exercise dynamo alone
     keep_tokens: bool = False          # keep generated ids per request (correctness tests)
-    extra: dict = field(default_factory=dict)
 
 
 def short_error(exc: BaseException, limit: int = 300) -> str:

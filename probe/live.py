@@ -18,7 +18,7 @@ RECENT_EVENTS = 200
 
 @dataclass(frozen=True)
 class KVStatus:
-    now_bytes: int                  # held by the request in flight (0 when idle)
+    now_bytes: int                  # held by the latest request (its cache lives only while it runs)
     now_used_bytes: int
     self_attention_bytes: int       # of the latest request
     cross_attention_bytes: int
@@ -98,15 +98,15 @@ def window_stats(records: tuple[RequestRecord, ...]) -> WindowStats:
 
 
 def kv_status(records: tuple[RequestRecord, ...], window: tuple[RequestRecord, ...],
-              in_flight: RequestRecord | None, free_bytes: int | None) -> KVStatus:
+              free_bytes: int | None) -> KVStatus:
     latest = records[-1] if records else None
     per_request = summarize(r.kv_cache_bytes for r in window if r.ok).p95
     per_request_bytes = None if per_request is None else int(per_request)
     headroom = (free_bytes // per_request_bytes
                 if free_bytes is not None and per_request_bytes else None)
     return KVStatus(
-        now_bytes=in_flight.kv_cache_bytes if in_flight else 0,
-        now_used_bytes=in_flight.kv_cache_used_bytes if in_flight else 0,
+        now_bytes=latest.kv_cache_bytes if latest else 0,
+        now_used_bytes=latest.kv_cache_used_bytes if latest else 0,
         self_attention_bytes=latest.kv_self_attention_bytes if latest else 0,
         cross_attention_bytes=latest.kv_cross_attention_bytes if latest else 0,
         peak_bytes=max((r.kv_cache_bytes for r in records), default=0),
@@ -129,5 +129,5 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         window=window_stats(window), recent=records[-RECENT_REQUESTS:],
         compile_events=data.events[-RECENT_EVENTS:], compiling_since_s=compiling_since_s,
         compiling_request=compiling_request, graph_breaks=data.breaks,
-        device_sample=device_sample, kv=kv_status(records, window, None, free), replay=replay,
+        device_sample=device_sample, kv=kv_status(records, window, free), replay=replay,
         notices=data.notices[-20:], read_only=read_only, bucket_edges=bucket_edges)
