@@ -14,6 +14,7 @@ import torch._dynamo
 
 from probe.clock import SessionClock
 from probe.compile_probe import CompileProbe
+from probe.decode_result import DecodeResult
 from probe.device_probe import DeviceProbe, resolve_device
 from probe.models import LoadedModel, load_model
 from probe.options import OptConfig
@@ -35,6 +36,8 @@ class EngineSettings:
     max_new_tokens: int = 512          # static KV cache positions for self-attention
     compile_backend: str = "inductor"  # tests may use "eager" to exercise dynamo alone
     keep_tokens: bool = False          # keep generated ids per request (correctness tests)
+    max_batch: int = 8                 # dynamic: rows per batch; continuous: slots
+    batch_window_ms: float = 50.0      # dynamic: how long the first request waits for company
 
 
 def short_error(exc: BaseException, limit: int = 300) -> str:
@@ -119,15 +122,30 @@ class Engine:
         records carry the error and the engine goes on."""
         return self._run(requests, record=True)
 
+    def rows_for(self, requests: list[EngineRequest]) -> tuple[list[list[int]], int]:
+        """Each request's input ids, and the width they are padded to (the bucket edge when
+        bucketing is on, else the longest)."""
+        rows = [input_ids(r, self.loaded.tokenizer, self.loaded.model.config.vocab_size,
+                          self.settings.max_input_tokens) for r in requests]
+        return rows, bucket_for(max(len(row) for row in rows), self.bucket_edges)
+
+    def flush_probes(self) -> None:
+        self.session.add_events(self.probe.collect())
+        self.session.set_breaks(self.probe.graph_breaks())
+
+    def commit(self, records: list[RequestRecord], tokens: dict[str, list[int]]) -> None:
+        if self.settings.keep_tokens:
+            self.tokens.update(tokens)
+        for record in records:
+            self.session.add_record(record)
+
     def _run(self, requests: list[EngineRequest], *, record: bool) -> list[RequestRecord]:
         options, config_id = self.options, self.config_id
         start_s = self.clock.now_s()
-        request_label = requests[0].id if len(requests) == 1 else f"batch:{requests[0].id}+{len(requests) - 1}"
-        self.probe.set_context(request_label if record else None, config_id)
+        label = requests[0].id if len(requests) == 1 else f"batch:{requests[0].id}+{len(requests) - 1}"
+        self.probe.set_context(label if record else None, config_id)
         stall_before = self.probe.compile_seconds
-        rows = [input_ids(r, self.loaded.tokenizer, self.loaded.model.config.vocab_size,
-                          self.settings.max_input_tokens) for r in requests]
-        width = bucket_for(max(len(row) for row in rows), self.bucket_edges)
+        rows, width = self.rows_for(requests)
         new_tokens = max(r.output_length for r in requests)
         error = None
         result = None
@@ -136,23 +154,20 @@ class Engine:
             result = self._decode(options, ids, mask, new_tokens)
         except Exception as exc:  # one request's fault never takes the engine down
             error = short_error(exc)
-            log.warning("request %s failed: %s", request_label, error)
+            log.warning("request %s failed: %s", label, error)
             if isinstance(exc, torch.OutOfMemoryError):
                 torch.cuda.empty_cache()
         finally:
             self.probe.set_context(None, config_id)
-            self.session.add_events(self.probe.collect())
-            self.session.set_breaks(self.probe.graph_breaks())
+            self.flush_probes()
         if not record:
             return []
         stall_ms = (self.probe.compile_seconds - stall_before) * 1000.0
-        records = [self._record(r, row, width, result, error, start_s, stall_ms, config_id,
-                                len(requests)) for r, row in zip(requests, rows)]
-        if result is not None and self.settings.keep_tokens:
-            for i, r in enumerate(requests):
-                self.tokens[r.id] = result.tokens[i, :r.output_length].tolist()
-        for rec in records:
-            self.session.add_record(rec)
+        records = [self.make_record(r, row, width, result, error, start_s, stall_ms, config_id,
+                                    len(requests)) for r, row in zip(requests, rows)]
+        tokens = {} if result is None else {
+            r.id: result.tokens[i, :r.output_length].tolist() for i, r in enumerate(requests)}
+        self.commit(records, tokens)
         return records
 
     def _decode(self, options: OptConfig, ids, mask, new_tokens):
@@ -171,8 +186,10 @@ class Engine:
             with torch.inference_mode():
                 return self.switchboard.decoder(options)(ids, mask, new_tokens)
 
-    def _record(self, request: EngineRequest, row: list[int], width: int, result, error,
-                start_s: float, stall_ms: float, config_id: str, batch: int) -> RequestRecord:
+    def make_record(self, request: EngineRequest, row: list[int], width: int,
+                    result: DecodeResult | None, error: str | None, start_s: float,
+                    stall_ms: float, config_id: str, batch: float) -> RequestRecord:
+        """`result` holds this request's marks; its KV bytes are shared by `batch` rows."""
         to_s = self.clock.to_session_s
         if result is None:
             end_s = self.clock.now_s()
@@ -189,6 +206,7 @@ class Engine:
         first_token_s, end_s = to_s(result.first_token), to_s(result.end)
         n = request.output_length
         kv = result.kv
+        rows = result.tokens.shape[0]
         return RequestRecord(
             id=request.id, seq=request.seq, config_id=config_id, input_tokens=len(row),
             padded_tokens=width, output_tokens=n, arrival_s=request.arrival_s, start_s=start_s,
@@ -199,6 +217,6 @@ class Engine:
             ttft_ms=(first_token_s - request.arrival_s) * 1e3,
             tpot_ms=(end_s - first_token_s) * 1e3 / (n - 1) if n > 1 else None,
             latency_ms=(end_s - request.arrival_s) * 1e3,
-            kv_cache_bytes=kv.held // batch, kv_cache_used_bytes=kv.used // batch,
-            kv_self_attention_bytes=kv.self_attention // batch,
-            kv_cross_attention_bytes=kv.cross_attention // batch, batch_size=batch, error=None)
+            kv_cache_bytes=kv.held // rows, kv_cache_used_bytes=kv.used // rows,
+            kv_self_attention_bytes=kv.self_attention // rows,
+            kv_cross_attention_bytes=kv.cross_attention // rows, batch_size=batch, error=None)

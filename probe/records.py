@@ -32,7 +32,7 @@ class RequestRecord:
     kv_cache_used_bytes: int    # bytes of the positions actually filled
     kv_self_attention_bytes: int
     kv_cross_attention_bytes: int
-    batch_size: int = 1
+    batch_size: float = 1      # rows decoded together (continuous: mean over its steps)
     error: str | None = None
 
     @property

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections import deque
 from typing import Callable
 
+from probe.continuous_scheduler import ContinuousScheduler
 from probe.engine import Engine
 from probe.options import OptConfig
 from probe.records import RequestRecord
@@ -82,21 +84,93 @@ class ServingLoop:
         replay_thread.start()
         while not stop.is_set():
             self._apply_pending_options()
-            try:
-                scheduled = self._queue.get(timeout=POLL_S)
-            except queue.Empty:
-                if self.replay_done.is_set() and self._queue.empty():
+            if self.engine.options.batching == "continuous":
+                if not self._serve_continuous(stop):
                     break
                 continue
-            records = self.engine.serve([self._engine_request(scheduled)])
-            self.completed += sum(r.ok for r in records)
-            self.failed += sum(not r.ok for r in records)
-            if isinstance(self.replayer, ClosedLoopReplayer):
-                for _ in records:
-                    self.replayer.request_done()
-            if self.on_records:
-                self.on_records(records)
+            first = self._take(POLL_S)
+            if first is None:
+                if self._replay_over():
+                    break
+                continue
+            batch = [first]
+            if self.engine.options.batching == "dynamic":
+                batch += self._gather(first)
+            self._finished(self.engine.serve([self._engine_request(s) for s in batch]))
         replay_thread.join(timeout=1.0)
+
+    # -- batching ----------------------------------------------------------------------------
+    def _gather(self, first: ScheduledRequest) -> list[ScheduledRequest]:
+        """Dynamic batching: up to max_batch − 1 more requests, waiting at most the batch window
+        counted from the first one's arrival (a request that already waited that long goes
+        with whatever is queued now)."""
+        settings = self.engine.settings
+        deadline = first.scheduled_s + settings.batch_window_ms / 1000.0
+        batch: list[ScheduledRequest] = []
+        while len(batch) < settings.max_batch - 1:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                batch.extend(self._take_now(settings.max_batch - 1 - len(batch)))
+                break
+            taken = self._take(remaining)
+            if taken is None:
+                break
+            batch.append(taken)
+        return batch
+
+    def _serve_continuous(self, stop: threading.Event) -> bool:
+        """Iteration-level scheduling until the options change (then the running requests
+        finish first) or the replay is over (returns False)."""
+        scheduler = ContinuousScheduler(self.engine)
+        while not stop.is_set():
+            if not self._options_pending() and scheduler.free_slots:
+                joiners = self._take_now(scheduler.free_slots)
+                if not joiners and scheduler.active == 0:
+                    waited = self._take(POLL_S)
+                    joiners = [waited] if waited else []
+                if joiners:
+                    self._finished(scheduler.join([self._engine_request(s) for s in joiners]))
+            if scheduler.active == 0:
+                if self._options_pending():
+                    return True
+                if self._replay_over():
+                    return False
+                continue
+            self._finished(scheduler.step())
+        return False
+
+    # -- queue helpers -----------------------------------------------------------------------
+    def _take(self, timeout: float) -> ScheduledRequest | None:
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def _take_now(self, most: int) -> list[ScheduledRequest]:
+        taken = []
+        while len(taken) < most:
+            try:
+                taken.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return taken
+
+    def _replay_over(self) -> bool:
+        return self.replay_done.is_set() and self._queue.empty()
+
+    def _options_pending(self) -> bool:
+        with self._lock:
+            pending = self._pending_options
+        return pending is not None and pending != self.engine.options
+
+    def _finished(self, records: list[RequestRecord]) -> None:
+        self.completed += sum(r.ok for r in records)
+        self.failed += sum(not r.ok for r in records)
+        if isinstance(self.replayer, ClosedLoopReplayer):
+            for _ in records:
+                self.replayer.request_done()
+        if records and self.on_records:
+            self.on_records(records)
 
     def _engine_request(self, scheduled: ScheduledRequest) -> EngineRequest:
         request = scheduled.request

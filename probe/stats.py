@@ -84,7 +84,7 @@ class SegmentStats:
 
 
 def padding_waste(records: Sequence[RequestRecord]) -> float | None:
-    padded = sum(r.padded_tokens * r.batch_size for r in records)
+    padded = sum(r.padded_tokens for r in records)   # each record is one padded row
     real = sum(r.input_tokens for r in records)
     return None if padded == 0 else (padded - real) / padded
 

@@ -12,6 +12,7 @@ import torch
 from transformers import T5ForConditionalGeneration
 
 from probe import decode_hf
+from probe.continuous import SlotBatcher
 from probe.decode_result import DecodeResult
 from probe.decode_static import StaticGreedyDecoder
 from probe.options import OptConfig
@@ -45,6 +46,7 @@ class Switchboard:
         self.compile_backend = compile_backend
         self._models: dict[tuple[str, str], T5ForConditionalGeneration] = {}
         self._decoders: dict[OptConfig, Callable[..., DecodeResult]] = {}
+        self._slot_batchers: dict[OptConfig, SlotBatcher] = {}
         self._eager_fallback: set[OptConfig] = set()
 
     def resolve(self, options: OptConfig) -> Variant:
@@ -55,12 +57,16 @@ class Switchboard:
             if refused:
                 notes.append(refused + "; quant stays off")
                 options = options.with_option("quant", "off")
-        if options.batching != "off":
-            # The engine serves batches (the batch dimension is never hard-wired to 1), but the
-            # batching schedulers are not built yet: say so rather than label unbatched numbers.
-            notes.append(f"batching={options.batching} is not available yet; serving one "
-                         f"request at a time")
-            options = options.with_option("batching", "off")
+        if options.batching == "continuous":
+            # Slots decode at their own positions in one static cache: a cached, graph-break-free
+            # step loop by construction.
+            if options.decode != "fullgraph":
+                notes.append("continuous batching runs its own static-cache step loop: "
+                             "decode=fullgraph")
+                options = options.with_option("decode", "fullgraph")
+            if options.kv_cache != "on":
+                notes.append("continuous batching keeps each slot's KV cache: kv_cache=on")
+                options = options.with_option("kv_cache", "on")
         if options.precision == "fp16" and self.device.type == "cpu":
             notes.append("fp16 on a CPU runs through slow emulated kernels; bf16 is the CPU's "
                          "half precision")
@@ -84,6 +90,7 @@ class Switchboard:
     def fall_back_to_eager(self, options: OptConfig) -> None:
         self._eager_fallback.add(options)
         self._decoders.pop(options, None)
+        self._slot_batchers.pop(options, None)
 
     def is_compiled(self, options: OptConfig) -> bool:
         return options.compiled and options not in self._eager_fallback
@@ -102,6 +109,14 @@ class Switchboard:
         if self.compile_backend == "inductor" and options.compile != "default":
             kwargs["mode"] = options.compile
         return lambda fn: torch.compile(fn, **kwargs)
+
+    def slot_batcher(self, options: OptConfig, *, slots: int, max_input_tokens: int) -> SlotBatcher:
+        """The continuous-batching slots for these options, built once per config."""
+        if options not in self._slot_batchers:
+            self._slot_batchers[options] = SlotBatcher(
+                self.model_for(options), slots=slots, max_new_tokens=self.max_new_tokens,
+                max_input_tokens=max_input_tokens, wrap=self._wrap(options, True))
+        return self._slot_batchers[options]
 
     def _build(self, options: OptConfig) -> Callable[..., DecodeResult]:
         model = self.model_for(options)

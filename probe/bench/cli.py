@@ -8,18 +8,31 @@ import argparse
 def register(subparsers: argparse._SubParsersAction) -> None:
     bench = subparsers.add_parser(
         "bench", help="rerun the controlled study headless and write report.md / report.json")
-    bench.add_argument("--model", default="t5-small")
+    bench.add_argument("--model", default=None,
+                       help="a preset or a local T5 checkpoint (default: t5-small, or t5-tiny "
+                            "with --quick)")
     bench.add_argument("--trace", default="chat")
     bench.add_argument("--device", default="auto")
     bench.add_argument("--requests", type=int, default=None, metavar="N",
-                       help="requests per run (default: 40, or 12 with --quick)")
+                       help="requests per run (default: 40, or 6 with --quick)")
     bench.add_argument("--out", required=True, metavar="DIR")
     bench.add_argument("--experiments", default=None, metavar="E1,E4",
-                       help="a subset of E1..E7, roofline, observer (default: all)")
+                       help="a subset of E1..E6, roofline, observer (default: all; E7, "
+                            "batching, is not implemented yet)")
     bench.add_argument("--quick", action="store_true",
-                       help="minutes, not hours: t5-tiny, few requests, one repeat")
+                       help="minutes, not hours: t5-tiny, 6 requests, 2 repeats, 3 buckets, "
+                            "no max-autotune")
     bench.add_argument("--repeats", type=int, default=None,
-                       help="repeated warm runs per config (default 3, or 1 with --quick)")
+                       help="repeated warm passes per config (default 3, or 2 with --quick)")
+    bench.add_argument("--bucket-count", type=int, default=None, metavar="K",
+                       help="the planner's bucket count (default 4, or 3 with --quick)")
+    bench.add_argument("--seed", type=int, default=0,
+                       help="which requests of the trace are replayed (a fixed-seed sample)")
+    bench.add_argument("--threads", type=int, default=None,
+                       help="torch CPU threads (default: torch's own choice)")
+    bench.add_argument("--compile-backend", default="inductor",
+                       help="torch.compile backend (default inductor; eager/aot_eager test "
+                            "dynamo alone, and their compile times and speeds are not inductor's)")
     bench.add_argument("--torch-trace", action="store_true",
                        help="keep a TORCH_TRACE folder for tlparse in DIR/torch_trace")
     bench.add_argument("--profile", action="store_true",

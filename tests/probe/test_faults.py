@@ -38,10 +38,12 @@ def test_int8_is_served_or_refused_with_a_reason(make_engine):
         assert any("int8" in n.text for n in engine.session.freeze().notices)
 
 
-def test_an_option_that_cannot_run_is_said_and_not_recorded_as_served(make_engine):
-    engine = make_engine("decode=fullgraph", "batching=continuous")
+def test_options_that_cannot_combine_are_said_and_recorded_as_served(make_engine):
+    engine = make_engine("decode=hf-generate", "kv_cache=off", "batching=continuous")
     record = serve(engine, [(7, 3)])[0]
     assert record.ok
     data = engine.session.freeze()
-    assert data.configs[record.config_id].options.batching == "off"
-    assert any("batching=continuous" in n.text for n in data.notices)
+    served = data.configs[record.config_id].options
+    assert (served.decode, served.kv_cache, served.batching) == ("fullgraph", "on", "continuous")
+    texts = " ".join(n.text for n in data.notices)
+    assert "decode=fullgraph" in texts and "kv_cache=on" in texts

@@ -1,0 +1,141 @@
+"""The bench's progress line on stderr: experiment, config, phase, elapsed and time left.
+
+Time left comes from a per-run estimate (compiles expected × seconds per compile + tokens ×
+seconds per token), scaled by how the finished runs compared with their estimates. On a
+terminal the line redraws in place; otherwise one line is printed per phase.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+from typing import TextIO
+
+from probe.bench.runs import RunSpec
+
+# Rough costs on a 2-core CPU; the progress line corrects them as runs finish.
+COST = {
+    # model: (s per compiled function-shape, s per compile of HF generate(), s/token eager, s/token compiled)
+    "t5-tiny": (2.5, 40.0, 0.005, 0.001),
+    "t5-small": (12.0, 90.0, 0.018, 0.010),
+}
+UNCACHED_COMPILES = 9   # the uncached step recompiles per prefix length up to the limit
+
+
+def estimate_s(spec: RunSpec, *, model: str, passes: int) -> float:
+    per_compile, hf_compile, eager_token, compiled_token = COST.get(model, COST["t5-small"])
+    options = spec.options
+    tokens = sum(r.output_length for r in spec.requests) * passes
+    if not options.compiled:
+        factor = 3.0 if options.kv_cache == "off" else 1.0
+        return tokens * eager_token * factor + 1.0
+    if options.decode == "hf-generate":
+        return hf_compile + tokens * eager_token * 1.5 + 1.0
+    if options.bucketing == "on" and spec.edges:
+        from workloads.buckets import bucket_for
+        shapes = len({bucket_for(r.input_length, spec.edges) for r in spec.requests})
+    else:
+        shapes = len({r.input_length for r in spec.requests})
+    if options.dynamic == "on":
+        shapes = 2
+    compiles = 3 * shapes if options.kv_cache == "on" else shapes + UNCACHED_COMPILES
+    scale = 2.0 if options.compile == "max-autotune" else 1.0
+    token_s = compiled_token if options.kv_cache == "on" else eager_token * 3
+    return compiles * per_compile * scale + tokens * token_s + 1.0
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+@dataclass
+class _Run:
+    estimate: float
+    actual: float | None = None
+
+
+class Progress:
+    def __init__(self, estimates: list[float], stream: TextIO | None = None,
+                 width: int = 20) -> None:
+        self.runs = [_Run(e) for e in estimates]
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.width = width
+        self.started = time.perf_counter()
+        self.index = -1
+        self.run_started = self.started
+        self.title = ""
+        self.last_phase = ""
+        self.phase_name = ""
+        self.fraction = 0.0
+
+    # -- numbers ---------------------------------------------------------------------------------
+    def _scale(self) -> float:
+        done = [r for r in self.runs if r.actual is not None]
+        estimated = sum(r.estimate for r in done)
+        return (sum(r.actual for r in done) / estimated) if estimated > 0 else 1.0
+
+    def remaining_s(self) -> float:
+        scale = self._scale()
+        left = sum(r.estimate for r in self.runs[self.index + 1:]) * scale
+        if 0 <= self.index < len(self.runs):
+            current = self.runs[self.index].estimate * scale
+            spent = time.perf_counter() - self.run_started
+            left += max(current * (1 - self.fraction), current - spent, 0.0)
+        return left
+
+    def done_fraction(self) -> float:
+        elapsed = time.perf_counter() - self.started
+        left = self.remaining_s()
+        return elapsed / (elapsed + left) if elapsed + left > 0 else 1.0
+
+    def line(self) -> str:
+        fraction = self.done_fraction()
+        filled = int(round(fraction * self.width))
+        bar = "#" * filled + "-" * (self.width - filled)
+        elapsed = time.perf_counter() - self.started
+        return (f"[{bar}] {100 * fraction:3.0f}% {self.title} · {self.last_phase} · "
+                f"{_clock(elapsed)} elapsed · ~{_clock(self.remaining_s())} left")
+
+    # -- events ------------------------------------------------------------------------------
+    def start_run(self, index: int, experiment: str, label: str) -> None:
+        self.index = index
+        self.run_started = time.perf_counter()
+        self.title = f"{experiment} [{index + 1}/{len(self.runs)}] {label}"
+        self.last_phase = self.phase_name = "starting"
+        self.fraction = 0.0
+        self._emit(force=True)
+
+    def request_done(self, phase: str, done: int, total: int, fraction: float) -> None:
+        changed = phase != self.phase_name
+        self.phase_name = phase
+        self.last_phase = f"{phase} {done}/{total}"
+        self.fraction = fraction
+        self._emit(force=changed and not self.tty)
+
+    def finish_run(self) -> None:
+        if 0 <= self.index < len(self.runs):
+            self.runs[self.index].actual = time.perf_counter() - self.run_started
+
+    def message(self, text: str) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[2K")
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+
+    def _emit(self, *, force: bool = False) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + self.line()[:200])
+            self.stream.flush()
+        elif force:
+            self.stream.write(self.line() + "\n")
+            self.stream.flush()

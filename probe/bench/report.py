@@ -1,0 +1,108 @@
+"""report.md from report.json: every experiment in the seed's template, tables GitHub renders."""
+
+from __future__ import annotations
+
+from probe.bench import fmt
+
+TEMPLATE_FIELDS = (("Hypothesis", "hypothesis"), ("Variable", "variable"),
+                   ("Control", "control"), ("Expected", "expected"))
+
+
+def _environment_lines(report: dict) -> list[str]:
+    env, settings = report.get("environment", {}), report.get("settings", {})
+    lines = [
+        f"- model **{settings.get('model')}**, trace **{settings.get('trace')}**, "
+        f"{settings.get('requests')} replayed requests (fixed seed {settings.get('seed')}), "
+        f"{settings.get('repeats')} warm repeats per config"
+        + (", `--quick`" if settings.get("quick") else ""),
+        f"- device {env.get('device')} ({env.get('device_name')}), {env.get('cpu_count')} CPUs, "
+        f"{env.get('torch_threads')} torch threads; torch {env.get('torch')}, transformers "
+        f"{env.get('transformers')}, Python {env.get('python')}",
+        f"- compile backend {settings.get('compile_backend')}; inductor FX graph cache "
+        f"{'on' if env.get('inductor_fx_graph_cache') else 'off'} (a graph compiled before on "
+        f"this machine costs less the second time)",
+    ]
+    start, end = env.get("load_average_start"), env.get("load_average_end")
+    if start:
+        busy = max(start[0], (end or [0])[0]) > 0.5 * (env.get("cpu_count") or 1)
+        lines.append(f"- load average at start {start[0]}, at end {(end or ['?'])[0]}"
+                     + (" — **the machine was busy: absolute times are inflated**" if busy else ""))
+    lines.append(f"- wall time {fmt.seconds(report.get('wall_s'))}"
+                 + (" — **interrupted: incomplete**" if report.get("incomplete") else ""))
+    return lines
+
+
+def render_section(section: dict) -> list[str]:
+    out = [f"## {section.get('id')} — {section.get('title')}", ""]
+    if section.get("error"):
+        return out + [f"This section could not be built: {section['error']}", ""]
+    for label, key in TEMPLATE_FIELDS:
+        out.append(f"- **{label}:** {section.get(key, fmt.NA)}")
+    out.append("")
+    table = section.get("table") or {}
+    if table.get("columns"):
+        out += [fmt.table(table["columns"], table["rows"]), ""]
+    out.append("**Observed**")
+    out.append("")
+    out += [f"- {line}" for line in section.get("observed") or ["nothing was measured"]]
+    out.append("")
+    out.append("**Root cause**")
+    out.append("")
+    out += [f"- {line}" for line in section.get("root_cause") or ["not derived: no data"]]
+    out.append("")
+    for extra in section.get("extra_tables", []):
+        if extra.get("rows"):
+            out += [f"*{extra['title']}*", "", fmt.table(extra["columns"], extra["rows"]), ""]
+    for note in section.get("notes", []):
+        out.append(f"> {note}")
+    if section.get("notes"):
+        out.append("")
+    snapshots = sorted({c.get("snapshot") for c in section.get("configs", {}).values()
+                        if isinstance(c, dict) and c.get("snapshot")})
+    if snapshots:
+        out += ["Snapshots: " + ", ".join(f"`{s}`" for s in snapshots), ""]
+    return out
+
+
+def render_markdown(report: dict) -> str:
+    settings = report.get("settings", {})
+    out = [f"# infertop bench: {settings.get('model')} on {settings.get('trace')}", ""]
+    out += _environment_lines(report)
+    out += ["",
+            "How to read the numbers: **cold start** is the first request a fresh config "
+            "served — it includes every compile it waited on, and is one sample. **Warm** "
+            "figures come from the passes after a warm-up pass over the same requests: the "
+            "median of the repeated passes, with their range (min–max) in brackets. Two configs "
+            "whose ranges overlap are reported **within noise**; with a single repeat the noise "
+            "is not measured and the report says so. Requests are served back to back, so a "
+            "latency is the request's service time.", ""]
+    plan = report.get("plan", {})
+    if plan:
+        out.append(f"Replayed input lengths: {', '.join(str(r['input_length']) for r in plan.get('requests', []))}; "
+                   f"outputs: {', '.join(str(r['output_length']) for r in plan.get('requests', []))}. "
+                   f"Planner buckets {plan.get('planner_edges')}, powers of two {plan.get('pow2_edges')}.")
+        out.append("")
+    for section in report.get("experiments", {}).values():
+        out += render_section(section)
+    if report.get("left_out"):
+        out += ["## Left out", ""] + [f"- {line}" for line in report["left_out"]] + [""]
+    checks = report.get("checks") or {}
+    if checks:
+        out += ["## Checks", ""]
+        for name, value in checks.items():
+            if name.endswith("_ok"):
+                out.append(f"- {name[:-3]}: {'pass' if value else 'FAIL'}")
+        out.append("")
+    files = report.get("files") or {}
+    out += ["## Files", "",
+            "- `report.json`: every number, by experiment and config (`experiments.E1.configs…`), "
+            "and every run (`runs`)",
+            "- `runs/*.json`: the session snapshot of each run (`infertop snapshot show FILE`, "
+            "`infertop snapshot compare A B`)"]
+    if files.get("torch_trace"):
+        out.append("- `torch_trace/`: TORCH_TRACE logs of every compile (`tlparse torch_trace/`)")
+    if files.get("profile"):
+        out.append("- `profile/trace.json`: torch.profiler Chrome trace of a few warm requests "
+                   "(open in Perfetto or chrome://tracing); `profile/top_ops.txt` the top operators")
+    out.append("")
+    return "\n".join(out)

@@ -1,0 +1,126 @@
+"""Continuous batching: iteration-level scheduling over per-slot regions of a static KV cache.
+
+At every decode step, finished sequences leave their slot and waiting requests join free ones.
+Each slot decodes at its own position, which neither HF `generate()` nor transformers'
+StaticCache (one `cumulative_length` for the whole batch) supports; so this module gives the
+self-attention cache per-slot write positions and hands T5's own decoder blocks a per-slot
+relative-position bias and mask. Everything else — projections, norms, feed-forward, int8 or
+bf16 weights — is the model's own modules, unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from transformers import T5ForConditionalGeneration
+from transformers.cache_utils import EncoderDecoderCache, StaticCache, StaticLayer
+from transformers.models.t5.modeling_t5 import T5Attention
+
+
+class SlotLayer(StaticLayer):
+    """A static self-attention layer whose rows (slots) write at their own positions."""
+
+    def __init__(self, max_cache_len: int, positions: torch.Tensor) -> None:
+        super().__init__(max_cache_len)
+        self.positions = positions            # [slots], shared by every layer, owned by the batcher
+        self.rows = torch.arange(positions.shape[0], device=positions.device)
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        # key_states: [slots, heads, 1, d_kv] -> written at (slot, :, positions[slot])
+        self.keys[self.rows, :, self.positions] = key_states[:, :, 0, :]
+        self.values[self.rows, :, self.positions] = value_states[:, :, 0, :]
+        return self.keys, self.values
+
+
+def slot_step(model: T5ForConditionalGeneration, tokens: torch.Tensor, self_bias: torch.Tensor,
+              self_mask: torch.Tensor, cross_mask: torch.Tensor,
+              cache: EncoderDecoderCache) -> torch.Tensor:
+    """One greedy step for every slot: [slots, 1] tokens in, [slots, 1] tokens out."""
+    decoder = model.decoder
+    hidden = decoder.embed_tokens(tokens)
+    # The cross-attention keys/values are already in the cache (is_updated): this tensor only
+    # tells the blocks to run their cross-attention.
+    placeholder = hidden[:, :1, :]
+    for block in decoder.block:
+        hidden, _, _ = block(hidden, attention_mask=self_mask, position_bias=self_bias,
+                             encoder_hidden_states=placeholder,
+                             encoder_attention_mask=cross_mask, cache=cache)
+    hidden = decoder.final_layer_norm(hidden)
+    if model.config.scale_decoder_outputs:
+        hidden = hidden * (model.model_dim ** -0.5)
+    return model.lm_head(hidden)[:, -1, :].argmax(-1, keepdim=True)
+
+
+class SlotBatcher:
+    """The tensors of `slots` concurrent sequences and the two operations on them: `join`
+    (encode new requests into free slots) and `step` (one token for every slot)."""
+
+    def __init__(self, model: T5ForConditionalGeneration, *, slots: int, max_new_tokens: int,
+                 max_input_tokens: int, wrap: Callable[[Callable], Callable]) -> None:
+        config = model.config
+        parameter = next(model.parameters())
+        self.model, self.slots = model, slots
+        self.device, self.dtype = parameter.device, model.decoder.final_layer_norm.weight.dtype
+        self.max_new_tokens, self.max_input_tokens = max_new_tokens, max_input_tokens
+        self.positions = torch.zeros(slots, dtype=torch.long, device=self.device)
+        self.tokens = torch.full((slots, 1), config.decoder_start_token_id, dtype=torch.long,
+                                 device=self.device)
+        self.self_cache = StaticCache(config=config, max_cache_len=max_new_tokens)
+        self.self_cache.layers = [SlotLayer(max_new_tokens, self.positions)
+                                  for _ in range(config.num_decoder_layers)]
+        self.cross_cache = StaticCache(config=config, max_cache_len=max_input_tokens)
+        for part in (self.self_cache, self.cross_cache):
+            part.early_initialization(slots, config.num_heads, config.d_kv, self.dtype, self.device)
+        self.cache = EncoderDecoderCache(self.self_cache, self.cross_cache)
+        for layer_idx in range(config.num_decoder_layers):
+            self.cache.is_updated[layer_idx] = True
+        minimum = torch.finfo(self.dtype).min
+        self._minimum = minimum
+        self.cross_mask = torch.full((slots, 1, 1, max_input_tokens), minimum, dtype=self.dtype,
+                                     device=self.device)
+        self._key_positions = torch.arange(max_new_tokens, device=self.device)
+        self._attention: T5Attention = model.decoder.block[0].layer[0].SelfAttention
+        self._step = wrap(slot_step)
+
+    def _self_bias_and_mask(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """T5's decoder relative-position bias, per slot: key j seen from query position p."""
+        relative = self._key_positions[None, :] - self.positions[:, None]        # [slots, T]
+        buckets = T5Attention._relative_position_bucket(
+            relative, bidirectional=False,
+            num_buckets=self._attention.relative_attention_num_buckets,
+            max_distance=self._attention.relative_attention_max_distance)
+        bias = self._attention.relative_attention_bias(buckets)                  # [slots, T, H]
+        bias = bias.permute(0, 2, 1).unsqueeze(2).to(self.dtype)                 # [slots, H, 1, T]
+        future = self._key_positions[None, :] > self.positions[:, None]
+        mask = torch.where(future, self._minimum, 0.0).to(self.dtype)[:, None, None, :]
+        return bias, mask
+
+    def join(self, slot_ids: list[int], input_ids: torch.Tensor,
+             attention_mask: torch.Tensor) -> None:
+        """Run the encoder for the joiners (one padded call) and fill their cross-attention
+        region; their self-attention region needs no clearing: the mask hides old entries."""
+        hidden = self.model.encoder(input_ids=input_ids,
+                                    attention_mask=attention_mask).last_hidden_state
+        length = hidden.shape[1]
+        config = self.model.config
+        rows = torch.tensor(slot_ids, device=self.device)
+        for layer_idx, block in enumerate(self.model.decoder.block):
+            attention = block.layer[1].EncDecAttention
+            shape = (len(slot_ids), length, config.num_heads, config.d_kv)
+            layer = self.cross_cache.layers[layer_idx]
+            layer.keys[rows, :, :length] = attention.k(hidden).view(shape).transpose(1, 2)
+            layer.values[rows, :, :length] = attention.v(hidden).view(shape).transpose(1, 2)
+        self.cross_mask[rows] = self._minimum
+        self.cross_mask[rows, 0, 0, :length] = torch.where(
+            attention_mask.bool(), 0.0, self._minimum).to(self.dtype)
+        self.positions[rows] = 0
+        self.tokens[rows] = config.decoder_start_token_id
+
+    def step(self) -> torch.Tensor:
+        """One token for every slot (free slots compute too: the shapes stay static)."""
+        bias, mask = self._self_bias_and_mask()
+        next_tokens = self._step(self.model, self.tokens, bias, mask, self.cross_mask, self.cache)
+        self.tokens.copy_(next_tokens)
+        self.positions.add_(1)
+        return next_tokens[:, 0].clone()
