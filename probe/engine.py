@@ -36,6 +36,7 @@ class EngineSettings:
     max_new_tokens: int = 512          # static KV cache positions for self-attention
     compile_backend: str = "inductor"  # tests may use "eager" to exercise dynamo alone
     keep_tokens: bool = False          # keep generated ids per request (correctness tests)
+    threads: int | None = None         # torch intra-op threads; None keeps torch's default
     max_batch: int = 8                 # dynamic: rows per batch; continuous: slots
     batch_window_ms: float = 50.0      # dynamic: how long the first request waits for company
 
@@ -60,6 +61,8 @@ class Engine:
                  clock: SessionClock | None = None, loaded: LoadedModel | None = None) -> None:
         self.settings = settings
         self.clock = clock or SessionClock()
+        if settings.threads:
+            torch.set_num_threads(settings.threads)
         self.device = resolve_device(settings.device)
         self.loaded = loaded or load_model(settings.model)
         self.loaded.model.to(self.device)

@@ -33,10 +33,11 @@ def run_replay(engine: Engine, workload: PreparedWorkload, *, speed: float = 1.0
 
 def engine_for(workload: PreparedWorkload, *, model: str, device: str, options: OptConfig,
                max_input: int = 512, compile_backend: str = "inductor",
-               keep_tokens: bool = False) -> Engine:
+               keep_tokens: bool = False, threads: int | None = None) -> Engine:
     settings = EngineSettings(model=model, device=device, bucket_edges=workload.bucket_edges,
                               max_input_tokens=max_input, max_new_tokens=workload.max_new_tokens,
-                              compile_backend=compile_backend, keep_tokens=keep_tokens)
+                              compile_backend=compile_backend, keep_tokens=keep_tokens,
+                              threads=threads)
     return Engine(settings, options)
 
 

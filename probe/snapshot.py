@@ -31,7 +31,8 @@ def environment(device: torch.device) -> dict[str, Any]:
         name = platform.processor() or platform.machine()
     return {"python": sys.version.split()[0], "torch": torch.__version__,
             "transformers": transformers.__version__, "device": str(device),
-            "device_name": name, "cpu_count": os.cpu_count(), "platform": platform.platform()}
+            "device_name": name, "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(), "platform": platform.platform()}
 
 
 def session_document(data: SessionData, *, environment: dict, model: dict, trace: dict,

@@ -27,6 +27,9 @@ def _add_engine_arguments(parser: argparse.ArgumentParser, *, default_speed: flo
                         help=f"replay speed factor (default {default_speed:g})")
     parser.add_argument("--requests", type=int, default=None, metavar="N",
                         help="stop after N requests")
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="torch threads for the engine (default: torch's; the dashboard "
+                             "leaves one core to itself)")
     parser.add_argument("--max-input", type=int, default=512, help="longest input (default 512)")
     parser.add_argument("--max-output", type=int, default=512, help="longest output (default 512)")
 
@@ -85,7 +88,7 @@ def _replay(args: argparse.Namespace) -> int:
                                 max_output=args.max_output)
     print(workload.fit.summary(), file=sys.stderr)
     engine = engine_for(workload, model=args.model, device=args.device, options=options,
-                        max_input=args.max_input)
+                        max_input=args.max_input, threads=args.threads)
 
     def progress(records) -> None:
         for record in records:
