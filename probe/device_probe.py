@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import psutil
 import torch
+
+from probe.device_sample import DeviceSample
 
 try:
     import pynvml
@@ -37,20 +38,6 @@ def nvml_query(fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)
     except Exception:
         return None
-
-
-@dataclass(frozen=True)
-class DeviceSample:
-    kind: str                           # "GPU" | "CPU"
-    name: str
-    util_pct: float | None              # GPU utilisation, or system CPU %
-    mem_used_bytes: int | None          # GPU memory used, or the engine process's RSS
-    mem_total_bytes: int | None
-    mem_free_bytes: int | None          # what KV headroom is computed against
-    power_w: float | None = None
-    temperature_c: float | None = None
-    torch_allocated_bytes: int | None = None
-    torch_reserved_bytes: int | None = None
 
 
 class DeviceProbe:

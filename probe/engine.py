@@ -7,7 +7,6 @@ engine process (probe/engine_process.py) runs it away from the dashboard.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import torch
 import torch._dynamo
@@ -21,24 +20,11 @@ from probe.options import OptConfig
 from probe.records import Notice, RequestRecord
 from probe.requests import EngineRequest, input_ids, pad_batch
 from probe.session import Session
+from probe.settings import EngineSettings
 from probe.switchboard import Switchboard
 from workloads.buckets import bucket_for
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class EngineSettings:
-    model: str = "t5-small"
-    device: str = "auto"
-    bucket_edges: tuple[int, ...] = ()
-    max_input_tokens: int = 512
-    max_new_tokens: int = 512          # static KV cache positions for self-attention
-    compile_backend: str = "inductor"  # tests may use "eager" to exercise dynamo alone
-    keep_tokens: bool = False          # keep generated ids per request (correctness tests)
-    threads: int | None = None         # torch intra-op threads; None keeps torch's default
-    max_batch: int = 8                 # dynamic: rows per batch; continuous: slots
-    batch_window_ms: float = 50.0      # dynamic: how long the first request waits for company
 
 
 def short_error(exc: BaseException, limit: int = 300) -> str:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 
 from probe import protocol
-from probe.engine import Engine, EngineSettings
 from probe.options import OptConfig, parse_opts
+from probe.settings import EngineSettings
 from probe.workload_setup import PreparedWorkload, prepare_workload
 
 PUBLISH_INTERVAL_S = 0.5
@@ -82,13 +82,14 @@ def _redirect_output(log_path: str) -> None:
 
 def engine_main(config: EngineProcessConfig, conn: Connection) -> None:
     """The engine process: load, (prewarm), serve the replay, publish live snapshots."""
+    _redirect_output(config.log_path)   # before torch/transformers print import warnings
+    from probe.engine import Engine
     from probe.live_reporter import LiveReporter
     from probe.serving import ServingLoop
     from probe.headless import document_for
     from probe.snapshot import write_json_atomic
     from workloads.replayer import OpenLoopReplayer
 
-    _redirect_output(config.log_path)
     send = _Sender(conn)
     settings = config.settings
     send(protocol.Loading(f"loading {settings.model} on {settings.device}"))

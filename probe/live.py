@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from probe.device_probe import DeviceSample
+from probe.device_sample import DeviceSample
 from probe.options import OptConfig
 from probe.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
 from probe.session import ConfigEntry, SessionData
@@ -40,7 +40,7 @@ class ReplayStatus:
     total: int | None               # None when looping
     queue_depth: int
     offered_rps: float | None       # arrival rate over the window
-    served_rps: float | None        # completion rate over the window
+    capacity_rps: float | None      # what the engine can serve: 1 / mean service time (window)
     overloaded: bool                # offered load exceeds what the engine serves
 
 
@@ -83,6 +83,13 @@ class LiveSnapshot:
     @property
     def recompiles(self) -> int:
         return sum(s.recompiles for s in self.segments)
+
+
+def capacity_rps(records) -> float | None:
+    """Requests/s the engine can serve: one over the mean service time (end − start) of a
+    request, a batch's time shared by its rows."""
+    service_s = summarize((r.end_s - r.start_s) / r.batch_size for r in records if r.ok).mean
+    return 1.0 / service_s if service_s else None
 
 
 def window_stats(records: tuple[RequestRecord, ...]) -> WindowStats:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from probe.live import LiveSnapshot, ReplayStatus, build_live
+from probe.live import LiveSnapshot, ReplayStatus, build_live, capacity_rps
 from probe.serving import ServingLoop
-from probe.stats import summarize
 
 
 class LiveReporter:
@@ -19,9 +18,8 @@ class LiveReporter:
     def build(self) -> LiveSnapshot:
         engine, loop = self.loop.engine, self.loop
         data = engine.session.freeze()
-        window = [r for r in data.records[-200:] if r.seq >= self.window_start_seq and r.ok]
-        service_s = summarize((r.end_s - r.start_s) / r.batch_size for r in window).mean
-        capacity = 1.0 / service_s if service_s else None
+        window = [r for r in data.records[-200:] if r.seq >= self.window_start_seq]
+        capacity = capacity_rps(window)
         offered = loop.offered_rps()
         replayer = loop.replayer
         replay = ReplayStatus(
@@ -29,7 +27,7 @@ class LiveReporter:
             paused=replayer.paused, speed=getattr(replayer, "speed", 1.0),
             dispatched=loop.dispatched, completed=loop.completed, failed=loop.failed,
             total=replayer.total, queue_depth=loop.queue_depth, offered_rps=offered,
-            served_rps=capacity,
+            capacity_rps=capacity,
             overloaded=bool(offered and capacity and offered > capacity * 1.05
                             and loop.queue_depth > 2))
         return build_live(

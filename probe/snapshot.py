@@ -58,6 +58,7 @@ def write_json_atomic(path: str | os.PathLike, document: dict) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; a saved session is a normal file
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=1)
             handle.write("\n")

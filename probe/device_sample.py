@@ -1,0 +1,19 @@
+"""One reading of the device's load: a plain value, importable without torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class DeviceSample:
+    kind: str                           # "GPU" | "CPU"
+    name: str
+    util_pct: float | None              # GPU utilisation, or system CPU %
+    mem_used_bytes: int | None          # GPU memory used, or the engine process's RSS
+    mem_total_bytes: int | None
+    mem_free_bytes: int | None          # what KV headroom is computed against
+    power_w: float | None = None
+    temperature_c: float | None = None
+    torch_allocated_bytes: int | None = None
+    torch_reserved_bytes: int | None = None

@@ -1,0 +1,20 @@
+"""The engine's fixed settings for a session (what --opt does not change): a plain value that
+crosses into the engine process, importable without torch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    model: str = "t5-small"
+    device: str = "auto"
+    bucket_edges: tuple[int, ...] = ()
+    max_input_tokens: int = 512
+    max_new_tokens: int = 512          # static KV cache positions for self-attention
+    compile_backend: str = "inductor"  # tests may use "eager" to exercise dynamo alone
+    keep_tokens: bool = False          # keep generated ids per request (correctness tests)
+    threads: int | None = None         # torch intra-op threads; None keeps torch's default
+    max_batch: int = 8                 # dynamic: rows per batch; continuous: slots
+    batch_window_ms: float = 50.0      # dynamic: how long the first request waits for company

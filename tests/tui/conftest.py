@@ -1,0 +1,92 @@
+"""Fixtures for the dashboard tests: synthetic snapshots (tui/synthetic.py, built by the real
+probe.live.build_live), a fake engine, and the screen as plain text."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+from rich.console import Console
+
+from probe.live import LiveSnapshot
+from probe.options import OptConfig
+from tui.app import InfertopApp
+from tui.engine_handle import FakeEngine
+from tui.synthetic import stage
+
+
+@pytest.fixture(scope="session")
+def stages() -> dict[str, LiveSnapshot]:
+    return {name: stage(name) for name in ("baseline", "compiling", "compiled", "bucketing")}
+
+
+@pytest.fixture
+def make_app(tmp_path: Path, stages) -> Callable[..., InfertopApp]:
+    def make(engine: FakeEngine | None = None, *, at: str | None = "baseline",
+             options: OptConfig | None = None, **kwargs) -> InfertopApp:
+        initial = stages[at] if at else None
+        if options is None:
+            options = initial.options if initial else OptConfig()
+        kwargs.setdefault("snapshot_dir", tmp_path / "snapshots")
+        kwargs.setdefault("speed", 1.0)
+        kwargs.setdefault("clock", lambda: 0.0)
+        return InfertopApp(engine, initial=initial, options=options, **kwargs)
+
+    return make
+
+
+def screen_text(app: InfertopApp) -> str:
+    """What a user reads on the terminal now (toasts included when enabled)."""
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), record=True,
+                      force_terminal=True, color_system=None, legacy_windows=False,
+                      safe_box=False)
+    console.print(app.screen._compositor.render_update(
+        full=True, screen_stack=app._background_screens, simplify=False))
+    return console.export_text()
+
+
+@pytest.fixture
+def read_screen() -> Callable[[InfertopApp], str]:
+    return screen_text
+
+
+async def wait_for(pilot, predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    """Let the app run until `predicate` holds (events from the reader thread are async)."""
+    deadline = time.monotonic() + timeout_s
+    await pilot.pause()
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for the dashboard")
+        await pilot.pause(0.02)
+
+
+@pytest.fixture
+def until():
+    return wait_for
+
+
+@pytest.fixture
+def gil_hog() -> Iterator[Callable[[], None]]:
+    """Start a thread that holds the GIL in pure-Python work, as a compile in-process would."""
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+
+    def hog() -> None:
+        def spin() -> None:
+            n = 0
+            while not stop.is_set():
+                for _ in range(50_000):
+                    n += 1
+        thread = threading.Thread(target=spin, name="gil-hog", daemon=True)
+        thread.start()
+        threads.append(thread)
+
+    yield hog
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=5)

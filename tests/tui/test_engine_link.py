@@ -1,0 +1,167 @@
+"""The engine link: events from the reader thread reach the panels; a dead engine is said,
+its data kept, and `R` restarts it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from probe.protocol import Finished, Live, Loading, Pause, SetSpeed
+from probe.records import Notice
+from tui.engine_handle import FakeEngine
+from tui.messages import EngineLive, EngineLoading
+
+
+def status(app) -> str:
+    return str(app.query_one("#status").render())
+
+
+async def test_the_engine_is_started_and_its_snapshots_reach_every_panel(make_app, stages, until,
+                                                                        read_screen):
+    engine = FakeEngine(events=(Loading("loading t5-small on cpu"),))
+    app = make_app(engine, at=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: "loading t5-small on cpu" in status(app))
+        assert engine.starts == 1
+        engine.emit(Live(stages["compiled"]))
+        await until(pilot, lambda: app.snapshot is stages["compiled"])
+        await pilot.pause()
+        text = read_screen(app)
+        assert "running" in status(app)
+    # one figure from each panel, as the synthetic session computes them
+    compiled = stages["compiled"]
+    assert "3 recompiles" in text                                   # recompilations
+    assert "input_ids.size(1) 112→23" in text and "req-0066" in text
+    assert "12 breaks" in text and "Data-dependent branching" in text  # graph breaks
+    assert "CPU 98%" in text                                        # device
+    assert f"queue {compiled.replay.queue_depth}" in text           # throughput
+    assert "prev c1" in text and "now c2" in text                   # segments
+    assert "1.56 s" in text or "2.05 s" in text                     # latency window p50
+
+
+async def test_live_messages_coalesce_to_the_newest():
+    older, newer = EngineLive(object()), EngineLive(object())  # type: ignore[arg-type]
+    assert newer.can_replace(older)
+    assert not newer.can_replace(EngineLoading("x"))
+
+
+async def test_a_dead_engine_is_said_its_data_kept_and_R_restarts_it(make_app, stages, until,
+                                                                   read_screen):
+    engine = FakeEngine()
+    app = make_app(engine, at="compiled")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("plus")                         # state the restart must restore
+        await pilot.press("space")
+        before = app.snapshot
+        engine.die("the engine process exited (code -9)")
+        await until(pilot, lambda: app.engine_state == "failed")
+        await pilot.pause()
+        assert "engine stopped: the engine process exited (code -9)" in status(app)
+        assert "R restarts it" in status(app)
+        assert app.snapshot is before and "3 recompiles" in read_screen(app)  # kept
+        assert "R restart" in read_screen(app).splitlines()[-1]   # the footer offers it
+
+        sent = len(engine.commands())
+        await pilot.press("R")
+        await until(pilot, lambda: engine.restarts == 1 and len(engine.commands()) > sent)
+        await until(pilot, lambda: app.engine_state == "starting")
+        assert engine.commands()[sent:] == [SetSpeed(2.0), Pause()]
+        engine.emit(Live(replace(stages["compiled"], t_s=999.0)))
+        await until(pilot, lambda: app.engine_state == "live")
+
+
+async def test_R_does_nothing_while_the_engine_is_alive(make_app):
+    engine = FakeEngine()
+    app = make_app(engine)
+    async with app.run_test() as pilot:
+        await pilot.press("R")
+        await pilot.pause(0.3)
+    assert engine.restarts == 0
+
+
+async def test_an_engine_that_vanishes_without_a_word_is_noticed(make_app, until):
+    engine = FakeEngine()
+    app = make_app(engine)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: engine.starts == 1)
+        engine.alive = False                              # no EngineFailed event at all
+        await until(pilot, lambda: app.engine_state == "failed")
+    assert "exited" in app.engine_note
+
+
+async def test_a_spawn_that_raises_is_shown_not_raised(make_app, until):
+    class Broken(FakeEngine):
+        def start(self) -> None:
+            raise OSError("cannot fork")
+
+    app = make_app(Broken())
+    async with app.run_test() as pilot:
+        await until(pilot, lambda: app.engine_state == "failed")
+    assert "cannot fork" in app.engine_note
+
+
+async def test_finished_replay_is_said(make_app, until):
+    engine = FakeEngine(events=(Finished(),))
+    app = make_app(engine)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.engine_state == "finished")
+        assert "replay finished" in status(app)
+
+
+async def test_new_notices_become_notifications_once(make_app, stages, until):
+    engine = FakeEngine()
+    app = make_app(engine)
+    notes: list[tuple[str, str]] = []
+    notice = Notice(10.0, "warning", "int8 weight-only quantization is not available here")
+    snapshot = replace(stages["baseline"], notices=(notice,))
+    async with app.run_test() as pilot:
+        app.notify = lambda m, severity="information", **kw: notes.append((m, severity))  # type: ignore[method-assign]
+        engine.emit(Live(snapshot))
+        engine.emit(Live(replace(snapshot, t_s=snapshot.t_s + 1)))
+        await until(pilot, lambda: app.snapshot is not None and app.snapshot.t_s > snapshot.t_s)
+    assert notes == [(notice.text, "warning")]
+
+
+async def test_the_compile_clock_ticks_on_local_time_between_snapshots(make_app, stages):
+    now = [100.0]
+    app = make_app(FakeEngine(), at="compiling", clock=lambda: now[0])
+    async with app.run_test(size=(120, 40)) as pilot:
+        bar = app.query_one("#status")
+        await pilot.pause()
+        assert "compiling… 23 s (req-0060 waits)" in status(app)
+        now[0] += 5.0
+        bar.refresh()
+        assert "compiling… 28 s" in status(app)
+        app.engine_state = "failed"                  # a dead engine's compile is not running
+        assert "compiling… 23 s" in status(app)
+
+
+async def test_status_bar_says_overloaded_plainly(make_app):
+    app = make_app(FakeEngine(), at="compiling")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "offered load exceeds capacity" not in status(app)   # a compile, not overload
+        app.snapshot = replace(app.snapshot, replay=replace(app.snapshot.replay, overloaded=True))
+        await pilot.pause()
+        assert "offered load exceeds capacity — queue growing (16)" in status(app)
+
+
+async def test_a_poll_that_raises_is_shown_and_R_still_restarts(make_app, until):
+    class Flaky(FakeEngine):
+        broken = True
+
+        def poll(self, timeout: float):
+            if self.broken:
+                raise EOFError("pipe closed")
+            return super().poll(timeout)
+
+        def restart(self) -> None:
+            super().restart()
+            self.broken = False
+
+    engine = Flaky()
+    app = make_app(engine)
+    async with app.run_test() as pilot:
+        await until(pilot, lambda: app.engine_state == "failed")
+        assert "EOFError: pipe closed" in app.engine_note
+        await pilot.press("R")
+        await until(pilot, lambda: engine.restarts == 1 and app.engine_state == "starting")

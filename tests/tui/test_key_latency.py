@@ -1,0 +1,88 @@
+"""Keys stay responsive while the engine is busy: time from a key press to the engine
+receiving its command, with a thread hogging the GIL. The budget is 100 ms; the assertion
+allows 1 s so a loaded 2-core CI machine does not flake. Measured values are printed
+(`pytest -s`).
+
+Keys go in the way a terminal's do (the driver posts a Key event), not through
+`pilot.press`, which waits for the process to go idle after each key: a GIL hog never lets
+it, and its waits would be measured too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import replace
+
+from textual import events
+
+from probe.protocol import Live
+from tui.engine_handle import FakeEngine
+
+KEYS = (("c", "c"), ("b", "b"), ("space", " "), ("plus", "+"), ("minus", "-"), ("r", "r"),
+        ("g", "g"), ("space", " "), ("k", "k"), ("B", "B")) * 2
+LIMIT_S = 1.0
+PUBLISH_INTERVAL_S = 0.5     # probe.engine_process.PUBLISH_INTERVAL_S (not imported: it loads torch)
+
+
+async def _press_and_measure(app, engine: FakeEngine) -> list[float]:
+    latencies = []
+    for key, char in KEYS:
+        before = len(engine.received)
+        event = events.Key(key, char)
+        event.set_sender(app)
+        start = time.perf_counter()
+        app._driver.send_message(event)
+        deadline = start + 2 * LIMIT_S
+        while len(engine.received) == before and time.perf_counter() < deadline:
+            await asyncio.sleep(0.001)
+        received = engine.received[before:]
+        assert received, f"{key!r} sent nothing within {2 * LIMIT_S} s"
+        latencies.append(received[0].at - start)
+        await asyncio.sleep(0.05)          # keys a person types, not a paste
+    return latencies
+
+
+def _report(name: str, latencies: list[float]) -> None:
+    ms = sorted(x * 1000 for x in latencies)
+    print(f"\n{name}: key → engine, n={len(ms)}: median {ms[len(ms) // 2]:.1f} ms, "
+          f"max {ms[-1]:.1f} ms; all: {', '.join(f'{x:.0f}' for x in ms)}")
+
+
+async def test_keys_reach_the_engine_fast_while_its_reader_is_blocked(make_app, gil_hog):
+    engine = FakeEngine()
+    engine.hold()                          # the reader thread is stuck inside poll()
+    app = make_app(engine, at="compiling")
+    async with app.run_test(size=(120, 40)):
+        gil_hog()
+        latencies = await _press_and_measure(app, engine)
+        engine.release()
+    _report("reader blocked + GIL hog", latencies)
+    assert max(latencies) < LIMIT_S
+
+
+async def test_keys_reach_the_engine_fast_while_full_snapshots_stream_in(make_app, stages, gil_hog):
+    engine = FakeEngine()
+    alternate = (stages["compiled"], stages["bucketing"])   # every panel changes each time
+    stop = threading.Event()
+
+    def stream() -> None:                   # at the engine process's publish rate
+        n = 0
+        while not stop.wait(PUBLISH_INTERVAL_S):
+            n += 1
+            engine.emit(Live(replace(alternate[n % 2], t_s=1000.0 + n)))
+
+    app = make_app(engine, at="compiling")
+    async with app.run_test(size=(120, 40)):
+        feeder = threading.Thread(target=stream, daemon=True)
+        feeder.start()
+        gil_hog()
+        try:
+            latencies = await _press_and_measure(app, engine)
+        finally:
+            stop.set()
+            feeder.join()
+        assert app.snapshot.t_s > 1000.0     # snapshots really were drawn meanwhile
+    _report("snapshots streaming + GIL hog", latencies)
+    assert max(latencies) < LIMIT_S

@@ -1,0 +1,121 @@
+"""`infertop --load SNAPSHOT.json`: a saved session in the same panels, read-only, no engine;
+and the launcher's live path, with the engine process faked."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from probe.errors import ConfigError
+from probe.protocol import Shutdown
+from probe.snapshot import session_document, write_json_atomic
+from tui import launch as launch_module
+from tui.app import InfertopApp
+from tui.engine_handle import FakeEngine
+from tui.launch import launch, load_snapshot
+from tui.synthetic import session_at
+
+
+def status(app) -> str:
+    return str(app.query_one("#status").render())
+
+
+@pytest.fixture
+def saved(tmp_path: Path, stages) -> Path:
+    bucketing = stages["bucketing"]
+    document = session_document(
+        session_at(bucketing.t_s, "c3"), environment={"device": "cpu", "torch": "2.13"},
+        model={"name": "t5-small"}, trace={"name": "chat"},
+        settings={"bucket_edges": list(bucketing.bucket_edges)})
+    return write_json_atomic(tmp_path / "session.json", document)
+
+
+def test_a_saved_session_becomes_the_snapshot_the_panels_show(saved, stages):
+    loaded = load_snapshot(saved)
+    live = stages["bucketing"]
+    assert loaded.read_only and loaded.config_id == "c3" and loaded.options == live.options
+    assert loaded.segments == live.segments                # same records, same figures
+    assert loaded.compile_events == live.compile_events
+    assert loaded.model == "t5-small" and loaded.device == "cpu" and loaded.replay.trace == "chat"
+    assert loaded.bucket_edges == live.bucket_edges
+    assert loaded.device_sample is None and loaded.compiling_since_s is None
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not valid JSON"),
+    (json.dumps({"schema_version": 99}), "schema_version 99"),
+    (json.dumps({"schema_version": 1, "requests": [{"id": "x"}]}), "not an infertop session"),
+])
+def test_a_bad_snapshot_file_is_a_config_error(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        load_snapshot(path)
+
+
+async def test_loaded_sessions_are_read_only(saved, tmp_path, read_screen):
+    loaded = load_snapshot(saved)
+    app = InfertopApp(None, initial=loaded, options=loaded.options, snapshot_dir=tmp_path,
+                      speed=1.0, read_only=True, source=str(saved))
+    async with app.run_test(size=(120, 40)) as pilot:
+        for key in ("c", "b", "B", "space", "plus", "r"):
+            await pilot.press(key)
+        await pilot.pause()
+        assert app.requested == loaded.options and app.speed == 1.0 and not app.paused
+        assert app.check_action("cycle", ("compile",)) is None      # shown, greyed out
+        assert app.check_action("restart_engine", ()) is False
+        assert f"read-only {saved}" in status(app)
+        shown = read_screen(app)
+        assert "prev c2" in shown and "now c3" in shown and "5 recompiles" in shown
+        await pilot.press("s")                 # a screenshot of a loaded session still works
+        assert [p.suffix for p in tmp_path.glob("infertop-*")] == [".svg"]
+
+
+def _args(**overrides) -> argparse.Namespace:
+    values = dict(model="t5-small", trace="chat", device="auto", opt=["compile=default"],
+                  speed=2.0, buckets=None, requests=None, load=None, snapshot_dir="snaps")
+    values.update(overrides)
+    return argparse.Namespace(**values)
+
+
+def test_launch_load_runs_the_app_read_only(saved, monkeypatch):
+    ran: list[InfertopApp] = []
+    monkeypatch.setattr(InfertopApp, "run", lambda self, **kw: ran.append(self))
+    assert launch(_args(load=str(saved))) == 0
+    (app,) = ran
+    assert app.read_only and app.engine is None and app.snapshot.config_id == "c3"
+
+
+def test_launch_live_builds_the_engine_from_args_and_stops_it(monkeypatch):
+    import probe.engine_process as engine_process
+
+    engines: list[FakeEngine] = []
+
+    class Config:
+        def __init__(self, args):
+            from probe.options import parse_opts
+            self.options, self.speed = parse_opts(args.opt), args.speed
+
+    def client(config):
+        engines.append(FakeEngine())
+        return engines[-1]
+
+    ran: list[InfertopApp] = []
+
+    def run(self, **kw):
+        ran.append(self)
+        self.reader_stopped.set()
+
+    monkeypatch.setattr(engine_process, "config_from_args", Config)
+    monkeypatch.setattr(engine_process, "EngineClient", client)
+    monkeypatch.setattr(InfertopApp, "run", run)
+    monkeypatch.setattr(launch_module, "READER_STOP_WAIT_S", 0.1)
+    assert launch(_args()) == 0
+    (app,) = ran
+    assert app.requested.compile == "default" and app.speed == 2.0
+    assert app.snapshot_dir == Path("snaps") and not app.read_only
+    assert engines[0].stopped
+    assert Shutdown not in [type(c) for c in engines[0].commands()]  # stop() sends it itself

@@ -1,0 +1,159 @@
+"""Each panel's content from a snapshot (plain functions, no app), and what the two layouts
+keep."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+
+from rich.console import Console
+
+from probe.device_probe import DeviceSample
+from probe.records import GraphBreakRecord
+from tui.engine_handle import FakeEngine
+from tui.widgets.device import device_detail, device_headline
+from tui.widgets.graph_breaks import break_headline, break_reasons
+from tui.widgets.kv_cache import kv_detail, kv_headline
+from tui.widgets.latency import latency_table, log_ticks
+from tui.widgets.recompiles import compile_counts, compile_feed, latest_event, short_reason
+from tui.widgets.segments import segment_rows
+from tui.widgets.throughput import OVERLOADED, throughput_detail, throughput_headline
+
+
+def text(renderable, width: int = 100) -> str:
+    console = Console(width=width, record=True, color_system=None, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_latency_numbers_show_window_and_segment_percentiles(stages):
+    compiled = stages["compiled"]
+    shown = text(latency_table(compiled))
+    c2 = next(s for s in compiled.segments if s.config_id == "c2")
+    assert "window" in shown and "c2" in shown
+    assert "2.05 s" in shown                                          # window latency p50
+    assert "33.4 s" in shown and round(c2.latency_ms.p50 / 1000, 1) == 33.4
+    assert shown.count("12 ms") >= 3                                  # compiled TPOT
+
+
+def test_log_ticks_span_the_data():
+    ticks, labels = log_ticks(150.0, 62_000.0)
+    assert ticks == [100.0, 1000.0, 10_000.0, 100_000.0]
+    assert labels == ["100 ms", "1.00 s", "10 s", "100 s"]
+
+
+def test_recompile_feed_newest_first_with_reason_and_waiting_request(stages):
+    compiled = stages["compiled"]
+    feed = text(compile_feed(compiled.compile_events), width=120).splitlines()
+    assert "0/3" in feed[1] and "req-0066" in feed[1] and "input_ids.size(1) 112→23" in feed[1]
+    assert "compile" in feed[-1] and "61.8s" in feed[-1]
+    assert text(compile_counts(compiled)).startswith("1 compile · 3 recompiles")
+
+
+def test_every_event_kind_reads(stages):
+    base = stages["compiled"].compile_events[0]
+    events = (
+        replace(base, kind="fallback", compile_id="-", reason="compile failed, serving eager"),
+        replace(base, kind="limit", compile_id="-", request_id=None),
+        replace(base, kind="cudagraph", compile_id="0/0_1", duration_s=None))
+    shown = text(compile_feed(events), width=140)
+    assert "fallback" in shown and "serving eager" in shown
+    assert "limit" in shown and "prewarm" in shown     # no request waited: a prewarm compile
+    assert "cudagraph" in shown and "running" in shown
+    snapshot = replace(stages["compiled"], compile_events=stages["compiled"].compile_events + events)
+    assert "1 fallback · 1 limit · 1 cudagraph" in text(compile_counts(snapshot))
+    assert "last 0/0_1 cudagraph running" in text(latest_event(events))
+
+
+def test_short_reason_compacts_size_mismatches_only():
+    reason = ("0/0: tensor 'input_ids' size mismatch at index 1. expected 64, actual 37; "
+              "0/1: ___check_obj_id(L['self'], 1401)")
+    assert short_reason(reason) == "input_ids.size(1) 64→37; ___check_obj_id(L['self'], 1401)"
+    assert short_reason(None) == ""
+
+
+def test_graph_breaks_per_config_with_locations(stages):
+    bucketing = stages["bucketing"]
+    extra = GraphBreakRecord("c1", "Unsupported: call_function", "probe/decode_hf.py:40", 1)
+    snapshot = replace(bucketing, graph_breaks=bucketing.graph_breaks + (extra,))
+    shown = text(break_reasons(snapshot, width=80))
+    assert shown.index("c3 compile=default bucketing=on: 12") < shown.index("c2 compile=default: 12")
+    assert shown.index("c2 compile=default: 12") < shown.index("c1 baseline: 1")
+    assert "×6 Data-dependent branching" in shown
+    assert "transformers/generation/stopping_criteria.py:512" in shown
+    assert text(break_headline(snapshot)).startswith("12 breaks · 35 graphs in c3")
+
+
+def test_device_on_a_cpu_is_labelled_cpu(stages):
+    sample = stages["baseline"].device_sample
+    assert text(device_headline(sample)).startswith("CPU 61% · RSS 1.31 GiB")
+    assert "power" not in text(device_detail(sample))
+
+
+def test_device_on_a_gpu_says_na_for_what_nvml_cannot_tell():
+    sample = DeviceSample(kind="GPU", name="NVIDIA H200", util_pct=None,
+                          mem_used_bytes=12 * 1024 ** 3, mem_total_bytes=139 * 1024 ** 3,
+                          mem_free_bytes=127 * 1024 ** 3, power_w=None, temperature_c=61.0,
+                          torch_allocated_bytes=8 * 1024 ** 3, torch_reserved_bytes=None)
+    assert text(device_headline(sample)).startswith("GPU N/A · mem 12.0 GiB")
+    shown = text(device_detail(sample))
+    assert "NVIDIA H200" in shown and "12.0 GiB / 139 GiB" in shown
+    assert "power N/A · temp 61 °C" in shown
+    assert "torch alloc 8.00 GiB · reserved N/A" in shown
+    assert text(device_headline(None)).startswith("no device sample")
+
+
+def test_kv_panel_shows_waste_and_headroom(stages):
+    bucketing = stages["bucketing"]
+    shown = text(kv_detail(bucketing), width=60)
+    assert "waste" in shown and "(22%)" in shown
+    assert f"≈{bucketing.kv.headroom_requests:,} req fit" in text(kv_headline(bucketing))
+    assert "no request" in text(kv_detail(stages["compiling"]), width=60)
+    none = replace(bucketing, kv=replace(bucketing.kv, headroom_requests=None,
+                                         free_device_bytes=None))
+    assert "—" in text(kv_headline(none)) and "N/A free" in text(kv_detail(none), width=60)
+
+
+def test_throughput_says_overload_plainly_and_counts_failures(stages):
+    compiling = stages["compiling"]
+    # A compile stall grows the queue without the offered load exceeding capacity.
+    assert OVERLOADED not in text(throughput_detail(compiling), width=60).replace("\n", " ")
+    overloaded = replace(compiling, replay=replace(compiling.replay, overloaded=True))
+    assert OVERLOADED == "offered load exceeds capacity — queue growing"
+    assert OVERLOADED in text(throughput_detail(overloaded), width=60).replace("\n", " ")
+    assert "queue 16" in text(throughput_headline(compiling))
+    failing = replace(compiling, replay=replace(compiling.replay, failed=3, overloaded=False))
+    shown = text(throughput_detail(failing), width=60)
+    assert "failed 3" in shown and OVERLOADED not in shown
+
+
+def test_segment_rows_pair_previous_and_current(stages):
+    rows = segment_rows(stages["bucketing"])
+    assert [str(r["config"]) for r in rows] == ["prev c2", "now c3"]
+    assert rows[1]["recomp"] == "2" and rows[0]["recomp"] == "3"
+    assert [str(r["config"]) for r in segment_rows(stages["baseline"])] == ["now c1"]
+
+
+async def test_the_wide_layout_shows_every_panel_in_full(make_app, read_screen):
+    app = make_app(FakeEngine(), at="compiled")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        shown = read_screen(app)
+    for title in ("Latency", "Throughput & queue", "KV cache", "Device", "Recompilations",
+                  "Graph breaks", "Segments"):
+        assert f"─ {title}" in shown, title
+    assert "config change" in shown and "session time (s)" in shown    # the plot
+    assert "guard failure / reason" in shown                          # the feed
+
+
+async def test_the_compact_layout_keeps_status_numbers_and_segments(make_app, read_screen):
+    app = make_app(FakeEngine(), at="compiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        shown = read_screen(app)
+    assert "c2 compile=default" in shown.splitlines()[0]               # status bar
+    assert "latency  window" in shown and "TPOT" in shown              # numbers
+    assert "prev c1" in shown and "now c2" in shown                    # segments
+    assert "1 compile · 3 recompiles" in shown and "last 0/3 recompile" in shown
+    assert "session time (s)" not in shown                             # no plot
+    assert "guard failure / reason" not in shown                       # no feed detail

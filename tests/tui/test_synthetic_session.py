@@ -1,0 +1,67 @@
+"""The synthetic session is realistic where tests and screenshots rely on it, and the figures
+the dashboard shows (computed by probe.live) agree with a second computation here."""
+
+from __future__ import annotations
+
+import statistics
+
+from tui.synthetic import BUCKET_EDGES, session_at, stage
+
+
+def test_baseline_is_eager_and_steady(stages):
+    baseline = stages["baseline"]
+    assert baseline.config_id == "c1" and baseline.options.label() == "baseline"
+    assert baseline.compile_events == () and baseline.graph_breaks == ()
+    assert baseline.compiling_since_s is None and not baseline.replay.overloaded
+    tpot = sorted(r.tpot_ms for r in baseline.recent)
+    assert 17 < statistics.median(tpot) < 18.5                # FACTS.md: 17-18 ms/token
+
+
+def test_compiling_waits_on_the_first_compile_and_the_queue_grows(stages):
+    compiling = stages["compiling"]
+    assert compiling.options.compile == "default"
+    assert round(compiling.t_s - compiling.compiling_since_s) == 23
+    assert compiling.compiling_request == "req-0060"
+    # the queue grows behind the compile, though the offered load is within capacity
+    assert compiling.replay.queue_depth > 4 and not compiling.replay.overloaded
+    assert not [r for r in compiling.recent if r.config_id == "c2"]   # none served yet
+
+
+def test_compiled_has_recompiles_on_size_mismatch_and_generate_graph_breaks(stages):
+    compiled = stages["compiled"]
+    kinds = [e.kind for e in compiled.compile_events]
+    assert kinds == ["compile", "recompile", "recompile", "recompile"]
+    assert all("size mismatch" in e.reason for e in compiled.compile_events[1:])
+    assert compiled.compile_events[0].duration_s > 60          # FACTS.md: ~62 s first compile
+    assert sum(b.count for b in compiled.graph_breaks) == 12   # FACTS.md: 12 breaks in generate
+    assert all(b.config_id == "c2" for b in compiled.graph_breaks)
+
+
+def test_bucketing_pads_to_the_edges(stages):
+    bucketing = stages["bucketing"]
+    assert bucketing.options.bucketing == "on" and bucketing.bucket_edges == BUCKET_EDGES
+    c3 = [r for r in bucketing.recent if r.config_id == "c3"]
+    assert c3 and all(r.padded_tokens in BUCKET_EDGES for r in c3)
+    assert all(r.padded_tokens >= r.input_tokens for r in c3)
+    assert [s.config_id for s in bucketing.segments] == ["c1", "c2", "c3"]
+
+
+def test_window_and_segment_percentiles_recomputed_another_way(stages):
+    compiled = stages["compiled"]
+    window = [r.latency_ms for r in compiled.recent if r.ok][-200:]
+    assert compiled.window.requests == len(window)
+    assert abs(compiled.window.latency_ms.p50 - statistics.median(window)) < 1e-6
+    # p95 by linear interpolation between order statistics, as numpy's default
+    ordered = sorted(window)
+    rank = 0.95 * (len(ordered) - 1)
+    low = int(rank)
+    p95 = ordered[low] + (ordered[low + 1] - ordered[low]) * (rank - low)
+    assert abs(compiled.window.latency_ms.p95 - p95) < 1e-6
+    segment = next(s for s in compiled.segments if s.config_id == "c2")
+    c2 = [r for r in session_at(compiled.t_s, "c2").records if r.config_id == "c2"]
+    assert segment.requests == len(c2)
+    assert segment.recompiles == 3 and segment.compiles == 1
+
+
+def test_stages_are_deterministic():
+    assert stage("compiled") == stage("compiled")

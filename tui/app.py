@@ -1,0 +1,322 @@
+"""The infertop dashboard: one immutable LiveSnapshot in an app-level reactive, panels bound to
+it, keys that send commands to an engine running in another process.
+
+The event loop never waits on the engine: a worker thread owns the engine handle's start,
+poll and restart, and posts what it reads as messages.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.widgets import Footer
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from probe.live import LiveSnapshot
+from probe.options import OptConfig
+from probe.protocol import (EngineFailed, Finished, Live, Loading, Pause, ResetWindow, Resume,
+                            SaveSnapshot, SetOptions, SetSpeed, SnapshotFailed, SnapshotSaved)
+from tui.engine_handle import EngineHandle
+from tui.help_screen import HelpScreen
+from tui.messages import (EngineDown, EngineLive, EngineLoading, EngineRestarted, ReplayFinished,
+                          SessionNotSaved, SessionSaved)
+from tui.snapshot_files import snapshot_paths, write_text_atomic
+from tui.widgets.device import DevicePanel
+from tui.widgets.graph_breaks import GraphBreakPanel
+from tui.widgets.kv_cache import KVCachePanel
+from tui.widgets.latency import LatencyPanel
+from tui.widgets.recompiles import RecompilePanel
+from tui.widgets.segments import SegmentsPanel
+from tui.widgets.status_bar import StatusBar
+from tui.widgets.throughput import ThroughputPanel
+
+POLL_S = 0.2
+MIN_SPEED, MAX_SPEED = 0.125, 64.0
+# Actions that change what the engine does: disabled (shown greyed) on a loaded snapshot.
+ENGINE_ACTIONS = frozenset({"cycle", "pause", "speed", "reset_window"})
+NOTICE_SEVERITY = {"info": "information", "warning": "warning", "error": "error"}
+
+
+def _cycle(key: str, letter: str, description: str, tooltip: str) -> Binding:
+    return Binding(letter, f"cycle('{key}')", description, tooltip=tooltip, id=f"cycle-{key}")
+
+
+class InfertopApp(App[int]):
+    CSS_PATH = "dashboard.tcss"
+    TITLE = "infertop"
+    ENABLE_COMMAND_PALETTE = False
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
+
+    BINDINGS = [
+        Binding("question_mark", "help", "help", tooltip="This list of keys."),
+        # shown only while the engine is down (check_action), so first: it must not be cut off
+        Binding("R", "restart_engine", "restart", tooltip="Start a fresh engine after "
+                "it died, with the last options sent."),
+        _cycle("compile", "c", "compile", "torch.compile mode: off → default → "
+               "reduce-overhead → max-autotune."),
+        _cycle("decode", "g", "decode", "Decode path: HF generate() ↔ a graph-break-free "
+               "greedy loop over a static KV cache (fullgraph)."),
+        _cycle("dynamic", "d", "dyn", "Dynamic shapes for compiled code: off ↔ on."),
+        _cycle("bucketing", "b", "bucket", "Pad inputs up to bucket edges so few shapes "
+               "compile: off ↔ on."),
+        _cycle("kv_cache", "k", "kv", "KV cache: on ↔ off (off recomputes every step)."),
+        _cycle("precision", "p", "prec", "Weights and activations: fp32 → bf16 → fp16."),
+        _cycle("quant", "q", "quant", "Weight-only int8 quantization: off ↔ int8."),
+        _cycle("prewarm", "w", "warm", "Compile the bucket shapes before serving: off ↔ on."),
+        _cycle("batching", "B", "batch", "Batching: off → dynamic → continuous."),
+        Binding("space", "pause", "pause", tooltip="Pause or resume the replay."),
+        Binding("plus,equals_sign", "speed(2.0)", "×2", key_display="+",
+                tooltip="Replay speed ×2 (at most ×64)."),
+        Binding("minus", "speed(0.5)", "÷2", key_display="-",
+                tooltip="Replay speed ÷2 (at least ×0.125)."),
+        Binding("r", "reset_window", "reset", tooltip="Restart the sliding window of requests."),
+        Binding("s", "save_snapshot", "save", tooltip="Save the session JSON and an SVG "
+                "screenshot into the snapshot folder."),
+        Binding("ctrl+q", "quit", "quit", tooltip="Stop the engine and quit.", priority=True),
+    ]
+
+    snapshot: reactive[LiveSnapshot | None] = reactive(None, init=False)
+    requested: reactive[OptConfig] = reactive(OptConfig, init=False)
+    speed: reactive[float] = reactive(1.0, init=False)
+    paused: reactive[bool] = reactive(False, init=False)
+    engine_state: reactive[str] = reactive("starting", init=False)
+    engine_note: reactive[str] = reactive("", init=False)
+
+    def __init__(self, engine: EngineHandle | None, *, initial: LiveSnapshot | None = None,
+                 options: OptConfig, snapshot_dir: Path, speed: float, read_only: bool = False,
+                 source: str = "", clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.engine = engine
+        self.read_only = read_only or engine is None
+        self.snapshot_dir = Path(snapshot_dir)
+        self._clock = clock
+        self._restart = threading.Event()
+        self._stopping = threading.Event()
+        self.reader_stopped = threading.Event()
+        self._notices_seen_s = float("-inf")
+        self.set_reactive(InfertopApp.snapshot, initial)
+        self.set_reactive(InfertopApp.requested, options)
+        self.set_reactive(InfertopApp.speed, speed)
+        if self.read_only:
+            state = "read-only"
+        else:
+            state = "live" if initial is not None else "starting"
+        self.set_reactive(InfertopApp.engine_state, state)
+        self.set_reactive(InfertopApp.engine_note, source)
+        if engine is None:
+            self.reader_stopped.set()
+
+    # -- layout ------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        app = InfertopApp
+        yield StatusBar(clock=self._clock, id="status").data_bind(
+            app.snapshot, app.requested, app.speed, app.paused, app.engine_state,
+            app.engine_note)
+        with Vertical(id="body"):
+            with Horizontal(id="top"):
+                yield LatencyPanel(id="latency").data_bind(app.snapshot)
+                with Vertical(id="side"):
+                    yield ThroughputPanel(id="throughput").data_bind(app.snapshot)
+                    yield KVCachePanel(id="kv").data_bind(app.snapshot)
+                    yield DevicePanel(id="device").data_bind(app.snapshot)
+            with Horizontal(id="middle"):
+                yield RecompilePanel(id="recompiles").data_bind(app.snapshot)
+                yield GraphBreakPanel(id="breaks").data_bind(app.snapshot)
+            yield SegmentsPanel(id="segments").data_bind(app.snapshot)
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        if self.engine is not None:
+            self._read_engine()
+
+    def on_unmount(self) -> None:
+        self._stopping.set()
+
+    # -- the engine reader (a thread) ----------------------------------------------------------
+    @work(thread=True, exclusive=True, name="engine reader", group="engine", exit_on_error=False)
+    def _read_engine(self) -> None:
+        engine, worker = self.engine, get_current_worker()
+        assert engine is not None
+        try:
+            try:
+                engine.start()
+                down = False
+            except Exception as exc:  # a failed spawn is shown, never a crash
+                self.post_message(EngineDown(f"could not start: {type(exc).__name__}: {exc}"))
+                down = True
+            while not (worker.is_cancelled or self._stopping.is_set()):
+                try:
+                    down = self._read_once(engine, down)
+                except Exception as exc:  # a broken pipe or a bad message: say so, keep going
+                    if not down:
+                        self.post_message(EngineDown(f"lost the engine: {type(exc).__name__}: "
+                                                     f"{exc}"))
+                    down = True
+                    self._stopping.wait(POLL_S)
+        finally:
+            self.reader_stopped.set()
+
+    def _read_once(self, engine: EngineHandle, down: bool) -> bool:
+        """One poll; returns whether the engine is down. Runs on the reader thread only."""
+        if self._restart.is_set():
+            self._restart.clear()
+            down = self._restart_engine(engine)
+        event = engine.poll(POLL_S)
+        if event is None and not down and not engine.is_alive():
+            event = engine.poll(0.0) or EngineFailed("the engine process exited")
+        if event is None:
+            if down:  # a dead engine's poll may return at once: don't spin
+                self._stopping.wait(POLL_S)
+            return down
+        if isinstance(event, EngineFailed):
+            if down:
+                return down
+            down = True
+        message = _message_for(event)
+        if message is not None:
+            self.post_message(message)
+        return down
+
+    def _restart_engine(self, engine: EngineHandle) -> bool:
+        """Restart on the reader thread, so start/poll/restart never overlap. True: still down."""
+        try:
+            engine.restart()
+        except Exception as exc:
+            self.post_message(EngineDown(f"restart failed: {type(exc).__name__}: {exc}"))
+            return True
+        self.post_message(EngineRestarted())
+        return False
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            self.engine_state, self.engine_note = "failed", f"reader: {event.worker.error}"
+            self.notify(f"lost the engine: {event.worker.error}", severity="error")
+
+    # -- engine events -----------------------------------------------------------------------
+    def on_engine_live(self, message: EngineLive) -> None:
+        self.snapshot = message.snapshot
+        if self.engine_state in ("starting", "loading"):
+            self.engine_state = "live"
+        for notice in message.snapshot.notices:
+            if notice.t_s > self._notices_seen_s:
+                self.notify(notice.text, severity=NOTICE_SEVERITY.get(notice.level, "information"))
+                self._notices_seen_s = notice.t_s
+
+    def on_engine_loading(self, message: EngineLoading) -> None:
+        self.engine_state, self.engine_note = "loading", message.text
+
+    def on_engine_down(self, message: EngineDown) -> None:
+        self.engine_state, self.engine_note = "failed", message.error
+        self.notify(f"the engine stopped: {message.error}. Everything shown is kept; "
+                    "press R to restart it.", severity="error", timeout=15)
+
+    def on_engine_restarted(self, _: EngineRestarted) -> None:
+        self.engine_state, self.engine_note = "starting", ""
+        self._send(SetSpeed(self.speed))
+        if self.paused:
+            self._send(Pause())
+
+    def on_replay_finished(self, _: ReplayFinished) -> None:
+        self.engine_state = "finished"
+        self.notify("the replay ran out of requests")
+
+    def on_session_saved(self, message: SessionSaved) -> None:
+        self.notify(f"session saved: {message.path}")
+
+    def on_session_not_saved(self, message: SessionNotSaved) -> None:
+        self.notify(f"could not save the session to {message.path}: {message.error}",
+                    severity="error")
+
+    def watch_engine_state(self) -> None:
+        self.refresh_bindings()
+
+    # -- keys --------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ENGINE_ACTIONS:
+            return None if self.read_only else True
+        if action == "restart_engine":
+            return self.engine is not None and self.engine_state == "failed"
+        return True
+
+    def _send(self, command: Any) -> None:
+        if self.engine is not None:
+            self.engine.send(command)
+
+    def action_cycle(self, key: str) -> None:
+        self.requested = self.requested.cycled(key)
+        self._send(SetOptions(self.requested))
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        self._send(Pause() if self.paused else Resume())
+
+    def action_speed(self, factor: float) -> None:
+        speed = min(max(self.speed * factor, MIN_SPEED), MAX_SPEED)
+        if speed == self.speed:
+            self.notify(f"replay speed is already at its {'max' if factor > 1 else 'min'}imum, "
+                        f"×{speed:g}")
+            return
+        self.speed = speed
+        self._send(SetSpeed(speed))
+
+    def action_reset_window(self) -> None:
+        self._send(ResetWindow())
+        self.notify("window reset: figures now cover requests from here on")
+
+    def action_save_snapshot(self) -> None:
+        try:
+            self.snapshot_dir.mkdir(parents=True, exist_ok=True)
+            json_path, svg_path = snapshot_paths(self.snapshot_dir)
+        except OSError as exc:
+            self.notify(f"cannot save into {self.snapshot_dir}: {exc.strerror or exc}",
+                        severity="error")
+            return
+        if not self.read_only:
+            if self.engine_state == "failed":
+                self.notify("the engine is down: its session JSON cannot be saved now",
+                            severity="warning")
+            else:
+                self._send(SaveSnapshot(str(json_path)))
+        try:
+            write_text_atomic(svg_path, self.export_screenshot())
+        except OSError as exc:
+            self.notify(f"cannot write {svg_path}: {exc.strerror or exc}", severity="error")
+        else:
+            self.notify(f"screenshot saved: {svg_path}")
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(list(self.BINDINGS)))
+
+    def action_restart_engine(self) -> None:
+        if self.engine is None or self.engine_state != "failed":
+            return
+        self.engine_state, self.engine_note = "starting", ""
+        self._restart.set()
+
+
+def _message_for(event: Any) -> Message | None:
+    if isinstance(event, Live):
+        return EngineLive(event.snapshot)
+    if isinstance(event, Loading):
+        return EngineLoading(event.text)
+    if isinstance(event, EngineFailed):
+        return EngineDown(event.error)
+    if isinstance(event, SnapshotSaved):
+        return SessionSaved(event.path)
+    if isinstance(event, SnapshotFailed):
+        return SessionNotSaved(event.path, event.error)
+    if isinstance(event, Finished):
+        return ReplayFinished()
+    return None

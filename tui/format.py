@@ -1,0 +1,98 @@
+"""How numbers read on screen: one place for units, rounding and missing values.
+
+"—" means "no data yet" (no request finished); "N/A" means "this machine cannot tell"
+(no NVML, no power sensor). Callers choose which with `missing`.
+"""
+
+from __future__ import annotations
+
+NO_DATA = "—"
+NOT_AVAILABLE = "N/A"
+
+_BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def fmt_bytes(value: int | float | None, missing: str = NOT_AVAILABLE) -> str:
+    """1536 → "1.5 KiB"; three significant digits, binary units as device memory is sized."""
+    if value is None:
+        return missing
+    size = float(value)
+    sign = "-" if size < 0 else ""
+    size = abs(size)
+    for unit in _BINARY_UNITS:
+        if size < 1023.5 or unit == _BINARY_UNITS[-1]:
+            if unit == "B":
+                return f"{sign}{int(size)} B"
+            return f"{sign}{_three_digits(size)} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def _three_digits(value: float) -> str:
+    if value >= 99.95:
+        return f"{value:.0f}"
+    if value >= 9.995:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def fmt_ms(value: float | None, missing: str = NO_DATA) -> str:
+    """A duration given in ms: "812 ms", "9.6 ms", "1.92 s", "62.0 s", "123 s"."""
+    if value is None:
+        return missing
+    if value < 9.95:
+        return f"{value:.1f} ms"
+    if value < 999.5:
+        return f"{value:.0f} ms"
+    return f"{_three_digits(value / 1000)} s"
+
+
+def fmt_s(value: float | None, missing: str = NO_DATA) -> str:
+    """A duration given in seconds."""
+    return missing if value is None else fmt_ms(value * 1000.0)
+
+
+def fmt_rate(value: float | None, unit: str, missing: str = NO_DATA) -> str:
+    if value is None:
+        return missing
+    digits = 2 if value < 10 else (1 if value < 100 else 0)
+    return f"{value:.{digits}f} {unit}"
+
+
+def fmt_pct(value: float | None, missing: str = NOT_AVAILABLE) -> str:
+    return missing if value is None else f"{value:.0f}%"
+
+
+def fmt_fraction(value: float | None, missing: str = NO_DATA) -> str:
+    """0.773 → "77%"."""
+    return missing if value is None else f"{value * 100:.0f}%"
+
+
+def fmt_count(value: int | None, missing: str = NO_DATA) -> str:
+    return missing if value is None else f"{value:,}"
+
+
+def fmt_clock(t_s: float | None, missing: str = NO_DATA) -> str:
+    """A session-clock time: "83.4 s", "12:05" past ten minutes (m:ss), "1:02:05" past an hour."""
+    if t_s is None:
+        return missing
+    if t_s < 600:
+        return f"{t_s:.1f} s"
+    whole = int(t_s)
+    hours, rest = divmod(whole, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
+
+
+def fmt_speed(speed: float) -> str:
+    """Replay speed: "×1", "×0.125", "×64"."""
+    return f"×{speed:g}"
+
+
+def truncate(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def truncate_left(text: str, width: int) -> str:
+    """Keep the end (a path's file:line), mark the cut at the start."""
+    return text if len(text) <= width else "…" + text[len(text) - max(width - 1, 0):]

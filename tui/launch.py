@@ -1,0 +1,91 @@
+"""`infertop` with no command: the live dashboard over an engine process, or `--load` a saved
+session read-only. Bad input raises ConfigError/TraceError, which the CLI turns into exit 2."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from probe.errors import ConfigError
+from probe.live import LiveSnapshot, ReplayStatus, build_live
+from probe.options import OptConfig
+from probe.session import SessionData
+
+READER_STOP_WAIT_S = 3.0
+
+
+def launch(args: argparse.Namespace) -> int:
+    snapshot_dir = Path(getattr(args, "snapshot_dir", None) or "snapshots")
+    if getattr(args, "load", None):
+        return _open_saved(Path(args.load), snapshot_dir)
+    return _run_live(args, snapshot_dir)
+
+
+def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
+    from probe.engine_process import EngineClient, config_from_args
+    from tui.app import InfertopApp
+
+    config = config_from_args(args)       # validates the trace and options before any UI
+    engine = EngineClient(config)
+    app = InfertopApp(engine, options=config.options, snapshot_dir=snapshot_dir,
+                      speed=config.speed)
+    try:
+        app.run()
+    finally:
+        # The reader thread polls the engine; let it finish before the pipe closes.
+        app.reader_stopped.wait(READER_STOP_WAIT_S)
+        engine.stop()
+    return app.return_code or 0
+
+
+def _open_saved(path: Path, snapshot_dir: Path) -> int:
+    from tui.app import InfertopApp
+
+    snapshot = load_snapshot(path)
+    app = InfertopApp(None, initial=snapshot, options=snapshot.options,
+                      snapshot_dir=snapshot_dir, speed=snapshot.replay.speed, read_only=True,
+                      source=str(path))
+    app.run()
+    return app.return_code or 0
+
+
+def load_snapshot(path: Path) -> LiveSnapshot:
+    """A saved session as the dashboard shows it: the last config served is "now"."""
+    from probe.snapshot import read_document, session_data
+
+    document = read_document(path)
+    try:
+        data = session_data(document)
+        return _live_from(document, data)
+    except ConfigError:
+        raise
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"snapshot {path}: not an infertop session "
+                          f"({type(exc).__name__}: {exc})") from None
+
+
+def _live_from(document: dict, data: SessionData) -> LiveSnapshot:
+    records = data.records
+    config_ids = list(data.configs)
+    config_id = records[-1].config_id if records else (config_ids[-1] if config_ids else "c1")
+    entry = data.configs.get(config_id)
+    options = entry.options if entry is not None else OptConfig()
+    ok = sum(r.ok for r in records)
+    model, environment = _section(document, "model"), _section(document, "environment")
+    trace, settings = _section(document, "trace"), _section(document, "settings")
+    replay = ReplayStatus(
+        trace=str(trace.get("name", "?")), running=False, paused=False, speed=1.0,
+        dispatched=len(records), completed=ok, failed=len(records) - ok, total=len(records),
+        queue_depth=0, offered_rps=None, capacity_rps=None, overloaded=False)
+    return build_live(
+        data, t_s=max((r.end_s for r in records), default=0.0),
+        model=str(model.get("name", "?")), device=str(environment.get("device", "?")),
+        options=options, config_id=config_id, window_start_seq=0, compiling_since_s=None,
+        compiling_request=None, device_sample=None, replay=replay,
+        bucket_edges=tuple(int(e) for e in settings.get("bucket_edges", ()) or ()),
+        read_only=True)
+
+
+def _section(document: dict, name: str) -> dict:
+    value = document.get(name)
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,59 @@
+"""Messages the engine reader thread posts to the app (thread-safe `post_message`).
+
+They are defined here, not in a widget, because their sender is a worker thread.
+"""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from probe.live import LiveSnapshot
+
+
+class EngineLive(Message):
+    """A new snapshot. Coalesces: a queued older one is dropped for the newest."""
+
+    def __init__(self, snapshot: LiveSnapshot) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, EngineLive)
+
+
+class EngineLoading(Message):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, EngineLoading)
+
+
+class EngineDown(Message):
+    """The engine process died or could not start; the dashboard keeps what it has."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
+class EngineRestarted(Message):
+    pass
+
+
+class ReplayFinished(Message):
+    pass
+
+
+class SessionSaved(Message):
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+
+class SessionNotSaved(Message):
+    def __init__(self, path: str, error: str) -> None:
+        super().__init__()
+        self.path = path
+        self.error = error

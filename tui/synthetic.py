@@ -1,0 +1,240 @@
+"""A synthetic, deterministic session for tests, screenshots and demos: no model, no torch.compile.
+
+Numbers follow what was measured on a 2-core CPU with a t5-small-shaped model (FACTS.md):
+~17.5 ms/token eager with HF generate(), ~12 ms/token compiled, a ~62 s first compile and
+~20-24 s recompiles on each new input length, 12 graph breaks in generate(). Records are
+built by a one-server queue simulation; every figure shown is then computed by the real
+`probe.live.build_live`.
+
+Stages (what `stage(name)` returns):
+- "baseline":   c1 eager, steady.
+- "compiling":  c2 compile=default, its first request waiting 23 s into the first compile.
+- "compiled":   c2 after its compile and recompiles (size-mismatch guard failures).
+- "bucketing":  c3 compile=default bucketing=on: a compile per bucket, then steady.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from probe.device_sample import DeviceSample
+from probe.live import LiveSnapshot, ReplayStatus, build_live, capacity_rps
+from probe.options import OptConfig
+from probe.records import CompileEvent, GraphBreakRecord, RequestRecord
+from probe.session import ConfigEntry, SessionData
+
+STAGES = ("baseline", "compiling", "compiled", "bucketing")
+BUCKET_EDGES = (32, 64, 128, 256, 512)
+ARRIVAL_RPS = 0.5
+# t5-small: 6 decoder layers · 8 heads · d_kv 64 · K and V · 4 bytes (fp32) per position
+KV_BYTES_PER_POSITION = 6 * 8 * 64 * 2 * 4
+STATIC_SELF_POSITIONS = 512
+GiB = 1024 ** 3
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A compile the request at `index` (within its phase) waits on."""
+    compile_id: str
+    kind: str
+    function: str
+    duration_s: float
+    reason: str | None = None
+    graphs: int = 1
+
+
+@dataclass(frozen=True)
+class Phase:
+    options: OptConfig
+    requests: int
+    tpot_ms: float
+    stalls: dict[int, tuple[Stall, ...]] = field(default_factory=dict)
+    breaks: tuple[tuple[str, str, int], ...] = ()     # (reason, location, count)
+    static_cache: bool = False
+
+
+def _mismatch(entry: str, expected: int, actual: int) -> str:
+    return f"{entry}: tensor 'input_ids' size mismatch at index 1. expected {expected}, actual {actual}"
+
+
+HF_BREAKS = (
+    ("Data-dependent branching", "transformers/generation/stopping_criteria.py:512", 6),
+    ("Tensor.item() call with capture_scalar_outputs=False",
+     "transformers/generation/utils.py:2785", 4),
+    ("Dynamic shape operator: aten.nonzero.default", "transformers/generation/utils.py:2799", 2),
+)
+
+PHASES = (
+    Phase(OptConfig(), requests=60, tpot_ms=17.5),
+    Phase(OptConfig(compile="default"), requests=140, tpot_ms=12.0, breaks=HF_BREAKS, stalls={
+        0: (Stall("0/0", "compile", "forward", 61.8, graphs=13),),
+        1: (Stall("0/1", "recompile", "forward", 23.9, _mismatch("0/0", 64, 37), graphs=11),),
+        3: (Stall("0/2", "recompile", "forward", 21.4, _mismatch("0/1", 37, 112), graphs=11),),
+        6: (Stall("0/3", "recompile", "forward", 20.7, _mismatch("0/2", 112, 23), graphs=11),),
+    }),
+    Phase(OptConfig(compile="default", bucketing="on"), requests=160, tpot_ms=11.6,
+          breaks=HF_BREAKS, stalls={
+              0: (Stall("0/0", "compile", "forward", 58.2, graphs=13),),
+              1: (Stall("0/1", "recompile", "forward", 20.1, _mismatch("0/0", 64, 128), graphs=11),),
+              4: (Stall("0/2", "recompile", "forward", 19.6, _mismatch("0/1", 128, 256), graphs=11),),
+          }),
+)
+
+
+@dataclass(frozen=True)
+class _Arrival:
+    input_tokens: int
+    output_tokens: int
+    arrival_s: float
+
+
+def _arrivals(count: int, seed: int = 7) -> list[_Arrival]:
+    rng = random.Random(seed)
+    now, out = 1.0, []
+    for _ in range(count):
+        now += rng.expovariate(ARRIVAL_RPS)
+        inputs = min(max(int(rng.lognormvariate(4.4, 0.7)), 6), 480)
+        outputs = min(max(int(rng.lognormvariate(3.6, 0.6)), 4), 160)
+        out.append(_Arrival(inputs, outputs, now))
+    return out
+
+
+def _bucket(length: int, options: OptConfig) -> int:
+    if options.bucketing != "on":
+        return length
+    return next((edge for edge in BUCKET_EDGES if edge >= length), length)
+
+
+@dataclass
+class _Simulation:
+    records: list[RequestRecord] = field(default_factory=list)
+    events: list[CompileEvent] = field(default_factory=list)
+    breaks: list[GraphBreakRecord] = field(default_factory=list)
+    configs: dict[str, ConfigEntry] = field(default_factory=dict)
+    arrivals: list[_Arrival] = field(default_factory=list)
+
+    def run(self) -> None:
+        # more arrivals than are served: the replay goes on after the last stage
+        arrivals = self.arrivals = _arrivals(sum(p.requests for p in PHASES) + 60)
+        free_at, seq = 0.0, 0
+        for number, phase in enumerate(PHASES, start=1):
+            config_id = f"c{number}"
+            self.configs[config_id] = ConfigEntry(config_id, phase.options)
+            self.breaks += [GraphBreakRecord(config_id, r, loc, n) for r, loc, n in phase.breaks]
+            for index in range(phase.requests):
+                free_at = self._serve(arrivals[seq], seq, phase, config_id, index, free_at)
+                seq += 1
+
+    def _serve(self, arrival: _Arrival, seq: int, phase: Phase, config_id: str, index: int,
+               free_at: float) -> float:
+        request_id = f"req-{seq:04d}"
+        start = max(arrival.arrival_s, free_at)
+        padded = _bucket(arrival.input_tokens, phase.options)
+        encoder_ms = 4.0 + 0.09 * padded
+        stall_s = 0.0
+        for stall in phase.stalls.get(index, ()):
+            self.events.append(CompileEvent(
+                stall.compile_id, stall.kind, stall.function, start + 0.02 + stall_s,
+                stall.duration_s, stall.reason, request_id, config_id, stall.graphs))
+            stall_s += stall.duration_s
+        first_token = start + stall_s + (encoder_ms + phase.tpot_ms) / 1000.0
+        decoder_ms = phase.tpot_ms * arrival.output_tokens
+        end = start + stall_s + (encoder_ms + decoder_ms) / 1000.0
+        self_positions = STATIC_SELF_POSITIONS if phase.static_cache else arrival.output_tokens
+        self_bytes = self_positions * KV_BYTES_PER_POSITION
+        cross_bytes = padded * KV_BYTES_PER_POSITION
+        used = (arrival.output_tokens + arrival.input_tokens) * KV_BYTES_PER_POSITION
+        self.records.append(RequestRecord(
+            id=request_id, seq=seq, config_id=config_id, input_tokens=arrival.input_tokens,
+            padded_tokens=padded, output_tokens=arrival.output_tokens,
+            arrival_s=arrival.arrival_s, start_s=start, first_token_s=first_token, end_s=end,
+            queue_ms=(start - arrival.arrival_s) * 1e3, compile_stall_ms=stall_s * 1e3,
+            encoder_ms=encoder_ms, decoder_ms=decoder_ms,
+            ttft_ms=(first_token - arrival.arrival_s) * 1e3,
+            tpot_ms=(end - first_token) * 1e3 / (arrival.output_tokens - 1),
+            latency_ms=(end - arrival.arrival_s) * 1e3, kv_cache_bytes=self_bytes + cross_bytes,
+            kv_cache_used_bytes=used, kv_self_attention_bytes=self_bytes,
+            kv_cross_attention_bytes=cross_bytes))
+        return end
+
+
+_SIM: _Simulation | None = None
+
+
+def simulation() -> _Simulation:
+    global _SIM
+    if _SIM is None:
+        _SIM = _Simulation()
+        _SIM.run()
+    return _SIM
+
+
+def _stage_time(name: str) -> tuple[float, str]:
+    """(session time of the stage, config served then)."""
+    sim = simulation()
+    by_config = {cid: [r for r in sim.records if r.config_id == cid] for cid in sim.configs}
+    if name == "baseline":
+        return by_config["c1"][-1].end_s + 0.4, "c1"
+    if name == "compiling":
+        first = by_config["c2"][0]
+        return first.start_s + 23.4, "c2"
+    if name == "compiled":
+        return by_config["c2"][-1].end_s + 0.4, "c2"
+    if name == "bucketing":
+        return by_config["c3"][-1].end_s + 0.4, "c3"
+    raise ValueError(f"unknown stage {name!r}; choose one of {', '.join(STAGES)}")
+
+
+def session_at(t_s: float, config_id: str) -> SessionData:
+    """The raw session as the engine would hold it at `t_s`, serving `config_id`."""
+    sim = simulation()
+    last = int(config_id[1:])
+    configs = {cid: entry for cid, entry in sim.configs.items() if int(cid[1:]) <= last}
+    events = [e for e in sim.events
+              if e.duration_s is not None and e.start_s + e.duration_s <= t_s]
+    served = {e.config_id for e in events} | {r.config_id for r in sim.records if r.end_s <= t_s}
+    return SessionData(
+        records=tuple(r for r in sim.records if r.end_s <= t_s),
+        events=tuple(events),
+        breaks=tuple(b for b in sim.breaks if b.config_id in served),
+        configs=MappingProxyType(configs))
+
+
+def _replay(t_s: float, speed: float) -> ReplayStatus:
+    sim = simulation()
+    dispatched = sum(a.arrival_s <= t_s for a in sim.arrivals)
+    completed = sum(r.end_s <= t_s for r in sim.records)
+    window = 60.0
+    offered = sum(t_s - window < a.arrival_s <= t_s for a in sim.arrivals) / window
+    capacity = capacity_rps([r for r in sim.records if t_s - window < r.end_s <= t_s])
+    queue = dispatched - completed
+    return ReplayStatus(trace="chat", running=True, paused=False, speed=speed,
+                        dispatched=dispatched, completed=completed, failed=0, total=None,
+                        queue_depth=queue, offered_rps=offered, capacity_rps=capacity,
+                        overloaded=bool(queue > 4 and capacity and offered > capacity))
+
+
+def _device(stage_name: str) -> DeviceSample:
+    rss = 1.31 if stage_name == "baseline" else 2.08
+    return DeviceSample(kind="CPU", name="2 cores", util_pct=98.5 if stage_name != "baseline" else 61.0,
+                        mem_used_bytes=int(rss * GiB), mem_total_bytes=int(15.6 * GiB),
+                        mem_free_bytes=int((11.9 - rss) * GiB))
+
+
+def stage(name: str, *, speed: float = 1.0) -> LiveSnapshot:
+    """The LiveSnapshot the engine would publish at that stage of the synthetic session."""
+    t_s, config_id = _stage_time(name)
+    data = session_at(t_s, config_id)
+    options = simulation().configs[config_id].options
+    compiling_since = compiling_request = None
+    if name == "compiling":
+        opening = next(e for e in simulation().events if e.config_id == config_id)
+        compiling_since, compiling_request = opening.start_s, opening.request_id
+    return build_live(
+        data, t_s=t_s, model="t5-small", device="cpu", options=options, config_id=config_id,
+        window_start_seq=0, compiling_since_s=compiling_since,
+        compiling_request=compiling_request, device_sample=_device(name),
+        replay=_replay(t_s, speed),
+        bucket_edges=BUCKET_EDGES if options.bucketing == "on" else ())

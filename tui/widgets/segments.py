@@ -1,0 +1,103 @@
+"""Segments: the previous and the current config side by side, one row each."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.coordinate import Coordinate
+from textual.reactive import reactive
+from textual.widgets import DataTable
+
+from probe.live import LiveSnapshot
+from probe.stats import SegmentStats
+from tui import derive
+from tui.format import NO_DATA, fmt_bytes, fmt_count, fmt_ms, fmt_rate
+
+COLUMNS = ("config", "req", "p50", "p95", "p99", "TTFT95", "TPOT50", "tok/s", "comp",
+           "recomp", "breaks", "graphs", "KV peak")
+# Under NARROW_WIDTH columns: the short config name and the columns that tell the story.
+NARROW_COLUMNS = ("config", "req", "p50", "p95", "p99", "TPOT50", "tok/s", "recomp", "KV peak")
+NARROW_WIDTH = 100
+
+
+def segment_cells(snapshot: LiveSnapshot, stats: SegmentStats | None, config_id: str,
+                  role: str, narrow: bool = False) -> dict[str, str | Text]:
+    name = f"{role} {config_id}"
+    cells: dict[str, str | Text] = {name: NO_DATA for name in COLUMNS}
+    cells["config"] = Text(name, style="bold" if role == "now" else "")
+    if stats is None:
+        return cells
+    tokens = stats.tokens_per_s
+    cells.update({
+        "req": fmt_count(stats.requests), "p50": fmt_ms(stats.latency_ms.p50),
+        "p95": fmt_ms(stats.latency_ms.p95), "p99": fmt_ms(stats.latency_ms.p99),
+        "TTFT95": fmt_ms(stats.ttft_ms.p95), "TPOT50": fmt_ms(stats.tpot_ms.p50),
+        "tok/s": NO_DATA if tokens is None else fmt_rate(tokens, "").strip(),
+        "comp": str(stats.compiles), "recomp": str(stats.recompiles),
+        "breaks": str(stats.graph_breaks), "graphs": str(stats.graphs),
+        "KV peak": fmt_bytes(stats.kv_cache_peak_bytes, NO_DATA)})
+    return cells
+
+
+def segments_title(snapshot: LiveSnapshot) -> str:
+    """The configs compared, with their labels (the rows name only their ids)."""
+    now = f"{snapshot.config_id} {derive.config_label(snapshot, snapshot.config_id)}"
+    previous = derive.previous_config_id(snapshot)
+    if previous is None:
+        return f"Segments: {now}"
+    return f"Segments: {previous} {derive.config_label(snapshot, previous)} → {now}"
+
+
+def segment_rows(snapshot: LiveSnapshot, narrow: bool = False) -> list[dict[str, str | Text]]:
+    """The previous config's row (when there is one), then the current config's."""
+    rows = []
+    previous = derive.previous_config_id(snapshot)
+    if previous is not None:
+        rows.append(segment_cells(snapshot, derive.segment(snapshot, previous), previous,
+                                  "prev", narrow))
+    rows.append(segment_cells(snapshot, derive.segment(snapshot, snapshot.config_id),
+                              snapshot.config_id, "now", narrow))
+    return rows
+
+
+class SegmentsPanel(Vertical):
+    snapshot: reactive[LiveSnapshot | None] = reactive(None)
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "Segments"
+        self._columns: tuple[str, ...] = ()
+        self._drawn: object = None
+
+    def compose(self) -> ComposeResult:
+        table: DataTable = DataTable(show_cursor=False, zebra_stripes=True)
+        table.can_focus = False   # every key belongs to the dashboard
+        yield table
+
+    def on_resize(self) -> None:
+        self.watch_snapshot(self.snapshot)
+
+    def watch_snapshot(self, snapshot: LiveSnapshot | None) -> None:
+        narrow = 0 < self.size.width < NARROW_WIDTH
+        columns = NARROW_COLUMNS if narrow else COLUMNS
+        rows = segment_rows(snapshot, narrow) if snapshot is not None else []
+        if (columns, rows) == self._drawn:
+            return
+        self._drawn = (columns, rows)
+        table = self.query_one(DataTable)
+        if columns == self._columns and table.row_count == len(rows):
+            # in place: clearing and refilling costs a relayout of the table
+            for r, cells in enumerate(rows):
+                for c, name in enumerate(columns):
+                    if table.get_cell_at(Coordinate(r, c)) != cells[name]:
+                        table.update_cell_at(Coordinate(r, c), cells[name], update_width=True)
+        else:
+            table.clear(columns=columns != self._columns)
+            if columns != self._columns:
+                table.add_columns(*columns)
+                self._columns = columns
+            for cells in rows:
+                table.add_row(*(cells[name] for name in columns))
+        if snapshot is not None:
+            self.border_title = segments_title(snapshot)

@@ -1,0 +1,43 @@
+"""Throughput and queue: served, offered and capacity rates, tokens/s, queue depth, done and
+failed."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from probe.live import LiveSnapshot
+from tui.format import fmt_count, fmt_rate
+from tui.widgets.panel import Panel, Parts
+
+OVERLOADED = "offered load exceeds capacity — queue growing"
+
+
+def throughput_headline(snapshot: LiveSnapshot) -> Text:
+    replay = snapshot.replay
+    text = Text(f"{fmt_rate(snapshot.window.throughput_rps, 'req/s')} served · ")
+    text.append(f"queue {replay.queue_depth}", style="bold red" if replay.overloaded else "")
+    return text
+
+
+def throughput_detail(snapshot: LiveSnapshot) -> Text:
+    replay, window = snapshot.replay, snapshot.window
+    text = Text()
+    text.append(f"offered {fmt_rate(replay.offered_rps, 'req/s')} · "
+                f"capacity {fmt_rate(replay.capacity_rps, 'req/s')}\n")
+    text.append(f"tokens  {fmt_rate(window.tokens_per_s, 'tok/s')}\n")
+    total = "" if replay.total is None else f" of {fmt_count(replay.total)}"
+    text.append(f"done {fmt_count(replay.completed)}{total} · ")
+    text.append(f"failed {fmt_count(replay.failed)}", style="bold red" if replay.failed else "")
+    if replay.overloaded:
+        text.append(f"\n{OVERLOADED}", style="bold red")
+    return text
+
+
+class ThroughputPanel(Panel):
+    TITLE = "Throughput & queue"
+
+    def render_key(self, snapshot: LiveSnapshot) -> object:
+        return snapshot.replay, snapshot.window.tokens_per_s, snapshot.window.throughput_rps
+
+    def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
+        return Parts(throughput_headline(snapshot), throughput_detail(snapshot))
