@@ -10,7 +10,7 @@ from probe.device_sample import DeviceSample
 from probe.options import OptConfig
 from probe.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
 from probe.session import ConfigEntry, SessionData
-from probe.stats import SegmentStats, Summary, summarize
+from probe.stats import SegmentStats, Summary, padding_waste, summarize
 
 RECENT_REQUESTS = 400
 RECENT_EVENTS = 200
@@ -45,6 +45,17 @@ class ReplayStatus:
 
 
 @dataclass(frozen=True)
+class BatchStatus:
+    mode: str = "off"                       # the batching option being served
+    max_batch: int = 1                      # rows per batch (dynamic) or slots (continuous)
+    occupancy_mean: float | None = None     # mean rows decoded together, over the window
+    occupancy_recent: tuple[float, ...] = ()  # per request, oldest first (for a sparkline)
+    padding_waste: float | None = None      # padded input tokens that were padding, window
+    per_slot_bytes: int | None = None       # KV bytes one request/slot holds (window p95)
+    headroom_slots: int | None = None       # how many such slots free device memory holds
+
+
+@dataclass(frozen=True)
 class WindowStats:
     requests: int
     latency_ms: Summary
@@ -75,6 +86,7 @@ class LiveSnapshot:
     notices: tuple[Notice, ...] = ()
     read_only: bool = False                     # a loaded snapshot, not a live engine
     bucket_edges: tuple[int, ...] = field(default=())
+    batch: BatchStatus = field(default_factory=BatchStatus)
 
     @property
     def compiles(self) -> int:
@@ -121,20 +133,34 @@ def kv_status(records: tuple[RequestRecord, ...], window: tuple[RequestRecord, .
         headroom_requests=headroom)
 
 
+def batch_status(mode: str, max_batch: int, window: tuple[RequestRecord, ...],
+                 kv: KVStatus) -> BatchStatus:
+    ok = [r for r in window if r.ok]
+    return BatchStatus(
+        mode=mode, max_batch=max_batch if mode != "off" else 1,
+        occupancy_mean=summarize(r.batch_size for r in ok).mean,
+        occupancy_recent=tuple(r.batch_size for r in ok[-60:]),
+        padding_waste=padding_waste(ok), per_slot_bytes=kv.per_request_p95_bytes,
+        headroom_slots=kv.headroom_requests)
+
+
 def build_live(data: SessionData, *, t_s: float, model: str, device: str, options: OptConfig,
                config_id: str, window_start_seq: int, compiling_since_s: float | None,
                compiling_request: str | None, device_sample: DeviceSample | None,
                replay: ReplayStatus, bucket_edges: tuple[int, ...] = (),
-               window_size: int = 200, read_only: bool = False) -> LiveSnapshot:
+               window_size: int = 200, read_only: bool = False,
+               max_batch: int = 1) -> LiveSnapshot:
     """The one place a LiveSnapshot is computed from raw session data."""
     records = data.records
     window = tuple(r for r in records if r.seq >= window_start_seq)[-window_size:]
     free = device_sample.mem_free_bytes if device_sample else None
+    kv = kv_status(records, window, free)
     return LiveSnapshot(
         t_s=t_s, model=model, device=device, options=options, config_id=config_id,
         configs=tuple(data.configs.values()), segments=data.segments(),
         window=window_stats(window), recent=records[-RECENT_REQUESTS:],
         compile_events=data.events[-RECENT_EVENTS:], compiling_since_s=compiling_since_s,
         compiling_request=compiling_request, graph_breaks=data.breaks,
-        device_sample=device_sample, kv=kv_status(records, window, free), replay=replay,
-        notices=data.notices[-20:], read_only=read_only, bucket_edges=bucket_edges)
+        device_sample=device_sample, kv=kv, replay=replay,
+        notices=data.notices[-20:], read_only=read_only, bucket_edges=bucket_edges,
+        batch=batch_status(options.batching, max_batch, window, kv))

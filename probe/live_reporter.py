@@ -37,4 +37,4 @@ class LiveReporter:
             compiling_since_s=engine.probe.compiling_since_s,
             compiling_request=engine.probe.context_request,
             device_sample=engine.device_probe.sample(), replay=replay,
-            bucket_edges=engine.settings.bucket_edges)
+            bucket_edges=engine.settings.bucket_edges, max_batch=engine.settings.max_batch)

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from probe.device_probe import DeviceSample
+from probe.device_sample import DeviceSample
 from probe.records import GraphBreakRecord
 from tui.engine_handle import FakeEngine
 from tui.widgets.device import device_detail, device_headline
@@ -157,3 +157,18 @@ async def test_the_compact_layout_keeps_status_numbers_and_segments(make_app, re
     assert "1 compile · 3 recompiles" in shown and "last 0/3 recompile" in shown
     assert "session time (s)" not in shown                             # no plot
     assert "guard failure / reason" not in shown                       # no feed detail
+
+
+def test_batching_shows_occupancy_padding_and_slots(stages):
+    from probe.live import batch_status
+    baseline = stages["baseline"]
+    window = tuple(replace(r, batch_size=4.0, padded_tokens=r.input_tokens * 2)
+                   for r in baseline.recent[-10:])
+    batch = batch_status("continuous", 8, window, baseline.kv)
+    assert batch.occupancy_mean == 4.0 and batch.padding_waste == 0.5
+    shown = replace(baseline, batch=batch, options=replace(baseline.options, batching="continuous"))
+    detail = text(throughput_detail(shown), width=60)
+    assert "batch continuous: 4.0/8 · pad 50" in detail
+    assert "▄" * 10 in detail                      # half-full, ten requests
+    assert "slots fit" in text(kv_headline(shown))
+    assert "batch" not in text(throughput_detail(baseline), width=60)

@@ -13,7 +13,8 @@ from tui.widgets.panel import Panel, Parts
 
 def kv_headline(snapshot: LiveSnapshot) -> Text:
     fit = snapshot.kv.headroom_requests
-    room = NO_DATA if fit is None else f"≈{fmt_count(fit)} req fit"
+    unit = "slots" if snapshot.batch.mode == "continuous" else "req"
+    room = NO_DATA if fit is None else f"≈{fmt_count(fit)} {unit} fit"
     return Text(f"peak {fmt_bytes(snapshot.kv.peak_bytes)} · {room}")
 
 
@@ -33,7 +34,8 @@ def kv_detail(snapshot: LiveSnapshot) -> Text:
                     style="bold yellow" if (waste.waste_fraction or 0) > 0.25 else "")
     else:
         text.append(f"alloc vs used: no request\nin {snapshot.config_id} yet\n", style="dim")
-    text.append(f"fit: p95 {fmt_bytes(kv.per_request_p95_bytes, NO_DATA)} in "
+    per = "per slot" if snapshot.batch.mode == "continuous" else "p95"
+    text.append(f"fit: {per} {fmt_bytes(kv.per_request_p95_bytes, NO_DATA)} in "
                 f"{fmt_bytes(kv.free_device_bytes)} free", style="dim")
     return text
 
@@ -43,7 +45,7 @@ class KVCachePanel(Panel):
 
     def render_key(self, snapshot: LiveSnapshot) -> object:
         last = snapshot.recent[-1].seq if snapshot.recent else None
-        return snapshot.kv, snapshot.config_id, last
+        return snapshot.kv, snapshot.config_id, last, snapshot.batch.mode
 
     def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
         return Parts(kv_headline(snapshot), kv_detail(snapshot))

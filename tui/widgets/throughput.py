@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from probe.live import LiveSnapshot
-from tui.format import fmt_count, fmt_rate
+from tui.format import NO_DATA, fmt_count, fmt_fraction, fmt_rate
 from tui.widgets.panel import Panel, Parts
 
 OVERLOADED = "offered load exceeds capacity — queue growing"
@@ -30,14 +30,33 @@ def throughput_detail(snapshot: LiveSnapshot) -> Text:
     text.append(f"failed {fmt_count(replay.failed)}", style="bold red" if replay.failed else "")
     if replay.overloaded:
         text.append(f"\n{OVERLOADED}", style="bold red")
+    batch = snapshot.batch
+    if batch.mode != "off":
+        text.append(f"\nbatch {batch.mode}: {fmt_occupancy(batch.occupancy_mean)}/"
+                    f"{batch.max_batch} · pad {fmt_fraction(batch.padding_waste)}\n")
+        text.append(sparkline(batch.occupancy_recent, batch.max_batch), style="cyan")
     return text
+
+
+SPARKS = " ▁▂▃▄▅▆▇█"
+
+
+def fmt_occupancy(value: float | None) -> str:
+    return NO_DATA if value is None else f"{value:.1f}"
+
+
+def sparkline(values: tuple[float, ...], top: int) -> str:
+    """Batch occupancy per request, oldest first, scaled to the batch limit."""
+    steps = len(SPARKS) - 1
+    return "".join(SPARKS[min(steps, round(v / max(top, 1) * steps))] for v in values)
 
 
 class ThroughputPanel(Panel):
     TITLE = "Throughput & queue"
 
     def render_key(self, snapshot: LiveSnapshot) -> object:
-        return snapshot.replay, snapshot.window.tokens_per_s, snapshot.window.throughput_rps
+        return (snapshot.replay, snapshot.window.tokens_per_s, snapshot.window.throughput_rps,
+                snapshot.batch)
 
     def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
         return Parts(throughput_headline(snapshot), throughput_detail(snapshot))
