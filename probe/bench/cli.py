@@ -14,18 +14,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.add_argument("--trace", default="chat")
     bench.add_argument("--device", default="auto")
     bench.add_argument("--requests", type=int, default=None, metavar="N",
-                       help="requests per run (default: 40, or 6 with --quick)")
+                       help="requests per run (default: 40, or 4 with --quick)")
     bench.add_argument("--out", required=True, metavar="DIR")
     bench.add_argument("--experiments", default=None, metavar="E1,E4",
                        help="a subset of E1..E6, roofline, observer (default: all; E7, "
                             "batching, is not implemented yet)")
     bench.add_argument("--quick", action="store_true",
-                       help="minutes, not hours: t5-tiny, 6 requests, 2 repeats, 3 buckets, "
-                            "no max-autotune")
+                       help="minutes, not hours: t5-tiny, 4 requests, 2 repeats, 2 buckets, "
+                            "compile=default only in E1 on a CPU")
     bench.add_argument("--repeats", type=int, default=None,
                        help="repeated warm passes per config (default 3, or 2 with --quick)")
     bench.add_argument("--bucket-count", type=int, default=None, metavar="K",
-                       help="the planner's bucket count (default 4, or 3 with --quick)")
+                       help="the planner's bucket count (default 4, or 2 with --quick)")
     bench.add_argument("--seed", type=int, default=0,
                        help="which requests of the trace are replayed (a fixed-seed sample)")
     bench.add_argument("--threads", type=int, default=None,

@@ -19,9 +19,10 @@ REFERENCE = OptConfig(compile="default", decode="fullgraph", bucketing="on")
 EAGER_FULLGRAPH = OptConfig(decode="fullgraph", bucketing="on")
 HF_EAGER = OptConfig()
 
-ALL_EXPERIMENTS = ("E1", "E2", "E3", "E4", "E5", "E6", "roofline", "observer")
-NOT_IMPLEMENTED = {"E7": "E7 (batching) is not part of this bench yet: the engine serves one "
-                         "request at a time (batching=dynamic|continuous is not implemented)"}
+ALL_EXPERIMENTS = ("E1", "E2", "E3", "E4", "E5", "E6", "E7", "roofline", "observer")
+# E7 replays open loop (batching only shows under queueing): its own runner, probe/bench/batching.py
+OPEN_LOOP_EXPERIMENTS = ("E7",)
+NOT_IMPLEMENTED: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,12 @@ class Plan:
     e5_requests: dict[str, tuple[BenchRequest, ...]] = field(default_factory=dict)
     compile_modes: tuple[str, ...] = ("default", "reduce-overhead", "max-autotune")
     left_out: tuple[str, ...] = ()
+    serve_pow2: bool = True             # False: E4's powers-of-two row is computed, not served
+    e6_int8: bool = True                # False: E6 stops at +bf16
+
+    @property
+    def e6_steps(self) -> tuple[tuple[str, OptConfig], ...]:
+        return E6_STEPS if self.e6_int8 else E6_STEPS[:-1]
 
     @property
     def planner_name(self) -> str:
@@ -67,6 +74,8 @@ class Experiment:
     runs: Callable[[Plan], dict[str, RunSpec]]
     build: Callable[[Plan, dict[str, dict | None], dict], dict]
     extras: dict[str, frozenset[str]] = field(default_factory=dict)
+    # roles whose runs share one engine with interleaved passes (eager configs only)
+    groups: Callable[[Plan], list[tuple[str, ...]]] = lambda plan: []
 
 
 # -- shared helpers ---------------------------------------------------------------------------
@@ -98,11 +107,36 @@ def metrics(result: dict | None) -> dict:
     return out
 
 
+DRIFT_TOLERANCE = 1.5    # calibration moving less than this between runs is ignored
+
+
+def machine_drift(*results: dict | None) -> float | None:
+    """How much the machine's speed moved across these runs: max / min of their calibration
+    times (a fixed small workload timed before and after each run). None: not measured."""
+    values = [v for r in results if r for v in (r.get("calibration_ms") or []) if v]
+    if len(values) < 2:
+        return None
+    return max(values) / min(values)
+
+
 def _vs(result: dict | None, control: dict | None, name: str = "latency_p50_ms",
         lower_is_better: bool = True) -> dict:
+    """`result` against `control` on one warm metric. Overlapping repeat ranges are noise; so
+    is a difference smaller than the machine's own speed change between the two runs (runs of
+    one interleaved group share the machine's state, so their comparison needs no such care)."""
     a, b = _spread(result, name), _spread(control, name)
     c = compare(a, b, lower_is_better=lower_is_better)
-    return {"metric": name, "ratio": c.ratio, "verdict": c.verdict, "text": c.text}
+    out = {"metric": name, "ratio": c.ratio, "verdict": c.verdict, "text": c.text}
+    same_group = bool(result and control and result.get("group")
+                      and result.get("group") == control.get("group"))
+    drift = None if same_group else machine_drift(result, control)
+    out["machine_drift"] = drift
+    if (c.verdict in ("faster", "slower") and drift and drift > DRIFT_TOLERANCE
+            and max(c.ratio, 1 / c.ratio) < drift):
+        out["verdict"] = "within noise"
+        out["text"] = (f"within noise: the machine's own speed moved {drift:.2f}× between these "
+                       f"runs ({c.text} by the medians)")
+    return out
 
 
 def _failed_text(result: dict | None) -> str | None:
@@ -385,9 +419,11 @@ def _dedupe_steps(values: list[int]) -> list[int]:
 
 # -- E4 bucketing -----------------------------------------------------------------------------
 def _e4_runs(plan: Plan) -> dict[str, RunSpec]:
-    return {"none": plan.spec(STATIC_UNBUCKETED, edges="none"),
-            "planner": plan.spec(REFERENCE, edges="planner"),
-            "pow2": plan.spec(REFERENCE, edges="pow2")}
+    runs = {"none": plan.spec(STATIC_UNBUCKETED, edges="none"),
+            "planner": plan.spec(REFERENCE, edges="planner")}
+    if plan.serve_pow2:
+        runs["pow2"] = plan.spec(REFERENCE, edges="pow2")
+    return runs
 
 
 def _e4_build(plan: Plan, results: dict, env: dict) -> dict:
@@ -404,6 +440,17 @@ def _e4_build(plan: Plan, results: dict, env: dict) -> dict:
         configs[role]["edges"] = list(edges[role])
         configs[role]["planned_waste_pct"] = analytic.waste_pct if analytic else 0.0
         configs[role]["compiled_graphs"] = (result or {}).get("max_graphs_per_function")
+        if role == "pow2" and not plan.serve_pow2:
+            # not served: its shapes and padding follow from the lengths and edges alone
+            configs[role] = {"served": False, "edges": list(edges[role]),
+                             "planned_waste_pct": analytic.waste_pct,
+                             "padding_waste_pct": analytic.waste_pct,
+                             "compiled_graphs": analytic.distinct_shapes_after}
+            note = "computed, not served (--quick)"
+            rows.append([names[role], ",".join(map(str, edges[role])),
+                         f"{analytic.distinct_shapes_after} (computed)", note, note, note,
+                         f"{analytic.waste_pct:.1f}% (computed)", note, note])
+            continue
         if _failed_text(result):
             rows.append([names[role], _failed_text(result)] + [fmt.NA] * 7)
             continue
@@ -422,6 +469,10 @@ def _e4_build(plan: Plan, results: dict, env: dict) -> dict:
     if pow2 and "steady" in pow2:
         observed.append(f"powers of two: {pow2['max_graphs_per_function']} shapes per function, "
                         f"padding waste {fmt.pct(pow2['padding_waste'])}.")
+    elif not plan.serve_pow2:
+        observed.append(f"powers of two (computed from the lengths, not served): "
+                        f"{configs['pow2']['compiled_graphs']} shapes, padding waste "
+                        f"{configs['pow2']['padding_waste_pct']:.1f}%.")
     if none and "steady" in none:
         observed.append(f"no bucketing: {none['max_graphs_per_function']} shapes per function "
                         f"(one per distinct length), {none['recompiles']} recompiles, "
@@ -454,7 +505,8 @@ def _e4_build(plan: Plan, results: dict, env: dict) -> dict:
     table = {"columns": ["buckets", "edges", "shapes per function", "graphs", "recompiles",
                          "compile", "padding waste", "warm p95", "cold start"], "rows": rows}
     return _section(exp, plan, configs=configs, table=table, observed=observed,
-                    root_cause=cause, K=plan.bucket_count)
+                    root_cause=cause, K=plan.bucket_count,
+                    notes=[n for n in plan.left_out if n.startswith("E4")])
 
 
 # -- E5 KV cache ------------------------------------------------------------------------------
@@ -493,9 +545,16 @@ def _e5_build(plan: Plan, results: dict, env: dict) -> dict:
     cause = ["Without a cache, token t re-runs the decoder over all t positions before it, so a "
              "request's decoder work grows with the square of its output length; the cache keeps "
              "each layer's keys and values (2 · layers · heads · d_kv · positions · bytes, for "
-             "the output and the encoder's positions) and makes every step one position. For "
-             "short outputs there is little to save, and the cache's bookkeeping can cost as "
-             "much as it saves."]
+             "the output and the encoder's positions) and makes every step one position."]
+    verdicts = {name: configs.get(f"{name}/on", {}).get("vs_off", {}).get("verdict")
+                for name in plan.e5_requests}
+    if verdicts.get("short") in ("within noise", "slower", "noise unknown"):
+        cause.append("For short outputs there is little to recompute, and the cache's "
+                     "bookkeeping costs about what it saves.")
+    if verdicts.get("long") not in (None, "faster"):
+        cause.append("Long outputs did not show the gain clearly here: on a model this small "
+                     "the recomputed prefix is cheap next to the per-step overhead, and the "
+                     "spread of the repeats is as large as the difference.")
     table = {"columns": ["outputs", "tokens", "cache on p50", "cache off p50", "on vs off",
                          "on ms/token", "off ms/token", "cache memory (peak)"], "rows": rows}
     return _section(exp, plan, configs=configs, table=table, observed=observed,
@@ -516,7 +575,7 @@ E6_STEPS: tuple[tuple[str, OptConfig], ...] = (
 
 
 def _e6_runs(plan: Plan) -> dict[str, RunSpec]:
-    return {name: plan.spec(options) for name, options in E6_STEPS}
+    return {name: plan.spec(options) for name, options in plan.e6_steps}
 
 
 def _verdict(result: dict | None, previous: dict | None) -> dict:
@@ -541,7 +600,7 @@ def _e6_build(plan: Plan, results: dict, env: dict) -> dict:
     rows, configs, observed, cause = [], {}, [], []
     previous = None
     baseline = results.get("baseline")
-    for name, options in E6_STEPS:
+    for name, options in plan.e6_steps:
         result = results.get(name)
         configs[name] = metrics(result)
         verdict = _verdict(result, previous) if previous is not None or name != "baseline" else {
@@ -571,7 +630,7 @@ def _e6_build(plan: Plan, results: dict, env: dict) -> dict:
                          verdict["text"]])
         if result and "steady" in result:
             previous = result
-    last = next((results.get(n) for n, _ in reversed(E6_STEPS)
+    last = next((results.get(n) for n, _ in reversed(plan.e6_steps)
                  if results.get(n) and "steady" in results.get(n)), None)
     if baseline and last and "steady" in baseline and last is not baseline:
         observed.append(f"baseline → last step: warm p50 {fmt.ms(_median(baseline, 'latency_p50_ms'))}"
@@ -579,22 +638,28 @@ def _e6_build(plan: Plan, results: dict, env: dict) -> dict:
                         f"({_vs(last, baseline)['text']}); tokens/s "
                         f"{fmt.num(_median(baseline, 'tokens_per_s'), 0)} → "
                         f"{fmt.num(_median(last, 'tokens_per_s'), 0)}.")
-    for name, _ in E6_STEPS[1:]:
+    for name, _ in plan.e6_steps[1:]:
         observed.append(f"{name}: {configs[name]['verdict']['text']}.")
     hf = results.get("+compile")
     if hf and "steady" in hf and hf.get("graph_breaks"):
         cause.append(f"+compile on hf-generate: {hf['graph_breaks']} graph breaks split each step "
                      "into several graphs (see E2).")
-    for name in ("+graph-break removal", "+bucketing"):
-        result = results.get(name)
-        if result and (result.get("recompile_limit_hits") or result.get("compile_fallbacks")):
-            cause.append(f"{name} without a KV cache: the uncached step re-runs the decoder over "
-                         "the whole prefix, whose length grows by one every token — a new shape "
-                         "every step. With dynamic shapes off it recompiled until torch._dynamo's "
-                         "recompile limit, which fullgraph=True makes a hard failure, so the "
-                         "engine served that config eager. The KV cache (next step) is what makes "
-                         "the step's shapes static.")
-            break
+    limited = [name for name in ("+compile", "+graph-break removal", "+bucketing")
+               if (results.get(name) or {}).get("recompile_limit_hits")
+               or (results.get(name) or {}).get("compile_fallbacks")]
+    if "+compile" in limited:
+        cause.append("+compile without a KV cache: generate() feeds the decoder the whole prefix, "
+                     "one token longer every step — a new shape each step — so the compiled "
+                     "frames recompiled until torch._dynamo's recompile limit and then ran eager, "
+                     "paying guard checks on top of eager work.")
+    fullgraph_limited = [n for n in limited if n != "+compile"]
+    if fullgraph_limited:
+        cause.append(f"{' and '.join(fullgraph_limited)} without a KV cache: the uncached step "
+                     "re-runs the decoder over the whole prefix, whose length grows by one every "
+                     "token — a new shape every step. With dynamic shapes off it recompiled until "
+                     "the recompile limit, which fullgraph=True makes a hard failure, so the "
+                     "engine served that config eager. The KV cache (the next step) is what makes "
+                     "the step's shapes static.")
     bf16 = results.get("+bf16")
     if bf16 and "steady" in bf16 and results.get("+KV cache"):
         versus = _vs(bf16, results["+KV cache"])
@@ -615,7 +680,7 @@ def _e6_build(plan: Plan, results: dict, env: dict) -> dict:
                          "tokens/s", "memory (weights + KV)", "compile stability",
                          "vs baseline (p50)", "verdict"], "rows": rows}
     return _section(exp, plan, configs=configs, table=table, observed=observed,
-                    root_cause=cause)
+                    root_cause=cause, notes=[n for n in plan.left_out if n.startswith("E6")])
 
 
 # -- Roofline ---------------------------------------------------------------------------------
@@ -668,6 +733,11 @@ def _roofline_build(plan: Plan, results: dict, env: dict) -> dict:
     if eager.get("ratio_to_roofline"):
         observed.append(f"HF eager generate: {fmt.ms(eager['ms_per_token']['median'])}/token = "
                         f"{eager['ratio_to_roofline']:.1f}× the roofline.")
+    drift = machine_drift(results.get("compiled fullgraph"), results.get("hf eager"))
+    configs["machine_drift"] = drift
+    if drift and drift > DRIFT_TOLERANCE:
+        observed.append(f"Careful: the machine's own speed moved {drift:.2f}× during these two "
+                        f"runs (calibration), so their ratio to the roofline is that uncertain.")
     if compiled.get("explanation"):
         cause.append(f"compiled step: {compiled['explanation']}.")
         configs["bound"] = compiled.get("bound")
@@ -704,11 +774,28 @@ def _observer_build(plan: Plan, results: dict, env: dict) -> dict:
         observed.append(f"warm tokens/s with the probes on vs off: {observer['comparison']}"
                         + (f" (overhead {fmt.pct(overhead)} by the medians)" if overhead is not None else "")
                         + f", over {len(observer['order'])} alternating passes.")
-        cause.append("The compile probe is dynamo callbacks and logging handlers: they run when "
+        if observer.get("bookkeeping_us_per_request") is not None:
+            rows.append(["per-request probe bookkeeping, timed alone",
+                         f"{observer['bookkeeping_us_per_request']:.1f} µs "
+                         f"({fmt.pct(observer.get('bookkeeping_fraction'))} of a warm request)"])
+            observed.append(f"the probe's per-request bookkeeping, timed on its own: "
+                            f"{observer['bookkeeping_us_per_request']:.1f} µs, "
+                            f"{fmt.pct(observer.get('bookkeeping_fraction'))} of a warm request.")
+        mechanism = ("The compile probe is dynamo callbacks and logging handlers: they run when "
                      "dynamo compiles, not when compiled code runs. In steady state what is left "
                      "is the engine's per-request bookkeeping (reading compile metrics and break "
-                     "counts once per request), small against a request's decode.")
-    table = {"columns": ["state", "tokens/s (median, range)"], "rows": rows}
+                     "counts once per request).")
+        share = observer.get("bookkeeping_fraction")
+        if observer["verdict"] in ("within noise", "faster"):
+            cause.append(mechanism + " The throughput passes cannot tell it from noise.")
+        elif share is not None and share < 0.01 and (overhead or 0) > 0.02:
+            cause.append(mechanism + f" Timed alone it is {fmt.pct(share)} of a request, so the "
+                                     f"{fmt.pct(overhead)} the throughput passes show is not the "
+                                     "probe: it is the spread of short passes on a shared "
+                                     "machine.")
+        else:
+            cause.append(mechanism + f" Here it measured {observer['comparison']}.")
+    table = {"columns": ["state", "warm tokens/s (median, range)"], "rows": rows}
     return _section(exp, plan, configs=configs, table=table, observed=observed,
                     root_cause=cause)
 
@@ -757,7 +844,8 @@ EXPERIMENTS: dict[str, Experiment] = {
         control="kv_cache=on",
         expected="little difference for short outputs, cache on clearly faster for long ones, "
                  "at the cost of cache memory.",
-        runs=_e5_runs, build=_e5_build),
+        runs=_e5_runs, build=_e5_build,
+        groups=lambda plan: [(f"{name}/on", f"{name}/off") for name in plan.e5_requests]),
     "E6": Experiment(
         "E6", "Combined",
         hypothesis="The optimizations stack: each step keeps or improves latency, memory and "

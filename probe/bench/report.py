@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from probe.bench import fmt
+from probe.bench.experiments import DRIFT_TOLERANCE
 
 TEMPLATE_FIELDS = (("Hypothesis", "hypothesis"), ("Variable", "variable"),
                    ("Control", "control"), ("Expected", "expected"))
@@ -27,6 +28,13 @@ def _environment_lines(report: dict) -> list[str]:
         busy = max(start[0], (end or [0])[0]) > 0.5 * (env.get("cpu_count") or 1)
         lines.append(f"- load average at start {start[0]}, at end {(end or ['?'])[0]}"
                      + (" — **the machine was busy: absolute times are inflated**" if busy else ""))
+    calibration = env.get("calibration_ms")
+    if calibration:
+        drift = calibration["drift"]
+        lines.append(f"- machine speed (a fixed small workload timed before and after every run): "
+                     f"{calibration['min']:.1f}–{calibration['max']:.1f} ms, a {drift:.2f}× spread"
+                     + (" — **differences between runs smaller than that are reported as noise**"
+                        if drift > DRIFT_TOLERANCE else ""))
     lines.append(f"- wall time {fmt.seconds(report.get('wall_s'))}"
                  + (" — **interrupted: incomplete**" if report.get("incomplete") else ""))
     return lines
@@ -100,7 +108,10 @@ def render_markdown(report: dict) -> str:
             "- `runs/*.json`: the session snapshot of each run (`infertop snapshot show FILE`, "
             "`infertop snapshot compare A B`)"]
     if files.get("torch_trace"):
-        out.append("- `torch_trace/`: TORCH_TRACE logs of every compile (`tlparse torch_trace/`)")
+        logs = files["torch_trace"] if isinstance(files["torch_trace"], list) else [files["torch_trace"]]
+        for log_file in logs:
+            out.append(f"- `{log_file}`: the TORCH_TRACE log of every compile (`tlparse {log_file}` "
+                       "renders it)")
     if files.get("profile"):
         out.append("- `profile/trace.json`: torch.profiler Chrome trace of a few warm requests "
                    "(open in Perfetto or chrome://tracing); `profile/top_ops.txt` the top operators")

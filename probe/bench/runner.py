@@ -15,12 +15,15 @@ import random
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from probe.bench.experiments import (ALL_EXPERIMENTS, EXPERIMENTS, NOT_IMPLEMENTED, Plan)
-from probe.bench.runs import BenchRequest, RunContext, RunHooks, RunSpec, execute
+from probe.bench.batching import run_batching
+from probe.bench.experiments import (ALL_EXPERIMENTS, EXPERIMENTS, NOT_IMPLEMENTED,
+                                     OPEN_LOOP_EXPERIMENTS, Plan)
+from probe.bench.runs import BenchRequest, RunContext, RunHooks, RunSpec, execute_group
 from probe.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -28,21 +31,40 @@ log = logging.getLogger(__name__)
 REPORT_SCHEMA = "infertop-bench/1"
 QUICK_MODEL = "t5-tiny"
 DEFAULT_MODEL = "t5-small"
-QUICK_REQUESTS, DEFAULT_REQUESTS = 6, 40
+QUICK_REQUESTS, DEFAULT_REQUESTS = 3, 40
 QUICK_REPEATS, DEFAULT_REPEATS = 2, 3
-QUICK_BUCKETS, DEFAULT_BUCKETS = 3, 4
-QUICK_E5_REQUESTS, DEFAULT_E5_REQUESTS = 3, 8
+QUICK_BUCKETS, DEFAULT_BUCKETS = 2, 4
+QUICK_E5_REQUESTS, DEFAULT_E5_REQUESTS = 2, 8
 MAX_INPUT, MAX_OUTPUT = 512, 512
-QUICK_COMPILE_MODES = ("default", "reduce-overhead")
-QUICK_LEFT_OUT = ("E1: max-autotune is left out of --quick (its kernel autotuning roughly "
-                  "doubles compile time on a CPU); run without --quick to include it",)
+FULL_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+
+
+def quick_compile_modes(device: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """--quick keeps compile=default; max-autotune (kernel autotuning, the longest compile)
+    is left out, and on a CPU so is reduce-overhead, whose addition — CUDA graphs — needs a GPU."""
+    if device.startswith("cuda"):
+        return ("default", "reduce-overhead"), (
+            "E1: --quick leaves out max-autotune (its kernel autotuning is the longest compile); "
+            "run without --quick to include it",)
+    return ("default",), (
+        "E1: --quick leaves out max-autotune (its kernel autotuning is the longest compile) and, "
+        "on a CPU, reduce-overhead (what it adds over default is CUDA graphs, which need a GPU); "
+        "run without --quick to include them",)
+
+
+QUICK_LEFT_OUT = (
+    "E4: --quick computes the powers-of-two row (its shapes and padding follow from the "
+    "lengths alone) instead of compiling and serving it; run without --quick to measure it",
+    "E6: --quick stops at +bf16 (the +int8 step is one more cold compile of every shape); "
+    "run without --quick to include it",
+)
 
 
 # -- the plan ---------------------------------------------------------------------------------
 def parse_experiments(text: str | None) -> tuple[tuple[str, ...], list[str]]:
     """`E1,E4,roofline` → the known ids in study order, and notes on what was left out."""
     if not text:
-        return ALL_EXPERIMENTS, [NOT_IMPLEMENTED["E7"]]
+        return ALL_EXPERIMENTS, []
     wanted, notes = [], []
     lookup = {name.lower(): name for name in ALL_EXPERIMENTS}
     for part in (p.strip() for p in text.split(",")):
@@ -97,28 +119,45 @@ def make_plan(*, model: str, trace_name: str, device: str, quick: bool, requests
     e5 = {name: tuple(BenchRequest(id=f"{r.id}-{name}", input_length=r.input_length,
                                    output_length=tokens, text=r.text) for r in inputs)
           for name, tokens in classes.items()}
+    modes, left_out = quick_compile_modes(device) if quick else (FULL_COMPILE_MODES, ())
+    if quick:
+        left_out = left_out + QUICK_LEFT_OUT
     return Plan(model=model, trace=trace_name, device=device, quick=quick, requests=chosen,
                 bucket_count=bucket_count,
                 planner_edges=tuple(plan_buckets(lengths, bucket_count).edges),
                 pow2_edges=tuple(powers_of_two_plan(lengths).edges),
                 trace_input_lengths=tuple(trace.input_lengths()), e5_requests=e5,
-                compile_modes=QUICK_COMPILE_MODES if quick else
-                ("default", "reduce-overhead", "max-autotune"),
-                left_out=QUICK_LEFT_OUT if quick else ())
+                compile_modes=modes, left_out=left_out, serve_pow2=not quick, e6_int8=not quick)
 
 
 def collect_runs(plan: Plan, experiments: tuple[str, ...]):
-    """Distinct runs in first-use order: key → (spec, extras, [(experiment, role)])."""
+    """Distinct runs in first-use order: key → [spec, extras, [(experiment, role)]], and the
+    units to execute: one key, or the keys of an interleaved group (eager configs whose passes
+    alternate on one engine)."""
     runs: dict[str, list] = {}
+    units: list[tuple[str, ...]] = []
     for name in experiments:
+        if name in OPEN_LOOP_EXPERIMENTS:
+            continue
         experiment = EXPERIMENTS[name]
-        for role, spec in experiment.runs(plan).items():
+        specs = experiment.runs(plan)
+        grouped: dict[str, tuple[str, ...]] = {}
+        for roles in experiment.groups(plan):
+            keys = tuple(specs[r].key for r in roles)
+            if (len(set(keys)) == len(keys) and not any(k in runs for k in keys)
+                    and not any(specs[r].options.compiled for r in roles)):
+                for role in roles:
+                    grouped[role] = keys
+        for role, spec in specs.items():
             extras = experiment.extras.get(role, frozenset())
             if spec.key not in runs:
                 runs[spec.key] = [spec, frozenset(), []]
+                unit = grouped.get(role, (spec.key,))
+                if unit not in units:
+                    units.append(unit)
             runs[spec.key][1] = runs[spec.key][1] | extras
             runs[spec.key][2].append((name, role))
-    return runs
+    return runs, units
 
 
 # -- torch trace ------------------------------------------------------------------------------
@@ -256,38 +295,49 @@ def run_bench(args: argparse.Namespace) -> int:
     plan = make_plan(model=model, trace_name=args.trace, device=str(device), quick=quick,
                      requests=count, bucket_count=bucket_count, seed=seed,
                      e5_count=QUICK_E5_REQUESTS if quick else min(count, DEFAULT_E5_REQUESTS))
-    runs = collect_runs(plan, experiments)
+    runs, units = collect_runs(plan, experiments)
     env = bench_environment(device)
     env["device"] = str(device)
     if "roofline" in experiments:
         print("measuring memory bandwidth and GEMM throughput for the roofline…", file=sys.stderr)
         env["roofline"] = measure_roofline(loaded, device)
 
-    progress = Progress([estimate_s(spec, model=model, passes=repeats + 1 +
-                                    (2 * max(repeats, 2) if "observer" in extras else 0))
-                         for spec, extras, _ in runs.values()])
+    def passes_of(key: str) -> int:
+        extra = 2 * max(repeats, 3) if "observer" in runs[key][1] else 0
+        return repeats + 1 + extra
+
+    progress = Progress([sum(estimate_s(runs[k][0], model=model, passes=passes_of(k)) for k in unit)
+                         for unit in units])
     results: dict[str, dict] = {}
     context = RunContext(model=model, device=str(device), loaded=loaded,
                          max_input=MAX_INPUT, repeats=repeats, out_dir=out,
                          compile_backend=getattr(args, "compile_backend", None) or "inductor",
                          trace_info={"name": args.trace, "seed": seed})
     if getattr(args, "profile", False):
-        first_reference = next((k for k, (s, _, _) in runs.items()
-                                if s.options.compiled and s.options.decode == "fullgraph"
-                                and s.options.kv_cache == "on"), None)
-        if first_reference is None:
-            first_reference = next(iter(runs))
-        runs[first_reference][1] = runs[first_reference][1] | {"profile"}
+        profiled = next((k for k, (s, _, _) in runs.items()
+                         if s.options.compiled and s.options.decode == "fullgraph"
+                         and s.options.kv_cache == "on"),
+                        next(k for unit in units if len(unit) == 1 for k in unit))
+        runs[profiled][1] = runs[profiled][1] | {"profile"}
     interrupted = False
+    # torch and transformers warn about their own internals while compiling (deprecations,
+    # dynamo hints); none of it changes a measurement, and it would bury the progress line.
+    muted = warnings.catch_warnings()
+    muted.__enter__()
+    warnings.simplefilter("ignore")
     try:
-        for index, (key, (spec, extras, users)) in enumerate(runs.items()):
+        for index, unit in enumerate(units):
+            specs = [runs[key][0] for key in unit]
+            users = [u for key in unit for u in runs[key][2]]
             names = ", ".join(sorted({e for e, _ in users}, key=ALL_EXPERIMENTS.index))
-            progress.start_run(index, names, spec.options.label()
-                               + ("" if spec.requests_name == "replayed" else f" [{spec.requests_name}]"))
-            passes = repeats + 1 + (2 * max(repeats, 2) if "observer" in extras else 0)
+            label = " | ".join(s.options.label() for s in specs)
+            if specs[0].requests_name != "replayed":
+                label += f" [{specs[0].requests_name}]"
+            progress.start_run(index, names, label)
             served = [0]
+            total = sum(len(runs[k][0].requests) * passes_of(k) for k in unit)
 
-            def on_request(phase, done, n, _total=len(spec.requests) * passes, _served=served):
+            def on_request(phase, done, n, _total=total, _served=served):
                 _served[0] += 1
                 progress.request_done(phase, done, n, min(1.0, _served[0] / _total))
 
@@ -296,28 +346,44 @@ def run_bench(args: argparse.Namespace) -> int:
                     torch_trace.attach(engine)
 
             try:
-                results[key] = execute(spec, context, RunHooks(on_request, after_engine),
-                                       extras=extras)
+                results.update(execute_group(
+                    specs, context, RunHooks(on_request, after_engine),
+                    extras={key: runs[key][1] for key in unit}))
             except KeyboardInterrupt:
                 raise
             except Exception as exc:  # one run's failure is reported; the study goes on
-                log.debug("run %s failed", key, exc_info=True)
-                results[key] = {"key": key, "label": spec.options.label(),
-                                "error": f"{type(exc).__name__}: {exc}"[:500],
-                                "traceback": traceback.format_exc()[-2000:]}
-                progress.message(f"run {key} failed: {type(exc).__name__}: {exc}")
+                log.debug("run %s failed", unit, exc_info=True)
+                for spec in specs:
+                    results[spec.key] = {"key": spec.key, "label": spec.options.label(),
+                                         "error": f"{type(exc).__name__}: {exc}"[:500],
+                                         "traceback": traceback.format_exc()[-2000:]}
+                progress.message(f"run {' + '.join(unit)} failed: {type(exc).__name__}: {exc}")
             progress.finish_run()
     except KeyboardInterrupt:
         interrupted = True
         progress.message("interrupted: writing the report of the runs that finished")
     finally:
+        muted.__exit__(None, None, None)
         progress.close()
         if torch_trace:
             torch_trace.close()
 
+    e7 = None
+    if "E7" in experiments and not interrupted:
+        e7 = run_batching(model=model, device=str(device), loaded=loaded, quick=quick,
+                          requests=count, message=progress.message)
+        results["E7"] = e7["results"]
     env["load_average_end"] = _load_average()
+    calibrations = [v for r in results.values() for v in (r.get("calibration_ms") or []) if v]
+    if calibrations:
+        env["calibration_ms"] = {"min": min(calibrations), "max": max(calibrations),
+                                 "drift": max(calibrations) / min(calibrations)}
     sections = {}
     for name in experiments:
+        if name == "E7":
+            if e7 is not None:
+                sections[name] = e7["section"]
+            continue
         experiment = EXPERIMENTS[name]
         role_results = {role: results.get(spec.key)
                         for role, spec in experiment.runs(plan).items()}
@@ -348,7 +414,9 @@ def run_bench(args: argparse.Namespace) -> int:
         "wall_s": time.perf_counter() - started,
         "incomplete": interrupted,
         "files": {"report_md": "report.md", "runs": "runs/",
-                  "torch_trace": "torch_trace/" if torch_trace else None,
+                  "torch_trace": sorted(str(p.relative_to(out))
+                                        for p in (out / "torch_trace").glob("*.log"))
+                  if torch_trace else None,
                   "profile": "profile/" if getattr(args, "profile", False) else None},
     }
     write_json_atomic(out / "report.json", report)
@@ -357,5 +425,6 @@ def run_bench(args: argparse.Namespace) -> int:
     print(f"wrote {out / 'report.md'} and {out / 'report.json'} "
           f"({len(results)} runs, {len(failed)} failed) in {report['wall_s']:.0f} s")
     if torch_trace:
-        print(f"TORCH_TRACE logs in {out / 'torch_trace'} (read them with: tlparse {out / 'torch_trace'})")
+        for log_file in sorted((out / "torch_trace").glob("*.log")):
+            print(f"TORCH_TRACE log: {log_file} (read it with: tlparse {log_file})")
     return 130 if interrupted else 0

@@ -51,7 +51,12 @@ class RunSpec:
         if self.options.bucketing == "on":
             parts.append(self.edges_name)
         parts.append(self.requests_name)
-        return re.sub(r"[^A-Za-z0-9_.=+-]+", "-", "__".join(parts)).strip("-")
+        return "__".join(_slug(p) for p in parts)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=+-]+", "-", text.replace("=", "")
+                  if "(" in text else text).strip("-")
 
 
 @dataclass
@@ -112,15 +117,19 @@ class _NullProbe:
 
 
 def serve_pass(engine, spec: RunSpec, pass_index: int, label: str,
-               on_request: Callable[[str, int, int], None]) -> PassResult:
-    """Every request of the spec, back to back; arrival = the moment it is handed over."""
+               on_request: Callable[[str, int, int], None], *,
+               seq_stride: int | None = None) -> PassResult:
+    """Every request of the spec, back to back; arrival = the moment it is handed over.
+    Request i of pass p gets seq p·stride + i: unique in the session, and the same input ids
+    for the same request in every config."""
     from probe.requests import EngineRequest
     records: list[RequestRecord] = []
     count = len(spec.requests)
+    stride = seq_stride or count
     start = time.perf_counter()
     for i, request in enumerate(spec.requests):
         engine_request = EngineRequest(
-            id=f"{request.id}@{label}", seq=pass_index * count + i,
+            id=f"{request.id}@{label}", seq=pass_index * stride + i,
             input_length=request.input_length, output_length=request.output_length,
             arrival_s=engine.clock.now_s(), text=request.text)
         records.extend(engine.serve([engine_request]))
@@ -128,57 +137,137 @@ def serve_pass(engine, spec: RunSpec, pass_index: int, label: str,
     return PassResult(records, time.perf_counter() - start)
 
 
+def calibrate_ms(repeats: int = 7) -> float:
+    """The best time of a fixed small eager workload (many tiny ops, like a decode step),
+    taken before and after each run: how fast the machine was then. The best of several,
+    because a burst of other work inflates single samples; sustained load raises them all."""
+    import torch
+    best = float("inf")
+    with torch.inference_mode():
+        base = torch.full((64, 64), 1 / 64)
+        for _ in range(repeats):
+            x = base
+            start = time.perf_counter()
+            for _ in range(200):
+                x = torch.relu(x @ base + 0.001)
+            best = min(best, time.perf_counter() - start)
+    return 1000 * best
+
+
+def _only(data, config_id: str):
+    """The part of a session that one config served."""
+    from types import MappingProxyType
+    from probe.session import SessionData
+    return SessionData(
+        records=tuple(r for r in data.records if r.config_id == config_id),
+        events=tuple(e for e in data.events if e.config_id == config_id),
+        breaks=tuple(b for b in data.breaks if b.config_id == config_id),
+        configs=MappingProxyType({config_id: data.configs[config_id]}),
+        notices=data.notices)
+
+
+def group_key(specs: Sequence[RunSpec]) -> str:
+    return "__and__".join(spec.key for spec in specs)
+
+
 def execute(spec: RunSpec, context: RunContext, hooks: RunHooks, *,
             extras: frozenset[str] = frozenset()) -> dict:
     """Run one spec; returns its result (JSON-ready) and writes its session snapshot."""
+    return execute_group([spec], context, hooks, extras={spec.key: extras})[spec.key]
+
+
+def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks, *,
+                  extras: dict[str, frozenset[str]] | None = None) -> dict[str, dict]:
+    """Run specs on one engine with their passes interleaved (A B B A …), so a change in the
+    machine's load hits every config of the group alike. Only eager configs can share an engine
+    this way: a compiled config must start cold, and switching configs resets dynamo."""
     from probe.engine import Engine, EngineSettings
     from probe.snapshot import environment, session_document, write_json_atomic
 
+    extras = extras or {}
+    if len(specs) > 1 and any(s.options.compiled for s in specs):
+        raise ValueError("only eager configs can be interleaved on one engine")
+    if len({s.edges for s in specs}) > 1:
+        raise ValueError("interleaved configs must share their bucket edges")
+    if len(specs) > 1 and any(extras.get(s.key) for s in specs):
+        raise ValueError("observer and profile passes need a run of their own")
     started = time.perf_counter()
+    first = specs[0]
     settings = EngineSettings(model=context.model, device=context.device,
-                              bucket_edges=spec.edges, max_input_tokens=context.max_input,
-                              max_new_tokens=spec.max_new_tokens,
+                              bucket_edges=first.edges, max_input_tokens=context.max_input,
+                              max_new_tokens=max(s.max_new_tokens for s in specs),
                               compile_backend=context.compile_backend)
-    engine = Engine(settings, spec.options, loaded=context.loaded)
+    calibration = [calibrate_ms()]
+    engine = Engine(settings, first.options, loaded=context.loaded)
     hooks.after_engine(engine)
+    count = max(len(s.requests) for s in specs)
+    passes = [0]
+    config_ids: dict[str, str] = {}
+    suffix = {s.key: (f" [{s.options.label()}]" if len(specs) > 1 else "") for s in specs}
+
+    def run_pass(spec: RunSpec, label: str) -> PassResult:
+        engine.set_options(spec.options)
+        config_ids[spec.key] = engine.config_id
+        result = serve_pass(engine, spec, passes[0], label + suffix[spec.key], hooks.on_request,
+                            seq_stride=count)
+        passes[0] += 1
+        return result
+
+    results: dict[str, dict] = {}
     try:
-        warmup = serve_pass(engine, spec, 0, "warm-up", hooks.on_request)
-        steady = [serve_pass(engine, spec, i + 1, f"pass {i + 1}/{context.repeats}",
-                             hooks.on_request) for i in range(context.repeats)]
-        observer = (measure_observer(engine, spec, context.repeats, hooks)
-                    if EXTRA_OBSERVER in extras else None)
-        profile = (profile_requests(engine, spec, context.out_dir, hooks)
-                   if EXTRA_PROFILE in extras and context.out_dir else None)
+        warmup = {s.key: run_pass(s, "warm-up") for s in specs}
+        steady: dict[str, list[PassResult]] = {s.key: [] for s in specs}
+        for i in range(context.repeats):
+            for spec in (specs if i % 2 == 0 else list(reversed(specs))):
+                steady[spec.key].append(run_pass(spec, f"pass {i + 1}/{context.repeats}"))
+        observer = profile = None
+        if EXTRA_OBSERVER in extras.get(first.key, ()):
+            observer = measure_observer(engine, first, context.repeats, hooks)
+        if EXTRA_PROFILE in extras.get(first.key, ()) and context.out_dir:
+            profile = profile_requests(engine, first, context.out_dir, hooks)
+        calibration.append(calibrate_ms())
         data = engine.session.freeze()
-        result = summarize_run(spec, data, warmup, steady)
-        result["weight_bytes"] = _weight_bytes(engine)
-        result["served_options"] = engine.options.as_dict()
-        if observer:
-            result["observer"] = observer
-        if profile:
-            result["profile"] = profile
+        snapshot = None
         if context.out_dir is not None:
             document = session_document(
                 data, environment=environment(engine.device),
-                model=engine.loaded.info.as_dict(engine.options.precision),
-                trace={**context.trace_info, "requests": len(spec.requests),
-                       "request_list": spec.requests_name},
-                settings={"bucket_edges": list(spec.edges), "bucket_source": spec.edges_name,
-                          "max_new_tokens": spec.max_new_tokens,
+                model=engine.loaded.info.as_dict(first.options.precision),
+                trace={**context.trace_info, "requests": count,
+                       "request_list": first.requests_name},
+                settings={"bucket_edges": list(first.edges), "bucket_source": first.edges_name,
+                          "max_new_tokens": settings.max_new_tokens,
                           "compile_backend": context.compile_backend,
-                          "bench_run": spec.key, "repeats": context.repeats})
-            path = write_json_atomic(context.out_dir / "runs" / f"{spec.key}.json", document)
-            result["snapshot"] = str(path.relative_to(context.out_dir))
+                          "bench_run": group_key(specs), "repeats": context.repeats,
+                          "interleaved": len(specs) > 1})
+            path = write_json_atomic(context.out_dir / "runs" / f"{group_key(specs)}.json",
+                                     document)
+            snapshot = str(path.relative_to(context.out_dir))
+        for spec in specs:
+            cid = config_ids[spec.key]
+            result = summarize_run(spec, _only(data, cid), warmup[spec.key], steady[spec.key])
+            result["weight_bytes"] = _weight_bytes(engine, data.configs[cid].options)
+            result["served_options"] = data.configs[cid].options.as_dict()
+            result["calibration_ms"] = list(calibration)
+            result["group"] = group_key(specs) if len(specs) > 1 else None
+            if snapshot:
+                result["snapshot"] = snapshot
+            if spec is first and observer:
+                result["observer"] = observer
+            if spec is first and profile:
+                result["profile"] = profile
+            results[spec.key] = result
     finally:
         engine.close()
-    result["run_wall_s"] = time.perf_counter() - started
-    return result
+    wall = time.perf_counter() - started
+    for result in results.values():
+        result["run_wall_s"] = wall / len(specs)
+    return results
 
 
-def _weight_bytes(engine) -> int | None:
+def _weight_bytes(engine, options: OptConfig) -> int | None:
     from probe.bench.roofline import weight_bytes
     try:
-        return weight_bytes(engine.switchboard.model_for(engine.options))
+        return weight_bytes(engine.switchboard.model_for(options))
     except Exception:  # a figure we cannot read is shown as n/a, never a crash
         return None
 
@@ -264,16 +353,33 @@ def compile_curve(records: Sequence[RequestRecord], events) -> list[dict]:
     return curve
 
 
+def bookkeeping_us(probe, calls: int = 200) -> float:
+    """Microseconds of the probe's per-request work in steady state (what the engine calls
+    around every request), timed directly."""
+    leftover = probe.collect()          # nothing is pending after warm passes; keep it anyway
+    start = time.perf_counter()
+    for _ in range(calls):
+        probe.set_context("bookkeeping", None)
+        probe.collect()
+        probe.graph_breaks()
+        probe.set_context(None, None)
+    elapsed = time.perf_counter() - start
+    probe._events.extend(leftover)      # noqa: SLF001 — hand back anything collected above
+    return elapsed / calls * 1e6
+
+
 def measure_observer(engine, spec: RunSpec, repeats: int, hooks: RunHooks) -> dict:
     """Warm throughput with the probes installed vs uninstalled, on the same requests,
-    alternating on/off passes (on, off, off, on, …) so slow drift hits both alike."""
+    alternating on/off passes (on, off, off, on, …) so slow drift hits both alike; and the
+    probe's per-request bookkeeping timed on its own."""
     from probe.bench.stats import Spread, compare
 
-    repeats = max(repeats, 2)
+    pairs = max(repeats, 3)
     samples: dict[str, list[float]] = {"on": [], "off": []}
+    latencies: list[float] = []
     real_probe = engine.probe
     order = []
-    for i in range(repeats):
+    for i in range(pairs):
         order.extend(["on", "off"] if i % 2 == 0 else ["off", "on"])
     for j, state in enumerate(order):
         if state == "off":
@@ -287,12 +393,18 @@ def measure_observer(engine, spec: RunSpec, repeats: int, hooks: RunHooks) -> di
                 engine.probe = real_probe
                 real_probe.install()
         samples[state].append(result.figures()["tokens_per_s"])
+        latencies.extend(r.latency_ms for r in result.records if r.ok)
     on, off = Spread.of(samples["on"]), Spread.of(samples["off"])
     comparison = compare(on, off, lower_is_better=False, better="faster", worse="slower")
     overhead = (1 - on.median / off.median) if on.median and off.median else None
+    per_request_us = bookkeeping_us(real_probe)
+    mean_latency_ms = sum(latencies) / len(latencies) if latencies else None
     return {"probes_on_tokens_per_s": on.as_dict(), "probes_off_tokens_per_s": off.as_dict(),
             "overhead_fraction": overhead, "verdict": comparison.verdict,
-            "comparison": comparison.text, "order": order}
+            "comparison": comparison.text, "order": order,
+            "bookkeeping_us_per_request": per_request_us,
+            "bookkeeping_fraction": (per_request_us / 1000 / mean_latency_ms
+                                     if mean_latency_ms else None)}
 
 
 def profile_requests(engine, spec: RunSpec, out_dir: Path, hooks: RunHooks,

@@ -1,0 +1,86 @@
+"""Synthetic sessions and run results for the bench tests: no model, no torch.compile."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Callable, Sequence
+
+import pytest
+
+from probe.bench.runs import BenchRequest, PassResult, RunSpec, summarize_run
+from probe.options import OptConfig
+from probe.records import CompileEvent, GraphBreakRecord, RequestRecord
+from probe.session import ConfigEntry, SessionData
+
+
+def record(id: str, seq: int, *, latency_ms: float, config_id: str = "c1", input_tokens: int = 10,
+           padded_tokens: int | None = None, output_tokens: int = 5, start_s: float | None = None,
+           kv_bytes: int = 0, stall_ms: float = 0.0, error: str | None = None) -> RequestRecord:
+    start = float(seq) if start_s is None else start_s
+    end = start + latency_ms / 1000
+    first = start + latency_ms / 1000 / output_tokens
+    return RequestRecord(
+        id=id, seq=seq, config_id=config_id, input_tokens=input_tokens,
+        padded_tokens=padded_tokens or input_tokens, output_tokens=output_tokens,
+        arrival_s=start, start_s=start, first_token_s=first, end_s=end, queue_ms=0.0,
+        compile_stall_ms=stall_ms, encoder_ms=1.0, decoder_ms=latency_ms - 1.0,
+        ttft_ms=(first - start) * 1000,
+        tpot_ms=(end - first) * 1000 / (output_tokens - 1) if output_tokens > 1 else None,
+        latency_ms=latency_ms, kv_cache_bytes=kv_bytes, kv_cache_used_bytes=kv_bytes,
+        kv_self_attention_bytes=kv_bytes, kv_cross_attention_bytes=0, error=error)
+
+
+@pytest.fixture
+def make_record() -> Callable[..., RequestRecord]:
+    return record
+
+
+@pytest.fixture
+def make_session() -> Callable[..., SessionData]:
+    def make(records: Sequence[RequestRecord], *, options: dict[str, OptConfig] | None = None,
+             events: Sequence[CompileEvent] = (),
+             breaks: Sequence[GraphBreakRecord] = ()) -> SessionData:
+        options = options or {"c1": OptConfig()}
+        configs = {cid: ConfigEntry(cid, opt) for cid, opt in options.items()}
+        return SessionData(tuple(records), tuple(events), tuple(breaks),
+                           MappingProxyType(configs), ())
+    return make
+
+
+@pytest.fixture
+def make_result(make_session) -> Callable[..., dict]:
+    """A run result as runs.summarize_run builds it, from chosen per-pass latencies."""
+    def make(options: OptConfig = OptConfig(), *, pass_latencies: Sequence[Sequence[float]],
+             cold_ms: float = 1000.0, inputs: Sequence[int] | None = None,
+             padded: Sequence[int] | None = None, compiles: Sequence[tuple[str, str, str]] = (),
+             breaks: Sequence[tuple[str, str, int]] = (), kv_bytes: int = 0,
+             output_tokens: int = 5, edges: tuple[int, ...] = (), edges_name: str = "none",
+             requests_name: str = "replayed") -> dict:
+        count = len(pass_latencies[0])
+        inputs = list(inputs or [10 + i for i in range(count)])
+        padded = list(padded or inputs)
+        spec = RunSpec(options, tuple(BenchRequest(f"r{i}", inputs[i], output_tokens)
+                                      for i in range(count)), requests_name, edges, edges_name)
+        warm = [record(f"r{i}@warm-up", i, latency_ms=cold_ms if i == 0 else 50.0,
+                       input_tokens=inputs[i], padded_tokens=padded[i], kv_bytes=kv_bytes,
+                       output_tokens=output_tokens, stall_ms=cold_ms / 2 if i == 0 else 0.0)
+                for i in range(count)]
+        passes = []
+        for p, latencies in enumerate(pass_latencies):
+            recs = [record(f"r{i}@pass {p + 1}", (p + 1) * count + i, latency_ms=v,
+                           input_tokens=inputs[i], padded_tokens=padded[i], kv_bytes=kv_bytes,
+                           output_tokens=output_tokens, start_s=100.0 * (p + 1) + i)
+                    for i, v in enumerate(latencies)]
+            passes.append(PassResult(recs, wall_s=sum(latencies) / 1000))
+        events = []
+        for n, (function, kind, request) in enumerate(compiles):
+            events.append(CompileEvent(compile_id=f"{n}/0", kind=kind, function=function,
+                                       start_s=0.0, duration_s=1.5, reason="size mismatch"
+                                       if kind == "recompile" else None,
+                                       request_id=request, config_id="c1", graphs=1))
+        break_records = [GraphBreakRecord("c1", reason, location, count)
+                         for reason, location, count in breaks]
+        data = make_session(warm + [r for p in passes for r in p.records],
+                            options={"c1": options}, events=events, breaks=break_records)
+        return summarize_run(spec, data, PassResult(warm, 1.0), passes)
+    return make

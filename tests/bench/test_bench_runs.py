@@ -1,0 +1,117 @@
+"""One run through a real engine on t5-tiny, eager or with dynamo's eager backend (seconds)."""
+
+import json
+
+import pytest
+
+from probe.bench.experiments import Plan
+from probe.bench.progress import Progress, estimate_s
+from probe.bench.runner import make_plan, output_classes, select_requests
+from probe.bench.runs import (EXTRA_OBSERVER, EXTRA_PROFILE, BenchRequest, RunContext, RunHooks,
+                              RunSpec, execute, execute_group)
+from probe.models import load_model
+from probe.options import OptConfig
+from workloads.trace import load_trace
+
+REQUESTS = (BenchRequest("a", 12, 4), BenchRequest("b", 20, 3), BenchRequest("c", 12, 5))
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_model("t5-tiny")
+
+
+def _context(tiny, tmp_path, repeats=2) -> RunContext:
+    return RunContext(model="t5-tiny", device="cpu", loaded=tiny, max_input=512,
+                      repeats=repeats, compile_backend="eager", out_dir=tmp_path,
+                      trace_info={"name": "test"})
+
+
+def test_an_eager_run_has_cold_warm_and_a_snapshot(tiny, tmp_path) -> None:
+    seen = []
+    spec = RunSpec(OptConfig(decode="fullgraph"), REQUESTS, "replayed")
+    result = execute(spec, _context(tiny, tmp_path),
+                     RunHooks(on_request=lambda phase, done, n: seen.append((phase, done, n))))
+    assert seen[0] == ("warm-up", 1, 3) and seen[-1] == ("pass 2/2", 3, 3)
+    assert len(result["steady_passes"]) == 2 and result["steady"]["latency_p50_ms"]["n"] == 2
+    assert result["cold_start_ms"] > 0 and result["compiles"] == 0 and result["failed"] == 0
+    assert result["distinct_input_lengths"] == 2
+    assert result["weight_bytes"] > 0 and result["kv_cache_peak_bytes"] > 0
+    snapshot = json.loads((tmp_path / result["snapshot"]).read_text())
+    assert len(snapshot["requests"]) == 9               # warm-up + 2 passes of 3
+    assert snapshot["settings"]["bench_run"] == spec.key
+
+
+def test_eager_configs_interleave_on_one_engine(tiny, tmp_path) -> None:
+    seen = []
+    on = RunSpec(OptConfig(), REQUESTS[:2], "pair")
+    off = RunSpec(OptConfig(kv_cache="off"), REQUESTS[:2], "pair")
+    results = execute_group([on, off], _context(tiny, tmp_path, repeats=2),
+                            RunHooks(on_request=lambda phase, done, n: seen.append(phase)))
+    phases = list(dict.fromkeys(seen))
+    assert phases == ["warm-up [baseline]", "warm-up [kv_cache=off]", "pass 1/2 [baseline]",
+                      "pass 1/2 [kv_cache=off]", "pass 2/2 [kv_cache=off]", "pass 2/2 [baseline]"]
+    assert results[on.key]["group"] == results[off.key]["group"]
+    assert results[on.key]["kv_cache_peak_bytes"] > 0 and results[off.key]["kv_cache_peak_bytes"] == 0
+    assert results[on.key]["snapshot"] == results[off.key]["snapshot"]
+    snapshot = json.loads((tmp_path / results[on.key]["snapshot"]).read_text())
+    assert len(snapshot["configs"]) == 2 and len(snapshot["requests"]) == 12
+    assert len({r["seq"] for r in snapshot["requests"]}) == 12
+    with pytest.raises(ValueError):
+        execute_group([on, RunSpec(OptConfig(compile="default"), REQUESTS, "pair")],
+                      _context(tiny, tmp_path), RunHooks())
+
+
+def test_a_compiled_run_counts_recompiles_per_new_length(tiny, tmp_path) -> None:
+    spec = RunSpec(OptConfig(compile="default", decode="fullgraph"), REQUESTS, "replayed")
+    result = execute(spec, _context(tiny, tmp_path, repeats=1), RunHooks())
+    # two distinct lengths: the encoder, prefill and decode steps compile once each, then
+    # recompile once each for the second length; the third request reuses the first graphs
+    assert [p["recompiles"] for p in result["curve"]] == [0, 3, 3]
+    assert result["max_graphs_per_function"] == 2
+    assert result["steady_compiles"] == 0 and result["graph_breaks"] == 0
+
+
+def test_observer_and_profile_extras(tiny, tmp_path) -> None:
+    spec = RunSpec(OptConfig(decode="fullgraph"), REQUESTS[:2], "replayed")
+    result = execute(spec, _context(tiny, tmp_path, repeats=1), RunHooks(),
+                     extras=frozenset({EXTRA_OBSERVER, EXTRA_PROFILE}))
+    observer = result["observer"]
+    assert observer["order"] == ["on", "off", "off", "on", "on", "off"]
+    assert 0 < observer["bookkeeping_us_per_request"] < 10_000
+    assert 0 < observer["bookkeeping_fraction"] < 1
+    assert observer["probes_on_tokens_per_s"]["n"] == 3 and observer["verdict"]
+    trace = json.loads((tmp_path / result["profile"]["chrome_trace"]).read_text())
+    assert trace["traceEvents"]
+
+
+def test_plan_is_a_fixed_sample_with_in_sample_buckets() -> None:
+    trace = load_trace("chat")
+    first, again = select_requests(trace, 6, 0), select_requests(trace, 6, 0)
+    assert first == again and first != select_requests(trace, 6, 1)
+    plan = make_plan(model="t5-tiny", trace_name="chat", device="cpu", quick=True, requests=6,
+                     bucket_count=3, seed=0, e5_count=2)
+    lengths = [r.input_length for r in plan.requests]
+    assert len(plan.planner_edges) == 3 and max(plan.planner_edges) == max(lengths)
+    assert max(plan.pow2_edges) >= max(lengths)
+    classes = output_classes(trace)
+    assert classes["short"] < classes["medium"] < classes["long"]
+    assert {r.output_length for r in plan.e5_requests["long"]} == {classes["long"]}
+
+
+def test_progress_eta_and_lines(capsys) -> None:
+    import io
+    specs = [RunSpec(OptConfig(), REQUESTS, "replayed"),
+             RunSpec(OptConfig(compile="default", decode="fullgraph"), REQUESTS, "replayed")]
+    estimates = [estimate_s(s, model="t5-tiny", passes=3) for s in specs]
+    assert estimates[1] > estimates[0]                  # compiles cost more than tokens
+    stream = io.StringIO()
+    progress = Progress(estimates, stream=stream)
+    progress.start_run(0, "E1", "baseline")
+    progress.request_done("warm-up", 1, 3, 0.1)
+    progress.request_done("warm-up", 2, 3, 0.2)          # same phase: no new line off a tty
+    progress.finish_run()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2 and "E1 [1/2] baseline" in lines[1] and "left" in lines[1]
+    assert 0 < progress.done_fraction() < 1
+    assert isinstance(Plan, type)
