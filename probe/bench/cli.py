@@ -17,8 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="requests per run (default: 40, or 4 with --quick)")
     bench.add_argument("--out", required=True, metavar="DIR")
     bench.add_argument("--experiments", default=None, metavar="E1,E4",
-                       help="a subset of E1..E6, roofline, observer (default: all; E7, "
-                            "batching, is not implemented yet)")
+                       help="a subset of E1..E7, roofline, observer (default: all)")
     bench.add_argument("--quick", action="store_true",
                        help="minutes, not hours: t5-tiny, 4 requests, 2 repeats, 2 buckets, "
                             "compile=default only in E1 on a CPU")

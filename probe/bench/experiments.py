@@ -446,10 +446,10 @@ def _e4_build(plan: Plan, results: dict, env: dict) -> dict:
                              "planned_waste_pct": analytic.waste_pct,
                              "padding_waste_pct": analytic.waste_pct,
                              "compiled_graphs": analytic.distinct_shapes_after}
-            note = "computed, not served (--quick)"
-            rows.append([names[role], ",".join(map(str, edges[role])),
-                         f"{analytic.distinct_shapes_after} (computed)", note, note, note,
-                         f"{analytic.waste_pct:.1f}% (computed)", note, note])
+            note = "not served"
+            rows.append([f"{names[role]} (computed)", ",".join(map(str, edges[role])),
+                         str(analytic.distinct_shapes_after), note, note, note,
+                         f"{analytic.waste_pct:.1f}%", note, note])
             continue
         if _failed_text(result):
             rows.append([names[role], _failed_text(result)] + [fmt.NA] * 7)

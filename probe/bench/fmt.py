@@ -27,7 +27,11 @@ def seconds(value: float | None) -> str:
 
 
 def pct(fraction: float | None) -> str:
-    return NA if fraction is None else f"{100 * fraction:.1f}%"
+    if fraction is None:
+        return NA
+    if 0 < abs(fraction) < 0.001:
+        return f"{100 * fraction:.3f}%"
+    return f"{100 * fraction:.1f}%"
 
 
 def size(nbytes: float | None) -> str:

@@ -189,17 +189,23 @@ def classify(measured_ms: float | None, step_bytes: int, bandwidth_gb_s: float,
         return RooflineVerdict(roof_ms, compute_ms, None, model_bound,
                                "no measured step to place against the roofline")
     ratio = measured_ms / roof_ms
+    balance_text = f"{balance:.1f}" if balance is not None else "?"
+    kind = (f"by the roofline model a batch-1 step is {model_bound}-bound (intensity "
+            f"{intensity:.2f} FLOP/byte vs machine balance {balance_text} FLOP/byte)")
     if measured_ms <= 1.5 * roof:
         bound = model_bound
-        why = (f"within 1.5× of the {model_bound} roof: the step streams its weights about as "
-               f"fast as this machine can")
+        why = (f"within 1.5× of the {model_bound} roof — {kind}, and the step streams its "
+               f"weights about as fast as this machine can")
+    elif ratio <= 4:
+        bound = model_bound
+        why = (f"{ratio:.1f}× the memory roofline: {kind}, and it is, in kind; the other "
+               f"{1 - 1 / ratio:.0%} of its time is per-operation overhead (dispatch, small "
+               f"kernels, Python between them)")
     else:
         bound = "overhead"
-        balance_text = f"{balance:.1f}" if balance is not None else "?"
-        why = (f"{ratio:.1f}× the memory roofline. By the roofline model a batch-1 step is "
-               f"{model_bound}-bound (intensity {intensity:.2f} FLOP/byte vs machine balance "
-               f"{balance_text} FLOP/byte), but the measured step is far above both roofs: "
-               f"its time goes to per-operation overhead, not to moving bytes or FLOPs")
+        why = (f"{ratio:.1f}× the memory roofline: {kind}, but the measured step is far above "
+               f"both roofs — its time goes to per-operation overhead, not to moving bytes or "
+               f"FLOPs")
     return RooflineVerdict(roof_ms, compute_ms, ratio, bound, why)
 
 

@@ -218,6 +218,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
         warmup = {s.key: run_pass(s, "warm-up") for s in specs}
         steady: dict[str, list[PassResult]] = {s.key: [] for s in specs}
         for i in range(context.repeats):
+            calibration.append(calibrate_ms())   # a load change inside the run shows up too
             for spec in (specs if i % 2 == 0 else list(reversed(specs))):
                 steady[spec.key].append(run_pass(spec, f"pass {i + 1}/{context.repeats}"))
         observer = profile = None

@@ -18,11 +18,12 @@ def test_fullgraph_has_no_breaks_and_matches_hf_tokens(make_engine):
     shapes = [(9, 6), (9, 6), (13, 4)]
     reference = make_engine("decode=hf-generate")
     serve(reference, shapes)
+    breaks_before = sum(torch._dynamo.utils.counters["graph_break"].values())  # process-wide
     compiled = make_engine("decode=fullgraph", "compile=default")
     records = serve(compiled, shapes)
     assert all(r.ok for r in records)
     assert compiled.session.freeze().breaks == ()
-    assert torch._dynamo.utils.counters["graph_break"] == {}
+    assert sum(torch._dynamo.utils.counters["graph_break"].values()) == breaks_before
     assert compiled.tokens == reference.tokens
     assert len({tuple(t) for t in reference.tokens.values()}) > 1  # not a degenerate model
 
@@ -68,6 +69,7 @@ def test_bucketing_with_prewarm_serves_without_compiling(make_engine):
 
 @pytest.mark.slow
 def test_hf_generate_under_compile_reports_graph_breaks(make_engine):
+    breaks_before = sum(torch._dynamo.utils.counters["graph_break"].values())  # process-wide
     engine = make_engine("decode=hf-generate", "compile=default")
     record = serve(engine, [(9, 4)])[0]
     assert record.ok, record.error
@@ -76,7 +78,7 @@ def test_hf_generate_under_compile_reports_graph_breaks(make_engine):
     assert all(b.reason and ":" in b.location for b in breaks)
     assert any("generation/utils.py" in b.location for b in breaks)
     # dynamo's own counter agrees that breaks happened
-    assert sum(torch._dynamo.utils.counters["graph_break"].values()) >= 1
+    assert sum(torch._dynamo.utils.counters["graph_break"].values()) > breaks_before
     segment = engine.session.freeze().segments()[0]
     assert segment.graphs == sum(e.graphs for e in compiles(engine)) > 1
 
