@@ -14,6 +14,7 @@ from typing import Callable
 
 from probe.bench import fmt
 from probe.engine import Engine
+from probe.live import capacity_rps
 from probe.models import LoadedModel
 from probe.options import OptConfig
 from probe.records import RequestRecord
@@ -81,7 +82,7 @@ class BatchingExperiment:
         options = OptConfig(decode="fullgraph", compile=self.plan.compile, batching=mode)
         return Engine(settings, options, loaded=self.loaded)
 
-    def capacity_rps(self, workload) -> float:
+    def measure_capacity_rps(self, workload) -> float:
         """One-at-a-time capacity: 1 / mean service time of the first requests, warm."""
         engine = self._engine("off", workload)
         trace = workload.trace.requests[:max(4, self.plan.requests // 4)]
@@ -91,7 +92,7 @@ class BatchingExperiment:
         engine.serve(requests[:1])                      # warm-up
         records = [engine.serve([r])[0] for r in requests[1:]]
         engine.close()
-        return 1.0 / summarize(r.end_s - r.start_s for r in records).mean
+        return capacity_rps(records)
 
     def replay(self, mode: str, workload, rate: float) -> dict:
         engine = self._engine(mode, workload)
@@ -105,7 +106,7 @@ class BatchingExperiment:
         results: dict = {"capacity_rps": {}, "runs": {}}
         for trace, factors in self.plan.scenarios:
             workload = prepare_workload(trace)
-            capacity = self.capacity_rps(workload)
+            capacity = self.measure_capacity_rps(workload)
             results["capacity_rps"][trace] = capacity
             for factor in factors:
                 rate = capacity * factor
