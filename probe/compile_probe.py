@@ -23,7 +23,7 @@ import torch._dynamo
 from torch._dynamo.callback import CallbackArgs, CallbackTrigger, callback_handler
 
 from probe.clock import SessionClock
-from probe.records import CompileEvent, GraphBreakRecord
+from probe.records import CompileEvent, CompileInProgress, GraphBreakRecord
 
 _RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
 _GRAPH_BREAKS_LOGGER = "torch._dynamo.symbolic_convert.__graph_breaks"
@@ -122,6 +122,8 @@ class CompileProbe:
         self._events: list[CompileEvent] = []
         self._breaks: Counter[tuple[str, str, str]] = Counter()
         self._compile_seconds = 0.0
+        self._waited_s = 0.0            # finished compiles the context request waited on
+        self._frame_functions: dict[str, str] = {}   # dynamo frame id → function compiled
         self._handler = _ArtifactHandler(self)
         self._installed = False
 
@@ -148,6 +150,7 @@ class CompileProbe:
         with self._lock:
             self._pending.clear()
             self._open = None
+            self._frame_functions.clear()
         if self._installed:
             callback_handler.register_start_callback(self._on_start)
             callback_handler.register_end_callback(self._on_end)
@@ -168,6 +171,8 @@ class CompileProbe:
     # -- context set by the engine -----------------------------------------------------------
     def set_context(self, request_id: str | None, config_id: str | None) -> None:
         with self._lock:
+            if request_id is not None and request_id != self._request_id:
+                self._waited_s = 0.0
             self._request_id, self._config_id = request_id, config_id
 
     @property
@@ -185,6 +190,20 @@ class CompileProbe:
     def compiling_since_s(self) -> float | None:
         with self._lock:
             return None if self._open is None else self._clock.to_session_s(self._open.start)
+
+    def compiling(self) -> CompileInProgress | None:
+        """The compile running now, as the dashboard shows it before dynamo reports its end."""
+        with self._lock:
+            pending = self._open
+            if pending is None:
+                return None
+            frame = pending.compile_id.split("/", 1)[0]
+            return CompileInProgress(
+                compile_id=pending.compile_id,
+                function=pending.function or self._frame_functions.get(frame),
+                request_id=pending.request_id,
+                since_s=self._clock.to_session_s(pending.start),
+                waited_before_s=self._waited_s if pending.request_id == self._request_id else 0.0)
 
     # -- callbacks (run on the thread that compiles) -------------------------------------------
     def _on_start(self, args: CallbackArgs) -> None:
@@ -205,6 +224,8 @@ class CompileProbe:
             pending.end = time.perf_counter()
             pending.graphs = _unique_graphs() - pending.graphs_before
             self._compile_seconds += pending.end - pending.start
+            if pending.request_id is not None and pending.request_id == self._request_id:
+                self._waited_s += pending.end - pending.start
             self._open = None
 
     def _on_log(self, logger_name: str, message: str) -> None:
@@ -237,13 +258,22 @@ class CompileProbe:
     # -- reading -------------------------------------------------------------------------------
     def collect(self) -> list[CompileEvent]:
         """Finished compiles turned into events (with their function names), oldest first."""
-        functions = {str(m.compile_id): m for m in torch._dynamo.utils.get_compilation_metrics()}
+        with self._lock:
+            if not self._events and all(p.end is None for p in self._pending.values()):
+                return []
+        try:
+            functions = {str(m.compile_id): m
+                         for m in torch._dynamo.utils.get_compilation_metrics()}
+        except RuntimeError:  # read from the reporter thread while dynamo appended: next time
+            return []
         with self._lock:
             done = [p for p in self._pending.values() if p.end is not None]
             for pending in done:
                 del self._pending[pending.compile_id]
                 metrics = functions.get(pending.compile_id)
-                self._events.append(self._event(pending, metrics))
+                event = self._event(pending, metrics)
+                self._frame_functions[pending.compile_id.split("/", 1)[0]] = event.function
+                self._events.append(event)
             events, self._events = self._events, []
         return sorted(events, key=lambda e: e.start_s)
 

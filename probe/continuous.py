@@ -64,6 +64,9 @@ class SlotBatcher:
         self.device, self.dtype = parameter.device, model.decoder.final_layer_norm.weight.dtype
         self.max_new_tokens, self.max_input_tokens = max_new_tokens, max_input_tokens
         self.positions = torch.zeros(slots, dtype=torch.long, device=self.device)
+        # 1 for a slot that holds a request: only those advance, so a slot that stays free for
+        # any length of time never runs past its region of the cache.
+        self.occupied = torch.zeros(slots, dtype=torch.long, device=self.device)
         self.tokens = torch.full((slots, 1), config.decoder_start_token_id, dtype=torch.long,
                                  device=self.device)
         self.self_cache = StaticCache(config=config, max_cache_len=max_new_tokens)
@@ -116,11 +119,24 @@ class SlotBatcher:
             attention_mask.bool(), 0.0, self._minimum).to(self.dtype)
         self.positions[rows] = 0
         self.tokens[rows] = config.decoder_start_token_id
+        self.occupied[rows] = 1
+
+    def leave(self, slot_ids: list[int]) -> None:
+        """Free the slots: they stop advancing and rewrite their current position (masked for
+        nobody) until a join resets them."""
+        if slot_ids:
+            self.occupied[torch.tensor(slot_ids, device=self.device)] = 0
 
     def step(self) -> torch.Tensor:
         """One token for every slot (free slots compute too: the shapes stay static)."""
         bias, mask = self._self_bias_and_mask()
         next_tokens = self._step(self.model, self.tokens, bias, mask, self.cross_mask, self.cache)
         self.tokens.copy_(next_tokens)
-        self.positions.add_(1)
+        # A running request never needs a position past the cache (the scheduler retires it at
+        # its output length ≤ max_new_tokens); the clamp keeps even a misuse inside the region.
+        self.positions.add_(self.occupied).clamp_(max=self.max_new_tokens - 1)
         return next_tokens[:, 0].clone()
+
+    def rebuild_step(self, wrap: Callable[[Callable], Callable]) -> None:
+        """Swap the step function (compile failure → eager); the cache and slots stay."""
+        self._step = wrap(slot_step)

@@ -18,26 +18,34 @@ from probe.timing import mark
 
 
 class TimingStreamer(BaseStreamer):
-    """Records when generate() hands out tokens: first put = the decoder prompt after the
-    encoder ran, second put = the first generated token."""
+    """Records when generate() hands out tokens: the first put is the decoder prompt (after the
+    encoder ran), the n-th after it the n-th generated token. Marks the encoder, the first token
+    and each count in `stops` (a row's last token), so other tokens cost no device sync."""
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, stops: frozenset[int]) -> None:
         self.device = device
-        self.marks: list[float] = []
+        self.stops = stops
+        self.encoder_done: float | None = None
+        self.marks: dict[int, float] = {}
+        self._generated = -1
 
     @torch._dynamo.disable
     def put(self, value: torch.Tensor) -> None:
-        if len(self.marks) < 2:
-            self.marks.append(mark(self.device))
+        self._generated += 1
+        if self._generated == 0:
+            self.encoder_done = mark(self.device)
+        elif self._generated == 1 or self._generated in self.stops:
+            self.marks[self._generated] = mark(self.device)
 
     def end(self) -> None:
         pass
 
 
 def generate(generate_fn: Callable, model: torch.nn.Module, input_ids: torch.Tensor,
-             attention_mask: torch.Tensor, new_tokens: int, use_cache: bool) -> DecodeResult:
+             attention_mask: torch.Tensor, new_tokens: int, use_cache: bool,
+             stops: frozenset[int] = frozenset()) -> DecodeResult:
     """Greedy, exactly `new_tokens` tokens (min = max), so replay reproduces the decode work."""
-    streamer = TimingStreamer(input_ids.device)
+    streamer = TimingStreamer(input_ids.device, stops)
     out = generate_fn(input_ids=input_ids, attention_mask=attention_mask,
                       max_new_tokens=new_tokens, min_new_tokens=new_tokens, do_sample=False,
                       num_beams=1, use_cache=use_cache, streamer=streamer,
@@ -49,6 +57,7 @@ def generate(generate_fn: Callable, model: torch.nn.Module, input_ids: torch.Ten
         cache, self_positions=cache.self_attention_cache.get_seq_length() if cache else 0,
         cross_positions=input_ids.shape[1], heads=config.num_heads, d_kv=config.d_kv,
         decoder_layers=config.num_decoder_layers, batch=input_ids.shape[0])
-    marks = streamer.marks + [end] * (2 - len(streamer.marks))
-    return DecodeResult(tokens=out.sequences[:, 1:], kv=kv, encoder_done=marks[0],
-                        first_token=marks[1], end=end)
+    marks = {**streamer.marks, new_tokens: end}
+    return DecodeResult(tokens=out.sequences[:, 1:], kv=kv,
+                        encoder_done=streamer.encoder_done or end,
+                        first_token=marks.get(1, end), end=end, token_marks=marks)

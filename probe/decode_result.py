@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
 import torch
 
@@ -16,3 +17,9 @@ class DecodeResult:
     encoder_done: float         # perf_counter marks, synchronised
     first_token: float
     end: float
+    # perf_counter after the n-th token, for each n a row of the batch stops at (a row's own
+    # last token, which comes before the batch's end when lengths differ)
+    token_marks: Mapping[int, float] = field(default_factory=dict)
+
+    def last_token(self, count: int) -> float:
+        return self.token_marks.get(count, self.end)

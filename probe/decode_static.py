@@ -90,7 +90,8 @@ class StaticGreedyDecoder:
         return cache
 
     def generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                 new_tokens: int) -> DecodeResult:
+                 new_tokens: int, stops: frozenset[int] = frozenset()) -> DecodeResult:
+        """`stops`: token counts at which a row of the batch is done (its last token is timed)."""
         if new_tokens > self.max_new_tokens:
             raise ValueError(f"{new_tokens} output tokens exceed the static cache's "
                              f"{self.max_new_tokens} positions")
@@ -100,40 +101,46 @@ class StaticGreedyDecoder:
         encoder_done = mark(device)
         start = torch.full((batch, 1), self.model.config.decoder_start_token_id,
                            dtype=torch.long, device=device)
+        marks: dict[int, float] = {}
         if self.use_cache:
-            tokens, first_token, cache = self._cached_loop(start, hidden, attention_mask, new_tokens)
+            tokens, cache = self._cached_loop(start, hidden, attention_mask, new_tokens, stops,
+                                              marks)
         else:
-            tokens, first_token = self._uncached_loop(start, hidden, attention_mask, new_tokens)
+            tokens = self._uncached_loop(start, hidden, attention_mask, new_tokens, stops, marks)
             cache = None
         end = mark(device)
         config = self.model.config
         kv = kv_cache.measure(cache, self_positions=new_tokens, cross_positions=input_ids.shape[1],
                               heads=config.num_heads, d_kv=config.d_kv,
                               decoder_layers=config.num_decoder_layers, batch=batch)
+        marks[new_tokens] = end
         return DecodeResult(tokens=tokens, kv=kv, encoder_done=encoder_done,
-                            first_token=first_token, end=end)
+                            first_token=marks.get(1, end), end=end, token_marks=marks)
 
-    def _cached_loop(self, token, hidden, attention_mask, new_tokens):
+    @staticmethod
+    def _mark_if_wanted(count: int, stops: frozenset[int], marks: dict[int, float],
+                        device: torch.device) -> None:
+        """Time the first token, and each row's last one (a sync only where a row stops)."""
+        if count == 1 or count in stops:
+            marks[count] = mark(device)
+
+    def _cached_loop(self, token, hidden, attention_mask, new_tokens, stops, marks):
         device = token.device
         cache = self._cache(token.shape[0], hidden.shape[1], hidden.dtype, device)
         generated = []
-        first_token = 0.0
         for step in range(new_tokens):
             position = torch.tensor([step], device=device)
             step_fn = self.prefill_step if step == 0 else self.decode_step
             token = step_fn(self.model, token, hidden, attention_mask, cache, position)
             # A compiled step may hand back a buffer it reuses (CUDA graphs): keep a copy.
             generated.append(token.clone())
-            if step == 0:
-                first_token = mark(device)
-        return torch.cat(generated, dim=1), first_token, cache
+            self._mark_if_wanted(step + 1, stops, marks, device)
+        return torch.cat(generated, dim=1), cache
 
-    def _uncached_loop(self, start, hidden, attention_mask, new_tokens):
+    def _uncached_loop(self, start, hidden, attention_mask, new_tokens, stops, marks):
         prefix = start
-        first_token = 0.0
         for step in range(new_tokens):
             token = self.uncached_step(self.model, prefix, hidden, attention_mask)
             prefix = torch.cat([prefix, token], dim=1)
-            if step == 0:
-                first_token = mark(start.device)
-        return prefix[:, 1:], first_token
+            self._mark_if_wanted(step + 1, stops, marks, start.device)
+        return prefix[:, 1:]

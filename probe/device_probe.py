@@ -52,13 +52,15 @@ class DeviceProbe:
             self._handle = nvml_query(pynvml.nvmlDeviceGetHandleByIndex, index)
 
     def sample(self) -> DeviceSample:
+        """Each reading covers the time since the previous one (psutil's interval=None)."""
         if self.device.type == "cuda":
             return self._gpu()
         memory = psutil.virtual_memory()
         return DeviceSample(kind="CPU", name=f"{psutil.cpu_count()} cores",
                             util_pct=psutil.cpu_percent(None),
                             mem_used_bytes=self._process.memory_info().rss,
-                            mem_total_bytes=memory.total, mem_free_bytes=memory.available)
+                            mem_total_bytes=memory.total, mem_free_bytes=memory.available,
+                            process_cpu_pct=self._process.cpu_percent(None))
 
     def _gpu(self) -> DeviceSample:
         handle = self._handle
@@ -79,7 +81,8 @@ class DeviceProbe:
             power_w=None if power is None else power / 1000.0,
             temperature_c=None if temperature is None else float(temperature),
             torch_allocated_bytes=torch.cuda.memory_allocated(self.device),
-            torch_reserved_bytes=torch.cuda.memory_reserved(self.device))
+            torch_reserved_bytes=torch.cuda.memory_reserved(self.device),
+            process_cpu_pct=self._process.cpu_percent(None))
 
 
 def resolve_device(name: str) -> torch.device:

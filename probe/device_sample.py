@@ -9,7 +9,7 @@ from dataclasses import dataclass
 class DeviceSample:
     kind: str                           # "GPU" | "CPU"
     name: str
-    util_pct: float | None              # GPU utilisation, or system CPU %
+    util_pct: float | None              # GPU utilisation, or the whole machine's CPU %
     mem_used_bytes: int | None          # GPU memory used, or the engine process's RSS
     mem_total_bytes: int | None
     mem_free_bytes: int | None          # what KV headroom is computed against
@@ -17,3 +17,4 @@ class DeviceSample:
     temperature_c: float | None = None
     torch_allocated_bytes: int | None = None
     torch_reserved_bytes: int | None = None
+    process_cpu_pct: float | None = None    # the engine process's CPU % (100 = one core busy)

@@ -7,6 +7,7 @@ engine process (probe/engine_process.py) runs it away from the dashboard.
 from __future__ import annotations
 
 import logging
+from typing import Callable, TypeVar
 
 import torch
 import torch._dynamo
@@ -25,6 +26,7 @@ from probe.switchboard import Switchboard
 from workloads.buckets import bucket_for
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def short_error(exc: BaseException, limit: int = 300) -> str:
@@ -60,7 +62,6 @@ class Engine:
         self.switchboard = Switchboard(self.loaded.model, self.device,
                                        max_new_tokens=settings.max_new_tokens,
                                        compile_backend=settings.compile_backend)
-        self.tokens: dict[str, list[int]] = {}
         self.options = OptConfig()
         self.config_id = ""
         self.set_options(options or OptConfig())
@@ -103,8 +104,13 @@ class Engine:
         for i, width in enumerate(shapes):
             warm = EngineRequest(id=f"prewarm-{width}", seq=-(i + 1), input_length=width,
                                  output_length=output_length, arrival_s=self.clock.now_s())
-            self._run([warm], record=False)
+            self.rehearse([warm])
         return len(shapes)
+
+    def rehearse(self, requests: list[EngineRequest]) -> None:
+        """Serve without recording (prewarm, calibration): compiles still happen and are
+        recorded as events, with no request waiting on them."""
+        self._run(requests, record=False)
 
     def serve(self, requests: list[EngineRequest]) -> list[RequestRecord]:
         """Serve one batch (usually of one). Never raises for a fault inside a request: the
@@ -122,9 +128,7 @@ class Engine:
         self.session.add_events(self.probe.collect())
         self.session.set_breaks(self.probe.graph_breaks())
 
-    def commit(self, records: list[RequestRecord], tokens: dict[str, list[int]]) -> None:
-        if self.settings.keep_tokens:
-            self.tokens.update(tokens)
+    def commit(self, records: list[RequestRecord]) -> None:
         for record in records:
             self.session.add_record(record)
 
@@ -136,11 +140,13 @@ class Engine:
         stall_before = self.probe.compile_seconds
         rows, width = self.rows_for(requests)
         new_tokens = max(r.output_length for r in requests)
+        stops = frozenset(r.output_length for r in requests) if len(requests) > 1 else frozenset()
         error = None
         result = None
         try:
             ids, mask = pad_batch(rows, width, self.loaded.model.config.pad_token_id, self.device)
-            result = self._decode(options, ids, mask, new_tokens)
+            result = self.with_compile_fallback(
+                options, lambda: self.switchboard.decoder(options)(ids, mask, new_tokens, stops))
         except Exception as exc:  # one request's fault never takes the engine down
             error = short_error(exc)
             log.warning("request %s failed: %s", label, error)
@@ -152,18 +158,21 @@ class Engine:
         if not record:
             return []
         stall_ms = (self.probe.compile_seconds - stall_before) * 1000.0
-        records = [self.make_record(r, row, width, result, error, start_s, stall_ms, config_id,
-                                    len(requests)) for r, row in zip(requests, rows)]
-        tokens = {} if result is None else {
-            r.id: result.tokens[i, :r.output_length].tolist() for i, r in enumerate(requests)}
-        self.commit(records, tokens)
+        records = [self.make_record(
+            r, row=row, width=width, start_s=start_s, config_id=config_id, batch=len(requests),
+            result=result, error=error, stall_ms=stall_ms,
+            tokens=None if result is None else result.tokens[i, :r.output_length].tolist())
+            for i, (r, row) in enumerate(zip(requests, rows))]
+        self.commit(records)
         return records
 
-    def _decode(self, options: OptConfig, ids, mask, new_tokens):
-        decode = self.switchboard.decoder(options)
+    def with_compile_fallback(self, options: OptConfig, call: Callable[[], T]) -> T:
+        """Run `call` under inference mode; if torch.compile itself fails, record the fallback,
+        serve this config eager from now on, and run `call` again (it must look up its
+        callable through the switchboard each time)."""
         try:
             with torch.inference_mode():
-                return decode(ids, mask, new_tokens)
+                return call()
         except Exception as exc:
             if not (self.switchboard.is_compiled(options) and is_compile_failure(exc)):
                 raise
@@ -173,39 +182,43 @@ class Engine:
                                  f"eager ({reason})")
             self.switchboard.fall_back_to_eager(options)
             with torch.inference_mode():
-                return self.switchboard.decoder(options)(ids, mask, new_tokens)
+                return call()
 
-    def make_record(self, request: EngineRequest, row: list[int], width: int,
-                    result: DecodeResult | None, error: str | None, start_s: float,
-                    stall_ms: float, config_id: str, batch: float) -> RequestRecord:
-        """`result` holds this request's marks; its KV bytes are shared by `batch` rows."""
+    def make_record(self, request: EngineRequest, *, row: list[int], width: int, start_s: float,
+                    config_id: str, batch: float, result: DecodeResult | None = None,
+                    error: str | None = None, stall_ms: float = 0.0,
+                    tokens: list[int] | None = None, held_by_rows: int | None = None
+                    ) -> RequestRecord:
+        """`result` holds this request's marks; its KV bytes are shared by the result's rows
+        (or `held_by_rows`). Its tokens are kept only when the settings ask for them."""
         to_s = self.clock.to_session_s
+        kept = tuple(tokens) if tokens is not None and self.settings.keep_tokens else None
+        common = dict(id=request.id, seq=request.seq, config_id=config_id, input_tokens=len(row),
+                      padded_tokens=width, arrival_s=request.arrival_s, start_s=start_s,
+                      queue_ms=(start_s - request.arrival_s) * 1e3, compile_stall_ms=stall_ms,
+                      batch_size=batch)
         if result is None:
             end_s = self.clock.now_s()
             return RequestRecord(
-                id=request.id, seq=request.seq, config_id=config_id, input_tokens=len(row),
-                padded_tokens=width, output_tokens=0, arrival_s=request.arrival_s,
-                start_s=start_s, first_token_s=None, end_s=end_s,
-                queue_ms=(start_s - request.arrival_s) * 1e3, compile_stall_ms=stall_ms,
-                encoder_ms=0.0, decoder_ms=0.0, ttft_ms=None, tpot_ms=None,
+                **common, output_tokens=0, first_token_s=None, end_s=end_s, encoder_ms=0.0,
+                decoder_ms=0.0, ttft_ms=None, tpot_ms=None,
                 latency_ms=(end_s - request.arrival_s) * 1e3, kv_cache_bytes=0,
                 kv_cache_used_bytes=0, kv_self_attention_bytes=0, kv_cross_attention_bytes=0,
-                batch_size=batch, error=error)
+                error=error or "unknown error")
         decode_start = self.clock.start + start_s
-        first_token_s, end_s = to_s(result.first_token), to_s(result.end)
         n = request.output_length
+        first_token_s, end_s = to_s(result.first_token), to_s(result.end)
+        last_token_s = to_s(result.last_token(n))
         kv = result.kv
-        rows = result.tokens.shape[0]
+        rows = held_by_rows or result.tokens.shape[0]
         return RequestRecord(
-            id=request.id, seq=request.seq, config_id=config_id, input_tokens=len(row),
-            padded_tokens=width, output_tokens=n, arrival_s=request.arrival_s, start_s=start_s,
-            first_token_s=first_token_s, end_s=end_s,
-            queue_ms=(start_s - request.arrival_s) * 1e3, compile_stall_ms=stall_ms,
+            **common, output_tokens=n, first_token_s=first_token_s, end_s=end_s,
             encoder_ms=(result.encoder_done - decode_start) * 1e3,
             decoder_ms=(result.end - result.encoder_done) * 1e3,
             ttft_ms=(first_token_s - request.arrival_s) * 1e3,
-            tpot_ms=(end_s - first_token_s) * 1e3 / (n - 1) if n > 1 else None,
+            tpot_ms=(last_token_s - first_token_s) * 1e3 / (n - 1) if n > 1 else None,
             latency_ms=(end_s - request.arrival_s) * 1e3,
             kv_cache_bytes=kv.held // rows, kv_cache_used_bytes=kv.used // rows,
             kv_self_attention_bytes=kv.self_attention // rows,
-            kv_cross_attention_bytes=kv.cross_attention // rows, batch_size=batch, error=None)
+            kv_cross_attention_bytes=kv.cross_attention // rows, error=None,
+            last_token_s=last_token_s, tokens=kept)

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 
 from probe.device_sample import DeviceSample
 from probe.options import OptConfig
-from probe.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
+from probe.records import (CompileEvent, CompileInProgress, GraphBreakRecord, Notice,
+                           RequestRecord)
 from probe.session import ConfigEntry, SessionData
-from probe.stats import SegmentStats, Summary, padding_waste, summarize
+from probe.stats import (SegmentStats, Summary, padding_waste, summarize, throughput_rps,
+                         tokens_per_s)
 
 RECENT_REQUESTS = 400
 RECENT_EVENTS = 200
@@ -87,6 +89,7 @@ class LiveSnapshot:
     read_only: bool = False                     # a loaded snapshot, not a live engine
     bucket_edges: tuple[int, ...] = field(default=())
     batch: BatchStatus = field(default_factory=BatchStatus)
+    compiling: CompileInProgress | None = None  # the compile running now, before its event
 
     @property
     def compiles(self) -> int:
@@ -106,14 +109,10 @@ def capacity_rps(records) -> float | None:
 
 def window_stats(records: tuple[RequestRecord, ...]) -> WindowStats:
     ok = [r for r in records if r.ok]
-    if not ok:
-        return WindowStats(0, Summary(), Summary(), Summary(), None, None)
-    span = max(r.end_s for r in ok) - min(r.start_s for r in ok)
     return WindowStats(
         requests=len(ok), latency_ms=summarize(r.latency_ms for r in ok),
         ttft_ms=summarize(r.ttft_ms for r in ok), tpot_ms=summarize(r.tpot_ms for r in ok),
-        throughput_rps=len(ok) / span if span > 0 else None,
-        tokens_per_s=sum(r.output_tokens for r in ok) / span if span > 0 else None)
+        throughput_rps=throughput_rps(records), tokens_per_s=tokens_per_s(records))
 
 
 def kv_status(records: tuple[RequestRecord, ...], window: tuple[RequestRecord, ...],
@@ -149,7 +148,7 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
                compiling_request: str | None, device_sample: DeviceSample | None,
                replay: ReplayStatus, bucket_edges: tuple[int, ...] = (),
                window_size: int = 200, read_only: bool = False,
-               max_batch: int = 1) -> LiveSnapshot:
+               max_batch: int = 1, compiling: CompileInProgress | None = None) -> LiveSnapshot:
     """The one place a LiveSnapshot is computed from raw session data."""
     records = data.records
     window = tuple(r for r in records if r.seq >= window_start_seq)[-window_size:]
@@ -163,4 +162,4 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         compiling_request=compiling_request, graph_breaks=data.breaks,
         device_sample=device_sample, kv=kv, replay=replay,
         notices=data.notices[-20:], read_only=read_only, bucket_edges=bucket_edges,
-        batch=batch_status(options.batching, max_batch, window, kv))
+        batch=batch_status(options.batching, max_batch, window, kv), compiling=compiling)

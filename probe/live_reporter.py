@@ -17,6 +17,9 @@ class LiveReporter:
 
     def build(self) -> LiveSnapshot:
         engine, loop = self.loop.engine, self.loop
+        # Compiles that ended reach the feed now, not when the request that waited ends.
+        engine.flush_probes()
+        compiling = engine.probe.compiling()
         data = engine.session.freeze()
         window = [r for r in data.records[-200:] if r.seq >= self.window_start_seq]
         capacity = capacity_rps(window)
@@ -34,7 +37,8 @@ class LiveReporter:
             data, t_s=engine.clock.now_s(), model=engine.loaded.info.name,
             device=str(engine.device), options=engine.options, config_id=engine.config_id,
             window_start_seq=self.window_start_seq,
-            compiling_since_s=engine.probe.compiling_since_s,
-            compiling_request=engine.probe.context_request,
+            compiling_since_s=compiling.since_s if compiling else None,
+            compiling_request=compiling.request_id if compiling else None,
             device_sample=engine.device_probe.sample(), replay=replay,
-            bucket_edges=engine.settings.bucket_edges, max_batch=engine.settings.max_batch)
+            bucket_edges=engine.settings.bucket_edges, max_batch=engine.settings.max_batch,
+            compiling=compiling)

@@ -20,13 +20,13 @@ class RequestRecord:
     arrival_s: float            # scheduled arrival: queue wait starts here
     start_s: float              # the engine began work on it
     first_token_s: float | None
-    end_s: float
+    end_s: float                # the engine handed the result back (a batch: when it ended)
     queue_ms: float
     compile_stall_ms: float     # time inside torch.compile while this request waited
     encoder_ms: float
     decoder_ms: float
     ttft_ms: float | None       # arrival -> first generated token
-    tpot_ms: float | None       # mean time per output token after the first
+    tpot_ms: float | None       # (last_token_s − first_token_s) / (output_tokens − 1)
     latency_ms: float           # arrival -> end
     kv_cache_bytes: int         # nbytes of the cache tensors it held
     kv_cache_used_bytes: int    # bytes of the positions actually filled
@@ -34,6 +34,8 @@ class RequestRecord:
     kv_cross_attention_bytes: int
     batch_size: float = 1      # rows decoded together (continuous: mean over its steps)
     error: str | None = None
+    last_token_s: float | None = None   # its own last token (in a batch, before the batch ends)
+    tokens: tuple[int, ...] | None = None   # generated ids, kept only when asked (--tokens)
 
     @property
     def ok(self) -> bool:
@@ -51,6 +53,20 @@ class CompileEvent:
     request_id: str | None      # the request that waited on it (None: prewarm)
     config_id: str | None
     graphs: int = 0             # graphs dynamo produced in it (its counters["stats"]["unique_graphs"])
+
+
+@dataclass(frozen=True)
+class CompileInProgress:
+    """A compile dynamo has started and not finished: what the dashboard shows while it runs."""
+    compile_id: str
+    function: str | None        # known for a recompile, or from an earlier compile of the frame
+    request_id: str | None      # the request waiting on it
+    since_s: float              # session clock when it started
+    waited_before_s: float      # earlier compiles the same request already waited on
+
+    def stall_s(self, now_s: float) -> float:
+        """The waiting request's compile stall so far: it only grows while the request waits."""
+        return self.waited_before_s + max(now_s - self.since_s, 0.0)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import threading
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -60,8 +61,10 @@ class Session:
             self._records.append(record)
 
     def add_events(self, events: list[CompileEvent]) -> None:
+        """Kept in start order: the engine and the live reporter both hand events in."""
         with self._lock:
-            self._events.extend(events)
+            for event in events:
+                bisect.insort(self._events, event, key=lambda e: e.start_s)
 
     def set_breaks(self, breaks: list[GraphBreakRecord]) -> None:
         with self._lock:

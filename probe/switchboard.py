@@ -90,7 +90,9 @@ class Switchboard:
     def fall_back_to_eager(self, options: OptConfig) -> None:
         self._eager_fallback.add(options)
         self._decoders.pop(options, None)
-        self._slot_batchers.pop(options, None)
+        batcher = self._slot_batchers.get(options)
+        if batcher is not None:  # its slots may hold running requests: keep them, swap the step
+            batcher.rebuild_step(self._wrap(options, True))
 
     def is_compiled(self, options: OptConfig) -> bool:
         return options.compiled and options not in self._eager_fallback
@@ -127,7 +129,7 @@ class Switchboard:
             return decoder.generate
         generate_fn = self._wrap(options, False)(model.generate)
 
-        def decode(input_ids, attention_mask, new_tokens):
+        def decode(input_ids, attention_mask, new_tokens, stops=frozenset()):
             return decode_hf.generate(generate_fn, model, input_ids, attention_mask, new_tokens,
-                                      use_cache)
+                                      use_cache, stops)
         return decode

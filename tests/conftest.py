@@ -50,4 +50,9 @@ def serve(engine: Engine, shapes: list[tuple[int, int]], start_seq: int = 0):
             for i, (length, out) in enumerate(shapes)]
 
 
-__all__ = ["OptConfig", "request", "serve", "varied_tiny_model"]
+def tokens_of(engine: Engine) -> dict[str, list[int]]:
+    """Each served request's generated ids, as its record keeps them (keep_tokens)."""
+    return {r.id: list(r.tokens) for r in engine.session.freeze().records if r.tokens is not None}
+
+
+__all__ = ["OptConfig", "request", "serve", "tokens_of", "varied_tiny_model"]

@@ -20,7 +20,7 @@ from probe.options import OptConfig
 from probe.records import RequestRecord
 from probe.serving import ServingLoop
 from probe.settings import EngineSettings
-from probe.stats import summarize
+from probe.stats import summarize, throughput_rps, tokens_per_s
 from probe.workload_setup import prepare_workload
 from workloads.replayer import OpenLoopReplayer
 
@@ -56,16 +56,16 @@ def peak_concurrent_kv_bytes(records: list[RequestRecord]) -> int:
 
 def run_metrics(records: list[RequestRecord], offered_rps: float) -> dict:
     ok = [r for r in records if r.ok]
-    span = (max(r.end_s for r in ok) - min(r.arrival_s for r in ok)) if ok else 0.0
     latency = summarize(r.latency_ms for r in ok)
-    served = len(ok) / span if span > 0 else None
+    served = throughput_rps(records)
     return {
         "offered_rps": offered_rps, "served_rps": served, "requests": len(ok),
-        "failed": len(records) - len(ok),
-        "tokens_per_s": sum(r.output_tokens for r in ok) / span if span > 0 else None,
+        "failed": len(records) - len(ok), "tokens_per_s": tokens_per_s(records),
         "latency_ms": latency.as_dict(), "occupancy_mean": summarize(r.batch_size for r in ok).mean,
         "kv_peak_bytes": peak_concurrent_kv_bytes(ok),
-        "keeps_up": bool(served and served >= KEEPS_UP * offered_rps),
+        # a run that lost requests kept up with nothing: its rate is not comparable
+        "keeps_up": bool(served and served >= KEEPS_UP * offered_rps
+                         and len(ok) == len(records)),
     }
 
 
@@ -130,7 +130,7 @@ def section(results: dict, plan: BatchingPlan) -> dict:
     for key, run in results["runs"].items():
         latency = run["latency_ms"]
         rows.append([run["trace"], f"{run['factor']:g}× ({run['offered_rps']:.2f})", run["mode"],
-                     fmt.num(run["served_rps"], 2), fmt.num(run["tokens_per_s"], 0),
+                     str(run["failed"]), fmt.num(run["served_rps"], 2), fmt.num(run["tokens_per_s"], 0),
                      fmt.ms(latency["p50"]), fmt.ms(latency["p95"]), fmt.ms(latency["p99"]),
                      fmt.num(run["occupancy_mean"], 2), fmt.size(run["kv_peak_bytes"])])
     for trace, capacity in results["capacity_rps"].items():
@@ -143,7 +143,11 @@ def section(results: dict, plan: BatchingPlan) -> dict:
                   if run["trace"] == trace and run["factor"] == top}
         if at_top:
             off, cont = at_top.get("off"), at_top.get("continuous")
-            if off and cont and off["served_rps"] and cont["served_rps"]:
+            lost = {mode: run["failed"] for mode, run in at_top.items() if run["failed"]}
+            if lost:
+                observed.append(f"{trace} at {top:g}× capacity: not comparable, requests failed ("
+                                + ", ".join(f"{mode} {n}" for mode, n in lost.items()) + ")")
+            elif off and cont and off["served_rps"] and cont["served_rps"]:
                 observed.append(
                     f"{trace} at {top:g}× capacity: continuous served "
                     f"{cont['served_rps'] / off['served_rps']:.2f}× the throughput of off, p95 "
@@ -159,7 +163,8 @@ def section(results: dict, plan: BatchingPlan) -> dict:
         "expected": "below capacity all three alike; above it, off's queue grows without bound, "
                     "dynamic keeps up further with a worse p95 than continuous, continuous "
                     "saturates last; KV peak grows with occupancy.",
-        "table": {"columns": ["trace", "offered (req/s)", "batching", "served req/s", "tok/s",
+        "table": {"columns": ["trace", "offered (req/s)", "batching", "failed", "served req/s",
+                              "tok/s",
                               "p50", "p95", "p99", "occupancy", "KV peak"], "rows": rows},
         "observed": observed,
         "root_cause": [

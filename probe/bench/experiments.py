@@ -95,7 +95,7 @@ def metrics(result: dict | None) -> dict:
         return {"error": result["error"]}
     keep = ("key", "label", "options", "requests", "bucket_set", "bucket_edges", "compile_s",
             "compiles", "recompiles", "graphs", "graphs_per_function", "max_graphs_per_function",
-            "graph_breaks", "cold_start_ms", "cold_start_compile_stall_ms", "steady_compiles",
+            "graph_breaks", "graph_break_sites", "cold_start_ms", "cold_start_compile_stall_ms", "steady_compiles",
             "recompile_limit_hits", "compile_fallbacks", "kv_cache_peak_bytes", "weight_bytes",
             "padding_waste", "distinct_input_lengths", "distinct_padded_lengths", "failed",
             "errors", "notes", "snapshot")
@@ -124,6 +124,10 @@ def _vs(result: dict | None, control: dict | None, name: str = "latency_p50_ms",
     """`result` against `control` on one warm metric. Overlapping repeat ranges are noise; so
     is a difference smaller than the machine's own speed change between the two runs (runs of
     one interleaved group share the machine's state, so their comparison needs no such care)."""
+    unusable = _failed_text(result) or _failed_text(control)
+    if unusable:
+        return {"metric": name, "ratio": None, "verdict": "not comparable", "text": unusable,
+                "machine_drift": None}
     a, b = _spread(result, name), _spread(control, name)
     c = compare(a, b, lower_is_better=lower_is_better)
     out = {"metric": name, "ratio": c.ratio, "verdict": c.verdict, "text": c.text}
@@ -140,10 +144,15 @@ def _vs(result: dict | None, control: dict | None, name: str = "latency_p50_ms",
 
 
 def _failed_text(result: dict | None) -> str | None:
+    """Why a run cannot be compared with another, or None. A run that lost requests is not
+    comparable: its latencies describe only the requests that survived."""
     if not result:
         return "not run"
     if "error" in result and "steady" not in result:
         return f"run failed: {result['error']}"
+    if result.get("failed"):
+        first = (result.get("errors") or ["?"])[0]
+        return f"not comparable: {result['failed']} requests failed ({first})"
     return None
 
 

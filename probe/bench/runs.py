@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from probe.options import OptConfig
 from probe.records import RequestRecord
-from probe.stats import summarize
+from probe.stats import summarize, tokens_per_s
 
 EXTRA_OBSERVER = "observer"
 EXTRA_PROFILE = "profile"
@@ -73,7 +73,7 @@ class PassResult:
         return {
             "latency_p50_ms": latency.p50, "latency_p95_ms": latency.p95,
             "ttft_p50_ms": ttft.p50, "tpot_ms": tpot.p50,
-            "tokens_per_s": tokens / self.wall_s if self.wall_s > 0 and ok else None,
+            "tokens_per_s": tokens_per_s(self.records) if ok else None,
             "compile_stall_ms": sum(r.compile_stall_ms for r in self.records),
             "failed": len(self.records) - len(ok), "wall_s": self.wall_s,
         }
@@ -309,6 +309,7 @@ def summarize_run(spec: RunSpec, data, warmup: PassResult, steady: Sequence[Pass
         "graphs_per_function": per_function,
         "max_graphs_per_function": max(per_function.values(), default=0),
         "graph_breaks": segment.graph_breaks if segment else 0,
+        "graph_break_sites": segment.graph_break_sites if segment else 0,
         "break_reasons": [{"reason": b.reason, "location": b.location, "count": b.count}
                           for b in data.breaks],
         "recompile_limit_hits": sum(1 for e in data.events if e.kind == "limit"),

@@ -3,7 +3,11 @@
 import numpy as np
 import pytest
 
-from probe.stats import active_span_s
+from dataclasses import replace
+
+from probe.bench.batching import run_metrics
+from probe.live import window_stats
+from probe.stats import segment_stats, throughput_rps, tokens_per_s
 from tests.conftest import serve
 
 
@@ -40,9 +44,17 @@ def test_timings_are_consistent(make_engine):
     assert r.tpot_ms is None  # one output token has no time *per* further token
 
 
-def test_active_span_skips_the_gap_when_a_config_returns(make_engine):
+def test_throughput_counts_served_requests_over_the_span_of_all_records(make_engine):
     engine = make_engine("decode=fullgraph")
-    records = serve(engine, [(7, 2), (7, 2), (7, 2)])
-    first, _, third = records
-    assert active_span_s([first, third]) == pytest.approx(
-        (first.end_s - first.start_s) + (third.end_s - third.start_s))
+    served = serve(engine, [(7, 2), (7, 2)])
+    failed = replace(served[-1], id="x", seq=2, start_s=served[-1].end_s,
+                     end_s=served[-1].end_s + 5.0, error="RuntimeError: boom")
+    records = [*served, failed]
+    span = failed.end_s - served[0].start_s          # failed ones stretch the span
+    assert throughput_rps(records) == pytest.approx(2 / span)
+    assert tokens_per_s(records) == pytest.approx(4 / span)
+    # the live window, the segment and the bench's E7 say the same for the same records
+    assert window_stats(tuple(records)).throughput_rps == throughput_rps(records)
+    segment = segment_stats("c1", records, [], [])
+    assert (segment.throughput_rps, segment.failed) == (throughput_rps(records), 1)
+    assert run_metrics(records, offered_rps=1.0)["served_rps"] == throughput_rps(records)
