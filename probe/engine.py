@@ -27,6 +27,8 @@ from workloads.buckets import bucket_for
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# What drift is measured against: the model as trained, nothing that changes its arithmetic.
+REFERENCE_OPTIONS = OptConfig(decode="fullgraph")
 
 
 def short_error(exc: BaseException, limit: int = 300) -> str:
@@ -62,6 +64,7 @@ class Engine:
         self.switchboard = Switchboard(self.loaded.model, self.device,
                                        max_new_tokens=settings.max_new_tokens,
                                        compile_backend=settings.compile_backend)
+        self._awaiting_reference: dict[str, EngineRequest] = {}
         self.options = OptConfig()
         self.config_id = ""
         self.set_options(options or OptConfig())
@@ -116,6 +119,38 @@ class Engine:
         """Serve one batch (usually of one). Never raises for a fault inside a request: the
         records carry the error and the engine goes on."""
         return self._run(requests, record=True)
+
+    def drift_sampled(self, request: EngineRequest) -> bool:
+        every = self.settings.drift_every
+        return bool(every) and request.seq >= 0 and request.seq % every == 0
+
+    @property
+    def references_pending(self) -> int:
+        return len(self._awaiting_reference)
+
+    def compute_references(self, limit: int | None = None) -> int:
+        """Decode drift-sampled requests again with REFERENCE_OPTIONS (fp32, eager, batch 1)
+        and keep the tokens: the serving loop calls this when idle, a headless replay at its
+        end. Returns how many were computed."""
+        done = 0
+        while self._awaiting_reference and (limit is None or done < limit):
+            request_id = next(iter(self._awaiting_reference))
+            request = self._awaiting_reference.pop(request_id)
+            row = input_ids(request, self.loaded.tokenizer, self.loaded.model.config.vocab_size,
+                            self.settings.max_input_tokens)
+            ids, mask = pad_batch([row], len(row), self.loaded.model.config.pad_token_id,
+                                  self.device)
+            self.probe.set_context(None, None)
+            try:
+                with torch.inference_mode():
+                    result = self.switchboard.decoder(REFERENCE_OPTIONS)(
+                        ids, mask, request.output_length)
+            except Exception as exc:  # no reference: that request leaves the drift sample
+                log.warning("reference for %s failed: %s", request_id, short_error(exc))
+                continue
+            self.session.add_reference(request_id, tuple(result.tokens[0].tolist()))
+            done += 1
+        return done
 
     def rows_for(self, requests: list[EngineRequest]) -> tuple[list[list[int]], int]:
         """Each request's input ids, and the width they are padded to (the bucket edge when
@@ -192,7 +227,11 @@ class Engine:
         """`result` holds this request's marks; its KV bytes are shared by the result's rows
         (or `held_by_rows`). Its tokens are kept only when the settings ask for them."""
         to_s = self.clock.to_session_s
-        kept = tuple(tokens) if tokens is not None and self.settings.keep_tokens else None
+        sampled = self.drift_sampled(request)
+        kept = (tuple(tokens) if tokens is not None and (self.settings.keep_tokens or sampled)
+                else None)
+        if kept is not None and sampled:
+            self._awaiting_reference[request.id] = request
         common = dict(id=request.id, seq=request.seq, config_id=config_id, input_tokens=len(row),
                       padded_tokens=width, arrival_s=request.arrival_s, start_s=start_s,
                       queue_ms=(start_s - request.arrival_s) * 1e3, compile_stall_ms=stall_ms,

@@ -26,8 +26,11 @@ def run_replay(engine: Engine, workload: PreparedWorkload, *, speed: float = 1.0
         replayer = OpenLoopReplayer(workload.trace, speed=speed, max_requests=max_requests)
     if engine.options.prewarm == "on":
         engine.prewarm()
+    stop = stop or threading.Event()
     loop = ServingLoop(engine, replayer, on_records=on_records)
-    loop.run(stop or threading.Event())
+    loop.run(stop)
+    if not stop.is_set():   # the drift references the idle moments did not reach
+        engine.compute_references()
     return loop
 
 

@@ -92,6 +92,7 @@ class ServingLoop:
             if first is None:
                 if self._replay_over():
                     break
+                self._idle()
                 continue
             batch = [first]
             if self.engine.options.batching == "dynamic":
@@ -135,9 +136,16 @@ class ServingLoop:
                     return True
                 if self._replay_over():
                     return False
+                self._idle()
                 continue
             self._finished(scheduler.step())
         return False
+
+    def _idle(self) -> None:
+        """Nothing to serve: one drift reference (a request arriving now waits for it, at
+        most one reference decode; the price of drift without a second device)."""
+        if self._queue.empty():
+            self.engine.compute_references(limit=1)
 
     # -- queue helpers -----------------------------------------------------------------------
     def _take(self, timeout: float) -> ScheduledRequest | None:

@@ -30,9 +30,13 @@ class SessionData:
     breaks: tuple[GraphBreakRecord, ...] = ()
     configs: Mapping[str, ConfigEntry] = field(default_factory=lambda: MappingProxyType({}))
     notices: tuple[Notice, ...] = ()
+    # request id → the fp32 eager reference tokens of a drift-sampled request
+    references: Mapping[str, tuple[int, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
 
     def segments(self) -> tuple[SegmentStats, ...]:
-        return segments(list(self.configs), self.records, self.events, self.breaks)
+        return segments(list(self.configs), self.records, self.events, self.breaks,
+                        self.references)
 
 
 class Session:
@@ -45,6 +49,7 @@ class Session:
         self._breaks: tuple[GraphBreakRecord, ...] = ()
         self._configs: dict[str, ConfigEntry] = {}
         self._notices: list[Notice] = []
+        self._references: dict[str, tuple[int, ...]] = {}
 
     def config_id(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
         """Identical options share an id (and a segment); ids are c1, c2, … in order of use."""
@@ -70,6 +75,10 @@ class Session:
         with self._lock:
             self._breaks = tuple(breaks)
 
+    def add_reference(self, request_id: str, tokens: tuple[int, ...]) -> None:
+        with self._lock:
+            self._references[request_id] = tokens
+
     def add_notice(self, notice: Notice) -> None:
         with self._lock:
             self._notices.append(notice)
@@ -77,4 +86,5 @@ class Session:
     def freeze(self) -> SessionData:
         with self._lock:
             return SessionData(tuple(self._records), tuple(self._events), self._breaks,
-                               MappingProxyType(dict(self._configs)), tuple(self._notices))
+                               MappingProxyType(dict(self._configs)), tuple(self._notices),
+                               MappingProxyType(dict(self._references)))

@@ -14,7 +14,9 @@ class EngineSettings:
     max_input_tokens: int = 512
     max_new_tokens: int = 512          # static KV cache positions for self-attention
     compile_backend: str = "inductor"  # tests may use "eager" to exercise dynamo alone
-    keep_tokens: bool = False          # keep generated ids per request (correctness tests)
+    keep_tokens: bool = False          # keep every request's generated ids (--tokens)
+    drift_every: int = 8               # keep tokens of 1 request in N (by seq) and compare them
+                                       # with the fp32 eager reference; 0: no drift sampling
     threads: int | None = None         # torch intra-op threads; None keeps torch's default
     max_batch: int = 8                 # dynamic: rows per batch; continuous: slots
     batch_window_ms: float = 50.0      # dynamic: how long the first request waits for company

@@ -6,10 +6,11 @@ Percentiles are numpy's (linear interpolation) on the exact values, never from h
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from probe.drift import DriftStats, drift_stats
 from probe.records import CompileEvent, GraphBreakRecord, RequestRecord
 
 
@@ -80,6 +81,7 @@ class SegmentStats:
     graphs: int
     kv_cache_peak_bytes: int
     padding_waste: float | None   # (padded − real) / padded input tokens
+    drift: DriftStats | None = None   # tokens against the fp32 eager reference (sampled)
 
     def as_dict(self) -> dict:
         return {
@@ -91,6 +93,7 @@ class SegmentStats:
             "compile_s": self.compile_s, "graph_breaks": self.graph_breaks,
             "graph_break_sites": self.graph_break_sites, "graphs": self.graphs, "kv_cache_peak_bytes": self.kv_cache_peak_bytes,
             "padding_waste": self.padding_waste,
+            "drift": None if self.drift is None else self.drift.as_dict(),
         }
 
 
@@ -101,8 +104,8 @@ def padding_waste(records: Sequence[RequestRecord]) -> float | None:
 
 
 def segment_stats(config_id: str, records: Sequence[RequestRecord],
-                  events: Sequence[CompileEvent],
-                  breaks: Sequence[GraphBreakRecord]) -> SegmentStats:
+                  events: Sequence[CompileEvent], breaks: Sequence[GraphBreakRecord],
+                  references: Mapping[str, Sequence[int]] | None = None) -> SegmentStats:
     ok = [r for r in records if r.ok]
     compile_events = [e for e in events if e.kind in ("compile", "recompile")]
     return SegmentStats(
@@ -119,15 +122,17 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
         graphs=sum(e.graphs for e in compile_events),
         kv_cache_peak_bytes=max((r.kv_cache_bytes for r in records), default=0),
         padding_waste=padding_waste(ok),
+        drift=drift_stats(records, references or {}),
     )
 
 
 def segments(config_ids: Sequence[str], records: Sequence[RequestRecord],
-             events: Sequence[CompileEvent],
-             breaks: Sequence[GraphBreakRecord]) -> tuple[SegmentStats, ...]:
+             events: Sequence[CompileEvent], breaks: Sequence[GraphBreakRecord],
+             references: Mapping[str, Sequence[int]] | None = None
+             ) -> tuple[SegmentStats, ...]:
     """One SegmentStats per config, in the order the configs were first used."""
     return tuple(
         segment_stats(cid, [r for r in records if r.config_id == cid],
                       [e for e in events if e.config_id == cid],
-                      [b for b in breaks if b.config_id == cid])
+                      [b for b in breaks if b.config_id == cid], references)
         for cid in config_ids)

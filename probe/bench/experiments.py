@@ -13,7 +13,11 @@ from typing import Callable
 from probe.bench import fmt
 from probe.bench.runs import EXTRA_OBSERVER, BenchRequest, RunSpec
 from probe.bench.stats import Spread, compare
+from probe.drift import RANDOM_WEIGHTS_CAVEAT
+from probe.drift import REFERENCE as DRIFT_REFERENCE
+from probe.models import PRESETS
 from probe.options import OptConfig
+from probe.settings import EngineSettings
 
 REFERENCE = OptConfig(compile="default", decode="fullgraph", bucketing="on")
 EAGER_FULLGRAPH = OptConfig(decode="fullgraph", bucketing="on")
@@ -97,7 +101,7 @@ def metrics(result: dict | None) -> dict:
             "compiles", "recompiles", "graphs", "graphs_per_function", "max_graphs_per_function",
             "graph_breaks", "graph_break_sites", "cold_start_ms", "cold_start_compile_stall_ms", "steady_compiles",
             "recompile_limit_hits", "compile_fallbacks", "kv_cache_peak_bytes", "weight_bytes",
-            "padding_waste", "distinct_input_lengths", "distinct_padded_lengths", "failed",
+            "padding_waste", "drift", "distinct_input_lengths", "distinct_padded_lengths", "failed",
             "errors", "notes", "snapshot")
     out = {k: result.get(k) for k in keep if k in result}
     for name in ("latency_p50_ms", "latency_p95_ms", "ttft_p50_ms", "tpot_ms", "tokens_per_s"):
@@ -618,7 +622,7 @@ def _e6_build(plan: Plan, results: dict, env: dict) -> dict:
         if result and "steady" in result and baseline and "steady" in baseline:
             configs[name]["vs_baseline"] = _vs(result, baseline)
         if _failed_text(result):
-            rows.append([name, options.label(), _failed_text(result)] + [fmt.NA] * 9)
+            rows.append([name, options.label(), _failed_text(result)] + [fmt.NA] * 10)
         else:
             memory = (result.get("weight_bytes") or 0) + (result.get("kv_cache_peak_bytes") or 0)
             configs[name]["memory_bytes"] = memory
@@ -636,7 +640,7 @@ def _e6_build(plan: Plan, results: dict, env: dict) -> dict:
                          f"{fmt.size(result.get('weight_bytes'))} + {fmt.size(result['kv_cache_peak_bytes'])} KV",
                          stability,
                          configs[name].get("vs_baseline", {}).get("text", "—") if name != "baseline" else "—",
-                         verdict["text"]])
+                         _agreement(result.get("drift")), verdict["text"]])
         if result and "steady" in result:
             previous = result
     last = next((results.get(n) for n, _ in reversed(plan.e6_steps)
@@ -687,9 +691,22 @@ def _e6_build(plan: Plan, results: dict, env: dict) -> dict:
                          "fly, which only pays off when bytes, not operations, bound the step.")
     table = {"columns": ["step", "config", "compile", "cold start", "warm p50", "warm p95",
                          "tokens/s", "memory (weights + KV)", "compile stability",
-                         "vs baseline (p50)", "verdict"], "rows": rows}
+                         "vs baseline (p50)", "token agreement", "verdict"], "rows": rows}
+    notes = [n for n in plan.left_out if n.startswith("E6")]
+    notes.append(f"token agreement: each config's greedy tokens against the {DRIFT_REFERENCE} "
+                 f"reference, on 1 request in {EngineSettings.drift_every} (exact match in "
+                 f"brackets)")
+    if plan.model in PRESETS:
+        notes.append(f"drift: {RANDOM_WEIGHTS_CAVEAT}")
     return _section(exp, plan, configs=configs, table=table, observed=observed,
-                    root_cause=cause, notes=[n for n in plan.left_out if n.startswith("E6")])
+                    root_cause=cause, notes=notes)
+
+
+def _agreement(drift: dict | None) -> str:
+    if not drift:
+        return fmt.NA
+    return (f"{100 * drift['token_agreement']:.1f}% "
+            f"({100 * drift['exact_match']:.0f}% exact, n={drift['sampled_requests']})")
 
 
 # -- Roofline ---------------------------------------------------------------------------------

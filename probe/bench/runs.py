@@ -163,7 +163,7 @@ def _only(data, config_id: str):
         events=tuple(e for e in data.events if e.config_id == config_id),
         breaks=tuple(b for b in data.breaks if b.config_id == config_id),
         configs=MappingProxyType({config_id: data.configs[config_id]}),
-        notices=data.notices)
+        notices=data.notices, references=data.references)
 
 
 def group_key(specs: Sequence[RunSpec]) -> str:
@@ -227,6 +227,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
         if EXTRA_PROFILE in extras.get(first.key, ()) and context.out_dir:
             profile = profile_requests(engine, first, context.out_dir, hooks)
         calibration.append(calibrate_ms())
+        engine.compute_references()     # after the timed passes: drift costs them nothing
         data = engine.session.freeze()
         snapshot = None
         if context.out_dir is not None:
@@ -316,6 +317,7 @@ def summarize_run(spec: RunSpec, data, warmup: PassResult, steady: Sequence[Pass
         "compile_fallbacks": sum(1 for e in data.events if e.kind == "fallback"),
         "kv_cache_peak_bytes": segment.kv_cache_peak_bytes if segment else 0,
         "padding_waste": segment.padding_waste if segment else None,
+        "drift": segment.drift.as_dict() if segment and segment.drift else None,
         "distinct_input_lengths": len({r.input_tokens for r in warmup.records}),
         "distinct_padded_lengths": len({r.padded_tokens for r in warmup.records}),
         "curve": compile_curve(warmup.records, data.events),
