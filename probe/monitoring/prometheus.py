@@ -1,0 +1,98 @@
+"""`--metrics-port N`: the engine's figures as Prometheus metrics, through prometheus_client.
+
+A poller reads the session's append-only records every second and turns what is new into
+observations, so the exporter needs no hook inside the engine and shows exactly what the
+session JSON will hold. Names and units follow Prometheus's conventions (seconds, bytes,
+`_total` counters); `config` is the session's config id, and `infertop_config_info` maps each
+id to its options.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from probe.session import Session
+
+LATENCY_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+TPOT_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1)
+POLL_S = 1.0
+
+
+class PrometheusExporter:
+    def __init__(self, session: Session, queue_depth: Callable[[], int], *, port: int,
+                 host: str = "127.0.0.1") -> None:
+        self._session, self._queue_depth = session, queue_depth
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.latency = Histogram("infertop_request_latency_seconds",
+                                 "Arrival to end of a served request", ["config"],
+                                 buckets=LATENCY_BUCKETS_S, registry=r)
+        self.ttft = Histogram("infertop_ttft_seconds", "Arrival to first generated token",
+                              ["config"], buckets=LATENCY_BUCKETS_S, registry=r)
+        self.tpot = Histogram("infertop_tpot_seconds",
+                              "Time per output token after the first (the request's own)",
+                              ["config"], buckets=TPOT_BUCKETS_S, registry=r)
+        self.requests = Counter("infertop_requests", "Requests finished",
+                                ["config", "status"], registry=r)
+        self.compiles = Counter("infertop_compiles", "torch.compile events",
+                                ["kind"], registry=r)
+        self.graph_breaks = Counter("infertop_graph_breaks",
+                                    "Graph breaks dynamo logged", registry=r)
+        self.kv_cache = Gauge("infertop_kv_cache_bytes",
+                              "KV-cache bytes held by the latest request", registry=r)
+        self.queue = Gauge("infertop_queue_depth", "Requests waiting to be served", registry=r)
+        self.config_info = Gauge("infertop_config_info", "Options of each config id",
+                                 ["config", "options"], registry=r)
+        self._seen_records = self._seen_breaks = 0
+        self._seen_events: set[tuple] = set()    # events are kept in start order, so a late
+                                                 # one can land before others: seen by identity
+        self._seen_configs: set[str] = set()
+        self._lock = threading.Lock()
+        self._server, _ = start_http_server(port, addr=host, registry=r)
+        self.port = self._server.server_port
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name="prometheus", daemon=True)
+        self._thread.start()
+
+    def refresh(self) -> None:
+        """Observe what the session gained since the last call."""
+        with self._lock:
+            data = self._session.freeze()
+            for config_id, entry in data.configs.items():
+                if config_id not in self._seen_configs:
+                    self._seen_configs.add(config_id)
+                    self.config_info.labels(config_id, entry.options.label()).set(1)
+            for record in data.records[self._seen_records:]:
+                self.requests.labels(record.config_id, "ok" if record.ok else "failed").inc()
+                if record.ok:
+                    self.latency.labels(record.config_id).observe(record.latency_ms / 1e3)
+                    if record.ttft_ms is not None:
+                        self.ttft.labels(record.config_id).observe(record.ttft_ms / 1e3)
+                    if record.tpot_ms is not None:
+                        self.tpot.labels(record.config_id).observe(record.tpot_ms / 1e3)
+            if data.records[self._seen_records:]:
+                self.kv_cache.set(data.records[-1].kv_cache_bytes)
+            self._seen_records = len(data.records)
+            for event in data.events:
+                identity = (event.config_id, event.compile_id, event.kind, event.start_s)
+                if identity not in self._seen_events:
+                    self._seen_events.add(identity)
+                    self.compiles.labels(event.kind).inc()
+            breaks = sum(b.count for b in data.breaks)
+            if breaks > self._seen_breaks:
+                self.graph_breaks.inc(breaks - self._seen_breaks)
+            self._seen_breaks = max(self._seen_breaks, breaks)
+            self.queue.set(self._queue_depth())
+
+    def _poll(self) -> None:
+        while not self._stop.wait(POLL_S):
+            self.refresh()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.refresh()
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,66 @@
+"""The /metrics endpoint, scraped over 127.0.0.1 while a session grows."""
+
+from __future__ import annotations
+
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from probe.monitoring.prometheus import PrometheusExporter
+from tests.conftest import serve
+
+
+def scrape(port: int) -> dict[tuple[str, tuple], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+@pytest.fixture
+def exporter(make_engine):
+    engine = make_engine("decode=fullgraph", "compile=default")
+    exporter = PrometheusExporter(engine.session, lambda: 3, port=0)
+    yield engine, exporter
+    exporter.close()
+
+
+def test_metrics_are_served_and_grow_with_the_session(exporter):
+    engine, exporter = exporter
+    records = serve(engine, [(7, 3), (9, 4)])
+    exporter.refresh()
+    first = scrape(exporter.port)
+    ok = ("config", "c1"), ("status", "ok")
+    assert first[("infertop_requests_total", ok)] == 2
+    assert first[("infertop_request_latency_seconds_count", (("config", "c1"),))] == 2
+    assert first[("infertop_request_latency_seconds_sum", (("config", "c1"),))] == pytest.approx(
+        sum(r.latency_ms for r in records) / 1e3)
+    assert first[("infertop_tpot_seconds_count", (("config", "c1"),))] == 2
+    compiles = [e for e in engine.session.freeze().events if e.kind == "compile"]
+    assert first[("infertop_compiles_total", (("kind", "compile"),))] == len(compiles) > 0
+    assert first[("infertop_queue_depth", ())] == 3
+    assert first[("infertop_kv_cache_bytes", ())] == records[-1].kv_cache_bytes
+    label = engine.options.label()
+    assert first[("infertop_config_info", (("config", "c1"), ("options", label)))] == 1
+
+    serve(engine, [(7, 2)], start_seq=2)
+    exporter.refresh()
+    second = scrape(exporter.port)
+    assert second[("infertop_requests_total", ok)] == 3
+
+
+def test_the_grafana_dashboard_queries_only_metrics_the_exporter_serves(exporter):
+    import json
+    import re
+    from importlib import resources
+    _, exporter = exporter
+    dashboard = json.loads((resources.files("probe.monitoring") / "grafana-dashboard.json")
+                           .read_text())
+    suffixes = {"histogram": ("_bucket", "_count", "_sum"), "counter": ("_total",),
+                "gauge": ("",)}
+    served = {family.name + suffix for family in exporter.registry.collect()
+              for suffix in suffixes[family.type]}
+    queried = {name for panel in dashboard["panels"] for target in panel["targets"]
+               for name in re.findall(r"infertop_[a-z_]+", target["expr"])}
+    assert queried and queried <= served, queried - served
