@@ -1,0 +1,57 @@
+"""A session exported as CSV or Parquet reads back in pandas equal to its JSON."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from probe.headless import document_for
+from probe.snapshot import write_json_atomic
+from probe.snapshot_export import export
+from probe.workload_setup import prepare_workload
+from tests.conftest import serve
+
+NUMERIC = ("latency_ms", "ttft_ms", "tpot_ms", "queue_ms", "kv_cache_bytes", "start_s", "end_s")
+
+
+@pytest.fixture
+def saved(make_engine, tmp_path):
+    engine = make_engine("decode=fullgraph")
+    serve(engine, [(5 + i, 2 + i % 3) for i in range(9)])
+    engine.compute_references()
+    path = tmp_path / "run.json"
+    write_json_atomic(path, document_for(engine, prepare_workload("chat"), "chat"))
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_reads_back_equal_to_the_json(saved, tmp_path, fmt):
+    requests_path, segments_path = export(saved, tmp_path / "out", fmt)
+    read = pd.read_csv if fmt == "csv" else pd.read_parquet
+    requests, segments = read(requests_path), read(segments_path)
+    document = json.loads(saved.read_text())
+    assert list(requests["id"]) == [r["id"] for r in document["requests"]]
+    for column in NUMERIC:
+        expected = np.array([np.nan if r[column] is None else r[column]
+                             for r in document["requests"]], dtype=float)
+        np.testing.assert_allclose(requests[column].to_numpy(dtype=float), expected)
+    kept = [r for r in document["requests"] if "tokens" in r]
+    assert kept
+    for row in kept:
+        exported = requests.loc[requests["id"] == row["id"], "tokens"].iloc[0]
+        tokens = ([int(t) for t in exported.split()] if fmt == "csv" else list(exported))
+        assert tokens == row["tokens"]
+    segment = document["segments"][0]
+    assert segments.loc[0, "latency_ms.p95"] == pytest.approx(segment["latency_ms"]["p95"])
+    assert segments.loc[0, "throughput_rps"] == pytest.approx(segment["throughput_rps"])
+
+
+def test_export_refuses_an_output_folder_before_writing(saved, tmp_path):
+    from workloads.errors import TraceError
+    (tmp_path / "out.requests.csv").mkdir()
+    with pytest.raises(TraceError):
+        export(saved, tmp_path / "out", "csv")
+    assert not (tmp_path / "out.segments.csv").exists()
