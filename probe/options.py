@@ -21,6 +21,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "quant": ("off", "int8"),
     "prewarm": ("off", "on"),
     "batching": ("off", "dynamic", "continuous"),
+    "freezing": ("off", "on"),
 }
 
 
@@ -35,6 +36,7 @@ class OptConfig:
     quant: str = "off"
     prewarm: str = "off"
     batching: str = "off"
+    freezing: str = "off"
 
     def __post_init__(self) -> None:
         for key, value in asdict(self).items():

@@ -37,6 +37,16 @@ def quantize_int8(model: torch.nn.Module) -> str | None:
     return None
 
 
+def inductor_arguments(options: OptConfig) -> dict:
+    """torch.compile's `mode`, or — with freezing, since `mode` and `options` exclude each
+    other — the mode's own inductor options plus `freezing` (weights become constants, so
+    inductor can fold them and use the CPU's prepacked GEMM kernels)."""
+    if options.freezing == "on":
+        from torch._inductor import list_mode_options
+        return {"options": {**list_mode_options(options.compile), "freezing": True}}
+    return {} if options.compile == "default" else {"mode": options.compile}
+
+
 class Switchboard:
     def __init__(self, master: T5ForConditionalGeneration, device: torch.device, *,
                  max_new_tokens: int, compile_backend: str = "inductor") -> None:
@@ -67,6 +77,12 @@ class Switchboard:
             if options.kv_cache != "on":
                 notes.append("continuous batching keeps each slot's KV cache: kv_cache=on")
                 options = options.with_option("kv_cache", "on")
+        if options.freezing == "on" and not options.compiled:
+            notes.append("freezing is an inductor option: it does nothing without compile")
+            options = options.with_option("freezing", "off")
+        elif options.freezing == "on" and self.compile_backend != "inductor":
+            notes.append(f"freezing needs the inductor backend (this engine compiles with "
+                         f"{self.compile_backend})")
         if options.precision == "fp16" and self.device.type == "cpu":
             notes.append("fp16 on a CPU runs through slow emulated kernels; bf16 is the CPU's "
                          "half precision")
@@ -108,8 +124,8 @@ class Switchboard:
             return lambda fn: fn
         kwargs: dict = {"fullgraph": fullgraph, "dynamic": options.dynamic == "on",
                         "backend": self.compile_backend}
-        if self.compile_backend == "inductor" and options.compile != "default":
-            kwargs["mode"] = options.compile
+        if self.compile_backend == "inductor":
+            kwargs.update(inductor_arguments(options))
         return lambda fn: torch.compile(fn, **kwargs)
 
     def slot_batcher(self, options: OptConfig, *, slots: int, max_input_tokens: int) -> SlotBatcher:

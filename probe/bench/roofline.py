@@ -73,6 +73,21 @@ def decode_step_bytes(model: torch.nn.Module, *, kv_cache: bool = True) -> StepB
                      total=layers + head)
 
 
+def step_bytes_by_precision(model: torch.nn.Module) -> dict[str, int | str]:
+    """Bytes a cached step reads with the weights in fp32, bf16, and int8 weight-only (on the
+    bf16 model, as the engine serves it), each measured on a converted copy; a precision that
+    cannot be built here gets its reason instead."""
+    import copy
+
+    from probe.switchboard import quantize_int8
+    out: dict[str, int | str] = {"fp32": decode_step_bytes(model.float()).total}
+    half = copy.deepcopy(model).to(torch.bfloat16)
+    out["bf16"] = decode_step_bytes(half).total
+    refused = quantize_int8(half)
+    out["int8"] = refused or decode_step_bytes(half).total
+    return out
+
+
 def l3_bytes() -> int:
     """The last-level cache size from sysfs, or a guess when it cannot be read."""
     for index in range(5, 0, -1):

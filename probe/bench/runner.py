@@ -208,7 +208,8 @@ def _load_average() -> list[float] | None:
 
 
 def measure_roofline(loaded, device) -> dict:
-    from probe.bench.roofline import decode_step_bytes, measure_bandwidth, measure_matmul_gflops
+    from probe.bench.roofline import (decode_step_bytes, measure_bandwidth, measure_matmul_gflops,
+                                      step_bytes_by_precision)
     try:
         step = decode_step_bytes(loaded.model, kv_cache=True)
         bandwidth = measure_bandwidth(device)
@@ -216,7 +217,8 @@ def measure_roofline(loaded, device) -> dict:
     except Exception as exc:  # a failed measurement is reported, not fatal
         return {"error": f"{type(exc).__name__}: {exc}"}
     return {"step_bytes": step.as_dict(), "bandwidth": bandwidth.as_dict(),
-            "matmul_gflops": gflops}
+            "matmul_gflops": gflops,
+            "step_bytes_by_precision": step_bytes_by_precision(loaded.model)}
 
 
 # -- checks the issue names ---------------------------------------------------------------------

@@ -197,3 +197,24 @@ def test_markdown_has_every_section_and_github_tables(plan, make_result) -> None
     for line in text.splitlines():
         if line.startswith("| "):
             assert line.endswith(" |")
+
+
+def test_roofline_holds_each_precision_against_its_own_bytes(plan, make_result) -> None:
+    env = {"device": "cpu", "roofline": {
+        "step_bytes": {"decoder_layers": 600_000, "cross_kv_skipped": 50_000, "lm_head": 200_000,
+                       "total": 800_000},
+        "step_bytes_by_precision": {"fp32": 800_000, "bf16": 400_000, "int8": 230_000},
+        "bandwidth": {"gemv_read_gb_s": 20.0}, "matmul_gflops": 100.0}}
+    results = _results(plan, make_result)
+    section = _sections(plan, results, env)["roofline"]
+    precisions = section["configs"]["precisions"]
+    assert set(precisions) == {"fp32", "bf16", "int8"}
+    for precision, nbytes in env["roofline"]["step_bytes_by_precision"].items():
+        roof_ms = nbytes / 20e9 * 1e3
+        row = precisions[precision]
+        assert row["roofline_ms"] == pytest.approx(roof_ms)
+        candidates = [section["configs"][f"{precision}{lever}"]["ms_per_token"]["median"]
+                      for lever in ("", " +freezing")]
+        assert row["compiled_ms"] == pytest.approx(min(candidates))
+        assert row["ratio"] == pytest.approx(min(candidates) / roof_ms)
+    json.dumps(section)

@@ -1,4 +1,5 @@
 import pytest
+import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
 from probe.bench.roofline import (classify, decode_step_bytes, measure_bandwidth,
@@ -68,3 +69,16 @@ def test_classify_overhead_vs_memory_bound() -> None:
     far = classify(80.0, 100_000_000, 10.0, 100.0)
     assert far.bound == "overhead" and "8.0×" in far.explanation
     assert classify(None, 100_000_000, 10.0, None).ratio is None
+
+
+def test_step_bytes_per_precision_are_measured_on_converted_copies() -> None:
+    from probe.bench.roofline import step_bytes_by_precision
+    model = _t5(**SMALLISH)
+    fp32 = decode_step_bytes(model).total
+    by_precision = step_bytes_by_precision(model)
+    assert by_precision["fp32"] == fp32
+    assert by_precision["bf16"] == fp32 // 2
+    int8 = by_precision["int8"]
+    # int8 weights (1 byte) plus per-row scales, norms left in bf16: between ¼ and ½ of fp32
+    assert isinstance(int8, str) or fp32 // 4 < int8 < fp32 // 2
+    assert next(model.parameters()).dtype == torch.float32   # the original is untouched
