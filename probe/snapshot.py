@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
 import platform
 import sys
 import tempfile
-from dataclasses import asdict, fields
+import types
+import typing
+from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -20,6 +24,9 @@ from probe.errors import ConfigError
 from probe.options import OptConfig
 from probe.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
 from probe.session import ConfigEntry, SessionData
+from workloads.errors import TraceError
+from workloads.rows import shown
+from workloads.textio import JsonProblem, parse_json, read_text
 
 SCHEMA_VERSION = 1
 
@@ -44,12 +51,22 @@ def session_document(data: SessionData, *, environment: dict, model: dict, trace
         "trace": trace,
         "settings": settings or {},
         "configs": {cid: entry.as_dict() for cid, entry in data.configs.items()},
-        "requests": [asdict(r) for r in data.records],
+        "requests": [_record_dict(r) for r in data.records],
         "segments": [s.as_dict() for s in data.segments()],
         "compile_events": [asdict(e) for e in data.events],
         "graph_breaks": [asdict(b) for b in data.breaks],
         "notices": [asdict(n) for n in data.notices],
     }
+
+
+def _record_dict(record: RequestRecord) -> dict[str, Any]:
+    """A record as saved: `tokens` only when they were kept (`--tokens`)."""
+    raw = asdict(record)
+    if raw["tokens"] is None:
+        del raw["tokens"]
+    else:
+        raw["tokens"] = list(raw["tokens"])
+    return raw
 
 
 def write_json_atomic(path: str | os.PathLike, document: dict) -> Path:
@@ -69,36 +86,138 @@ def write_json_atomic(path: str | os.PathLike, document: dict) -> Path:
     return path
 
 
-def _build(cls, raw: dict):
-    names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in raw.items() if k in names})
+# The sections a reader touches, and the JSON type each must have when present.
+SECTIONS: dict[str, type] = {
+    "environment": dict, "model": dict, "trace": dict, "settings": dict, "configs": dict,
+    "requests": list, "segments": list, "compile_events": list, "graph_breaks": list,
+    "notices": list}
+RECORD_SECTIONS = (("requests", RequestRecord), ("compile_events", CompileEvent),
+                   ("graph_breaks", GraphBreakRecord), ("notices", Notice))
+OPTION_NAMES = frozenset(f.name for f in fields(OptConfig))
+MAX_SAVED_INT = 2 ** 53
 
 
 def read_document(path: str | os.PathLike) -> dict[str, Any]:
+    """The parsed snapshot, its version and its sections' types checked: ConfigError naming
+    what is wrong and where (the file, its line for JSON syntax, the section)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            document = json.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"snapshot {path}: cannot be read ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"snapshot {path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        document = parse_json(read_text(Path(path)))
+    except TraceError as exc:  # unreadable, a device, not UTF-8 text
+        raise ConfigError(f"snapshot {exc}") from None
+    except JsonProblem as exc:
+        raise ConfigError(f"snapshot {exc.located(path)}: {exc}") from None
     version = document.get("schema_version") if isinstance(document, dict) else None
-    if version != SCHEMA_VERSION:
-        raise ConfigError(f"snapshot {path}: schema_version {version!r} is not supported "
+    if type(version) is not int or version != SCHEMA_VERSION:
+        raise ConfigError(f"snapshot {path}: schema_version {shown(version)} is not supported "
                           f"(this infertop reads {SCHEMA_VERSION})")
+    for section, kind in SECTIONS.items():
+        if section in document and not isinstance(document[section], kind):
+            raise ConfigError(f"snapshot {path}: not an infertop session: {section!r} must be a "
+                              f"JSON {'object' if kind is dict else 'list'}, got "
+                              f"{type(document[section]).__name__}")
+    surrogate = _unpaired_surrogate(document)
+    if surrogate is not None:
+        raise ConfigError(f"snapshot {path}: not an infertop session: {surrogate}: holds an "
+                          f"unpaired surrogate (a lone \\ud800-\\udfff escape)")
     return document
 
 
-def session_data(document: dict[str, Any]) -> SessionData:
-    """Rebuild the raw records of a saved session (for --load, show and compare)."""
-    option_names = {f.name for f in fields(OptConfig)}
-    configs = {
-        cid: ConfigEntry(cid, OptConfig(**{k: v for k, v in raw.items() if k in option_names}),
-                         tuple(raw.get("notes", ())))
-        for cid, raw in document.get("configs", {}).items()}
-    return SessionData(
-        records=tuple(_build(RequestRecord, r) for r in document.get("requests", [])),
-        events=tuple(_build(CompileEvent, e) for e in document.get("compile_events", [])),
-        breaks=tuple(_build(GraphBreakRecord, b) for b in document.get("graph_breaks", [])),
-        configs=MappingProxyType(configs),
-        notices=tuple(_build(Notice, n) for n in document.get("notices", [])))
+def session_data(document: dict[str, Any], source: str = "snapshot") -> SessionData:
+    """Rebuild the raw records of a saved session (for --load, show and compare) from a
+    read_document() result; a record of the wrong shape is a ConfigError naming it and its field."""
+    try:
+        configs = {cid: _config(cid, raw) for cid, raw in document.get("configs", {}).items()}
+        records, events, breaks, notices = (
+            tuple(_build(cls, raw, f"{section}[{index}]")
+                  for index, raw in enumerate(document.get(section, [])))
+            for section, cls in RECORD_SECTIONS)
+    except _ShapeError as exc:
+        raise ConfigError(f"{source}: not an infertop session: {exc}") from None
+    return SessionData(records=records, events=events, breaks=breaks,
+                       configs=MappingProxyType(configs), notices=notices)
+
+
+class _ShapeError(ValueError):
+    """A value of a saved session that is not what the records hold; the message says where."""
+
+
+def _config(config_id: str, raw: Any) -> ConfigEntry:
+    where = f"configs.{config_id}"
+    if not isinstance(raw, dict):
+        raise _ShapeError(f"{where}: expected an object, got {type(raw).__name__}")
+    try:
+        options = OptConfig(**{k: v for k, v in raw.items() if k in OPTION_NAMES})
+    except ConfigError as exc:
+        raise _ShapeError(f"{where}: {exc}") from None
+    notes = _value(raw.get("notes", []), tuple[str, ...], f"{where}.notes")
+    return ConfigEntry(config_id, options, notes)
+
+
+def _build(cls: type, raw: Any, where: str) -> Any:
+    """One record from its saved dict: every field of `cls` checked against its annotation;
+    unknown keys (from a newer infertop) are ignored, a missing field without a default is not."""
+    if not isinstance(raw, dict):
+        raise _ShapeError(f"{where}: expected an object, got {type(raw).__name__}")
+    hints = _hints(cls)
+    values = {}
+    for field in fields(cls):
+        if field.name in raw:
+            values[field.name] = _value(raw[field.name], hints[field.name], f"{where}.{field.name}")
+        elif field.default is MISSING and field.default_factory is MISSING:
+            raise _ShapeError(f"{where}: field {field.name!r} is missing")
+    return cls(**values)
+
+
+@functools.lru_cache(maxsize=None)
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _kinds(hint: Any) -> tuple[Any, ...]:
+    """`float | None` -> (float, NoneType); `int` -> (int,)."""
+    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+
+
+def _value(value: Any, hint: Any, where: str) -> Any:
+    """`value` if it is of one of the types `hint` names (JSON lists become tuples)."""
+    for kind in _kinds(hint):
+        if typing.get_origin(kind) is tuple:
+            item = typing.get_args(kind)[0]
+            if isinstance(value, list):
+                return tuple(_value(v, item, f"{where}[{i}]") for i, v in enumerate(value))
+        elif _is(value, kind):
+            return value
+    raise _ShapeError(f"{where}: expected {_describe(hint)}, got {shown(value)}")
+
+
+def _is(value: Any, kind: Any) -> bool:
+    if kind is float:  # a whole number is a number too; NaN and infinities are not figures
+        return _is(value, int) or (isinstance(value, float) and math.isfinite(value))
+    if kind is int:  # bounded: larger is no count or byte size, and overflows numpy's int64
+        return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_SAVED_INT
+    return isinstance(value, kind)
+
+
+def _describe(hint: Any) -> str:
+    names = {float: "a finite number", int: "a whole number", str: "a string", type(None): "null"}
+    return " or ".join("a list" if typing.get_origin(k) is tuple else names.get(k, str(k))
+                       for k in _kinds(hint))
+
+
+def _unpaired_surrogate(document: Any) -> str | None:
+    """Where the first string holding an unpaired surrogate (from a \\ud800 escape) is: no
+    UTF-8 terminal can print one. Iterative: the document may be nested ~1000 deep."""
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
+            stack.extend((f"{where} (a key)", k) for k in value)
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return where or "the document"
+    return None

@@ -38,7 +38,14 @@ METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool
 
 def _load(path: str) -> tuple[dict, SessionData]:
     document = read_document(path)
-    return document, session_data(document)
+    return document, session_data(document, source=f"snapshot {path}")
+
+
+def _field(document: dict, section: str, key: str) -> object:
+    """A header value: a JSON scalar as saved, anything else "?" (read_document checked that
+    the sections are objects; what they hold is free-form)."""
+    value = document.get(section, {}).get(key, "?")
+    return value if isinstance(value, (str, int, float, bool)) or value is None else "?"
 
 
 def _label(data: SessionData, config_id: str) -> str:
@@ -47,14 +54,18 @@ def _label(data: SessionData, config_id: str) -> str:
 
 
 def _header(path: str, document: dict) -> list[str]:
-    env, model, trace = (document.get("environment", {}), document.get("model", {}),
-                         document.get("trace", {}))
+    def model(key: str) -> object:
+        return _field(document, "model", key)
+
+    def env(key: str) -> object:
+        return _field(document, "environment", key)
+
+    parameters = model("parameters")
     lines = [f"{path}",
-             f"  model {model.get('name', '?')} ({model.get('dtype', '?')}, "
-             f"{model.get('parameters', '?'):,} parameters)" if isinstance(model.get("parameters"), int)
-             else f"  model {model.get('name', '?')}",
-             f"  trace {trace.get('name', '?')}, device {env.get('device', '?')} "
-             f"({env.get('device_name', '?')}), torch {env.get('torch', '?')}"]
+             f"  model {model('name')} ({model('dtype')}, {parameters:,} parameters)"
+             if isinstance(parameters, int) else f"  model {model('name')}",
+             f"  trace {_field(document, 'trace', 'name')}, device {env('device')} "
+             f"({env('device_name')}), torch {env('torch')}"]
     return lines
 
 
@@ -151,8 +162,7 @@ def compare(path_a: str, path_b: str) -> str:
     for name, key in (("model", ("model", "name")), ("dtype", ("model", "dtype")),
                       ("device", ("environment", "device")),
                       ("torch", ("environment", "torch")), ("trace", ("trace", "name"))):
-        va = doc_a.get(key[0], {}).get(key[1])
-        vb = doc_b.get(key[0], {}).get(key[1])
+        va, vb = _field(doc_a, *key), _field(doc_b, *key)
         if va != vb:
             lines.append(f"{name} differs: {va} → {vb}")
     pairs, only_a, only_b, how = _pairs(a, b)

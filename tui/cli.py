@@ -8,6 +8,10 @@ import argparse
 import sys
 from typing import Sequence
 
+from workloads.argtypes import (OneLineParser, note_fewer_requests, real_number, thread_count,
+                                whole_number)
+from workloads.rows import MAX_LENGTH
+
 EXIT_BAD_INPUT = 2
 
 
@@ -23,21 +27,23 @@ def _add_engine_arguments(parser: argparse.ArgumentParser, *, default_speed: flo
                         help="an optimization setting, e.g. compile=default (repeatable)")
     parser.add_argument("--buckets", default=None, metavar="EDGES",
                         help="bucket edges, e.g. 64,128,256 (default: the planner's best 4)")
-    parser.add_argument("--speed", type=float, default=default_speed,
+    parser.add_argument("--speed", type=real_number(0.0), default=default_speed,
                         help=f"replay speed factor (default {default_speed:g})")
-    parser.add_argument("--requests", type=int, default=None, metavar="N",
+    parser.add_argument("--requests", type=whole_number(1), default=None, metavar="N",
                         help="stop after N requests")
-    parser.add_argument("--threads", type=int, default=None, metavar="N",
+    parser.add_argument("--threads", type=thread_count, default=None, metavar="N",
                         help="torch threads for the engine (default: torch's; the dashboard "
                              "leaves one core to itself)")
-    parser.add_argument("--max-input", type=int, default=512, help="longest input (default 512)")
-    parser.add_argument("--max-output", type=int, default=512, help="longest output (default 512)")
+    parser.add_argument("--max-input", type=whole_number(1, MAX_LENGTH), default=512,
+                        help="longest input (default 512)")
+    parser.add_argument("--max-output", type=whole_number(1, MAX_LENGTH), default=512,
+                        help="longest output (default 512)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from workloads import cli as trace_cli
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="infertop",
         description="Watch what each inference optimization does to a T5 pipeline under real "
                     "traffic. With no command, opens the dashboard.")
@@ -50,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay = commands.add_parser("replay", help="replay a trace headless and save the session")
     _add_engine_arguments(replay, default_speed=1.0)
-    replay.add_argument("--concurrency", type=int, default=None, metavar="N",
+    replay.add_argument("--concurrency", type=whole_number(1), default=None, metavar="N",
                         help="closed loop: keep N requests outstanding instead of trace times")
     replay.add_argument("--out", required=True, metavar="SNAPSHOT.json")
     replay.set_defaults(func=_replay)
@@ -78,15 +84,21 @@ def _dashboard(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from probe.headless import document_for, engine_for, run_replay
     from probe.options import parse_opts
-    from probe.snapshot import write_json_atomic
     from probe.workload_setup import prepare_workload
+    from workloads.atomic import check_output_file
 
+    # Everything that can be refused without torch is checked before torch is imported.
     options = parse_opts(args.opt)
+    check_output_file(args.out, "--out", make_folders=True)
     workload = prepare_workload(args.trace, buckets=args.buckets, max_input=args.max_input,
                                 max_output=args.max_output)
     print(workload.fit.summary(), file=sys.stderr)
+    note_fewer_requests(args.requests, len(workload.trace.requests))
+
+    from probe.headless import document_for, engine_for, run_replay
+    from probe.snapshot import write_json_atomic
+
     engine = engine_for(workload, model=args.model, device=args.device, options=options,
                         max_input=args.max_input, threads=args.threads)
 

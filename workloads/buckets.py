@@ -15,6 +15,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import file_error
+from .rows import MAX_LENGTH, shown
 
 @dataclass(frozen=True)
 class BucketPlan:
@@ -78,9 +79,10 @@ def parse_bucket_edges(text: str) -> tuple[int, ...]:
         edges = [int(p) for p in parts]
     except ValueError:
         edges = []
-    if not edges or any(e <= 0 for e in edges):
+    if not edges or any(not 1 <= e <= MAX_LENGTH for e in edges):
         raise file_error(
-            f"--buckets: expected comma-separated positive whole numbers like 64,128,256, got {text!r}"
+            f"--buckets: expected comma-separated whole numbers from 1 to {MAX_LENGTH:,}, like "
+            f"64,128,256, got {shown(text)}"
         )
     return tuple(sorted(set(edges)))
 

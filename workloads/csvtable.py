@@ -7,14 +7,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from .errors import TraceError, file_error
-
-
-def open_text(path: Path):
-    """utf-8-sig: spreadsheet exports often start with a byte-order mark."""
-    try:
-        return path.open("r", encoding="utf-8-sig", newline="")
-    except OSError as exc:
-        raise file_error(f"{path}: cannot read: {exc.strerror or exc}") from None
+from .textio import checked_lines, open_text
 
 
 def csv_rows(
@@ -27,7 +20,7 @@ def csv_rows(
     least one of these columns must exist (e.g. input_length or text).
     """
     with open_text(path) as handle:
-        reader = csv.reader(handle)
+        reader = csv.reader(checked_lines(handle, path))
         try:
             header = next(reader)
         except StopIteration:

@@ -8,6 +8,7 @@ visible but bounded queue.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from .errors import file_error
 from .lengths import LogNormal, Tracking
 from .records import Trace, TraceRequest
 from .rng import streams
+from .rows import MAX_SPAN_S
 from .trace import BUILTIN_TRACES, builtin_path, write_trace
 
 
@@ -84,13 +86,18 @@ def generate(profile: str, n: int, seed: int, rate: float | None = None) -> Trac
     if n <= 0:
         raise file_error(f"-n: must be a positive number of requests, got {n}")
     rate_rps = chosen.default_rate_rps if rate is None else rate
-    if rate_rps <= 0:
-        raise file_error(f"--rate: must be > 0 requests per second, got {rate_rps:g}")
+    if not (math.isfinite(rate_rps) and rate_rps > 0):
+        raise file_error(f"--rate: must be a finite number > 0 requests per second, got {rate_rps:g}")
+    if seed < 0:
+        raise file_error(f"--seed: must be >= 0, got {seed}")
     arrival_draws, input_draws, output_draws = streams(seed, 3)
     try:
         times_s = arrival_times_s(chosen.arrivals, arrival_draws, n, rate_rps)
     except ValueError as exc:
         raise file_error(f"--rate: {exc}") from None
+    if not times_s[-1] <= MAX_SPAN_S:  # also catches an overflow to inf or nan
+        raise file_error(f"--rate {rate_rps:g} with -n {n}: the trace would span {times_s[-1]:.3g} s, "
+                         f"above the {MAX_SPAN_S:g} s a trace may span; raise --rate or lower -n")
     requests = []
     for index, time_s in enumerate(times_s):
         input_length = chosen.inputs.sample(input_draws)

@@ -7,14 +7,15 @@ mooncake's `hash_ids`, are ignored.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
-from .csvtable import csv_rows, open_text
+from .csvtable import csv_rows
 from .errors import TraceError
 from .records import LoadReport, Trace, TraceRequest
-from .rows import SKIP_HINT, TraceBuilder, optional_str, parse_length, parse_timestamp_ms, row_error
+from .rows import (SKIP_HINT, TraceBuilder, counted_tokens, optional_str, optional_text,
+                   parse_length, parse_timestamp_ms, row_error)
+from .textio import JsonProblem, checked_lines, open_text, parse_json
 from .tokens import TokenCounter, estimate_tokens
 
 NATIVE_FIELDS = ("timestamp", "input_length", "output_length", "text", "id", "tag")
@@ -61,15 +62,12 @@ def request_from_row(
         raise row_error(where, "output_length", "missing (a positive whole number of tokens)")
     timestamp_ms = parse_timestamp_ms(row["timestamp"], where, "timestamp")
     output_length = parse_length(row["output_length"], where, "output_length")
-    text = row.get("text")
-    if text is not None and not isinstance(text, str):
-        raise row_error(where, "text", f"expected a string, got {text!r}")
-    text = text or None
+    text = optional_text(row.get("text"), where, "text")
     raw_input = row.get("input_length")
     if raw_input not in (None, ""):
         input_length = parse_length(raw_input, where, "input_length")
     elif text is not None and not require_input_length:
-        input_length = count_tokens(text)
+        input_length = counted_tokens(count_tokens(text), where, "text")
         if input_length <= 0:
             raise row_error(where, "text", "has no tokens", reason="non-positive length")
     else:
@@ -85,16 +83,16 @@ def request_from_row(
     )
 
 
-def _jsonl_rows(path: Path):
+def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | TraceError]]:
     with open_text(path) as handle:
-        for number, line in enumerate(handle, start=1):
+        for number, line in enumerate(checked_lines(handle, path), start=1):
             if not line.strip():
                 continue
             where = f"{path}:{number}"
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield where, TraceError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}){SKIP_HINT}")
+                row = parse_json(line)
+            except JsonProblem as exc:
+                yield where, TraceError(f"{where}: {exc}{SKIP_HINT}")
                 continue
             if not isinstance(row, dict):
                 yield where, TraceError(f"{where}: expected a JSON object per line, got {type(row).__name__}")

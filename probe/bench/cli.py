@@ -1,8 +1,14 @@
-"""`infertop bench`: argparse wiring only; the study itself is imported when it runs."""
+"""`infertop bench`: argparse wiring and the checks that need no torch; the study itself is
+imported when it runs."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import stat
+from pathlib import Path
+
+from workloads.argtypes import note_fewer_requests, thread_count, whole_number
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -13,21 +19,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             "with --quick)")
     bench.add_argument("--trace", default="chat")
     bench.add_argument("--device", default="auto")
-    bench.add_argument("--requests", type=int, default=None, metavar="N",
-                       help="requests per run (default: 40, or 4 with --quick)")
+    bench.add_argument("--requests", type=whole_number(1), default=None, metavar="N",
+                       help="requests per run (default: 40, or 3 with --quick)")
     bench.add_argument("--out", required=True, metavar="DIR")
     bench.add_argument("--experiments", default=None, metavar="E1,E4",
                        help="a subset of E1..E7, roofline, observer (default: all)")
     bench.add_argument("--quick", action="store_true",
-                       help="minutes, not hours: t5-tiny, 4 requests, 2 repeats, 2 buckets, "
+                       help="minutes, not hours: t5-tiny, 3 requests, 2 repeats, 2 buckets, "
                             "compile=default only in E1 on a CPU")
-    bench.add_argument("--repeats", type=int, default=None,
+    bench.add_argument("--repeats", type=whole_number(1), default=None,
                        help="repeated warm passes per config (default 3, or 2 with --quick)")
-    bench.add_argument("--bucket-count", type=int, default=None, metavar="K",
+    bench.add_argument("--bucket-count", type=whole_number(1), default=None, metavar="K",
                        help="the planner's bucket count (default 4, or 2 with --quick)")
-    bench.add_argument("--seed", type=int, default=0,
+    bench.add_argument("--seed", type=whole_number(0), default=0,
                        help="which requests of the trace are replayed (a fixed-seed sample)")
-    bench.add_argument("--threads", type=int, default=None,
+    bench.add_argument("--threads", type=thread_count, default=None,
                        help="torch CPU threads (default: torch's own choice)")
     bench.add_argument("--compile-backend", default="inductor",
                        help="torch.compile backend (default inductor; eager/aot_eager test "
@@ -40,5 +46,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from probe.errors import ConfigError
+    from workloads.atomic import check_output_folder
+    from workloads.errors import TraceError
+
+    out = check_output_folder(args.out, "--out")
+    check_trace(args.trace, args.requests)
+    created = not out.exists()
     from probe.bench.runner import run_bench
-    return run_bench(args)
+    try:
+        return run_bench(args)
+    except (ConfigError, TraceError):
+        if created:
+            remove_empty_folders(out)
+        raise
+
+
+def check_trace(name: str, requests: int | None) -> None:
+    """Read the trace once before the study starts, so a bad one is named in a second; a pipe
+    is left to the study, as it can be read only once."""
+    from workloads.trace import load_trace
+
+    path = Path(name)
+    if path.exists() and stat.S_ISFIFO(path.stat().st_mode):
+        return
+    note_fewer_requests(requests, len(load_trace(name).requests))
+
+
+def remove_empty_folders(folder: Path) -> None:
+    """Undo the folders the study made before it met a bad model (the runner creates --out
+    before loading the model): a failed run leaves nothing behind. Files are never removed."""
+    for root, _dirs, _files in os.walk(folder, topdown=False):
+        try:
+            os.rmdir(root)
+        except OSError:
+            pass  # not empty: something was written there, keep it

@@ -52,3 +52,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, argv, message)
     assert code == 2
     assert err[-1].startswith("infertop: error:") and message in err[-1]
     assert not out.exists()
+
+
+def test_a_bad_out_is_refused_before_the_trace_or_the_model(tmp_path: Path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code = main(["replay", "--model", "/nowhere/model", "--trace", "/nowhere/trace.jsonl",
+                 "--out", str(blocker / "run.json")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0] == f"infertop: error: --out {blocker / 'run.json'}: cannot write: {blocker} is a file, not a folder"
+    assert [p.name for p in tmp_path.iterdir()] == ["a-file"]

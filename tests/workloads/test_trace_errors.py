@@ -1,6 +1,8 @@
 """Bad input: one clear error naming file:line and the field, or skipped and counted."""
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,90 @@ def test_csv_bad_value_and_wrong_field_count(write_csv) -> None:
     trace, report = load_trace_with_report(path, skip_bad=True)
     assert [r.timestamp_ms for r in trace.requests] == [0, 3]
     assert report.skipped_total == 2
+
+
+# -- any bytes: each a named error with the file and line, never a traceback ---------------------
+GOOD_LINE = json.dumps(GOOD) + "\n"
+
+
+UTF16 = ":1: is UTF-16 (by its byte-order mark); convert it: iconv -f UTF-16 -t UTF-8"
+BINARY = ":1: contains a NUL byte: not a text file"
+LATIN1 = ":3: not UTF-8 text (byte 0xe9)"
+
+
+@pytest.mark.parametrize("suffix, data, expected", [
+    (".jsonl", GOOD_LINE.encode("utf-16"), UTF16),
+    (".csv", "timestamp,input_length,output_length\n".encode("utf-16"), UTF16),
+    (".jsonl", b"\x7fELF\x02\x01\x00\x00", BINARY),
+    (".csv", b"\x7fELF\x02\x01\x00\x00", BINARY),
+    (".jsonl", GOOD_LINE.encode() * 2 + b'{"text": "caf\xe9"}\n', LATIN1),
+    (".csv", b"timestamp,input_length,output_length\n0,5,5\n2,5,\xe9\n", LATIN1),
+])
+def test_undecodable_bytes_name_the_file_and_line(tmp_path: Path, suffix: str, data: bytes, expected: str) -> None:
+    path = tmp_path / f"bad{suffix}"
+    path.write_bytes(data)
+    for skip in (False, True):  # a file in the wrong encoding is not a bad row: never skipped
+        with pytest.raises(TraceError) as caught:
+            load_trace(path, skip_bad=skip)
+        assert str(caught.value).startswith(f"{path}{expected}")
+
+
+def test_json_nested_100k_deep_is_a_named_row_error(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path, [GOOD, "[" * 100_000 + "]" * 100_000])
+    with pytest.raises(TraceError, match=rf"^{path}:2: not valid JSON here: nested too deeply"):
+        load_trace(path)
+    assert len(load_trace(path, skip_bad=True)) == 1
+
+
+def test_a_number_too_long_for_python_is_a_named_row_error(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path, [GOOD, '{"timestamp": 1, "input_length": ' + "9" * 5000 + ', "output_length": 5}'])
+    with pytest.raises(TraceError, match=rf"^{path}:2: not valid JSON here: a number with too many digits"):
+        load_trace(path)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("input_length", 1e30, "expected at most 10,000,000 tokens, got 1e+30"),
+    ("output_length", 10**40, "expected at most 10,000,000 tokens"),
+    ("input_length", "NaN", "expected a positive whole number of tokens, got 'NaN'"),
+    ("timestamp", 1e300, "from 0 to 1e+15), got 1e+300"),
+    ("timestamp", "inf", "got 'inf'"),
+    ("text", "\ud800 lone", "holds an unpaired surrogate (\\ud800 at character 0)"),
+    ("id", "\udfff", "holds an unpaired surrogate"),
+])
+def test_huge_and_non_finite_values_name_the_field(tmp_path: Path, field: str, value, message: str) -> None:
+    row = {**GOOD, "timestamp": 1, field: value}
+    if field == "text":
+        del row["input_length"]
+    path = _jsonl(tmp_path, [GOOD, row])
+    with pytest.raises(TraceError) as caught:
+        load_trace(path)
+    assert str(caught.value).startswith(f"{path}:2: field '{field}': ") and message in str(caught.value)
+
+
+def test_a_trace_spanning_more_than_the_bound_is_refused_at_that_row(tmp_path: Path) -> None:
+    far = 1e8 * 1000 + 1  # one millisecond past MAX_SPAN_S after the first request
+    path = _jsonl(tmp_path, [{**GOOD, "timestamp": 5}, {**GOOD, "timestamp": far - 1 + 5},
+                             {**GOOD, "timestamp": far + 5}])
+    with pytest.raises(TraceError, match=rf"^{path}:3: field 'timestamp': 1e\+08 s after the first "
+                                         r"request; a trace may span at most 1e\+08 s") as caught:
+        load_trace(path)
+    assert caught.value.reason == "timestamp out of range"
+    assert len(load_trace(path, skip_bad=True)) == 2
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null"])
+def test_a_device_is_a_named_error_not_a_hang(device: str) -> None:
+    if not Path(device).exists():
+        pytest.skip(f"no {device} here")
+    with pytest.raises(TraceError, match=rf"^{device}: is a device, not a trace or snapshot file$"):
+        load_trace(device)
+
+
+def test_a_fifo_is_read_as_a_stream(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text(GOOD_LINE * 3))
+    writer.start()
+    trace = load_trace(fifo)
+    writer.join(timeout=10)
+    assert len(trace) == 3

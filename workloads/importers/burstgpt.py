@@ -13,11 +13,12 @@ from pathlib import Path
 from ..csvtable import csv_rows
 from ..errors import TraceError
 from ..records import LoadReport, Trace, TraceRequest
-from ..rows import TraceBuilder, parse_length, row_error
+from ..rows import MAX_TIMESTAMP_MS, TraceBuilder, parse_length, row_error, shown
 from .sorting import sorted_rows
 
 REQUIRED = ("Timestamp", "Request tokens", "Response tokens")
 OPTIONAL = ("Model", "Log Type", "Session ID", "Elapsed time", "Total tokens")
+MAX_TIMESTAMP_S = Decimal(MAX_TIMESTAMP_MS) / 1000
 
 
 def read_burstgpt(path: Path, *, skip_bad: bool = False, sort: bool = False) -> tuple[Trace, LoadReport]:
@@ -59,9 +60,9 @@ def _seconds(text: str, where: str) -> Decimal:
     try:
         value = Decimal(text.strip())
     except InvalidOperation:
-        raise row_error(where, "Timestamp", f"expected seconds (a number), got {text!r}") from None
-    if not value.is_finite() or value < 0:
-        raise row_error(where, "Timestamp", f"expected seconds >= 0, got {text!r}")
+        raise row_error(where, "Timestamp", f"expected seconds (a number), got {shown(text)}") from None
+    if not value.is_finite() or not 0 <= value <= MAX_TIMESTAMP_S:
+        raise row_error(where, "Timestamp", f"expected seconds from 0 to {float(MAX_TIMESTAMP_S):g}, got {shown(text)}")
     return value
 
 

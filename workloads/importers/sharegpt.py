@@ -7,18 +7,18 @@ timestamps: arrivals come from a Poisson process at `rate` with `seed`, and the 
 
 from __future__ import annotations
 
-import json
+import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..arrivals import Poisson, arrival_times_s
-from ..csvtable import open_text
 from ..errors import TraceError, file_error
 from ..records import LoadReport, Trace, TraceRequest
 from ..rng import Draws
-from ..rows import TraceBuilder, row_error
+from ..rows import TraceBuilder, counted_tokens, optional_str, optional_text, row_error
+from ..textio import JsonProblem, parse_json, read_text
 from ..tokens import TokenCounter, estimate_tokens
 
 HUMAN_ROLES = frozenset({"human", "user"})
@@ -33,8 +33,8 @@ def read_sharegpt(
     rate: float = 1.0,
     seed: int = 0,
 ) -> tuple[Trace, LoadReport]:
-    if rate <= 0:
-        raise file_error(f"--rate: must be > 0 requests per second, got {rate:g}")
+    if not (math.isfinite(rate) and rate > 0):
+        raise file_error(f"--rate: must be a finite number > 0 requests per second, got {rate:g}")
     counter = count_tokens or estimate_tokens
     data = _load_json(path)
     builder = TraceBuilder(str(path), skip_bad=skip_bad)
@@ -44,15 +44,17 @@ def read_sharegpt(
         builder.rows_read += 1
         where = f"{path}: conversation {index}"
         try:
+            conversation = optional_str(item.get("id"), where, "id") if isinstance(item, dict) else None
             for turn, human, reply in _pairs(item, where):
-                text = str(human.get("value") or "")
-                answer = str(reply.get("value") or "")
-                input_tokens, output_tokens = counter(text), counter(answer)
+                text = optional_text(human.get("value"), f"{where} turn {turn}", "value") or ""
+                answer = optional_text(reply.get("value"), f"{where} turn {turn + 1}", "value") or ""
+                input_tokens = counted_tokens(counter(text), f"{where} turn {turn}", "value")
+                output_tokens = counted_tokens(counter(answer), f"{where} turn {turn + 1}", "value")
                 if input_tokens <= 0 or output_tokens <= 0:
                     empty += 1
                     continue
-                conversation = item.get("id", index)
-                pairs.append((f"{where} turn {turn}", f"{conversation}:{turn}", text, input_tokens, output_tokens))
+                request_id = f"{index if conversation is None else conversation}:{turn}"
+                pairs.append((f"{where} turn {turn}", request_id, text, input_tokens, output_tokens))
         except TraceError as error:
             builder.skip_or_raise(error)
     draws = Draws(np.random.SeedSequence(seed))
@@ -73,11 +75,10 @@ def read_sharegpt(
 
 
 def _load_json(path: Path) -> list[Any]:
-    with open_text(path) as handle:
-        try:
-            data = json.load(handle)
-        except json.JSONDecodeError as exc:
-            raise file_error(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    try:
+        data = parse_json(read_text(path))
+    except JsonProblem as exc:
+        raise file_error(f"{exc.located(path)}: {exc}") from None
     if not isinstance(data, list):
         raise file_error(f"{path}: expected a JSON list of conversations, got {type(data).__name__}")
     return data
@@ -88,9 +89,9 @@ def _pairs(item: Any, where: str):
         raise row_error(where, "conversations", "expected an object with a list 'conversations'")
     turns = item["conversations"]
     for index, turn in enumerate(turns):
-        if not isinstance(turn, dict) or "from" not in turn:
-            raise row_error(f"{where} turn {index}", "from", "expected {\"from\": ..., \"value\": ...}")
+        if not isinstance(turn, dict) or not isinstance(turn.get("from"), str):
+            raise row_error(f"{where} turn {index}", "from", "expected {\"from\": \"human\", \"value\": ...}")
     for index in range(len(turns) - 1):
         first, second = turns[index], turns[index + 1]
-        if str(first["from"]).lower() in HUMAN_ROLES and str(second["from"]).lower() in MODEL_ROLES:
+        if first["from"].lower() in HUMAN_ROLES and second["from"].lower() in MODEL_ROLES:
             yield index, first, second
