@@ -52,9 +52,28 @@ def slot_step(model: T5ForConditionalGeneration, tokens: torch.Tensor, self_bias
     return model.lm_head(hidden)[:, -1, :].argmax(-1, keepdim=True)
 
 
+def slot_self_bias_and_mask(attention: T5Attention, key_positions: torch.Tensor,
+                            positions: torch.Tensor, minimum: float,
+                            dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """T5's decoder relative-position bias, per slot (key j seen from query position p), and
+    the causal mask that hides every key past each slot's own position."""
+    relative = key_positions[None, :] - positions[:, None]                       # [slots, T]
+    buckets = T5Attention._relative_position_bucket(
+        relative, bidirectional=False, num_buckets=attention.relative_attention_num_buckets,
+        max_distance=attention.relative_attention_max_distance)
+    bias = attention.relative_attention_bias(buckets)                             # [slots, T, H]
+    bias = bias.permute(0, 2, 1).unsqueeze(2).to(dtype)                           # [slots, H, 1, T]
+    future = key_positions[None, :] > positions[:, None]
+    mask = torch.where(future, minimum, 0.0).to(dtype)[:, None, None, :]
+    return bias, mask
+
+
 class SlotBatcher:
     """The tensors of `slots` concurrent sequences and the two operations on them: `join`
-    (encode new requests into free slots) and `step` (one token for every slot)."""
+    (encode new requests into free slots) and `step` (one token for every slot). Each slot
+    owns a fixed region, so any request that has a free slot is admitted."""
+
+    layout = "static"
 
     def __init__(self, model: T5ForConditionalGeneration, *, slots: int, max_new_tokens: int,
                  max_input_tokens: int, wrap: Callable[[Callable], Callable]) -> None:
@@ -86,21 +105,17 @@ class SlotBatcher:
         self._attention: T5Attention = model.decoder.block[0].layer[0].SelfAttention
         self._step = wrap(slot_step)
 
-    def _self_bias_and_mask(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """T5's decoder relative-position bias, per slot: key j seen from query position p."""
-        relative = self._key_positions[None, :] - self.positions[:, None]        # [slots, T]
-        buckets = T5Attention._relative_position_bucket(
-            relative, bidirectional=False,
-            num_buckets=self._attention.relative_attention_num_buckets,
-            max_distance=self._attention.relative_attention_max_distance)
-        bias = self._attention.relative_attention_bias(buckets)                  # [slots, T, H]
-        bias = bias.permute(0, 2, 1).unsqueeze(2).to(self.dtype)                 # [slots, H, 1, T]
-        future = self._key_positions[None, :] > self.positions[:, None]
-        mask = torch.where(future, self._minimum, 0.0).to(self.dtype)[:, None, None, :]
-        return bias, mask
+    def admit(self, input_length: int, output_length: int) -> bool:
+        return True
+
+    def info(self) -> None:
+        return None     # no pool: each slot's region is its own
+
+    def cancel_admitted(self) -> None:
+        pass            # admitting promises nothing here
 
     def join(self, slot_ids: list[int], input_ids: torch.Tensor,
-             attention_mask: torch.Tensor) -> None:
+             attention_mask: torch.Tensor, output_lengths: list[int] | None = None) -> None:
         """Run the encoder for the joiners (one padded call) and fill their cross-attention
         region; their self-attention region needs no clearing: the mask hides old entries."""
         hidden = self.model.encoder(input_ids=input_ids,
@@ -129,7 +144,8 @@ class SlotBatcher:
 
     def step(self) -> torch.Tensor:
         """One token for every slot (free slots compute too: the shapes stay static)."""
-        bias, mask = self._self_bias_and_mask()
+        bias, mask = slot_self_bias_and_mask(self._attention, self._key_positions,
+                                             self.positions, self._minimum, self.dtype)
         next_tokens = self._step(self.model, self.tokens, bias, mask, self.cross_mask, self.cache)
         self.tokens.copy_(next_tokens)
         # A running request never needs a position past the cache (the scheduler retires it at

@@ -3,6 +3,7 @@ tokens so far; each request that finishes becomes a record the moment its last t
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 import torch
@@ -33,11 +34,12 @@ class ContinuousScheduler:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.options, self.config_id = engine.options, engine.config_id
-        self.batcher = engine.switchboard.slot_batcher(
-            self.options, slots=engine.settings.max_batch,
-            max_input_tokens=engine.settings.max_input_tokens)
-        self.batcher.leave(list(range(self.batcher.slots)))   # a stopped run may have left some
+        self.batcher = engine.switchboard.slot_batcher(self.options, engine.settings)
+        self.batcher.cancel_admitted()                        # a stopped run may have left
+        self.batcher.leave(list(range(self.batcher.slots)))   # promises and slots behind
         self.running: dict[int, _Running] = {}
+        # taken off the queue, waiting for KV blocks (paged layout); their queue time goes on
+        self.waiting: deque[EngineRequest] = deque()
 
     @property
     def free_slots(self) -> int:
@@ -48,33 +50,60 @@ class ContinuousScheduler:
         return len(self.running)
 
     def join(self, requests: list[EngineRequest]) -> list[RequestRecord]:
-        """Encode the joiners in one call (the running batch waits for it, once) and give each a
-        free slot. Returns records of joiners that failed (the running slots go on)."""
+        """Queue the arrivals behind those already waiting, then admit in arrival order while
+        a slot is free and the KV cache can hold the next one. The admitted are encoded in one
+        call (the running batch waits for it, once). Returns records of requests that failed:
+        ones that can never fit, or joiners whose encoding failed (the running slots go on)."""
         engine = self.engine
         start_s = engine.clock.now_s()
+        rows_of = {r.id: engine.rows_for([r])[0][0] for r in requests}
+        failed = self._fail([r for r in requests if not self._fits_ever(r, rows_of[r.id])],
+                            start_s, self._never_fits_reason())
+        self.waiting.extend(r for r in requests if self._fits_ever(r, rows_of[r.id]))
+        admitted = []
+        while self.waiting and len(admitted) < self.free_slots:
+            head = self.waiting[0]
+            length = len(rows_of.get(head.id) or engine.rows_for([head])[0][0])
+            if not self.batcher.admit(length, head.output_length):
+                break        # first come, first served: no one overtakes the head
+            admitted.append(self.waiting.popleft())
+        return failed + (self._encode(admitted, start_s) if admitted else [])
+
+    def _fits_ever(self, request: EngineRequest, row: list[int]) -> bool:
+        if request.output_length > self.batcher.max_new_tokens:
+            return False
+        pool = getattr(self.batcher, "allocator", None)
+        return pool is None or sum(self.batcher.blocks_needed(
+            len(row), request.output_length)) <= pool.total
+
+    def _never_fits_reason(self) -> str:
+        return (f"ValueError: the request needs more than the KV cache holds (at most "
+                f"{self.batcher.max_new_tokens} output positions"
+                + (f", {self.batcher.allocator.total} blocks in the pool)"
+                   if getattr(self.batcher, "allocator", None) else ")"))
+
+    def _encode(self, requests: list[EngineRequest], start_s: float) -> list[RequestRecord]:
+        engine = self.engine
         stall = engine.probe.compile_seconds
-        too_long = [r for r in requests if r.output_length > self.batcher.max_new_tokens]
-        requests = [r for r in requests if r.output_length <= self.batcher.max_new_tokens]
-        failed = self._fail(too_long, start_s, f"ValueError: output length exceeds the static "
-                                               f"cache's {self.batcher.max_new_tokens} positions")
-        if not requests:
-            return failed
         free = [s for s in range(self.batcher.slots) if s not in self.running][:len(requests)]
         rows, width = engine.rows_for(requests)
         engine.probe.set_context(requests[0].id, self.config_id)
         try:
             ids, mask = pad_batch(rows, width, engine.loaded.model.config.pad_token_id,
                                   engine.device)
-            engine.with_compile_fallback(self.options, lambda: self.batcher.join(free, ids, mask))
+            outputs = [r.output_length for r in requests]
+            engine.with_compile_fallback(self.options,
+                                         lambda: self.batcher.join(free, ids, mask, outputs))
         except Exception as exc:  # the joiners fail; the running slots go on
             engine.flush_probes()
+            self.batcher.cancel_admitted()
             self.batcher.leave(free)
-            return failed + self._fail(requests, start_s, short_error(exc), rows, width)
+            return self._fail(requests, start_s, short_error(exc), rows, width)
         encoder_done = mark(engine.device)
         for slot, request, row in zip(free, requests, rows):
             self.running[slot] = _Running(request, row, width, start_s, stall, encoder_done)
         engine.flush_probes()
-        return failed
+        return []
 
     def step(self) -> list[RequestRecord]:
         """One token for every running request; the records of those that just finished."""
@@ -95,10 +124,13 @@ class ContinuousScheduler:
             if running.first_token is None:
                 running.first_token = now
             if len(running.tokens) >= running.request.output_length:
-                finished.append(self._record(running, now))
+                finished.append(self._record(slot, running, now))
                 leaving.append(slot)
                 del self.running[slot]
         self.batcher.leave(leaving)
+        pool = self.batcher.info()
+        if pool is not None:
+            engine.session.set_kv_pool(self.config_id, pool)
         engine.commit(finished)
         return finished
 
@@ -109,15 +141,20 @@ class ContinuousScheduler:
             d_kv=config.d_kv, decoder_layers=config.num_decoder_layers,
             self_positions=self_positions, cross_positions=cross_positions)
 
-    def _record(self, running: _Running, end: float) -> RequestRecord:
-        """A slot holds its whole region (all self positions, all encoder positions) while the
-        request runs; it uses the positions it filled: its own tokens, and the encoder width
-        its join batch was padded to (as the other paths count the padded width)."""
+    def _record(self, slot: int, running: _Running, end: float) -> RequestRecord:
+        """Held: the slot's whole region (static) or the blocks it holds (paged). Used: the
+        positions it filled — its own tokens, and the encoder positions its cache keeps (the
+        width its join batch was padded to in the static region, its real length in blocks)."""
         engine, batcher, request = self.engine, self.batcher, running.request
-        self_held = self._slot_bytes(batcher.max_new_tokens, 0)
-        cross_held = self._slot_bytes(0, batcher.max_input_tokens)
+        if batcher.layout == "paged":
+            self_held, cross_held = batcher.held_bytes(slot)
+            cross_used = len(running.row)
+        else:
+            self_held = self._slot_bytes(batcher.max_new_tokens, 0)
+            cross_held = self._slot_bytes(0, batcher.max_input_tokens)
+            cross_used = running.width
         kv = KVBytes(held=self_held + cross_held,
-                     used=self._slot_bytes(len(running.tokens), running.width),
+                     used=self._slot_bytes(len(running.tokens), cross_used),
                      self_attention=self_held, cross_attention=cross_held)
         result = DecodeResult(tokens=torch.tensor([running.tokens]), kv=kv,
                               encoder_done=running.encoder_done,

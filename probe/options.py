@@ -22,6 +22,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "prewarm": ("off", "on"),
     "batching": ("off", "dynamic", "continuous"),
     "freezing": ("off", "on"),
+    "kv_layout": ("static", "paged"),
 }
 
 
@@ -37,6 +38,7 @@ class OptConfig:
     prewarm: str = "off"
     batching: str = "off"
     freezing: str = "off"
+    kv_layout: str = "static"
 
     def __post_init__(self) -> None:
         for key, value in asdict(self).items():

@@ -78,6 +78,16 @@ class GraphBreakRecord:
 
 
 @dataclass(frozen=True)
+class KVPool:
+    """A paged KV cache's pool, as one config used it."""
+    layout: str
+    block_tokens: int           # positions per block
+    blocks_total: int
+    blocks_peak: int            # the most blocks held at once
+    block_bytes: int            # one block: K and V, every decoder layer
+
+
+@dataclass(frozen=True)
 class Notice:
     """Something the user must be told: an option that could not apply, a fallback, a fault."""
     t_s: float

@@ -33,6 +33,7 @@ class ServingLoop:
         self.dispatched = 0
         self.completed = 0
         self.failed = 0
+        self._held = 0
         self.replay_done = threading.Event()
 
     # -- called from other threads -------------------------------------------------------------
@@ -43,7 +44,8 @@ class ServingLoop:
 
     @property
     def queue_depth(self) -> int:
-        return self._queue.qsize()
+        """Waiting to be served: on the queue, or taken and waiting for KV blocks."""
+        return self._queue.qsize() + self._held
 
     def offered_rps(self) -> float | None:
         """Arrivals per second over the last RATE_WINDOW_S seconds of the session clock."""
@@ -124,13 +126,18 @@ class ServingLoop:
         finish first) or the replay is over (returns False)."""
         scheduler = ContinuousScheduler(self.engine)
         while not stop.is_set():
-            if not self._options_pending() and scheduler.free_slots:
-                joiners = self._take_now(scheduler.free_slots)
-                if not joiners and scheduler.active == 0:
+            if scheduler.free_slots:
+                # Requests already taken (waiting for KV blocks) are served whatever happens;
+                # new ones are taken only while the options stay.
+                room = 0 if self._options_pending() else scheduler.free_slots - len(
+                    scheduler.waiting)
+                joiners = self._take_now(max(room, 0))
+                if not joiners and scheduler.active == 0 and not scheduler.waiting and room:
                     waited = self._take(POLL_S)
                     joiners = [waited] if waited else []
-                if joiners:
+                if joiners or scheduler.waiting:
                     self._finished(scheduler.join([self._engine_request(s) for s in joiners]))
+            self._held = len(scheduler.waiting)
             if scheduler.active == 0:
                 if self._options_pending():
                     return True

@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from probe.options import OptConfig
-from probe.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
+from probe.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
 from probe.stats import SegmentStats, segments
 
 
@@ -33,10 +33,11 @@ class SessionData:
     # request id → the fp32 eager reference tokens of a drift-sampled request
     references: Mapping[str, tuple[int, ...]] = field(
         default_factory=lambda: MappingProxyType({}))
+    kv_pools: Mapping[str, KVPool] = field(default_factory=lambda: MappingProxyType({}))
 
     def segments(self) -> tuple[SegmentStats, ...]:
         return segments(list(self.configs), self.records, self.events, self.breaks,
-                        self.references)
+                        self.references, self.kv_pools)
 
 
 class Session:
@@ -50,6 +51,7 @@ class Session:
         self._configs: dict[str, ConfigEntry] = {}
         self._notices: list[Notice] = []
         self._references: dict[str, tuple[int, ...]] = {}
+        self._kv_pools: dict[str, KVPool] = {}
 
     def config_id(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
         """Identical options share an id (and a segment); ids are c1, c2, … in order of use."""
@@ -79,6 +81,10 @@ class Session:
         with self._lock:
             self._references[request_id] = tokens
 
+    def set_kv_pool(self, config_id: str, pool: KVPool) -> None:
+        with self._lock:
+            self._kv_pools[config_id] = pool
+
     def add_notice(self, notice: Notice) -> None:
         with self._lock:
             self._notices.append(notice)
@@ -87,4 +93,5 @@ class Session:
         with self._lock:
             return SessionData(tuple(self._records), tuple(self._events), self._breaks,
                                MappingProxyType(dict(self._configs)), tuple(self._notices),
-                               MappingProxyType(dict(self._references)))
+                               MappingProxyType(dict(self._references)),
+                               MappingProxyType(dict(self._kv_pools)))

@@ -20,3 +20,9 @@ class EngineSettings:
     threads: int | None = None         # torch intra-op threads; None keeps torch's default
     max_batch: int = 8                 # dynamic: rows per batch; continuous: slots
     batch_window_ms: float = 50.0      # dynamic: how long the first request waits for company
+    kv_block_tokens: int = 16          # paged KV: positions per block
+    # paged KV: the pool's bytes; None = what the static layout gives max_batch slots, so the
+    # two layouts are compared at the same budget
+    kv_budget_bytes: int | None = None
+    paged_slots_factor: int = 2        # paged KV: slots = factor × max_batch (the pool decides
+                                       # how many of them can hold a request at once)

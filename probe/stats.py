@@ -5,13 +5,13 @@ Percentiles are numpy's (linear interpolation) on the exact values, never from h
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from probe.drift import DriftStats, drift_stats
-from probe.records import CompileEvent, GraphBreakRecord, RequestRecord
+from probe.records import CompileEvent, GraphBreakRecord, KVPool, RequestRecord
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,8 @@ class SegmentStats:
     kv_cache_peak_bytes: int
     padding_waste: float | None   # (padded − real) / padded input tokens
     drift: DriftStats | None = None   # tokens against the fp32 eager reference (sampled)
+    kv_waste_pct: float | None = None  # 100 · (KV bytes held − used) / held, its requests
+    kv_pool: KVPool | None = None     # the paged layout's pool, where there is one
 
     def as_dict(self) -> dict:
         return {
@@ -94,7 +96,17 @@ class SegmentStats:
             "graph_break_sites": self.graph_break_sites, "graphs": self.graphs, "kv_cache_peak_bytes": self.kv_cache_peak_bytes,
             "padding_waste": self.padding_waste,
             "drift": None if self.drift is None else self.drift.as_dict(),
+            "kv_waste_pct": self.kv_waste_pct,
+            "kv_pool": None if self.kv_pool is None else asdict(self.kv_pool),
         }
+
+
+def kv_waste_pct(records: Sequence[RequestRecord]) -> float | None:
+    """100 · (KV bytes held − bytes used) / bytes held, over the served requests: what a
+    layout reserves and never fills (a static region's empty positions, a block's tail)."""
+    held = sum(r.kv_cache_bytes for r in records if r.ok)
+    used = sum(r.kv_cache_used_bytes for r in records if r.ok)
+    return 100.0 * (held - used) / held if held else None
 
 
 def padding_waste(records: Sequence[RequestRecord]) -> float | None:
@@ -105,7 +117,8 @@ def padding_waste(records: Sequence[RequestRecord]) -> float | None:
 
 def segment_stats(config_id: str, records: Sequence[RequestRecord],
                   events: Sequence[CompileEvent], breaks: Sequence[GraphBreakRecord],
-                  references: Mapping[str, Sequence[int]] | None = None) -> SegmentStats:
+                  references: Mapping[str, Sequence[int]] | None = None,
+                  kv_pool: KVPool | None = None) -> SegmentStats:
     ok = [r for r in records if r.ok]
     compile_events = [e for e in events if e.kind in ("compile", "recompile")]
     return SegmentStats(
@@ -123,16 +136,18 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
         kv_cache_peak_bytes=max((r.kv_cache_bytes for r in records), default=0),
         padding_waste=padding_waste(ok),
         drift=drift_stats(records, references or {}),
+        kv_waste_pct=kv_waste_pct(records), kv_pool=kv_pool,
     )
 
 
 def segments(config_ids: Sequence[str], records: Sequence[RequestRecord],
              events: Sequence[CompileEvent], breaks: Sequence[GraphBreakRecord],
-             references: Mapping[str, Sequence[int]] | None = None
-             ) -> tuple[SegmentStats, ...]:
+             references: Mapping[str, Sequence[int]] | None = None,
+             kv_pools: Mapping[str, KVPool] | None = None) -> tuple[SegmentStats, ...]:
     """One SegmentStats per config, in the order the configs were first used."""
     return tuple(
         segment_stats(cid, [r for r in records if r.config_id == cid],
                       [e for e in events if e.config_id == cid],
-                      [b for b in breaks if b.config_id == cid], references)
+                      [b for b in breaks if b.config_id == cid], references,
+                      (kv_pools or {}).get(cid))
         for cid in config_ids)

@@ -13,9 +13,11 @@ from transformers import T5ForConditionalGeneration
 
 from probe import decode_hf
 from probe.continuous import SlotBatcher
+from probe.paged import PagedBatcher
 from probe.decode_result import DecodeResult
 from probe.decode_static import StaticGreedyDecoder
 from probe.options import OptConfig
+from probe.settings import EngineSettings
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -45,6 +47,25 @@ def inductor_arguments(options: OptConfig) -> dict:
         from torch._inductor import list_mode_options
         return {"options": {**list_mode_options(options.compile), "freezing": True}}
     return {} if options.compile == "default" else {"mode": options.compile}
+
+
+def static_kv_bytes(model: T5ForConditionalGeneration, settings: EngineSettings,
+                    max_new_tokens: int) -> int:
+    """What the static layout holds for max_batch slots: the budget both layouts share."""
+    config = model.config
+    element = torch.finfo(model.decoder.final_layer_norm.weight.dtype).bits // 8
+    per_position = 2 * config.num_decoder_layers * config.num_heads * config.d_kv * element
+    return settings.max_batch * (max_new_tokens + settings.max_input_tokens) * per_position
+
+
+def paged_blocks(model: T5ForConditionalGeneration, settings: EngineSettings,
+                 max_new_tokens: int) -> int:
+    config = model.config
+    element = torch.finfo(model.decoder.final_layer_norm.weight.dtype).bits // 8
+    block_bytes = (2 * config.num_decoder_layers * config.num_heads * settings.kv_block_tokens
+                   * config.d_kv * element)
+    budget = settings.kv_budget_bytes or static_kv_bytes(model, settings, max_new_tokens)
+    return max(1, budget // block_bytes)
 
 
 class Switchboard:
@@ -83,6 +104,9 @@ class Switchboard:
         elif options.freezing == "on" and self.compile_backend != "inductor":
             notes.append(f"freezing needs the inductor backend (this engine compiles with "
                          f"{self.compile_backend})")
+        if options.kv_layout == "paged" and options.batching != "continuous":
+            notes.append("the paged KV layout is continuous batching's: kv_layout=static")
+            options = options.with_option("kv_layout", "static")
         if options.precision == "fp16" and self.device.type == "cpu":
             notes.append("fp16 on a CPU runs through slow emulated kernels; bf16 is the CPU's "
                          "half precision")
@@ -128,12 +152,23 @@ class Switchboard:
             kwargs.update(inductor_arguments(options))
         return lambda fn: torch.compile(fn, **kwargs)
 
-    def slot_batcher(self, options: OptConfig, *, slots: int, max_input_tokens: int) -> SlotBatcher:
-        """The continuous-batching slots for these options, built once per config."""
+    def slot_batcher(self, options: OptConfig, settings: EngineSettings
+                     ) -> SlotBatcher | PagedBatcher:
+        """The continuous-batching slots for these options, built once per config: a region
+        per slot (static), or slots over a block pool of the same KV budget (paged)."""
         if options not in self._slot_batchers:
-            self._slot_batchers[options] = SlotBatcher(
-                self.model_for(options), slots=slots, max_new_tokens=self.max_new_tokens,
-                max_input_tokens=max_input_tokens, wrap=self._wrap(options, True))
+            model, wrap = self.model_for(options), self._wrap(options, True)
+            if options.kv_layout == "paged":
+                self._slot_batchers[options] = PagedBatcher(
+                    model, slots=settings.max_batch * settings.paged_slots_factor,
+                    max_new_tokens=self.max_new_tokens,
+                    max_input_tokens=settings.max_input_tokens, wrap=wrap,
+                    blocks=paged_blocks(model, settings, self.max_new_tokens),
+                    block_tokens=settings.kv_block_tokens)
+            else:
+                self._slot_batchers[options] = SlotBatcher(
+                    model, slots=settings.max_batch, max_new_tokens=self.max_new_tokens,
+                    max_input_tokens=settings.max_input_tokens, wrap=wrap)
         return self._slot_batchers[options]
 
     def _build(self, options: OptConfig) -> Callable[..., DecodeResult]:

@@ -182,7 +182,7 @@ def test_a_request_longer_than_the_cache_fails_alone_with_its_reason(engines):
                                         next(_seq) * 100))
     failed = scheduler.join([ok, too_long])
     assert [r.id for r in failed] == [too_long.id]
-    assert "exceeds the static cache" in failed[0].error
+    assert "more than the KV cache holds" in failed[0].error
     records = []
     while scheduler.active:
         records += scheduler.step()
