@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import stat
 import sys
-import tempfile
 import threading
+import time
 import traceback
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 from probe import protocol
 from probe.options import OptConfig, parse_opts
@@ -19,6 +21,8 @@ from probe.settings import EngineSettings
 from probe.workload_setup import PreparedWorkload, prepare_workload
 
 PUBLISH_INTERVAL_S = 0.5
+KEEP_LOGS = 10
+LOG_PREFIX = "engine-"
 
 
 @dataclass(frozen=True)
@@ -27,10 +31,11 @@ class EngineProcessConfig:
     options: OptConfig
     workload: PreparedWorkload
     trace_name: str
-    speed: float = 1.0
+    speed: float | None = None      # None: measure the capacity and offer half of it
     max_requests: int | None = None
     loop: bool = True
-    log_path: str = ""
+    log_path: str = ""      # created by EngineClient.start, one per start; "": output discarded
+    metrics_port: int | None = None     # serve Prometheus metrics from the engine process
 
 
 def dashboard_threads() -> int:
@@ -50,9 +55,9 @@ def config_from_args(args) -> EngineProcessConfig:
                               max_input_tokens=getattr(args, "max_input", 512),
                               max_new_tokens=workload.max_new_tokens,
                               threads=getattr(args, "threads", None) or dashboard_threads())
-    log_path = os.path.join(tempfile.gettempdir(), f"infertop-engine-{os.getpid()}.log")
     return EngineProcessConfig(settings, options, workload, args.trace, speed=args.speed,
-                               max_requests=getattr(args, "requests", None), log_path=log_path)
+                               max_requests=getattr(args, "requests", None),
+                               metrics_port=getattr(args, "metrics_port", None))
 
 
 class _Sender:
@@ -69,12 +74,75 @@ class _Sender:
             return False
 
 
+def state_dir() -> Path:
+    """infertop's per-user state folder: $XDG_STATE_HOME/infertop, else
+    ~/.local/state/infertop (the XDG spec ignores a relative $XDG_STATE_HOME)."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state"
+    return root / "infertop"
+
+
+def _private_dir(path: Path) -> Path:
+    """Create `path` 0o700 if needed; refuse one that is a symlink or someone else's."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise OSError(f"{path} is not a directory")
+    if info.st_uid != os.getuid():
+        raise PermissionError(f"{path} belongs to another user")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(path, 0o700)
+    return path
+
+
+def _prune_logs(folder: Path, keep: int) -> None:
+    """Delete all but the newest `keep` engine logs (by modification time)."""
+    logs = []
+    for entry in os.scandir(folder):
+        if entry.name.startswith(LOG_PREFIX) and entry.name.endswith(".log"):
+            try:
+                logs.append((entry.stat(follow_symlinks=False).st_mtime, entry.name))
+            except FileNotFoundError:   # another dashboard pruned it first
+                continue
+    logs.sort()
+    for _, name in logs[:max(len(logs) - keep, 0)]:
+        try:
+            os.unlink(folder / name)
+        except FileNotFoundError:
+            pass
+
+
+def new_log(folder: Path | None = None, keep: int = KEEP_LOGS) -> str:
+    """A fresh, empty engine log in the state folder; the oldest beyond `keep` go. Created
+    with O_EXCL|O_NOFOLLOW: an existing name, or a symlink planted there, is never written
+    through; the next name is tried instead."""
+    folder = _private_dir(folder or state_dir())
+    _prune_logs(folder, keep - 1)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    for attempt in range(100):
+        path = folder / f"{LOG_PREFIX}{stamp}-{os.getpid()}-{attempt}.log"
+        try:
+            os.close(os.open(path, flags, 0o600))
+        except FileExistsError:
+            continue
+        return str(path)
+    raise FileExistsError(f"no free engine log name in {folder}")
+
+
 def _redirect_output(log_path: str) -> None:
     """The child shares the dashboard's terminal: send its stdout/stderr (torch warnings,
-    compiler output) to a log file instead of the screen."""
-    if not log_path:
-        return
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    compiler output) to its log, or discard them when there is none; never to the screen.
+    The log was created by the dashboard in a private folder; O_NOFOLLOW still refuses a
+    symlink put in its place."""
+    if log_path:
+        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+    else:
+        fd = os.open(os.devnull, os.O_WRONLY)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
@@ -83,6 +151,7 @@ def _redirect_output(log_path: str) -> None:
 def engine_main(config: EngineProcessConfig, conn: Connection) -> None:
     """The engine process: load, (prewarm), serve the replay, publish live snapshots."""
     _redirect_output(config.log_path)   # before torch/transformers print import warnings
+    from probe.calibration import choose_speed
     from probe.engine import Engine
     from probe.live_reporter import LiveReporter
     from probe.serving import ServingLoop
@@ -99,10 +168,34 @@ def engine_main(config: EngineProcessConfig, conn: Connection) -> None:
         traceback.print_exc()
         send(protocol.EngineFailed(f"the engine could not start: {type(exc).__name__}: {exc}"))
         return
-    replayer = OpenLoopReplayer(config.workload.trace, speed=config.speed, loop=config.loop,
+    speed = config.speed
+    if speed is None:
+        send(protocol.Loading("measuring what the engine serves one at a time, to replay at "
+                              "half of it"))
+        try:
+            choice = choose_speed(engine, config.workload.trace)
+        except Exception as exc:  # a failed measurement leaves the trace's own rate
+            choice = None
+            engine.notify("warning", f"capacity not measured ({type(exc).__name__}: {exc}); "
+                                     f"replaying at the trace's rate")
+        speed = choice.speed if choice else 1.0
+        if choice:
+            engine.notify("info", choice.text())
+    replayer = OpenLoopReplayer(config.workload.trace, speed=speed, loop=config.loop,
                                 max_requests=config.max_requests)
     loop = ServingLoop(engine, replayer)
     reporter = LiveReporter(loop, config.trace_name)
+    exporter = None
+    if config.metrics_port is not None:
+        from probe.monitoring.prometheus import PrometheusExporter
+        try:
+            exporter = PrometheusExporter(engine.session, lambda: loop.queue_depth,
+                                          port=config.metrics_port)
+            engine.notify("info", f"Prometheus metrics on "
+                                  f"http://127.0.0.1:{exporter.port}/metrics")
+        except OSError as exc:
+            engine.notify("error", f"--metrics-port {config.metrics_port}: cannot listen "
+                                   f"({exc.strerror or exc}); no metrics this session")
     stop = threading.Event()
 
     def handle(command) -> None:
@@ -152,6 +245,8 @@ def engine_main(config: EngineProcessConfig, conn: Connection) -> None:
     if not stop.is_set():
         send(protocol.Finished())
         stop.wait()
+    if exporter is not None:
+        exporter.close()
     engine.close()
 
 
@@ -164,11 +259,17 @@ class EngineClient:
         self._process: mp.process.BaseProcess | None = None
         self._conn: Connection | None = None
         self._failure_reported = False
+        self.log_path: str | None = None          # this engine start's log
+        self.log_problem: str | None = None       # why there is none
 
     def start(self) -> None:
+        try:
+            self.log_path, self.log_problem = new_log(), None
+        except OSError as exc:  # no log is no reason not to serve
+            self.log_path, self.log_problem = None, f"no engine log: {exc}"
         context = mp.get_context("spawn")
         parent, child = context.Pipe()
-        config = replace(self.config, options=self._options)
+        config = replace(self.config, options=self._options, log_path=self.log_path or "")
         self._process = context.Process(target=engine_main, args=(config, child),
                                         name="infertop-engine", daemon=True)
         # A running Textual app replaces sys.stdout/stderr with objects that have no file
@@ -207,7 +308,8 @@ class EngineClient:
             self._failure_reported = True
             code = self._process.exitcode if self._process else None
             return protocol.EngineFailed(
-                f"the engine process exited (code {code}); its log: {self.config.log_path}")
+                f"the engine process exited (code {code}); its log: "
+                f"{self.log_path or self.log_problem}")
         return None
 
     def is_alive(self) -> bool:

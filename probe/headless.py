@@ -14,22 +14,27 @@ from probe.workload_setup import PreparedWorkload
 from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer
 
 
-def run_replay(engine: Engine, workload: PreparedWorkload, *, speed: float = 1.0,
-               max_requests: int | None = None, concurrency: int | None = None,
-               on_records: Callable[[list[RequestRecord]], None] | None = None,
-               stop: threading.Event | None = None) -> ServingLoop:
+def replay_loop(engine: Engine, workload: PreparedWorkload, *, speed: float = 1.0,
+                max_requests: int | None = None, concurrency: int | None = None,
+                on_records: Callable[[list[RequestRecord]], None] | None = None) -> ServingLoop:
     """Open loop at the trace's times (× speed), or closed loop with `concurrency` outstanding."""
     if concurrency:
         replayer = ClosedLoopReplayer(workload.trace, concurrency=concurrency,
                                       max_requests=max_requests)
     else:
         replayer = OpenLoopReplayer(workload.trace, speed=speed, max_requests=max_requests)
+    return ServingLoop(engine, replayer, on_records=on_records)
+
+
+def run_replay(loop: ServingLoop, stop: threading.Event | None = None) -> ServingLoop:
+    """Prewarm if asked, serve until the replay is over (or `stop`), then compute the drift
+    references the idle moments did not reach."""
+    engine = loop.engine
     if engine.options.prewarm == "on":
         engine.prewarm()
     stop = stop or threading.Event()
-    loop = ServingLoop(engine, replayer, on_records=on_records)
     loop.run(stop)
-    if not stop.is_set():   # the drift references the idle moments did not reach
+    if not stop.is_set():
         engine.compute_references()
     return loop
 

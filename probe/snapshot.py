@@ -17,12 +17,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import torch
-import transformers
-
 from probe.errors import ConfigError
 from probe.options import OptConfig
-from probe.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
+from probe.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
 from probe.session import ConfigEntry, SessionData
 from workloads.errors import TraceError
 from workloads.rows import shown
@@ -31,7 +28,11 @@ from workloads.textio import JsonProblem, parse_json, read_text
 SCHEMA_VERSION = 1
 
 
-def environment(device: torch.device) -> dict[str, Any]:
+def environment(device) -> dict[str, Any]:
+    """Where a session ran. torch is imported here, not at the top: reading a snapshot
+    (`--load`, `snapshot show`) must not pay for it."""
+    import torch
+    import transformers
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
     else:
@@ -56,6 +57,8 @@ def session_document(data: SessionData, *, environment: dict, model: dict, trace
         "compile_events": [asdict(e) for e in data.events],
         "graph_breaks": [asdict(b) for b in data.breaks],
         "notices": [asdict(n) for n in data.notices],
+        "reference_tokens": {rid: list(tokens) for rid, tokens in data.references.items()},
+        "kv_pools": {cid: asdict(pool) for cid, pool in data.kv_pools.items()},
     }
 
 
@@ -90,7 +93,7 @@ def write_json_atomic(path: str | os.PathLike, document: dict) -> Path:
 SECTIONS: dict[str, type] = {
     "environment": dict, "model": dict, "trace": dict, "settings": dict, "configs": dict,
     "requests": list, "segments": list, "compile_events": list, "graph_breaks": list,
-    "notices": list}
+    "notices": list, "reference_tokens": dict, "kv_pools": dict}
 RECORD_SECTIONS = (("requests", RequestRecord), ("compile_events", CompileEvent),
                    ("graph_breaks", GraphBreakRecord), ("notices", Notice))
 OPTION_NAMES = frozenset(f.name for f in fields(OptConfig))
@@ -131,10 +134,16 @@ def session_data(document: dict[str, Any], source: str = "snapshot") -> SessionD
             tuple(_build(cls, raw, f"{section}[{index}]")
                   for index, raw in enumerate(document.get(section, [])))
             for section, cls in RECORD_SECTIONS)
+        references = {rid: _value(tokens, tuple[int, ...], f"reference_tokens.{rid}")
+                      for rid, tokens in document.get("reference_tokens", {}).items()}
+        pools = {cid: _build(KVPool, raw, f"kv_pools.{cid}")
+                 for cid, raw in document.get("kv_pools", {}).items()}
     except _ShapeError as exc:
         raise ConfigError(f"{source}: not an infertop session: {exc}") from None
     return SessionData(records=records, events=events, breaks=breaks,
-                       configs=MappingProxyType(configs), notices=notices)
+                       configs=MappingProxyType(configs), notices=notices,
+                       references=MappingProxyType(references),
+                       kv_pools=MappingProxyType(pools))
 
 
 class _ShapeError(ValueError):

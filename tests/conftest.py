@@ -22,6 +22,12 @@ def varied_tiny_model(seed: int = 1) -> LoadedModel:
     return loaded
 
 
+@pytest.fixture(autouse=True)
+def _state_home(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Engine logs (and anything else kept per user) go under the test's tmp_path."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
+
 @pytest.fixture
 def make_engine():
     engines: list[Engine] = []

@@ -15,9 +15,11 @@ from typing import Any, Callable
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.message import Message
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState, get_current_worker
 
@@ -31,6 +33,7 @@ from tui.messages import (EngineDown, EngineLive, EngineLoading, EngineRestarted
                           SessionNotSaved, SessionSaved)
 from tui.snapshot_files import snapshot_paths, write_text_atomic
 from tui.widgets.device import DevicePanel
+from tui.widgets.failures import FailuresPanel
 from tui.widgets.graph_breaks import GraphBreakPanel
 from tui.widgets.kv_cache import KVCachePanel
 from tui.widgets.latency import LatencyPanel
@@ -40,14 +43,18 @@ from tui.widgets.status_bar import StatusBar
 from tui.widgets.throughput import ThroughputPanel
 
 POLL_S = 0.2
+SPEED_ECHO_S = 1.5      # a snapshot built before the engine took a new speed may still come
+APPLY_DELAY_S = 1.0     # toggles are sent once no key has been pressed for this long
 MIN_SPEED, MAX_SPEED = 0.125, 64.0
 # Actions that change what the engine does: disabled (shown greyed) on a loaded snapshot.
 ENGINE_ACTIONS = frozenset({"cycle", "pause", "speed", "reset_window"})
-NOTICE_SEVERITY = {"info": "information", "warning": "warning", "error": "error"}
+NOTICE_SEVERITY: dict[str, SeverityLevel] = {"info": "information", "warning": "warning",
+                                             "error": "error"}
 
 
-def _cycle(key: str, letter: str, description: str, tooltip: str) -> Binding:
-    return Binding(letter, f"cycle('{key}')", description, tooltip=tooltip, id=f"cycle-{key}")
+def _cycle(key: str, letter: str, description: str, tooltip: str, show: bool = True) -> Binding:
+    return Binding(letter, f"cycle('{key}')", description, show=show, tooltip=tooltip,
+                   id=f"cycle-{key}")
 
 
 class InfertopApp(App[int]):
@@ -62,6 +69,9 @@ class InfertopApp(App[int]):
         # shown only while the engine is down (check_action), so first: it must not be cut off
         Binding("R", "restart_engine", "restart", tooltip="Start a fresh engine after "
                 "it died, with the last options sent."),
+        Binding("q", "quit", "quit", tooltip="Stop the engine and quit.", priority=True),
+        Binding("ctrl+q", "quit", "quit", tooltip="Stop the engine and quit.", show=False,
+                priority=True),
         _cycle("compile", "c", "compile", "torch.compile mode: off → default → "
                "reduce-overhead → max-autotune."),
         _cycle("decode", "g", "decode", "Decode path: HF generate() ↔ a graph-break-free "
@@ -71,9 +81,15 @@ class InfertopApp(App[int]):
                "compile: off ↔ on."),
         _cycle("kv_cache", "k", "kv", "KV cache: on ↔ off (off recomputes every step)."),
         _cycle("precision", "p", "prec", "Weights and activations: fp32 → bf16 → fp16."),
-        _cycle("quant", "q", "quant", "Weight-only int8 quantization: off ↔ int8."),
+        _cycle("quant", "i", "int8", "Weight-only int8 quantization: off ↔ int8."),
         _cycle("prewarm", "w", "warm", "Compile the bucket shapes before serving: off ↔ on."),
         _cycle("batching", "B", "batch", "Batching: off → dynamic → continuous."),
+        # refinements of compile and of continuous batching: in the help, not the footer,
+        # which keeps room for the main keys at 120 columns
+        _cycle("freezing", "f", "freeze", "Inductor freezing (weights become constants the "
+               "compiled graph folds): off ↔ on; needs compile.", show=False),
+        _cycle("kv_layout", "l", "layout", "KV cache layout for continuous batching: one "
+               "static region per slot ↔ paged blocks (PagedAttention-style).", show=False),
         Binding("space", "pause", "pause", tooltip="Pause or resume the replay."),
         Binding("plus,equals_sign", "speed(2.0)", "×2", key_display="+",
                 tooltip="Replay speed ×2 (at most ×64)."),
@@ -82,24 +98,31 @@ class InfertopApp(App[int]):
         Binding("r", "reset_window", "reset", tooltip="Restart the sliding window of requests."),
         Binding("s", "save_snapshot", "save", tooltip="Save the session JSON and an SVG "
                 "screenshot into the snapshot folder."),
-        Binding("ctrl+q", "quit", "quit", tooltip="Stop the engine and quit.", priority=True),
     ]
 
     snapshot: reactive[LiveSnapshot | None] = reactive(None, init=False)
     requested: reactive[OptConfig] = reactive(OptConfig, init=False)
-    speed: reactive[float] = reactive(1.0, init=False)
+    # Session time the engine was sent `requested`; inf while it waits for keys to settle.
+    options_sent_s: reactive[float | None] = reactive(None, init=False)
+    # None until the engine picked the rate (half its measured capacity); then the engine's
+    speed: reactive[float | None] = reactive(None, init=False)
     paused: reactive[bool] = reactive(False, init=False)
     engine_state: reactive[str] = reactive("starting", init=False)
     engine_note: reactive[str] = reactive("", init=False)
 
     def __init__(self, engine: EngineHandle | None, *, initial: LiveSnapshot | None = None,
-                 options: OptConfig, snapshot_dir: Path, speed: float, read_only: bool = False,
-                 source: str = "", clock: Callable[[], float] = time.monotonic) -> None:
+                 options: OptConfig, snapshot_dir: Path, speed: float | None,
+                 read_only: bool = False,
+                 source: str = "", clock: Callable[[], float] = time.monotonic,
+                 apply_delay_s: float = APPLY_DELAY_S) -> None:
         super().__init__()
         self.engine = engine
         self.read_only = read_only or engine is None
         self.snapshot_dir = Path(snapshot_dir)
         self._clock = clock
+        self._apply_delay_s = apply_delay_s
+        self._apply_timer: Timer | None = None
+        self._snapshot_at = clock()
         self._restart = threading.Event()
         self._stopping = threading.Event()
         self.reader_stopped = threading.Event()
@@ -107,6 +130,7 @@ class InfertopApp(App[int]):
         self.set_reactive(InfertopApp.snapshot, initial)
         self.set_reactive(InfertopApp.requested, options)
         self.set_reactive(InfertopApp.speed, speed)
+        self._speed_sent_at = float("-inf")
         if self.read_only:
             state = "read-only"
         else:
@@ -120,8 +144,8 @@ class InfertopApp(App[int]):
     def compose(self) -> ComposeResult:
         app = InfertopApp
         yield StatusBar(clock=self._clock, id="status").data_bind(
-            app.snapshot, app.requested, app.speed, app.paused, app.engine_state,
-            app.engine_note)
+            app.snapshot, app.requested, app.options_sent_s, app.speed, app.paused,
+            app.engine_state, app.engine_note)
         with Vertical(id="body"):
             with Horizontal(id="top"):
                 yield LatencyPanel(id="latency").data_bind(app.snapshot)
@@ -132,6 +156,7 @@ class InfertopApp(App[int]):
             with Horizontal(id="middle"):
                 yield RecompilePanel(id="recompiles").data_bind(app.snapshot)
                 yield GraphBreakPanel(id="breaks").data_bind(app.snapshot)
+            yield FailuresPanel(id="failures").data_bind(app.snapshot)
             yield SegmentsPanel(id="segments").data_bind(app.snapshot)
         yield Footer(compact=True, show_command_palette=False)
 
@@ -201,16 +226,29 @@ class InfertopApp(App[int]):
     def _worker_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
             self.engine_state, self.engine_note = "failed", f"reader: {event.worker.error}"
-            self.notify(f"lost the engine: {event.worker.error}", severity="error")
+            self.say(f"lost the engine: {event.worker.error}", severity="error")
 
     # -- engine events -----------------------------------------------------------------------
+    def say(self, message: str, *, severity: SeverityLevel = "information",
+            timeout: float | None = None) -> None:
+        """A notification. Paths, error messages and engine notices are data, never markup:
+        a folder named `runs[/]` must not end the session."""
+        self.notify(message, severity=severity, timeout=timeout, markup=False)
+
     def on_engine_live(self, message: EngineLive) -> None:
-        self.snapshot = message.snapshot
+        previous, self.snapshot = self.snapshot, message.snapshot
+        self._snapshot_at = self._clock()
+        if previous is not None and message.snapshot.t_s < previous.t_s:
+            self._notices_seen_s = float("-inf")    # a fresh engine: a new session clock
+            if self.options_sent_s != float("inf"):
+                self.options_sent_s = None          # it started with the options sent last
         if self.engine_state in ("starting", "loading"):
             self.engine_state = "live"
+        if self._clock() - self._speed_sent_at > SPEED_ECHO_S:
+            self.speed = message.snapshot.replay.speed  # the engine's: it may have chosen it
         for notice in message.snapshot.notices:
             if notice.t_s > self._notices_seen_s:
-                self.notify(notice.text, severity=NOTICE_SEVERITY.get(notice.level, "information"))
+                self.say(notice.text, severity=NOTICE_SEVERITY.get(notice.level, "information"))
                 self._notices_seen_s = notice.t_s
 
     def on_engine_loading(self, message: EngineLoading) -> None:
@@ -218,25 +256,26 @@ class InfertopApp(App[int]):
 
     def on_engine_down(self, message: EngineDown) -> None:
         self.engine_state, self.engine_note = "failed", message.error
-        self.notify(f"the engine stopped: {message.error}. Everything shown is kept; "
-                    "press R to restart it.", severity="error", timeout=15)
+        self.say(f"the engine stopped: {message.error}. Everything shown is kept; "
+                 "press R to restart it.", severity="error", timeout=15)
 
     def on_engine_restarted(self, _: EngineRestarted) -> None:
         self.engine_state, self.engine_note = "starting", ""
-        self._send(SetSpeed(self.speed))
+        if self.speed is not None:
+            self._send(SetSpeed(self.speed))
         if self.paused:
             self._send(Pause())
 
     def on_replay_finished(self, _: ReplayFinished) -> None:
         self.engine_state = "finished"
-        self.notify("the replay ran out of requests")
+        self.say("the replay ran out of requests")
 
     def on_session_saved(self, message: SessionSaved) -> None:
-        self.notify(f"session saved: {message.path}")
+        self.say(f"session saved: {message.path}")
 
     def on_session_not_saved(self, message: SessionNotSaved) -> None:
-        self.notify(f"could not save the session to {message.path}: {message.error}",
-                    severity="error")
+        self.say(f"could not save the session to {message.path}: {message.error}",
+                 severity="error")
 
     def watch_engine_state(self) -> None:
         self.refresh_bindings()
@@ -254,50 +293,82 @@ class InfertopApp(App[int]):
             self.engine.send(command)
 
     def action_cycle(self, key: str) -> None:
+        """Staged: the new value shows as pending at once, and is sent once no key has been
+        pressed for `apply_delay_s`, so cycling through values never serves the ones between."""
         self.requested = self.requested.cycled(key)
+        if self._apply_timer is not None:
+            self._apply_timer.stop()
+            self._apply_timer = None
+        if self._apply_delay_s <= 0:
+            self._send_options()
+            return
+        self.options_sent_s = float("inf")
+        self._apply_timer = self.set_timer(self._apply_delay_s, self._send_options,
+                                           name="apply options")
+
+    def _send_options(self) -> None:
+        self._apply_timer = None
+        self.options_sent_s = self._engine_now_s()
         self._send(SetOptions(self.requested))
+
+    def _engine_now_s(self) -> float:
+        """The engine's session clock now, from the latest snapshot and the time since."""
+        if self.snapshot is None:
+            return 0.0
+        return self.snapshot.t_s + max(self._clock() - self._snapshot_at, 0.0)
 
     def action_pause(self) -> None:
         self.paused = not self.paused
         self._send(Pause() if self.paused else Resume())
 
     def action_speed(self, factor: float) -> None:
+        if self.speed is None:
+            self.say("the engine is still measuring its capacity to choose the rate")
+            return
         speed = min(max(self.speed * factor, MIN_SPEED), MAX_SPEED)
         if speed == self.speed:
-            self.notify(f"replay speed is already at its {'max' if factor > 1 else 'min'}imum, "
-                        f"×{speed:g}")
+            self.say(f"replay speed is already at its {'max' if factor > 1 else 'min'}imum, "
+                     f"×{speed:g}")
             return
         self.speed = speed
+        self._speed_sent_at = self._clock()
         self._send(SetSpeed(speed))
 
     def action_reset_window(self) -> None:
         self._send(ResetWindow())
-        self.notify("window reset: figures now cover requests from here on")
+        self.say("window reset: figures now cover requests from here on")
 
     def action_save_snapshot(self) -> None:
         try:
             self.snapshot_dir.mkdir(parents=True, exist_ok=True)
             json_path, svg_path = snapshot_paths(self.snapshot_dir)
         except OSError as exc:
-            self.notify(f"cannot save into {self.snapshot_dir}: {exc.strerror or exc}",
-                        severity="error")
+            self.say(f"cannot save into {self.snapshot_dir}: {exc.strerror or exc}",
+                     severity="error")
             return
         if not self.read_only:
             if self.engine_state == "failed":
-                self.notify("the engine is down: its session JSON cannot be saved now",
-                            severity="warning")
+                self.say("the engine is down: its session JSON cannot be saved now",
+                         severity="warning")
             else:
                 self._send(SaveSnapshot(str(json_path)))
         try:
             write_text_atomic(svg_path, self.export_screenshot())
         except OSError as exc:
-            self.notify(f"cannot write {svg_path}: {exc.strerror or exc}", severity="error")
+            self.say(f"cannot write {svg_path}: {exc.strerror or exc}", severity="error")
         else:
-            self.notify(f"screenshot saved: {svg_path}")
+            self.say(f"screenshot saved: {svg_path}")
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(list(self.BINDINGS)))
+            self.push_screen(HelpScreen(list(self.BINDINGS), self.log_line()))
+
+    def log_line(self) -> str:
+        if self.engine is None:
+            return "engine log: none (no engine: a saved session)"
+        if self.engine.log_path:
+            return f"engine log: {self.engine.log_path}"
+        return f"engine log: none ({self.engine.log_problem or 'not started yet'})"
 
     def action_restart_engine(self) -> None:
         if self.engine is None or self.engine_state != "failed":

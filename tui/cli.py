@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from workloads.argtypes import (OneLineParser, note_fewer_requests, real_number, thread_count,
@@ -15,7 +16,14 @@ from workloads.rows import MAX_LENGTH
 EXIT_BAD_INPUT = 2
 
 
-def _add_engine_arguments(parser: argparse.ArgumentParser, *, default_speed: float) -> None:
+def _add_metrics_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--metrics-port", type=whole_number(0, 65535), default=None,
+                        metavar="N", help="serve Prometheus metrics on 127.0.0.1:N/metrics "
+                                          "(0: any free port)")
+
+
+def _add_engine_arguments(parser: argparse.ArgumentParser, *,
+                          default_speed: float | None) -> None:
     parser.add_argument("--model", default="t5-small",
                         help="a preset (t5-small, t5-tiny) or a local T5 checkpoint folder "
                              "(offline: config + safetensors)")
@@ -28,7 +36,9 @@ def _add_engine_arguments(parser: argparse.ArgumentParser, *, default_speed: flo
     parser.add_argument("--buckets", default=None, metavar="EDGES",
                         help="bucket edges, e.g. 64,128,256 (default: the planner's best 4)")
     parser.add_argument("--speed", type=real_number(0.0), default=default_speed,
-                        help=f"replay speed factor (default {default_speed:g})")
+                        help="replay speed factor (default: " + (
+                            f"{default_speed:g})" if default_speed else
+                            "measure the engine's capacity and offer half of it)"))
     parser.add_argument("--requests", type=whole_number(1), default=None, metavar="N",
                         help="stop after N requests")
     parser.add_argument("--threads", type=thread_count, default=None, metavar="N",
@@ -47,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="infertop",
         description="Watch what each inference optimization does to a T5 pipeline under real "
                     "traffic. With no command, opens the dashboard.")
-    _add_engine_arguments(parser, default_speed=1.0)
+    _add_engine_arguments(parser, default_speed=None)
+    _add_metrics_argument(parser)
     parser.add_argument("--snapshot-dir", default="snapshots", help="where `s` saves snapshots")
     parser.add_argument("--load", default=None, metavar="SNAPSHOT.json",
                         help="reopen a saved session read-only")
@@ -59,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--concurrency", type=whole_number(1), default=None, metavar="N",
                         help="closed loop: keep N requests outstanding instead of trace times")
     replay.add_argument("--out", required=True, metavar="SNAPSHOT.json")
+    replay.add_argument("--tokens", action="store_true",
+                        help="keep every request's generated token ids in its record")
+    _add_metrics_argument(replay)
     replay.set_defaults(func=_replay)
 
     from probe.bench.cli import register as register_bench
@@ -67,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     snapshot = commands.add_parser("snapshot", help="inspect saved sessions")
     snapshot_commands = snapshot.add_subparsers(dest="snapshot_command", required=True,
-                                                metavar="{show,compare}")
+                                                metavar="{show,compare,export}")
     show = snapshot_commands.add_parser("show", help="a saved session's segments as a table")
     show.add_argument("file", metavar="FILE")
     show.set_defaults(func=_snapshot_show)
@@ -75,6 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("a", metavar="A")
     compare.add_argument("b", metavar="B")
     compare.set_defaults(func=_snapshot_compare)
+    export = snapshot_commands.add_parser(
+        "export", help="a saved session's records and segments as CSV or Parquet (pandas)")
+    export.add_argument("file", metavar="FILE")
+    kind = export.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--csv", dest="format", action="store_const", const="csv")
+    kind.add_argument("--parquet", dest="format", action="store_const", const="parquet")
+    export.add_argument("-o", "--out", default=None, metavar="STEM",
+                        help="writes STEM.requests.EXT and STEM.segments.EXT (default: FILE "
+                             "without .json)")
+    export.set_defaults(func=_snapshot_export)
     return parser
 
 
@@ -96,24 +120,49 @@ def _replay(args: argparse.Namespace) -> int:
     print(workload.fit.summary(), file=sys.stderr)
     note_fewer_requests(args.requests, len(workload.trace.requests))
 
-    from probe.headless import document_for, engine_for, run_replay
-    from probe.snapshot import write_json_atomic
+    from probe.headless import document_for, engine_for, replay_loop
+    from probe.replay_command import progress_line, serve_and_save
 
     engine = engine_for(workload, model=args.model, device=args.device, options=options,
-                        max_input=args.max_input, threads=args.threads)
+                        max_input=args.max_input, threads=args.threads,
+                        keep_tokens=args.tokens)
 
     def progress(records) -> None:
         for record in records:
-            status = record.error or f"{record.latency_ms:9.1f} ms"
-            print(f"{record.id:>16} {record.config_id} in={record.input_tokens:<4} "
-                  f"out={record.output_tokens:<4} stall={record.compile_stall_ms:8.1f} ms "
-                  f"{status}", file=sys.stderr)
+            print(progress_line(record), file=sys.stderr)
 
-    run_replay(engine, workload, speed=args.speed, max_requests=args.requests,
-               concurrency=args.concurrency, on_records=progress)
-    path = write_json_atomic(args.out, document_for(engine, workload, args.trace))
-    engine.close()
-    print(f"wrote {path}")
+    loop = replay_loop(engine, workload, speed=args.speed or 1.0, max_requests=args.requests,
+                       concurrency=args.concurrency, on_records=progress)
+    exporter = _metrics_exporter(args.metrics_port, engine.session, lambda: loop.queue_depth)
+    try:
+        result = serve_and_save(engine, loop, args.out,
+                                lambda: document_for(engine, workload, args.trace))
+    finally:
+        if exporter is not None:
+            exporter.close()
+        engine.close()
+    return result.exit_status
+
+
+def _metrics_exporter(port: int | None, session, queue_depth):
+    if port is None:
+        return None
+    from probe.errors import ConfigError
+    from probe.monitoring.prometheus import PrometheusExporter
+    try:
+        exporter = PrometheusExporter(session, queue_depth, port=port)
+    except OSError as exc:
+        raise ConfigError(f"--metrics-port {port}: cannot listen on 127.0.0.1:{port} "
+                          f"({exc.strerror or exc})") from None
+    print(f"metrics: http://127.0.0.1:{exporter.port}/metrics", file=sys.stderr)
+    return exporter
+
+
+def _snapshot_export(args: argparse.Namespace) -> int:
+    from probe.snapshot_export import export
+    stem = args.out or str(Path(args.file).with_suffix(""))
+    for path in export(args.file, stem, args.format):
+        print(f"wrote {path}")
     return 0
 
 

@@ -6,11 +6,18 @@ only selects and pairs them for display.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass
 
 from probe.live import LiveSnapshot
+from probe.options import CHOICES, OptConfig
 from probe.records import RequestRecord
 from probe.stats import SegmentStats
+
+# Options apply between requests, and the engine reads commands every 0.2 s: a request that
+# started this long after the options were sent was served under them.
+APPLY_MARGIN_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -82,3 +89,77 @@ def compiling_elapsed_s(snapshot: LiveSnapshot, since_arrival_s: float) -> float
     if snapshot.compiling_since_s is None:
         return None
     return max(snapshot.t_s - snapshot.compiling_since_s, 0.0) + max(since_arrival_s, 0.0)
+
+
+@dataclass(frozen=True)
+class OptionState:
+    name: str
+    served: str                 # what the engine serves now
+    asked: str                  # what the dashboard asked for
+    status: str                 # "served" | "pending" (not served yet) | "changed" (by the engine)
+    reason: str | None = None   # why the engine changed it
+
+
+def served_since(snapshot: LiveSnapshot | None, sent_s: float | None) -> bool:
+    """Whether the engine has served a request under options sent at session time `sent_s`
+    (None: nothing sent since the engine started, with the options asked for)."""
+    if sent_s is None:
+        return True
+    if snapshot is None:
+        return False
+    return any(r.start_s > sent_s + APPLY_MARGIN_S for r in snapshot.recent)
+
+
+def config_notes(snapshot: LiveSnapshot, config_id: str) -> tuple[str, ...]:
+    return next((e.notes for e in snapshot.configs if e.config_id == config_id), ())
+
+
+def note_naming(option: str, notes: tuple[str, ...]) -> str | None:
+    """The engine's note on an option it set itself: one that says the value it set
+    ("…: decode=fullgraph", "…; quant stays off"), else one about the option ("freezing is an
+    inductor option: …")."""
+    for pattern in (rf"\b{option}(=| stays )", rf"^{option}\b"):
+        found = next((note for note in notes if re.search(pattern, note)), None)
+        if found is not None:
+            return found
+    return None
+
+
+def option_states(asked: OptConfig, snapshot: LiveSnapshot | None,
+                  served: bool) -> tuple[OptionState, ...]:
+    """Each option as served, compared with what was asked. `served`: the engine has served a
+    request since it was sent (served_since); until then a difference is pending, after it
+    the engine chose otherwise, and its config's notes say why."""
+    now = snapshot.options if snapshot is not None else asked
+    notes = config_notes(snapshot, snapshot.config_id) if snapshot is not None else ()
+    states = []
+    for name in CHOICES:
+        value, wanted = getattr(now, name), getattr(asked, name)
+        if value == wanted:
+            states.append(OptionState(name, value, wanted, "served"))
+        elif not served:
+            states.append(OptionState(name, value, wanted, "pending"))
+        else:
+            states.append(OptionState(name, value, wanted, "changed", note_naming(name, notes)))
+    return tuple(states)
+
+
+@dataclass(frozen=True)
+class Failures:
+    failed: int                          # over the session
+    latest: RequestRecord | None         # the last failed request among the recent ones
+    by_kind: tuple[tuple[str, int], ...]  # exception type → count, recent requests, most first
+    recent_failed: int                   # failed requests among the recent ones
+
+
+def error_kind(error: str) -> str:
+    """The exception type an error message starts with ("OutOfMemoryError: CUDA out of…")."""
+    kind = error.split(":", 1)[0].strip()
+    return kind or "error"
+
+
+def failures(snapshot: LiveSnapshot) -> Failures:
+    failed = [r for r in snapshot.recent if not r.ok]
+    kinds = Counter(error_kind(r.error or "") for r in failed)
+    return Failures(snapshot.replay.failed, failed[-1] if failed else None,
+                    tuple(kinds.most_common()), len(failed))

@@ -14,6 +14,9 @@ from typing import Any, Protocol
 
 
 class EngineHandle(Protocol):
+    log_path: str | None                  # the running engine's log (a fresh one per start)
+    log_problem: str | None               # why there is no log, when there is none
+
     def start(self) -> None: ...          # spawn the engine process (returns at once)
     def send(self, command: Any) -> None: ...  # never blocks, never raises if the engine died
     def poll(self, timeout: float) -> Any: ...  # next Event, or None after timeout
@@ -48,6 +51,8 @@ class FakeEngine:
         self.starts = 0
         self.restarts = 0
         self.stopped = False
+        self.log_path: str | None = None
+        self.log_problem: str | None = "a fake engine keeps no log"
 
     # -- EngineHandle ------------------------------------------------------------------------
     def start(self) -> None:

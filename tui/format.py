@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+
 NO_DATA = "—"
 NOT_AVAILABLE = "N/A"
 
@@ -72,6 +74,11 @@ def fmt_count(value: int | None, missing: str = NO_DATA) -> str:
     return missing if value is None else f"{value:,}"
 
 
+def plural(count: int, noun: str) -> str:
+    """3, "break" → "3 breaks"; 1 → "1 break"."""
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
 def fmt_clock(t_s: float | None, missing: str = NO_DATA) -> str:
     """A session-clock time: "83.4 s", "12:05" past ten minutes (m:ss), "1:02:05" past an hour."""
     if t_s is None:
@@ -84,9 +91,9 @@ def fmt_clock(t_s: float | None, missing: str = NO_DATA) -> str:
     return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
 
 
-def fmt_speed(speed: float) -> str:
-    """Replay speed: "×1", "×0.125", "×64"."""
-    return f"×{speed:g}"
+def fmt_speed(speed: float | None) -> str:
+    """Replay speed: "×1", "×0.125", "×64"; "×auto" until the engine has measured its rate."""
+    return "×auto" if speed is None else f"×{speed:.3g}"
 
 
 def truncate(text: str, width: int) -> str:
@@ -96,3 +103,8 @@ def truncate(text: str, width: int) -> str:
 def truncate_left(text: str, width: int) -> str:
     """Keep the end (a path's file:line), mark the cut at the start."""
     return text if len(text) <= width else "…" + text[len(text) - max(width - 1, 0):]
+
+
+def fitting(width: int, *choices: str) -> str:
+    """The first of `choices` (richest first) that fits `width` cells, else the last."""
+    return next((c for c in choices if cell_len(c) <= width), choices[-1])

@@ -11,13 +11,21 @@ Stages (what `stage(name)` returns):
 - "compiling":  c2 compile=default, its first request waiting 23 s into the first compile.
 - "compiled":   c2 after its compile and recompiles (size-mismatch guard failures).
 - "bucketing":  c3 compile=default bucketing=on: a compile per bucket, then steady.
+
+Stages that stress the dashboard's text, each derived from one above and recomputed by
+build_live where records change (hand-made states for layout tests, not measurements):
+- "overloaded": baseline with arrivals faster than the engine serves; the queue grows.
+- "failing":    compiled, with every fourth c2 request failed (ERRORS).
+- "continuous": c4 continuous batching, asked with decode=hf-generate (ASKED); the engine
+                serves it with fullgraph and its config's note says why.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
+from typing import Callable
 
 from probe.device_sample import DeviceSample
 from probe.live import LiveSnapshot, ReplayStatus, build_live, capacity_rps
@@ -25,7 +33,8 @@ from probe.options import OptConfig
 from probe.records import CompileEvent, GraphBreakRecord, RequestRecord
 from probe.session import ConfigEntry, SessionData
 
-STAGES = ("baseline", "compiling", "compiled", "bucketing")
+STAGES = ("baseline", "compiling", "compiled", "bucketing", "overloaded", "failing",
+          "continuous")
 BUCKET_EDGES = (32, 64, 128, 256, 512)
 ARRIVAL_RPS = 0.5
 # t5-small: 6 decoder layers · 8 heads · d_kv 64 · K and V · 4 bytes (fp32) per position
@@ -220,11 +229,19 @@ def _device(stage_name: str) -> DeviceSample:
     rss = 1.31 if stage_name == "baseline" else 2.08
     return DeviceSample(kind="CPU", name="2 cores", util_pct=98.5 if stage_name != "baseline" else 61.0,
                         mem_used_bytes=int(rss * GiB), mem_total_bytes=int(15.6 * GiB),
-                        mem_free_bytes=int((11.9 - rss) * GiB))
+                        mem_free_bytes=int((11.9 - rss) * GiB),
+                        process_cpu_pct=99.0 if stage_name != "baseline" else 98.0)
 
 
 def stage(name: str, *, speed: float = 1.0) -> LiveSnapshot:
     """The LiveSnapshot the engine would publish at that stage of the synthetic session."""
+    if name in _STRESSED:
+        base, make = _STRESSED[name]
+        return make(_simulated(base, speed))
+    return _simulated(name, speed)
+
+
+def _simulated(name: str, speed: float) -> LiveSnapshot:
     t_s, config_id = _stage_time(name)
     data = session_at(t_s, config_id)
     options = simulation().configs[config_id].options
@@ -238,3 +255,65 @@ def stage(name: str, *, speed: float = 1.0) -> LiveSnapshot:
         compiling_request=compiling_request, device_sample=_device(name),
         replay=_replay(t_s, speed),
         bucket_edges=BUCKET_EDGES if options.bucketing == "on" else ())
+
+
+# -- stages that stress the text ----------------------------------------------------------------
+# A failure's error is `Type: message` (probe.engine.short_error); "[/]" would end a session
+# that rendered it as markup.
+ERRORS = ("OutOfMemoryError: CPU out of memory. Tried to allocate 1.50 GiB [/] (12.1 GiB free)",
+          "RuntimeError: The size of tensor a (512) must match the size of tensor b (513)")
+CONTINUOUS = OptConfig(decode="fullgraph", batching="continuous")
+CONTINUOUS_NOTE = "continuous batching runs its own static-cache step loop: decode=fullgraph"
+# What the dashboard asked for, where the engine serves something else
+ASKED = {"continuous": OptConfig(batching="continuous")}
+
+
+def _rebuilt(base: LiveSnapshot, data: SessionData, **changes) -> LiveSnapshot:
+    """`base` recomputed by build_live from other raw records."""
+    args = dict(t_s=base.t_s, model=base.model, device=base.device, options=base.options,
+                config_id=base.config_id, window_start_seq=0,
+                compiling_since_s=base.compiling_since_s,
+                compiling_request=base.compiling_request, device_sample=base.device_sample,
+                replay=base.replay, bucket_edges=base.bucket_edges)
+    return build_live(data, **{**args, **changes})
+
+
+def _overloaded(base: LiveSnapshot) -> LiveSnapshot:
+    replay = replace(base.replay, offered_rps=1.46, capacity_rps=0.91, queue_depth=23,
+                     overloaded=True)
+    return replace(base, replay=replay)
+
+
+def _failed(record: RequestRecord, error: str) -> RequestRecord:
+    return replace(record, output_tokens=0, first_token_s=None, ttft_ms=None, tpot_ms=None,
+                   kv_cache_bytes=0, kv_cache_used_bytes=0, kv_self_attention_bytes=0,
+                   kv_cross_attention_bytes=0, error=error)
+
+
+def _failing(base: LiveSnapshot) -> LiveSnapshot:
+    data = session_at(base.t_s, base.config_id)
+    records, failed = [], 0
+    for record in data.records:
+        if record.config_id == base.config_id and record.seq % 4 == 0:
+            record = _failed(record, ERRORS[1 if failed % 5 == 4 else 0])
+            failed += 1
+        records.append(record)
+    replay = replace(base.replay, failed=failed, completed=base.replay.completed - failed)
+    return _rebuilt(base, replace(data, records=tuple(records)), replay=replay)
+
+
+def _continuous(base: LiveSnapshot) -> LiveSnapshot:
+    """c4 serves the last 80 requests of `base`, 4 to 8 of them decoding together."""
+    data = session_at(base.t_s, base.config_id)
+    records = list(data.records)
+    for index in range(len(records) - 80, len(records)):
+        records[index] = replace(records[index], config_id="c4", batch_size=4.0 + index % 5)
+    configs = {**data.configs, "c4": ConfigEntry("c4", CONTINUOUS, (CONTINUOUS_NOTE,))}
+    return _rebuilt(base, replace(data, records=tuple(records),
+                                  configs=MappingProxyType(configs)),
+                    options=CONTINUOUS, config_id="c4", bucket_edges=(), max_batch=8)
+
+
+_STRESSED: dict[str, tuple[str, Callable[[LiveSnapshot], LiveSnapshot]]] = {
+    "overloaded": ("baseline", _overloaded), "failing": ("compiled", _failing),
+    "continuous": ("bucketing", _continuous)}

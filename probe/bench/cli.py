@@ -42,6 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="keep a TORCH_TRACE folder for tlparse in DIR/torch_trace")
     bench.add_argument("--profile", action="store_true",
                        help="keep a torch.profiler Chrome trace of a few requests")
+    bench.add_argument("--tokens", action="store_true",
+                       help="keep every request's generated token ids in the runs' snapshots")
     bench.set_defaults(func=_run)
 
 

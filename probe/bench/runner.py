@@ -23,7 +23,7 @@ import numpy as np
 from probe.bench.batching import run_batching
 from probe.bench.experiments import (ALL_EXPERIMENTS, EXPERIMENTS, NOT_IMPLEMENTED,
                                      OPEN_LOOP_EXPERIMENTS, Plan)
-from probe.bench.runs import BenchRequest, RunContext, RunHooks, RunSpec, execute_group
+from probe.bench.runs import BenchRequest, RunContext, RunHooks, execute_group
 from probe.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -314,7 +314,8 @@ def run_bench(args: argparse.Namespace) -> int:
     context = RunContext(model=model, device=str(device), loaded=loaded,
                          max_input=MAX_INPUT, repeats=repeats, out_dir=out,
                          compile_backend=getattr(args, "compile_backend", None) or "inductor",
-                         trace_info={"name": args.trace, "seed": seed})
+                         trace_info={"name": args.trace, "seed": seed},
+                         keep_tokens=bool(getattr(args, "tokens", False)))
     if getattr(args, "profile", False):
         profiled = next((k for k, (s, _, _) in runs.items()
                          if s.options.compiled and s.options.decode == "fullgraph"

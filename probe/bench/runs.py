@@ -69,7 +69,6 @@ class PassResult:
         latency = summarize(r.latency_ms for r in ok)
         tpot = summarize(r.tpot_ms for r in ok)
         ttft = summarize(r.ttft_ms for r in ok)
-        tokens = sum(r.output_tokens for r in ok)
         return {
             "latency_p50_ms": latency.p50, "latency_p95_ms": latency.p95,
             "ttft_p50_ms": ttft.p50, "tpot_ms": tpot.p50,
@@ -96,6 +95,7 @@ class RunContext:
     compile_backend: str = "inductor"
     out_dir: Path | None = None          # snapshots go to out_dir/runs/KEY.json
     trace_info: dict = field(default_factory=dict)
+    keep_tokens: bool = False            # every request's token ids in the run snapshots
 
 
 class _NullProbe:
@@ -196,7 +196,8 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
     settings = EngineSettings(model=context.model, device=context.device,
                               bucket_edges=first.edges, max_input_tokens=context.max_input,
                               max_new_tokens=max(s.max_new_tokens for s in specs),
-                              compile_backend=context.compile_backend)
+                              compile_backend=context.compile_backend,
+                              keep_tokens=context.keep_tokens)
     calibration = [calibrate_ms()]
     engine = Engine(settings, first.options, loaded=context.loaded)
     hooks.after_engine(engine)

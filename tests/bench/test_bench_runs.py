@@ -42,6 +42,17 @@ def test_an_eager_run_has_cold_warm_and_a_snapshot(tiny, tmp_path) -> None:
     assert snapshot["settings"]["bench_run"] == spec.key
 
 
+def test_tokens_kept_on_request_and_drift_measured_after_the_passes(tiny, tmp_path) -> None:
+    from dataclasses import replace
+    spec = RunSpec(OptConfig(decode="fullgraph"), REQUESTS, "replayed")
+    result = execute(spec, replace(_context(tiny, tmp_path), keep_tokens=True), RunHooks())
+    snapshot = json.loads((tmp_path / result["snapshot"]).read_text())
+    assert all(len(r["tokens"]) == r["output_tokens"] for r in snapshot["requests"])
+    drift = result["drift"]       # seqs 0 and 8 of 9 sampled; fp32 eager is its own reference
+    assert drift["sampled_requests"] == len(snapshot["reference_tokens"]) == 2
+    assert drift["token_agreement"] == 1.0
+
+
 def test_eager_configs_interleave_on_one_engine(tiny, tmp_path) -> None:
     seen = []
     on = RunSpec(OptConfig(), REQUESTS[:2], "pair")

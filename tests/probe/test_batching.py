@@ -5,9 +5,7 @@ import threading
 import pytest
 
 from probe.serving import ServingLoop
-from probe.workload_setup import PreparedWorkload
 from tests.conftest import serve, tokens_of
-from workloads.fitting import fit_to_model
 from workloads.records import Trace, TraceRequest
 from workloads.replayer import ClosedLoopReplayer
 

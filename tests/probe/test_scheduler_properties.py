@@ -20,7 +20,7 @@ from probe.engine import Engine, EngineSettings
 from probe.options import parse_opts
 from probe.requests import EngineRequest
 from probe.serving import ServingLoop
-from tests.conftest import tokens_of, varied_tiny_model
+from tests.conftest import varied_tiny_model
 from workloads.records import Trace, TraceRequest
 from workloads.replayer import OpenLoopReplayer
 

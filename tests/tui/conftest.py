@@ -1,5 +1,6 @@
 """Fixtures for the dashboard tests: synthetic snapshots (tui/synthetic.py, built by the real
-probe.live.build_live), a fake engine, and the screen as plain text."""
+probe.live.build_live, with the states that stress the text), a fake engine, and the screen as
+plain text. (Engine logs go under tmp_path: tests/conftest.py points XDG_STATE_HOME there.)"""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ from probe.live import LiveSnapshot
 from probe.options import OptConfig
 from tui.app import InfertopApp
 from tui.engine_handle import FakeEngine
-from tui.synthetic import stage
+from tui.synthetic import ASKED, STAGES, stage
 
 
 @pytest.fixture(scope="session")
 def stages() -> dict[str, LiveSnapshot]:
-    return {name: stage(name) for name in ("baseline", "compiling", "compiled", "bucketing")}
+    return {name: stage(name) for name in STAGES}
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def make_app(tmp_path: Path, stages) -> Callable[..., InfertopApp]:
              options: OptConfig | None = None, **kwargs) -> InfertopApp:
         initial = stages[at] if at else None
         if options is None:
-            options = initial.options if initial else OptConfig()
+            options = ASKED.get(at or "", initial.options if initial else OptConfig())
         kwargs.setdefault("snapshot_dir", tmp_path / "snapshots")
         kwargs.setdefault("speed", 1.0)
         kwargs.setdefault("clock", lambda: 0.0)

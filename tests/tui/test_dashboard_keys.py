@@ -3,6 +3,7 @@ dashboard shows the new state."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -15,7 +16,8 @@ from tui.help_screen import HelpScreen
 from tui.widgets.status_bar import SHORT_NAMES
 
 TOGGLES = {"c": "compile", "g": "decode", "d": "dynamic", "b": "bucketing", "k": "kv_cache",
-           "p": "precision", "q": "quant", "w": "prewarm", "B": "batching"}
+           "p": "precision", "i": "quant", "w": "prewarm", "B": "batching", "f": "freezing",
+           "l": "kv_layout"}
 
 
 def status(app) -> str:
@@ -28,22 +30,50 @@ def test_every_option_has_a_key_and_a_status_bar_name():
 
 async def test_every_toggle_key_sends_the_next_option_and_the_status_bar_shows_it(make_app):
     engine = FakeEngine()
-    app = make_app(engine)
+    app = make_app(engine, apply_delay_s=0)
+    served = app.snapshot.options
     expected = app.requested
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(200, 40)) as pilot:     # room to show every option pending
         for key, option in TOGGLES.items():
             await pilot.press(key)
             expected = expected.cycled(option)
             sent = engine.commands(SetOptions)
             assert sent[-1] == SetOptions(expected), key
-            # not served yet: the status bar shows the request, starred
-            assert f"{SHORT_NAMES[option]}={getattr(expected, option)}*" in status(app), key
+            # not served yet: the status bar shows the value served → the one asked for
+            # (briefly, "kv→off", once every option is pending)
+            assert re.search(rf"{SHORT_NAMES[option]}(={getattr(served, option)})?→"
+                             rf"{getattr(expected, option)}\b", status(app)), key
         assert len(engine.commands(SetOptions)) == len(TOGGLES)
+
+
+async def test_keys_pressed_in_a_row_send_only_the_final_options(make_app, until):
+    engine = FakeEngine()
+    app = make_app(engine)                          # the real delay: about a second
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("B", "B")                 # off → dynamic → continuous
+        assert engine.commands(SetOptions) == []
+        assert "batch=off→continuous" in status(app)   # pending at once
+        await until(pilot, lambda: bool(engine.commands(SetOptions)))
+        await pilot.pause(0.3)
+    assert engine.commands(SetOptions) == [SetOptions(OptConfig(batching="continuous"))]
+
+
+async def test_each_key_restarts_the_wait(make_app, until):
+    engine = FakeEngine()
+    app = make_app(engine, apply_delay_s=1.0)
+    async with app.run_test() as pilot:
+        await pilot.press("c")
+        await pilot.pause(0.6)
+        await pilot.press("c")
+        await pilot.pause(0.6)                      # 1.2 s after the first key: still waiting
+        assert engine.commands(SetOptions) == []
+        await until(pilot, lambda: bool(engine.commands(SetOptions)))
+    assert engine.commands(SetOptions) == [SetOptions(OptConfig(compile="reduce-overhead"))]
 
 
 async def test_a_toggle_cycles_through_every_value_and_wraps(make_app):
     engine = FakeEngine()
-    app = make_app(engine)
+    app = make_app(engine, apply_delay_s=0)
     async with app.run_test() as pilot:
         for _ in CHOICES["batching"]:
             await pilot.press("B")
@@ -51,21 +81,23 @@ async def test_a_toggle_cycles_through_every_value_and_wraps(make_app):
     assert seen == ["dynamic", "continuous", "off"]
 
 
-async def test_the_star_goes_once_the_engine_serves_the_options(make_app, stages, until):
+async def test_the_pending_mark_goes_once_the_engine_serves_the_options(make_app, stages,
+                                                                        until):
     engine = FakeEngine()
-    app = make_app(engine)
+    app = make_app(engine, apply_delay_s=0)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("b")
-        assert "bucket=on*" in status(app)
+        assert "bucket=off→on" in status(app)
         served = replace(stages["baseline"], options=OptConfig(bucketing="on"), t_s=200.0)
         engine.emit(Live(served))
         await until(pilot, lambda: app.snapshot is served)
-        assert "bucket=on" in status(app) and "bucket=on*" not in status(app)
+        assert "bucket=on" in status(app) and "→" not in status(app)
 
 
 async def test_toggles_build_on_the_last_requested_options_not_the_served_ones(make_app):
     engine = FakeEngine()
-    app = make_app(engine, options=OptConfig(compile="default"))   # snapshot serves baseline
+    app = make_app(engine, options=OptConfig(compile="default"),   # snapshot serves baseline
+                   apply_delay_s=0)
     async with app.run_test() as pilot:
         await pilot.press("c")
     assert engine.commands(SetOptions)[-1].options.compile == "reduce-overhead"
@@ -127,7 +159,7 @@ async def test_an_unwritable_snapshot_folder_is_a_notification_and_the_session_g
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     engine = FakeEngine()
-    app = make_app(engine, snapshot_dir=blocker / "snaps")
+    app = make_app(engine, snapshot_dir=blocker / "snaps", apply_delay_s=0)
     notes: list[tuple[str, str]] = []
     async with app.run_test() as pilot:
         app.notify = lambda m, severity="information", **kw: notes.append((m, severity))  # type: ignore[method-assign]
@@ -155,8 +187,10 @@ async def test_question_mark_lists_every_key(make_app, read_screen):
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         text = read_screen(app)
-        for key in [*TOGGLES, "space", "+", "-", "r", "s", "R", "ctrl+q", "?"]:
+        for key in [*TOGGLES, "space", "+", "-", "r", "s", "R", "q", "ctrl+q", "?"]:
             assert f" {key} " in text, key
+        assert "q / ctrl+q" in text                          # one row for one action
+        assert "engine log: none (a fake engine keeps no log)" in text
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
 
@@ -166,13 +200,41 @@ async def test_the_footer_shows_the_keys(make_app, read_screen):
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         footer = read_screen(app).splitlines()[-1]
-    for label in ("? help", "c compile", "b bucket", "B batch", "space pause", "s save"):
+    for label in ("? help", "c compile", "b bucket", "i int8", "B batch", "space pause",
+                  "s save", "q quit"):
         assert label in footer
+    assert "f freeze" not in footer                   # in the help only
 
 
-async def test_ctrl_q_quits(make_app):
+async def test_the_help_screen_says_where_the_engine_log_is(make_app, read_screen):
+    engine = FakeEngine()
+    engine.log_path = "/home/u/.local/state/infertop/engine-20250101-120000-42-0.log"
+    app = make_app(engine)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("question_mark")
+        assert f"engine log: {engine.log_path}" in read_screen(app)
+
+
+@pytest.mark.parametrize("key", ["q", "ctrl+q"])
+async def test_q_and_ctrl_q_quit(make_app, key):
     app = make_app(FakeEngine())
     async with app.run_test() as pilot:
-        await pilot.press("ctrl+q")
+        await pilot.press(key)
         await pilot.pause()
     assert app.return_code == 0 and not app.is_running
+
+
+async def test_q_quits_from_the_help_screen_too(make_app):
+    app = make_app(FakeEngine())
+    async with app.run_test() as pilot:
+        await pilot.press("question_mark", "q")
+        await pilot.pause()
+    assert not app.is_running
+
+
+async def test_i_toggles_int8_and_q_no_longer_does(make_app):
+    engine = FakeEngine()
+    app = make_app(engine, apply_delay_s=0)
+    async with app.run_test() as pilot:
+        await pilot.press("i")
+    assert engine.commands(SetOptions) == [SetOptions(OptConfig(quant="int8"))]

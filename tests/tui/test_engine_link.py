@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from probe.protocol import Finished, Live, Loading, Pause, SetSpeed
 from probe.records import Notice
 from tui.engine_handle import FakeEngine
@@ -135,14 +137,20 @@ async def test_the_compile_clock_ticks_on_local_time_between_snapshots(make_app,
         assert "compiling… 23 s" in status(app)
 
 
-async def test_status_bar_says_overloaded_plainly(make_app):
+@pytest.mark.parametrize("size, said", [
+    ((120, 40), "compiling… 23 s (req-0060 waits)  │  offered load exceeds capacity — queue "
+                "growing (16)"),
+    ((80, 24), "compiling… 23 s │ offered load exceeds capacity (16)"),   # shortened, not cut
+])
+async def test_status_bar_says_overloaded_plainly_on_one_line(make_app, size, said):
     app = make_app(FakeEngine(), at="compiling")
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=size) as pilot:
         await pilot.pause()
         assert "offered load exceeds capacity" not in status(app)   # a compile, not overload
         app.snapshot = replace(app.snapshot, replay=replace(app.snapshot.replay, overloaded=True))
         await pilot.pause()
-        assert "offered load exceeds capacity — queue growing (16)" in status(app)
+        first = status(app).splitlines()[0]
+        assert said in first and len(first) <= size[0] - 2
 
 
 async def test_a_poll_that_raises_is_shown_and_R_still_restarts(make_app, until):

@@ -5,7 +5,9 @@ allows 1 s so a loaded 2-core CI machine does not flake. Measured values are pri
 
 Keys go in the way a terminal's do (the driver posts a Key event), not through
 `pilot.press`, which waits for the process to go idle after each key: a GIL hog never lets
-it, and its waits would be measured too.
+it, and its waits would be measured too. Toggles are sent without the settling delay here
+(apply_delay_s=0): what is measured is the dashboard's own latency, not the wait it adds on
+purpose.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def _report(name: str, latencies: list[float]) -> None:
 async def test_keys_reach_the_engine_fast_while_its_reader_is_blocked(make_app, gil_hog):
     engine = FakeEngine()
     engine.hold()                          # the reader thread is stuck inside poll()
-    app = make_app(engine, at="compiling")
+    app = make_app(engine, at="compiling", apply_delay_s=0)
     async with app.run_test(size=(120, 40)):
         gil_hog()
         latencies = await _press_and_measure(app, engine)
@@ -73,7 +75,7 @@ async def test_keys_reach_the_engine_fast_while_full_snapshots_stream_in(make_ap
             n += 1
             engine.emit(Live(replace(alternate[n % 2], t_s=1000.0 + n)))
 
-    app = make_app(engine, at="compiling")
+    app = make_app(engine, at="compiling", apply_delay_s=0)
     async with app.run_test(size=(120, 40)):
         feeder = threading.Thread(target=stream, daemon=True)
         feeder.start()

@@ -1,6 +1,8 @@
-"""Layout snapshots (pytest-textual-snapshot) of the main states at 120×40 and 80×24, from the
-synthetic session. Update with `pytest tests/tui/test_layout.py --snapshot-update` after an
-intended change, and look at the report before committing the new SVGs."""
+"""Layout snapshots (pytest-textual-snapshot) at 120×40 and 80×24, from the synthetic session:
+the main states, and those that stress the text (queue growing, compiling, failed requests,
+continuous batching with an option the engine changed). Update with
+`pytest tests/tui/test_layout.py --snapshot-update` after an intended change, and look at the
+report before committing the new SVGs."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ SIZES = {"wide": (120, 40), "compact": (80, 24)}
 
 
 @pytest.mark.parametrize("size", SIZES)
-@pytest.mark.parametrize("at", ["baseline", "compiling", "bucketing"])
+@pytest.mark.parametrize("at", ["baseline", "compiling", "bucketing", "overloaded", "failing",
+                                "continuous"])
 def test_layout(snap_compare, make_app, at, size):
     assert snap_compare(make_app(FakeEngine(), at=at), terminal_size=SIZES[size])
 

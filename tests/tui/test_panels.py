@@ -11,7 +11,7 @@ from rich.console import Console
 from probe.device_sample import DeviceSample
 from probe.records import GraphBreakRecord
 from tui.engine_handle import FakeEngine
-from tui.widgets.device import device_detail, device_headline
+from tui.widgets.device import device_detail, device_headline, device_title
 from tui.widgets.graph_breaks import break_headline, break_reasons
 from tui.widgets.kv_cache import kv_detail, kv_headline
 from tui.widgets.latency import latency_table, log_ticks
@@ -81,13 +81,30 @@ def test_graph_breaks_per_config_with_locations(stages):
     assert shown.index("c2 compile=default: 12") < shown.index("c1 baseline: 1")
     assert "×6 Data-dependent branching" in shown
     assert "transformers/generation/stopping_criteria.py:512" in shown
-    assert text(break_headline(snapshot)).startswith("12 breaks · 35 graphs in c3")
+    assert "c3 compile=default bucketing=on: 12 breaks at 3 sites" in shown
+    assert text(break_headline(snapshot)).startswith("12 breaks at 3 sites · 35 graphs in c3")
 
 
-def test_device_on_a_cpu_is_labelled_cpu(stages):
-    sample = stages["baseline"].device_sample
-    assert text(device_headline(sample)).startswith("CPU 61% · RSS 1.31 GiB")
-    assert "power" not in text(device_detail(sample))
+def test_graph_breaks_count_sites_not_log_lines(stages):
+    """Dynamo logs one site once per frame it compiles there: 13 breaks may be 6 places."""
+    c3 = next(s for s in stages["bucketing"].segments if s.config_id == "c3")
+    many = replace(c3, graph_breaks=13, graph_break_sites=6)
+    snapshot = replace(stages["bucketing"], segments=(many,))
+    assert text(break_headline(snapshot)).startswith("13 breaks at 6 sites · ")
+    one = replace(snapshot, segments=(replace(c3, graph_breaks=1, graph_break_sites=1),))
+    assert text(break_headline(one)).startswith("1 break at 1 site · ")
+
+
+def test_device_on_a_cpu_says_whose_cpu_each_figure_is(stages):
+    sample = replace(stages["baseline"].device_sample, util_pct=87.0, process_cpu_pct=150.0)
+    assert text(device_headline(sample)) == "machine CPU 87% · engine 150% of a core\n"
+    assert text(device_headline(sample, width=30)) == "machine 87% · engine 1.5 cores\n"
+    detail = text(device_detail(sample))
+    assert "engine RSS 1.31 GiB / 15.6 GiB" in detail and "machine free" in detail
+    assert "100% = all cores busy" in detail and "power" not in detail
+    unknown = replace(sample, process_cpu_pct=None)
+    assert text(device_headline(unknown)) == "machine CPU 87% · engine CPU N/A\n"
+    assert str(device_title(sample)) == "Device · CPU 2 cores"
 
 
 def test_device_on_a_gpu_says_na_for_what_nvml_cannot_tell():
@@ -95,9 +112,11 @@ def test_device_on_a_gpu_says_na_for_what_nvml_cannot_tell():
                           mem_used_bytes=12 * 1024 ** 3, mem_total_bytes=139 * 1024 ** 3,
                           mem_free_bytes=127 * 1024 ** 3, power_w=None, temperature_c=61.0,
                           torch_allocated_bytes=8 * 1024 ** 3, torch_reserved_bytes=None)
-    assert text(device_headline(sample)).startswith("GPU N/A · mem 12.0 GiB")
+    assert text(device_headline(sample)).startswith("GPU N/A · mem 12.0 GiB / 139 GiB")
+    assert str(device_title(sample)) == "Device · GPU NVIDIA H200"
     shown = text(device_detail(sample))
-    assert "NVIDIA H200" in shown and "12.0 GiB / 139 GiB" in shown
+    assert "engine CPU N/A (process)" in shown
+    assert "engine 40% of a core" in text(device_detail(replace(sample, process_cpu_pct=40.0)))
     assert "power N/A · temp 61 °C" in shown
     assert "torch alloc 8.00 GiB · reserved N/A" in shown
     assert text(device_headline(None)).startswith("no device sample")
@@ -107,11 +126,30 @@ def test_kv_panel_shows_waste_and_headroom(stages):
     bucketing = stages["bucketing"]
     shown = text(kv_detail(bucketing), width=60)
     assert "waste" in shown and "(22%)" in shown
-    assert f"≈{bucketing.kv.headroom_requests:,} req fit" in text(kv_headline(bucketing))
+    assert f"headroom ≈{bucketing.kv.headroom_requests:,} req" in text(kv_headline(bucketing))
     assert "no request" in text(kv_detail(stages["compiling"]), width=60)
     none = replace(bucketing, kv=replace(bucketing.kv, headroom_requests=None,
                                          free_device_bytes=None))
-    assert "—" in text(kv_headline(none)) and "N/A free" in text(kv_detail(none), width=60)
+    assert "headroom —" in text(kv_headline(none))
+    assert "free N/A" in text(kv_detail(none), width=60)
+
+
+def test_kv_panel_names_every_figure(stages):
+    """No two figures both called "used" without saying whose: each says held or used, and
+    of what (the latest request, the peak, a config's mean request, the per-request p95)."""
+    kv = replace(stages["bucketing"].kv, now_bytes=3 * 2 ** 20, now_used_bytes=2 * 2 ** 20,
+                 peak_bytes=9 * 2 ** 20, per_request_p95_bytes=4 * 2 ** 20)
+    snapshot = replace(stages["bucketing"], kv=kv)
+    lines = [line.strip() for line in
+             (text(kv_headline(snapshot)) + text(kv_detail(snapshot), width=60)).splitlines()]
+    assert lines[0].startswith("peak held 9.00 MiB · headroom ≈")
+    assert lines[1] == "latest request held 3.00 MiB · used 2.00 MiB"
+    assert lines[2].startswith("self-attention ")
+    assert lines[3].startswith("c3 mean request held ") and " · used " in lines[3]
+    assert lines[5].startswith("per-request p95 held 4.00 MiB · free ")
+    for line in lines:
+        if "used" in line:
+            assert "held" in line and ("latest request" in line or "mean request" in line)
 
 
 def test_throughput_says_overload_plainly_and_counts_failures(stages):
@@ -170,5 +208,6 @@ def test_batching_shows_occupancy_padding_and_slots(stages):
     detail = text(throughput_detail(shown), width=60)
     assert "batch continuous: 4.0/8 · pad 50" in detail
     assert "▄" * 10 in detail                      # half-full, ten requests
-    assert "slots fit" in text(kv_headline(shown))
+    assert "slots" in text(kv_headline(shown))
+    assert "per-slot p95 held" in text(kv_detail(shown), width=60)
     assert "batch" not in text(throughput_detail(baseline), width=60)

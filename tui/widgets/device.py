@@ -1,4 +1,5 @@
-"""Device load: NVML figures on a GPU, CPU % and the engine's RSS on a CPU. None reads N/A."""
+"""Device load: NVML figures on a GPU, the whole machine's CPU % and the engine's RSS on a CPU;
+on both, the engine process's own CPU (100% = one core busy). None reads N/A."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ from rich.text import Text
 
 from probe.device_sample import DeviceSample
 from probe.live import LiveSnapshot
-from tui.format import NOT_AVAILABLE, fmt_bytes, fmt_pct
+from tui.format import NOT_AVAILABLE, fitting, fmt_bytes, fmt_pct
 from tui.widgets.panel import Panel, Parts
+
+TITLE = "Device"
 
 
 def _memory(sample: DeviceSample) -> str:
@@ -17,37 +20,60 @@ def _memory(sample: DeviceSample) -> str:
     return f"{used} / {fmt_bytes(sample.mem_total_bytes)}"
 
 
-def device_headline(sample: DeviceSample | None) -> Text:
+def engine_cpu(sample: DeviceSample, width: int = 80) -> str:
+    """The engine process's CPU, said so that it cannot pass for the machine's."""
+    pct = sample.process_cpu_pct
+    if pct is None:
+        return f"engine CPU {NOT_AVAILABLE}"
+    return fitting(width, f"engine {pct:.0f}% of a core", f"engine {pct / 100:.1f} cores")
+
+
+def device_headline(sample: DeviceSample | None, width: int = 80) -> Text:
     if sample is None:
         return Text("no device sample yet", style="dim")
-    memory = "RSS" if sample.kind == "CPU" else "mem"
-    return Text(f"{sample.kind} {fmt_pct(sample.util_pct)} · {memory} "
-                f"{fmt_bytes(sample.mem_used_bytes)}")
+    if sample.kind == "CPU":
+        # psutil's system-wide % (100 = every core) beside the process's (100 = one core)
+        long = f"machine CPU {fmt_pct(sample.util_pct)} · {engine_cpu(sample)}"
+        short = f"machine {fmt_pct(sample.util_pct)} · {engine_cpu(sample, 0)}"
+        return Text(fitting(width, long, short), no_wrap=True, overflow="ellipsis")
+    return Text(f"GPU {fmt_pct(sample.util_pct)} · mem {_memory(sample)}", no_wrap=True,
+                overflow="ellipsis")
 
 
 def device_detail(sample: DeviceSample | None) -> Text:
     if sample is None:
         return Text("")
-    text = Text(f"{sample.name}\n", style="bold")
+    text = Text(no_wrap=True, overflow="ellipsis")
     if sample.kind == "CPU":
-        text.append(f"RSS  {_memory(sample)}\n")
-        text.append(f"free {fmt_bytes(sample.mem_free_bytes)}")
+        text.append(f"engine RSS {_memory(sample)}\n")
+        text.append(f"machine free {fmt_bytes(sample.mem_free_bytes)}\n")
+        text.append("machine CPU: 100% = all cores busy", style="dim")
         return text
     power = NOT_AVAILABLE if sample.power_w is None else f"{sample.power_w:.0f} W"
     temperature = NOT_AVAILABLE if sample.temperature_c is None else f"{sample.temperature_c:.0f} °C"
-    text.append(f"mem {_memory(sample)}\n")
+    text.append(f"{engine_cpu(sample)} (process)\n")
     text.append(f"power {power} · temp {temperature}\n")
     text.append(f"torch alloc {fmt_bytes(sample.torch_allocated_bytes)} · "
                 f"reserved {fmt_bytes(sample.torch_reserved_bytes)}")
     return text
 
 
+def device_title(sample: DeviceSample | None) -> Text:
+    if sample is None:
+        return Text(TITLE)
+    return Text(f"{TITLE} · {sample.kind} {sample.name}")
+
+
 class DevicePanel(Panel):
-    TITLE = "Device"
+    TITLE = TITLE
 
     def render_key(self, snapshot: LiveSnapshot) -> object:
         return snapshot.device_sample
 
+    def draw(self, snapshot: LiveSnapshot, width: int) -> None:
+        super().draw(snapshot, width)
+        self.border_title = device_title(snapshot.device_sample)  # a Text: never markup
+
     def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
         sample = snapshot.device_sample
-        return Parts(device_headline(sample), device_detail(sample))
+        return Parts(device_headline(sample, width), device_detail(sample))

@@ -1,5 +1,5 @@
-"""Graph breaks: how many, how many graphs dynamo made, and each distinct reason with its
-code location, per config (the current one first)."""
+"""Graph breaks: how many and at how many code locations, how many graphs dynamo made, and
+each distinct reason with its code location, per config (the current one first)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,21 @@ from rich.text import Text
 
 from probe.live import LiveSnapshot
 from tui import derive
-from tui.format import truncate_left
+from tui.format import plural, truncate_left
 from tui.widgets.panel import Panel, Parts
 
 
-def break_headline(snapshot: LiveSnapshot) -> Text:
+def break_headline(snapshot: LiveSnapshot, width: int = 80) -> Text:
     segment = derive.segment(snapshot, snapshot.config_id)
     breaks = segment.graph_breaks if segment else 0
     graphs = segment.graphs if segment else 0
-    text = Text(f"{breaks} breaks", style="bold red" if breaks else "green")
-    text.append(f" · {graphs} graphs in {snapshot.config_id}")
+    text = Text(plural(breaks, "break"), style="bold red" if breaks else "green")
+    if segment and breaks:
+        text.append(f" at {plural(segment.graph_break_sites, 'site')}", style="red")
+    text.append(f" · {plural(graphs, 'graph')}")
+    where = f" in {snapshot.config_id}"
+    if text.cell_len + len(where) <= width:
+        text.append(where)
     text.no_wrap, text.overflow = True, "ellipsis"
     return text
 
@@ -45,7 +50,10 @@ def break_reasons(snapshot: LiveSnapshot, width: int = 80) -> RenderableType:
         if not breaks:
             continue
         total = sum(b.count for b in breaks)
-        lines.append(Text(f"{config_id} {derive.config_label(snapshot, config_id)}: {total}",
+        segment = derive.segment(snapshot, config_id)
+        sites = f" at {plural(segment.graph_break_sites, 'site')}" if segment else ""
+        lines.append(Text(f"{config_id} {derive.config_label(snapshot, config_id)}: "
+                          f"{plural(total, 'break')}{sites}",
                           style="bold", no_wrap=True, overflow="ellipsis"))
         for record in breaks:
             line = Text(f" ×{record.count} ", style="red", no_wrap=True, overflow="ellipsis")
@@ -65,5 +73,5 @@ class GraphBreakPanel(Panel):
                 segment.graphs if segment else 0)
 
     def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
-        return Parts(break_headline(snapshot), break_reasons(snapshot, width),
+        return Parts(break_headline(snapshot, width), break_reasons(snapshot, width),
                      top_reason(snapshot))

@@ -35,7 +35,7 @@ def latency_table(snapshot: LiveSnapshot) -> Table:
             ("TPOT", window.tpot_ms, segment.tpot_ms if segment else Summary()))
     for name, over_window, over_segment in rows:
         table.add_row(name, "window", *_percentiles(over_window))
-        table.add_row("", snapshot.config_id, *_percentiles(over_segment))
+        table.add_row("", Text(snapshot.config_id), *_percentiles(over_segment))
     return table
 
 
@@ -105,8 +105,8 @@ class LatencyPanel(Panel):
     def compose(self) -> ComposeResult:
         yield Static(WAITING, id="latency-numbers", classes="headline")
         yield Static(Text.from_markup(
-            f"[{CONFIG_RICH}]│[/] config change   [{COMPILE_RICH}]│[/] compile started   "
-            "[cyan]⠂[/] a request (x: start, y: latency)"),
+            f"[{CONFIG_RICH}]│[/] config change  [{COMPILE_RICH}]│[/] compile started  "
+            "[cyan]⠂[/] request (start, latency)"),
             id="latency-legend", classes="detail")
         yield LatencyPlot(id="latency-plot", classes="detail")
 
@@ -117,7 +117,7 @@ class LatencyPanel(Panel):
                        derive.segment(snapshot, snapshot.config_id))
         if numbers_key != self._numbers_key:
             self._numbers_key = numbers_key
-            self.border_subtitle = counts_subtitle(snapshot)
+            self.border_subtitle = Text(counts_subtitle(snapshot))   # ids are data, not markup
             self.query_one("#latency-numbers", Static).update(latency_table(snapshot),
                                                               layout=False)
         if plot_key(snapshot) != self._plot_key:

@@ -11,16 +11,12 @@ from rich.text import Text
 
 from probe.live import LiveSnapshot
 from probe.records import CompileEvent
-from tui.format import fmt_clock, fmt_s
+from tui.format import fmt_clock, fmt_s, plural
 from tui.widgets.panel import Panel, Parts
 
 KIND_STYLES = {"compile": "yellow", "recompile": "bold red", "fallback": "magenta",
                "limit": "bold magenta", "cudagraph": "cyan", "autotune": "cyan"}
 FEED_ROWS = 30
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def compile_counts(snapshot: LiveSnapshot) -> Text:
@@ -80,13 +76,14 @@ def compile_feed(events: tuple[CompileEvent, ...], rows: int = FEED_ROWS) -> Ren
     table.add_column("function", no_wrap=True, max_width=16, overflow="ellipsis")
     table.add_column("guard failure / reason", no_wrap=True, overflow="ellipsis", ratio=1)
     for event in reversed(events[-rows:]):
+        # Text, not str: a guard failure or a function name is data, never markup
         table.add_row(
             fmt_clock(event.start_s).replace(" s", "s"),
             Text(event.kind, style=KIND_STYLES.get(event.kind, "")),
-            event.compile_id,
+            Text(event.compile_id),
             fmt_s(event.duration_s, missing="running").replace(" s", "s"),
-            event.request_id or "prewarm",
-            event.function, short_reason(event.reason))
+            Text(event.request_id or "prewarm"),
+            Text(event.function), Text(short_reason(event.reason)))
     return table
 
 

@@ -100,4 +100,4 @@ class SegmentsPanel(Vertical):
             for cells in rows:
                 table.add_row(*(cells[name] for name in columns))
         if snapshot is not None:
-            self.border_title = segments_title(snapshot)
+            self.border_title = Text(segments_title(snapshot))   # ids are data, not markup

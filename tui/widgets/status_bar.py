@@ -1,10 +1,13 @@
-"""The status bar: engine state, replay speed, the config segment, a running compile's clock,
-and every optimization's state (what the UI asked for; `*` marks what the engine does not
-serve yet)."""
+"""The status bar: engine state, replay speed, the config served, a running compile's clock and
+overload on the first line; every option as the engine serves it on the second, marking values
+asked for but not served yet (`bucket=off→on`) and values the engine chose itself
+(`decode=fullgraph!`, with its reason on a third line). Each line is cut to the width, never
+wrapped: a wrapped first line would push the options off the bar."""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from rich.text import Text
@@ -14,48 +17,159 @@ from textual.widgets import Static
 from probe.live import LiveSnapshot
 from probe.options import OptConfig
 from tui import derive
+from tui.derive import OptionState
 from tui.format import fmt_speed
-from tui.widgets.throughput import OVERLOADED
+from tui.widgets.throughput import OVERLOADED, OVERLOADED_SHORT
 
-# option → how the status bar names it (short: the line must fit 120 columns)
+# option → how the status bar names it (short: the line should fit 120 columns)
 SHORT_NAMES: dict[str, str] = {
-    "compile": "compile", "decode": "decode", "dynamic": "dynamic", "bucketing": "bucket",
-    "kv_cache": "kv", "precision": "prec", "quant": "quant", "prewarm": "prewarm",
-    "batching": "batch"}
+    "compile": "compile", "decode": "decode", "dynamic": "dyn", "bucketing": "bucket",
+    "kv_cache": "kv", "precision": "prec", "quant": "quant", "prewarm": "warm",
+    "batching": "batch", "freezing": "freeze", "kv_layout": "layout"}
+SEPARATORS = ("  │  ", " │ ")     # the narrow one is tried before anything is shortened
 
 
-def options_line(requested: OptConfig, served: OptConfig | None) -> Text:
-    default = OptConfig()
-    text = Text()
-    for name, short in SHORT_NAMES.items():
-        value = getattr(requested, name)
-        text.append(f"{short}=", style="dim")
-        text.append(value, style="bold cyan" if value != getattr(default, name) else "")
-        if served is not None and getattr(served, name) != value:
-            text.append("*", style="bold yellow")
-        text.append(" ")
-    text.rstrip()
+@dataclass(frozen=True)
+class Part:
+    """One item of the first line; `short` replaces `full` when the line is too long (None:
+    left out), parts of lower `rank` first."""
+    full: Text
+    short: Text | None
+    rank: int
+
+
+def join_parts(parts: list[Part], shortened: set[int], separator: str) -> Text:
+    line = Text(no_wrap=True, overflow="ellipsis")
+    for index, part in enumerate(parts):
+        shown = part.short if index in shortened else part.full
+        if shown is None:
+            continue
+        if line:
+            line.append(separator)
+        line.append_text(shown)
+    return line
+
+
+def fit_parts(parts: list[Part], width: int) -> Text:
+    order = sorted(range(len(parts)), key=lambda i: parts[i].rank)
+    shortened: set[int] = set()
+    while True:
+        for separator in SEPARATORS:
+            line = join_parts(parts, shortened, separator)
+            if line.cell_len <= width:
+                return line
+        if len(shortened) == len(order):
+            line.truncate(width, overflow="ellipsis")
+            return line
+        shortened.add(order[len(shortened)])
+
+
+def state_text(state: str, note: str, paused: bool) -> tuple[Text, Text]:
+    """The engine's state, in full and short."""
+    if state == "live":
+        text = Text("⏸ paused" if paused else "▶ running",
+                    style="bold yellow" if paused else "bold green")
+        return text, text
+    if state == "failed":
+        return (Text(f"✖ engine stopped: {note} — R restarts it; data kept", style="bold red"),
+                Text("✖ engine stopped — R restarts it", style="bold red"))
+    if state == "loading":
+        return Text(f"◌ {note}", style="yellow"), Text("◌ loading…", style="yellow")
+    if state == "finished":
+        text = Text("■ replay finished", style="bold")
+        return text, text
+    if state == "read-only":
+        return (Text(f"◼ read-only {note}".rstrip(), style="bold magenta"),
+                Text("◼ read-only", style="bold magenta"))
+    text = Text("◌ starting the engine…", style="yellow")
+    return text, text
+
+
+def first_line(snapshot: LiveSnapshot | None, state: str, note: str, paused: bool,
+               speed: float, compiling_s: float | None, width: int) -> Text:
+    full, short = state_text(state, note, paused)
+    parts = [Part(full, short, 5), Part(Text(fmt_speed(speed), style="bold"),
+                                        Text(fmt_speed(speed), style="bold"), 9)]
+    if snapshot is not None:
+        config = Text(f"{snapshot.config_id} ", style="bold")
+        config.append(derive.config_label(snapshot, snapshot.config_id))
+        parts.append(Part(config, Text(snapshot.config_id, style="bold"), 1))
+        if compiling_s is not None:
+            clock = Text(f"compiling… {compiling_s:.0f} s", style="bold reverse red")
+            waiting = clock.copy()
+            if snapshot.compiling_request:
+                waiting.append(f" ({snapshot.compiling_request} waits)", style="red")
+            parts.append(Part(waiting, clock, 2))
+        if snapshot.replay.overloaded:
+            queue = f" ({snapshot.replay.queue_depth})"
+            parts.append(Part(Text(OVERLOADED + queue, style="bold red"),
+                              Text(OVERLOADED_SHORT + queue, style="bold red"), 3))
+        where = f"{snapshot.model} · {snapshot.device} · {snapshot.replay.trace}"
+        parts.append(Part(Text(where, style="dim"), None, 0))
+    return fit_parts(parts, width)
+
+
+def option_text(state: OptionState, brief: bool = False) -> Text:
+    """`bucket=off→on` pending, `decode=fullgraph!` changed; brief: `bucket→on`."""
+    text = Text(SHORT_NAMES.get(state.name, state.name), style="dim")
+    if not (brief and state.status == "pending"):
+        changed = state.served != getattr(OptConfig(), state.name)
+        text.append("=", style="dim")
+        text.append(state.served, style="bold cyan" if changed else "")
+    if state.status == "pending":
+        text.append(f"→{state.asked}", style="bold yellow")
+    elif state.status == "changed":
+        text.append("!", style="bold magenta")
     return text
 
 
-def state_text(state: str, note: str, paused: bool) -> Text:
-    if state == "live":
-        return Text("⏸ paused" if paused else "▶ running",
-                    style="bold yellow" if paused else "bold green")
-    if state == "failed":
-        return Text(f"✖ engine stopped: {note} — R restarts it; data kept", style="bold red")
-    if state == "loading":
-        return Text(f"◌ {note}", style="yellow")
-    if state == "finished":
-        return Text("■ replay finished", style="bold")
-    if state == "read-only":
-        return Text(f"◼ read-only {note}".rstrip(), style="bold magenta")
-    return Text("◌ starting the engine…", style="yellow")
+def options_line(states: tuple[OptionState, ...], width: int) -> Text:
+    """Every option, in order. When they do not fit: first those not at their default or not
+    as asked (pending values said briefly if need be), then the rest, dimmed, as far as they
+    fit."""
+    default = OptConfig()
+    line = Text(" ").join(option_text(s) for s in states)
+    if line.cell_len > width:
+        told = [s for s in states if s.status != "served" or s.served != getattr(default, s.name)]
+        for brief in (False, True):
+            line = Text(" ").join(option_text(s, brief) for s in told)
+            if line.cell_len <= width:
+                break
+        separator = " · " if told else ""
+        for state in (s for s in states if s not in told):
+            shown = option_text(state)
+            shown.stylize("dim")
+            if line.cell_len + len(separator) + shown.cell_len + 2 > width:
+                line.append(f"{separator}…", style="dim")
+                break
+            line.append(separator, style="dim")
+            line.append_text(shown)
+            separator = " "
+    line.no_wrap, line.overflow = True, "ellipsis"
+    line.truncate(width, overflow="ellipsis")
+    return line
+
+
+def changes_line(states: tuple[OptionState, ...], width: int) -> Text | None:
+    """What the engine serves differently from what was asked, and why."""
+    changed = [s for s in states if s.status == "changed"]
+    if not changed:
+        return None
+    line = Text("! ", style="bold magenta", no_wrap=True, overflow="ellipsis")
+    for index, state in enumerate(changed):
+        if index:
+            line.append(" · ")
+        line.append(f"{state.name}={state.served} (asked {state.asked})", style="magenta")
+        if state.reason:
+            line.append(f": {state.reason}")
+    line.truncate(width, overflow="ellipsis")
+    return line
 
 
 class StatusBar(Static):
     snapshot: reactive[LiveSnapshot | None] = reactive(None)
     requested: reactive[OptConfig] = reactive(OptConfig)
+    options_sent_s: reactive[float | None] = reactive(None)
     speed: reactive[float] = reactive(1.0)
     paused: reactive[bool] = reactive(False)
     engine_state: reactive[str] = reactive("starting")
@@ -66,6 +180,7 @@ class StatusBar(Static):
         super().__init__(id=id, markup=False)
         self._clock = clock
         self._received_at = clock()
+        self._lines = 2
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -86,27 +201,20 @@ class StatusBar(Static):
             local = self._clock() - self._received_at
         return None if snapshot is None else derive.compiling_elapsed_s(snapshot, local)
 
+    def option_states(self) -> tuple[OptionState, ...]:
+        served = derive.served_since(self.snapshot, self.options_sent_s)
+        return derive.option_states(self.requested, self.snapshot, served)
+
     def render(self) -> Text:
-        snapshot = self.snapshot
-        line = state_text(self.engine_state, self.engine_note, self.paused)
-        line.append(f"  {fmt_speed(self.speed)}", style="bold")
-        if snapshot is not None:
-            line.append("  │  ")
-            line.append(f"{snapshot.config_id} ", style="bold")
-            line.append(derive.config_label(snapshot, snapshot.config_id))
-            elapsed = self.compiling_s()
-            if elapsed is not None:
-                line.append("  │  ")
-                line.append(f"compiling… {elapsed:.0f} s", style="bold reverse red")
-                if snapshot.compiling_request:
-                    line.append(f" ({snapshot.compiling_request} waits)", style="red")
-            if snapshot.replay.overloaded:
-                line.append("  │  ")
-                line.append(f"{OVERLOADED} ({snapshot.replay.queue_depth})", style="bold red")
-            where = f"  │  {snapshot.model} · {snapshot.device} · {snapshot.replay.trace}"
-            if line.cell_len + len(where) <= self.content_size.width:
-                line.append(where, style="dim")
-        line.append("\n")
-        line.append_text(options_line(self.requested,
-                                      snapshot.options if snapshot is not None else None))
-        return line
+        width = self.content_size.width or self.app.size.width
+        states = self.option_states()
+        lines = [first_line(self.snapshot, self.engine_state, self.engine_note, self.paused,
+                            self.speed, self.compiling_s(), width),
+                 options_line(states, width)]
+        changes = changes_line(states, width)
+        if changes is not None:
+            lines.append(changes)
+        if len(lines) != self._lines:   # the bar's height is auto: one more line, a relayout
+            self._lines = len(lines)
+            self.call_after_refresh(self.refresh, layout=True)
+        return Text("\n", no_wrap=True).join(lines)

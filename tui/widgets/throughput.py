@@ -6,22 +6,24 @@ from __future__ import annotations
 from rich.text import Text
 
 from probe.live import LiveSnapshot
-from tui.format import NO_DATA, fmt_count, fmt_fraction, fmt_rate
+from tui.format import NO_DATA, fitting, fmt_count, fmt_fraction, fmt_rate
 from tui.widgets.panel import Panel, Parts
 
 OVERLOADED = "offered load exceeds capacity — queue growing"
+OVERLOADED_SHORT = "offered load exceeds capacity"
 
 
 def throughput_headline(snapshot: LiveSnapshot) -> Text:
     replay = snapshot.replay
-    text = Text(f"{fmt_rate(snapshot.window.throughput_rps, 'req/s')} served · ")
+    text = Text(f"{fmt_rate(snapshot.window.throughput_rps, 'req/s')} served · ",
+                no_wrap=True, overflow="ellipsis")
     text.append(f"queue {replay.queue_depth}", style="bold red" if replay.overloaded else "")
     return text
 
 
-def throughput_detail(snapshot: LiveSnapshot) -> Text:
+def throughput_detail(snapshot: LiveSnapshot, width: int = 80) -> Text:
     replay, window = snapshot.replay, snapshot.window
-    text = Text()
+    text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f"offered {fmt_rate(replay.offered_rps, 'req/s')} · "
                 f"capacity {fmt_rate(replay.capacity_rps, 'req/s')}\n")
     text.append(f"tokens  {fmt_rate(window.tokens_per_s, 'tok/s')}\n")
@@ -29,7 +31,7 @@ def throughput_detail(snapshot: LiveSnapshot) -> Text:
     text.append(f"done {fmt_count(replay.completed)}{total} · ")
     text.append(f"failed {fmt_count(replay.failed)}", style="bold red" if replay.failed else "")
     if replay.overloaded:
-        text.append(f"\n{OVERLOADED}", style="bold red")
+        text.append(f"\n{fitting(width, OVERLOADED, OVERLOADED_SHORT)}", style="bold red")
     batch = snapshot.batch
     if batch.mode != "off":
         text.append(f"\nbatch {batch.mode}: {fmt_occupancy(batch.occupancy_mean)}/"
@@ -59,4 +61,4 @@ class ThroughputPanel(Panel):
                 snapshot.batch)
 
     def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
-        return Parts(throughput_headline(snapshot), throughput_detail(snapshot))
+        return Parts(throughput_headline(snapshot), throughput_detail(snapshot, width))

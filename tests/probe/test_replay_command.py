@@ -1,0 +1,104 @@
+"""`infertop replay`'s contract with scripts: exit 0 all served, 1 some failed (snapshot still
+written, last line says how many and why), 130 interrupted (what was served is saved); token
+ids on request; Prometheus metrics while it runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from probe.switchboard import Switchboard
+from tui.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+BASE = ["replay", "--model", "t5-tiny", "--trace", "chat", "--device", "cpu",
+        "--opt", "decode=fullgraph", "--max-output", "8", "--speed", "1000"]
+
+
+def test_all_served_exits_0_and_tokens_are_kept_on_request(tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert main([*BASE, "--requests", "5", "--tokens", "--out", str(out)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == f"wrote {out}: 5 served"
+    records = json.loads(out.read_text())["requests"]
+    assert all(len(r["tokens"]) == r["output_tokens"] for r in records)
+
+
+def test_without_tokens_only_the_drift_sample_keeps_them(tmp_path):
+    out = tmp_path / "run.json"
+    assert main([*BASE, "--requests", "9", "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    kept = [r["id"] for r in document["requests"] if "tokens" in r]
+    assert len(kept) == 2                              # seq 0 and 8: 1 in 8
+    assert sorted(document["reference_tokens"]) == sorted(kept)
+
+
+def test_failed_requests_exit_1_with_the_count_and_first_reason(tmp_path, capsys, monkeypatch):
+    real = Switchboard.decoder
+
+    def flaky(self, options):
+        decode = real(self, options)
+
+        def maybe_fail(ids, mask, new_tokens, stops=frozenset()):
+            if ids.shape[1] % 2:                    # odd input lengths fail
+                raise RuntimeError("injected fault")
+            return decode(ids, mask, new_tokens, stops)
+        return maybe_fail
+    monkeypatch.setattr(Switchboard, "decoder", flaky)
+    out = tmp_path / "run.json"
+    assert main([*BASE, "--requests", "8", "--out", str(out)]) == 1
+    records = json.loads(out.read_text())["requests"]
+    failed = [r for r in records if r["error"]]
+    assert len(records) == 8 and failed
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == (f"wrote {out}: {8 - len(failed)} served, {len(failed)} failed "
+                    f"(first: RuntimeError: injected fault)")
+
+
+def test_sigint_saves_what_was_served_and_metrics_are_scraped_while_it_runs(tmp_path):
+    out = tmp_path / "run.json"
+    command = [sys.executable, "-m", "tui.cli", *BASE[:-2], "--speed", "4", "--requests",
+               "200", "--metrics-port", "0", "--out", str(out)]
+    child = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    port, served, counts = None, 0, []
+    deadline = time.monotonic() + 240
+    for line in child.stderr:
+        if time.monotonic() > deadline:
+            break
+        found = re.search(r"127\.0\.0\.1:(\d+)/metrics", line)
+        if found:
+            port = int(found[1])
+        if " ms" in line and " c1 " in line:
+            served += 1
+            if port and served in (2, 5):
+                time.sleep(1.2)                  # the exporter polls the session every second
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics") as response:
+                    text = response.read().decode()
+                counts.append(float(re.search(
+                    r'infertop_requests_total\{config="c1",status="ok"\} (\S+)', text)[1]))
+                assert "infertop_request_latency_seconds_bucket" in text
+            if served == 5:
+                child.send_signal(signal.SIGINT)
+                break
+    stdout, _ = child.communicate(timeout=120)
+    assert child.returncode == 130
+    assert len(counts) == 2 and counts[1] > counts[0] >= 1
+    document = json.loads(out.read_text())
+    assert len(document["requests"]) >= 5
+    assert stdout.strip().splitlines()[-1].startswith(f"interrupted; wrote {out}:")
+
+
+def test_snapshot_export_from_the_command_line(tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert main([*BASE, "--requests", "3", "--out", str(out)]) == 0
+    assert main(["snapshot", "export", str(out), "--csv"]) == 0
+    assert (tmp_path / "run.requests.csv").exists() and (tmp_path / "run.segments.csv").exists()
+    assert main(["snapshot", "export", str(out), "--csv", "-o", str(tmp_path / "x" / "y")]) == 2

@@ -1,0 +1,82 @@
+"""The options line shows what the engine serves: a value asked for is pending until a request
+has been served since it was sent; a value the engine chose itself (continuous batching forces
+decode=fullgraph) is shown as changed, with the engine's reason, never as pending for ever."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from probe.options import OptConfig
+from probe.protocol import Live, SetOptions
+from tui.engine_handle import FakeEngine
+from tui.synthetic import CONTINUOUS_NOTE
+
+
+def status(app) -> str:
+    return str(app.query_one("#status").render())
+
+
+async def test_b_b_serves_continuous_and_decode_is_changed_by_the_engine_not_pending(
+        make_app, stages, until):
+    engine = FakeEngine()
+    app = make_app(engine, apply_delay_s=0.2)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("B", "B")
+        await until(pilot, lambda: bool(engine.commands(SetOptions)))
+        assert engine.commands(SetOptions) == [SetOptions(OptConfig(batching="continuous"))]
+        assert status(app).splitlines()[1].startswith("batch=off→continuous · ")
+        served = stages["continuous"]           # requests started well after the send
+        assert min(r.start_s for r in served.recent if r.config_id == "c4") > app.options_sent_s
+        engine.emit(Live(served))
+        await until(pilot, lambda: app.snapshot is served)
+        await pilot.pause()
+        shown = status(app).splitlines()
+    assert "decode=fullgraph!" in shown[1] and "batch=continuous" in shown[1]
+    assert "→" not in shown[1]
+    assert shown[2] == f"! decode=fullgraph (asked hf-generate): {CONTINUOUS_NOTE}"
+
+
+async def test_a_value_stays_pending_until_a_request_is_served_after_it(make_app, stages,
+                                                                       until):
+    engine = FakeEngine()
+    app = make_app(engine, apply_delay_s=0)
+    baseline = stages["baseline"]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("i")                          # int8, which this engine refuses
+        quiet = replace(baseline, t_s=baseline.t_s + 5.0)   # nothing served since
+        engine.emit(Live(quiet))
+        await until(pilot, lambda: app.snapshot is quiet)
+        assert "quant=off→int8" in status(app)
+        last = baseline.recent[-1]
+        later = replace(last, id="req-later", seq=last.seq + 1, start_s=baseline.t_s + 3.0,
+                        end_s=baseline.t_s + 4.0)
+        served = replace(quiet, recent=baseline.recent + (later,))
+        engine.emit(Live(served))
+        await until(pilot, lambda: app.snapshot is served)
+        await pilot.pause()
+        shown = status(app)
+    assert "quant=off!" in shown and "→" not in shown
+    assert "! quant=off (asked int8)" in shown           # no note: no reason made up
+
+
+async def test_a_fresh_engine_clock_ends_what_was_pending(make_app, stages, until):
+    """A restarted engine starts with the options sent last, on a new session clock."""
+    engine = FakeEngine()
+    app = make_app(engine, apply_delay_s=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("b")
+        assert "bucket=off→on" in status(app)
+        fresh = replace(stages["baseline"], t_s=3.0, recent=())
+        engine.emit(Live(fresh))
+        await until(pilot, lambda: app.snapshot is fresh)
+        await pilot.pause()
+        assert app.options_sent_s is None
+        assert "bucket=off!" in status(app)
+
+
+async def test_a_read_only_session_shows_its_options_as_served(make_app, stages):
+    app = make_app(None, at="continuous", options=stages["continuous"].options)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        shown = status(app)
+    assert "decode=fullgraph " in shown and "!" not in shown and "→" not in shown
