@@ -18,7 +18,8 @@ from probe.decode_result import DecodeResult
 from probe.device_probe import DeviceProbe, resolve_device
 from probe.models import LoadedModel, load_model
 from probe.options import OptConfig
-from probe.records import Notice, RequestRecord
+from probe.bandwidth_cache import MachineBandwidth
+from probe.records import Notice, RequestRecord, RooflineStatus
 from probe.requests import EngineRequest, input_ids, pad_batch
 from probe.session import Session
 from probe.settings import EngineSettings
@@ -65,6 +66,8 @@ class Engine:
                                        max_new_tokens=settings.max_new_tokens,
                                        compile_backend=settings.compile_backend)
         self._awaiting_reference: dict[str, EngineRequest] = {}
+        self.bandwidth: MachineBandwidth | None = None     # set by whoever measured it
+        self._step_bytes: dict[tuple[str, str], int] = {}
         self.options = OptConfig()
         self.config_id = ""
         self.set_options(options or OptConfig())
@@ -119,6 +122,21 @@ class Engine:
         """Serve one batch (usually of one). Never raises for a fault inside a request: the
         records carry the error and the engine goes on."""
         return self._run(requests, record=True)
+
+    def roofline_status(self) -> RooflineStatus | None:
+        """The memory roofline of the config being served, once the bandwidth is known."""
+        if self.bandwidth is None:
+            return None
+        key = (self.options.precision, self.options.quant)
+        if key not in self._step_bytes:
+            from probe.roofline import decode_step_bytes
+            self._step_bytes[key] = decode_step_bytes(self.switchboard.model_for(self.options)).total
+        nbytes, bandwidth = self._step_bytes[key], self.bandwidth.gemv_read_gb_s
+        return RooflineStatus(precision=self.options.precision
+                              + ("+int8" if self.options.quant == "int8" else ""),
+                              step_bytes=nbytes, bandwidth_gb_s=bandwidth,
+                              measured_unix=self.bandwidth.measured_unix,
+                              roofline_ms=nbytes / (bandwidth * 1e9) * 1e3)
 
     def drift_sampled(self, request: EngineRequest) -> bool:
         every = self.settings.drift_every

@@ -151,6 +151,7 @@ def _redirect_output(log_path: str) -> None:
 def engine_main(config: EngineProcessConfig, conn: Connection) -> None:
     """The engine process: load, (prewarm), serve the replay, publish live snapshots."""
     _redirect_output(config.log_path)   # before torch/transformers print import warnings
+    from probe.bandwidth_cache import machine_bandwidth
     from probe.calibration import choose_speed
     from probe.engine import Engine
     from probe.live_reporter import LiveReporter
@@ -168,6 +169,12 @@ def engine_main(config: EngineProcessConfig, conn: Connection) -> None:
         traceback.print_exc()
         send(protocol.EngineFailed(f"the engine could not start: {type(exc).__name__}: {exc}"))
         return
+    send(protocol.Loading("measuring this machine's memory bandwidth for the roofline (once per "
+                          "machine, then cached)"))
+    try:
+        engine.bandwidth = machine_bandwidth(engine.device)
+    except Exception as exc:  # no roofline is no reason not to serve
+        engine.notify("warning", f"no roofline: bandwidth not measured ({type(exc).__name__})")
     speed = config.speed
     if speed is None:
         send(protocol.Loading("measuring what the engine serves one at a time, to replay at "

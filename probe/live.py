@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 from probe.device_sample import DeviceSample
 from probe.options import OptConfig
-from probe.records import (CompileEvent, CompileInProgress, GraphBreakRecord, Notice,
-                           RequestRecord)
+from probe.records import (BreakEven, CompileEvent, CompileInProgress, GraphBreakRecord, Notice,
+                           RequestRecord, RooflineStatus)
 from probe.session import ConfigEntry, SessionData
-from probe.stats import (SegmentStats, Summary, padding_waste, summarize, throughput_rps,
-                         tokens_per_s)
+from probe.stats import (SegmentStats, Summary, break_even, padding_waste, summarize,
+                         throughput_rps, tokens_per_s)
 
 RECENT_REQUESTS = 400
 RECENT_EVENTS = 200
@@ -90,6 +90,8 @@ class LiveSnapshot:
     bucket_edges: tuple[int, ...] = field(default=())
     batch: BatchStatus = field(default_factory=BatchStatus)
     compiling: CompileInProgress | None = None  # the compile running now, before its event
+    roofline: RooflineStatus | None = None      # this machine's limit for the served config
+    break_even: BreakEven | None = None         # requests that repay the served config's compile
 
     @property
     def compiles(self) -> int:
@@ -148,7 +150,8 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
                compiling_request: str | None, device_sample: DeviceSample | None,
                replay: ReplayStatus, bucket_edges: tuple[int, ...] = (),
                window_size: int = 200, read_only: bool = False,
-               max_batch: int = 1, compiling: CompileInProgress | None = None) -> LiveSnapshot:
+               max_batch: int = 1, compiling: CompileInProgress | None = None,
+               roofline: RooflineStatus | None = None) -> LiveSnapshot:
     """The one place a LiveSnapshot is computed from raw session data."""
     records = data.records
     window = tuple(r for r in records if r.seq >= window_start_seq)[-window_size:]
@@ -162,4 +165,22 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         compiling_request=compiling_request, graph_breaks=data.breaks,
         device_sample=device_sample, kv=kv, replay=replay,
         notices=data.notices[-20:], read_only=read_only, bucket_edges=bucket_edges,
-        batch=batch_status(options.batching, max_batch, window, kv), compiling=compiling)
+        batch=batch_status(options.batching, max_batch, window, kv), compiling=compiling,
+        roofline=roofline, break_even=break_even_status(data, options, config_id))
+
+
+def break_even_status(data: SessionData, options: OptConfig, config_id: str) -> BreakEven | None:
+    """For a compiled config: its compile seconds against the time it saves per request over
+    the same options served eager (a segment of this session), once both have served enough."""
+    if not options.compiled:
+        return None
+    eager_options = options.with_option("compile", "off").with_option("freezing", "off")
+    eager_id = next((cid for cid, entry in data.configs.items()
+                     if entry.options == eager_options), None)
+    if eager_id is None:
+        return None
+    compile_s = sum(e.duration_s or 0.0 for e in data.events
+                    if e.config_id == config_id and e.kind in ("compile", "recompile"))
+    return break_even(compile_s, [r for r in data.records if r.config_id == config_id],
+                      [r for r in data.records if r.config_id == eager_id],
+                      compiled_config=config_id, eager_config=eager_id)

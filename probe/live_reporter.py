@@ -41,4 +41,4 @@ class LiveReporter:
             compiling_request=compiling.request_id if compiling else None,
             device_sample=engine.device_probe.sample(), replay=replay,
             bucket_edges=engine.settings.bucket_edges, max_batch=engine.settings.max_batch,
-            compiling=compiling)
+            compiling=compiling, roofline=engine.roofline_status())

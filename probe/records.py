@@ -88,6 +88,31 @@ class KVPool:
 
 
 @dataclass(frozen=True)
+class RooflineStatus:
+    """This machine's memory roofline for the config being served: the fastest a batch-1 step
+    can be when it reads every weight once at the measured bandwidth."""
+    precision: str
+    step_bytes: int             # weights one cached decode step reads
+    bandwidth_gb_s: float       # matrix-vector read bandwidth, measured on this machine
+    measured_unix: float        # when (the measurement is cached per machine)
+    roofline_ms: float          # step_bytes / bandwidth
+
+    def ratio(self, tpot_ms: float | None) -> float | None:
+        """Measured time per output token over the roofline (1.0 = at the hardware limit)."""
+        return None if tpot_ms is None else tpot_ms / self.roofline_ms
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """How many requests of this traffic repay a config's compile time."""
+    compiled_config: str
+    eager_config: str
+    compile_s: float
+    saved_ms_per_request: float     # eager − compiled, at this traffic's mean output length
+    requests: float | None          # compile_s / saving; inf: never (not faster); None: unknown
+
+
+@dataclass(frozen=True)
 class Notice:
     """Something the user must be told: an option that could not apply, a fallback, a fault."""
     t_s: float

@@ -5,13 +5,14 @@ Percentiles are numpy's (linear interpolation) on the exact values, never from h
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from probe.drift import DriftStats, drift_stats
-from probe.records import CompileEvent, GraphBreakRecord, KVPool, RequestRecord
+from probe.records import BreakEven, CompileEvent, GraphBreakRecord, KVPool, RequestRecord
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,37 @@ class SegmentStats:
             "kv_waste_pct": self.kv_waste_pct,
             "kv_pool": None if self.kv_pool is None else asdict(self.kv_pool),
         }
+
+
+MIN_BREAK_EVEN_REQUESTS = 5
+
+
+def service_ms_per_token(records: Sequence[RequestRecord]) -> float | None:
+    """Engine time per generated token over the served requests, compile stalls excluded:
+    Σ (end − start − stall) / Σ output tokens (a batch's time counted once per row)."""
+    ok = [r for r in records if r.ok and r.output_tokens]
+    tokens = sum(r.output_tokens for r in ok)
+    if not tokens:
+        return None
+    busy_ms = sum((r.end_s - r.start_s) * 1e3 / r.batch_size - r.compile_stall_ms for r in ok)
+    return busy_ms / tokens
+
+
+def break_even(compile_s: float, compiled: Sequence[RequestRecord],
+               eager: Sequence[RequestRecord], *, compiled_config: str = "",
+               eager_config: str = "") -> BreakEven | None:
+    """Requests of this traffic that repay `compile_s`: compile seconds ÷ the time each request
+    saves against eager (per-token saving × the compiled side's mean output length). None
+    until both sides have served MIN_BREAK_EVEN_REQUESTS; inf when compiled is not faster."""
+    compiled_ok = [r for r in compiled if r.ok and r.output_tokens]
+    if len(compiled_ok) < MIN_BREAK_EVEN_REQUESTS or sum(
+            r.ok for r in eager) < MIN_BREAK_EVEN_REQUESTS:
+        return None
+    fast, slow = service_ms_per_token(compiled_ok), service_ms_per_token(eager)
+    mean_tokens = sum(r.output_tokens for r in compiled_ok) / len(compiled_ok)
+    saved = (slow - fast) * mean_tokens
+    requests = compile_s * 1e3 / saved if saved > 0 else math.inf
+    return BreakEven(compiled_config, eager_config, compile_s, saved, requests)
 
 
 def kv_waste_pct(records: Sequence[RequestRecord]) -> float | None:

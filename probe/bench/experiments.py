@@ -731,7 +731,7 @@ def _roofline_runs(plan: Plan) -> dict[str, RunSpec]:
 
 
 def _roofline_build(plan: Plan, results: dict, env: dict) -> dict:
-    from probe.bench.roofline import classify
+    from probe.roofline import classify
     exp = EXPERIMENTS["roofline"]
     roof = env.get("roofline") or {}
     configs: dict = {"machine": roof}

@@ -208,7 +208,7 @@ def _load_average() -> list[float] | None:
 
 
 def measure_roofline(loaded, device) -> dict:
-    from probe.bench.roofline import (decode_step_bytes, measure_bandwidth, measure_matmul_gflops,
+    from probe.roofline import (decode_step_bytes, measure_bandwidth, measure_matmul_gflops,
                                       step_bytes_by_precision)
     try:
         step = decode_step_bytes(loaded.model, kv_cache=True)

@@ -268,7 +268,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
 
 
 def _weight_bytes(engine, options: OptConfig) -> int | None:
-    from probe.bench.roofline import weight_bytes
+    from probe.roofline import weight_bytes
     try:
         return weight_bytes(engine.switchboard.model_for(options))
     except Exception:  # a figure we cannot read is shown as n/a, never a crash
