@@ -90,6 +90,8 @@ class LiveSnapshot:
     bucket_edges: tuple[int, ...] = field(default=())
     batch: BatchStatus = field(default_factory=BatchStatus)
     compiling: CompileInProgress | None = None  # the compile running now, before its event
+    requested_options: OptConfig | None = None  # the options the engine last received
+    options_pending: bool = False               # received, not applied yet
     roofline: RooflineStatus | None = None      # this machine's limit for the served config
     break_even: BreakEven | None = None         # requests that repay the served config's compile
 
@@ -151,7 +153,9 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
                replay: ReplayStatus, bucket_edges: tuple[int, ...] = (),
                window_size: int = 200, read_only: bool = False,
                max_batch: int = 1, compiling: CompileInProgress | None = None,
-               roofline: RooflineStatus | None = None) -> LiveSnapshot:
+               roofline: RooflineStatus | None = None,
+               requested_options: OptConfig | None = None,
+               options_pending: bool = False) -> LiveSnapshot:
     """The one place a LiveSnapshot is computed from raw session data."""
     records = data.records
     window = tuple(r for r in records if r.seq >= window_start_seq)[-window_size:]
@@ -166,7 +170,8 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         device_sample=device_sample, kv=kv, replay=replay,
         notices=data.notices[-20:], read_only=read_only, bucket_edges=bucket_edges,
         batch=batch_status(options.batching, max_batch, window, kv), compiling=compiling,
-        roofline=roofline, break_even=break_even_status(data, options, config_id))
+        roofline=roofline, break_even=break_even_status(data, options, config_id),
+        requested_options=requested_options, options_pending=options_pending)
 
 
 def break_even_status(data: SessionData, options: OptConfig, config_id: str) -> BreakEven | None:

@@ -41,4 +41,5 @@ class LiveReporter:
             compiling_request=compiling.request_id if compiling else None,
             device_sample=engine.device_probe.sample(), replay=replay,
             bucket_edges=engine.settings.bucket_edges, max_batch=engine.settings.max_batch,
-            compiling=compiling, roofline=engine.roofline_status())
+            compiling=compiling, roofline=engine.roofline_status(),
+            requested_options=loop.last_requested, options_pending=loop.options_pending)

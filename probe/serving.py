@@ -34,6 +34,7 @@ class ServingLoop:
         self.completed = 0
         self.failed = 0
         self._held = 0
+        self.last_requested: OptConfig | None = None
         self.replay_done = threading.Event()
 
     # -- called from other threads -------------------------------------------------------------
@@ -41,6 +42,12 @@ class ServingLoop:
         """Takes effect before the next request, never inside one."""
         with self._lock:
             self._pending_options = options
+            self.last_requested = options
+
+    @property
+    def options_pending(self) -> bool:
+        """Options received and not applied yet (continuous batching drains its slots first)."""
+        return self._options_pending()
 
     @property
     def queue_depth(self) -> int:
