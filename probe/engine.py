@@ -133,7 +133,7 @@ class Engine:
             self._step_bytes[key] = decode_step_bytes(self.switchboard.model_for(self.options)).total
         nbytes, bandwidth = self._step_bytes[key], self.bandwidth.gemv_read_gb_s
         return RooflineStatus(precision=self.options.precision
-                              + ("+int8" if self.options.quant == "int8" else ""),
+                              + ("" if self.options.quant == "off" else f"+{self.options.quant}"),
                               step_bytes=nbytes, bandwidth_gb_s=bandwidth,
                               measured_unix=self.bandwidth.measured_unix,
                               roofline_ms=nbytes / (bandwidth * 1e9) * 1e3)

@@ -27,11 +27,9 @@ def replay_loop(engine: Engine, workload: PreparedWorkload, *, speed: float = 1.
 
 
 def run_replay(loop: ServingLoop, stop: threading.Event | None = None) -> ServingLoop:
-    """Prewarm if asked, serve until the replay is over (or `stop`), then compute the drift
-    references the idle moments did not reach."""
+    """Serve until the replay is over (or `stop`), then compute the drift references the idle
+    moments did not reach."""
     engine = loop.engine
-    if engine.options.prewarm == "on":
-        engine.prewarm()
     stop = stop or threading.Event()
     loop.run(stop)
     if not stop.is_set():

@@ -79,11 +79,11 @@ def step_bytes_by_precision(model: torch.nn.Module) -> dict[str, int | str]:
     cannot be built here gets its reason instead."""
     import copy
 
-    from probe.switchboard import quantize_int8
+    from probe.switchboard import quantize
     out: dict[str, int | str] = {"fp32": decode_step_bytes(model.float()).total}
     half = copy.deepcopy(model).to(torch.bfloat16)
     out["bf16"] = decode_step_bytes(half).total
-    refused = quantize_int8(half)
+    refused = quantize(half, "int8")
     out["int8"] = refused or decode_step_bytes(half).total
     return out
 

@@ -78,21 +78,25 @@ class ServingLoop:
         finally:
             self.replay_done.set()
 
-    def _apply_pending_options(self) -> None:
+    def _apply_options(self, *, starting: bool = False) -> None:
+        """Between requests: the options asked for, and prewarm when they ask for it (at the
+        start too, before the first request)."""
         with self._lock:
             options, self._pending_options = self._pending_options, None
-        if options is not None and options != self.engine.options:
+        changed = options is not None and options != self.engine.options
+        if changed:
             self.engine.set_options(options)
-            if options.prewarm == "on":
-                self.engine.prewarm()
+        if (changed or starting) and self.engine.options.prewarm == "on":
+            self.engine.prewarm()
 
     def run(self, stop: threading.Event) -> None:
         """Serve until the replay is over and the queue drained, or `stop` is set."""
         replay_thread = threading.Thread(target=self._replay, args=(stop,), name="replayer",
                                          daemon=True)
+        self._apply_options(starting=True)     # prewarm before the first arrival, not after
         replay_thread.start()
         while not stop.is_set():
-            self._apply_pending_options()
+            self._apply_options()
             if self.engine.options.batching == "continuous":
                 if not self._serve_continuous(stop):
                     break

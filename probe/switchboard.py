@@ -29,13 +29,33 @@ class Variant:
     notes: tuple[str, ...]
 
 
-def quantize_int8(model: torch.nn.Module) -> str | None:
-    """Weight-only int8 through torchao; returns why it could not, or None when it did."""
+def _torchao_config(quant: str, device: torch.device):
+    from torchao import quantization
+    if quant == "int8":
+        return quantization.Int8WeightOnlyConfig()
+    # int4: torchao's CUDA kernel wants its tile-packed layout; elsewhere its default one
+    # (which needs the optional mslk kernels on a CPU and says so when they are missing)
+    from torchao.quantization.quantize_.workflows.int4.int4_packing_format import (
+        Int4PackingFormat)
+    packing = (Int4PackingFormat.TILE_PACKED_TO_4D if device.type == "cuda"
+               else Int4PackingFormat.PLAIN)
+    return quantization.Int4WeightOnlyConfig(group_size=32, int4_packing_format=packing)
+
+
+def quantize(model: torch.nn.Module, quant: str) -> str | None:
+    """Weight-only int8 or int4 through torchao, trying one forward pass; returns why it could
+    not (the model is then unusable: the caller builds a fresh copy), or None when it did."""
     try:
-        from torchao.quantization import Int8WeightOnlyConfig, quantize_
-        quantize_(model, Int8WeightOnlyConfig())
+        from torchao.quantization import quantize_
+        device = next(model.parameters()).device
+        quantize_(model, _torchao_config(quant, device))
+        probe_ids = torch.ones((1, 2), dtype=torch.long, device=device)
+        with torch.inference_mode():    # some layouts fail only when their kernel runs
+            model(input_ids=probe_ids, decoder_input_ids=probe_ids[:, :1])
     except Exception as exc:  # any failure means "not here", never a crash
-        return f"int8 weight-only quantization is not available here ({type(exc).__name__}: {exc})"
+        reason = " ".join(str(exc).split())[:200]
+        return (f"{quant} weight-only quantization is not available here "
+                f"({type(exc).__name__}: {reason})")
     return None
 
 
@@ -83,8 +103,8 @@ class Switchboard:
     def resolve(self, options: OptConfig) -> Variant:
         """The options that will really be served, and notes on anything refused."""
         notes: list[str] = []
-        if options.quant == "int8":
-            _, refused = self._model(options.precision, "int8")
+        if options.quant != "off":
+            _, refused = self._model(options.precision, options.quant)
             if refused:
                 notes.append(refused + "; quant stays off")
                 options = options.with_option("quant", "off")
@@ -117,8 +137,8 @@ class Switchboard:
         if key in self._models:
             return self._models[key], None
         model = copy.deepcopy(self.master).to(device=self.device, dtype=DTYPES[precision])
-        if quant == "int8":
-            refused = quantize_int8(model)
+        if quant != "off":
+            refused = quantize(model, quant)
             if refused:
                 return self._model(precision, "off")[0], refused
         self._models[key] = model

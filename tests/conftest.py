@@ -8,6 +8,7 @@ import torch
 from probe.engine import Engine, EngineSettings
 from probe.models import LoadedModel, load_model
 from probe.options import OptConfig, parse_opts
+from probe.records import RequestRecord
 from probe.requests import EngineRequest
 
 
@@ -56,9 +57,30 @@ def serve(engine: Engine, shapes: list[tuple[int, int]], start_seq: int = 0):
             for i, (length, out) in enumerate(shapes)]
 
 
+def synthetic_record(id: str, seq: int, *, latency_ms: float, config_id: str = "c1",
+                     input_tokens: int = 10, padded_tokens: int | None = None,
+                     output_tokens: int = 5, start_s: float | None = None, kv_bytes: int = 0,
+                     stall_ms: float = 0.0, error: str | None = None) -> RequestRecord:
+    """A served (or failed) record with consistent marks, for figures tested without a model:
+    it starts at `start_s` (default: its seq), its tokens evenly spread over its latency."""
+    start = float(seq) if start_s is None else start_s
+    end = start + latency_ms / 1000
+    first = start + latency_ms / 1000 / output_tokens
+    return RequestRecord(
+        id=id, seq=seq, config_id=config_id, input_tokens=input_tokens,
+        padded_tokens=padded_tokens or input_tokens, output_tokens=output_tokens,
+        arrival_s=start, start_s=start, first_token_s=first, end_s=end, queue_ms=0.0,
+        compile_stall_ms=stall_ms, encoder_ms=1.0, decoder_ms=latency_ms - 1.0,
+        ttft_ms=(first - start) * 1000,
+        tpot_ms=(end - first) * 1000 / (output_tokens - 1) if output_tokens > 1 else None,
+        latency_ms=latency_ms, kv_cache_bytes=kv_bytes, kv_cache_used_bytes=kv_bytes,
+        kv_self_attention_bytes=kv_bytes, kv_cross_attention_bytes=0, error=error,
+        last_token_s=end)
+
+
 def tokens_of(engine: Engine) -> dict[str, list[int]]:
     """Each served request's generated ids, as its record keeps them (keep_tokens)."""
     return {r.id: list(r.tokens) for r in engine.session.freeze().records if r.tokens is not None}
 
 
-__all__ = ["OptConfig", "request", "serve", "tokens_of", "varied_tiny_model"]
+__all__ = ["OptConfig", "request", "serve", "synthetic_record", "tokens_of", "varied_tiny_model"]

@@ -24,7 +24,7 @@ from textual.widgets import Footer
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from probe.live import LiveSnapshot
-from probe.options import OptConfig
+from probe.options import OPTIONS, OptConfig, Option
 from probe.protocol import (EngineFailed, Finished, Live, Loading, Pause, ResetWindow, Resume,
                             SaveSnapshot, SetOptions, SetSpeed, SnapshotFailed, SnapshotSaved)
 from tui.engine_handle import EngineHandle
@@ -52,9 +52,11 @@ NOTICE_SEVERITY: dict[str, SeverityLevel] = {"info": "information", "warning": "
                                              "error": "error"}
 
 
-def _cycle(key: str, letter: str, description: str, tooltip: str, show: bool = True) -> Binding:
-    return Binding(letter, f"cycle('{key}')", description, show=show, tooltip=tooltip,
-                   id=f"cycle-{key}")
+def _cycle(option: Option) -> Binding:
+    values = " → ".join(option.values)
+    return Binding(option.hotkey, f"cycle('{option.key}')", option.label,
+                   show=option.in_footer, id=f"cycle-{option.key}",
+                   tooltip=f"{option.hint}: {values}.")
 
 
 class InfertopApp(App[int]):
@@ -72,24 +74,9 @@ class InfertopApp(App[int]):
         Binding("q", "quit", "quit", tooltip="Stop the engine and quit.", priority=True),
         Binding("ctrl+q", "quit", "quit", tooltip="Stop the engine and quit.", show=False,
                 priority=True),
-        _cycle("compile", "c", "compile", "torch.compile mode: off → default → "
-               "reduce-overhead → max-autotune."),
-        _cycle("decode", "g", "decode", "Decode path: HF generate() ↔ a graph-break-free "
-               "greedy loop over a static KV cache (fullgraph)."),
-        _cycle("dynamic", "d", "dyn", "Dynamic shapes for compiled code: off ↔ on."),
-        _cycle("bucketing", "b", "bucket", "Pad inputs up to bucket edges so few shapes "
-               "compile: off ↔ on."),
-        _cycle("kv_cache", "k", "kv", "KV cache: on ↔ off (off recomputes every step)."),
-        _cycle("precision", "p", "prec", "Weights and activations: fp32 → bf16 → fp16."),
-        _cycle("quant", "i", "int8", "Weight-only int8 quantization: off ↔ int8."),
-        _cycle("prewarm", "w", "warm", "Compile the bucket shapes before serving: off ↔ on."),
-        _cycle("batching", "B", "batch", "Batching: off → dynamic → continuous."),
-        # refinements of compile and of continuous batching: in the help, not the footer,
-        # which keeps room for the main keys at 120 columns
-        _cycle("freezing", "f", "freeze", "Inductor freezing (weights become constants the "
-               "compiled graph folds): off ↔ on; needs compile.", show=False),
-        _cycle("kv_layout", "l", "layout", "KV cache layout for continuous batching: one "
-               "static region per slot ↔ paged blocks (PagedAttention-style).", show=False),
+        # one key per option, from the registry (probe/options.py); refinements (freezing,
+        # kv_layout) are in the help, not the footer, which keeps room at 120 columns
+        *(_cycle(option) for option in OPTIONS),
         Binding("space", "pause", "pause", tooltip="Pause or resume the replay."),
         Binding("plus,equals_sign", "speed(2.0)", "×2", key_display="+",
                 tooltip="Replay speed ×2 (at most ×64)."),

@@ -11,7 +11,7 @@ from probe.bandwidth_cache import MachineBandwidth, machine_bandwidth
 from probe.live import break_even_status
 from probe.roofline import decode_step_bytes
 from probe.stats import break_even
-from tests.bench.conftest import record
+from tests.conftest import synthetic_record as record
 
 
 def records(ms_per_token: float, n: int, config_id: str, stall_ms: float = 0.0):

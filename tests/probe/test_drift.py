@@ -17,7 +17,7 @@ token_lists = st.lists(st.integers(0, 5), min_size=1, max_size=12)
 
 @given(pairs=st.lists(st.tuples(token_lists, token_lists), min_size=1, max_size=8))
 def test_drift_equals_a_numpy_recomputation(pairs):
-    from tests.bench.conftest import record
+    from tests.conftest import synthetic_record as record
     records = [replace(record(f"r{i}", i, latency_ms=10.0), tokens=tuple(t))
                for i, (t, _) in enumerate(pairs)]
     references = {f"r{i}": tuple(ref) for i, (_, ref) in enumerate(pairs)}

@@ -33,3 +33,23 @@ def test_cycling_visits_every_value_and_wraps(key):
 def test_label_lists_only_what_differs_from_the_baseline():
     assert OptConfig().label() == "baseline"
     assert parse_opts(["precision=bf16"]).label() == "precision=bf16"
+
+
+def test_the_readme_table_is_the_registry():
+    from pathlib import Path
+
+    from probe.options import markdown_table
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert markdown_table() in readme
+
+
+def test_every_option_has_its_own_hotkey_and_a_place_that_applies_it():
+    from pathlib import Path
+
+    from probe.options import OPTIONS
+    root = Path(__file__).resolve().parents[2]
+    assert len({o.hotkey for o in OPTIONS}) == len(OPTIONS)
+    for option in OPTIONS:
+        path, name = option.applied_by.split(": ")
+        source = (root / path).read_text()
+        assert f"def {name.split('.')[-1]}(" in source, option.applied_by

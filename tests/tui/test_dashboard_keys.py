@@ -200,7 +200,7 @@ async def test_the_footer_shows_the_keys(make_app, read_screen):
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         footer = read_screen(app).splitlines()[-1]
-    for label in ("? help", "c compile", "b bucket", "i int8", "B batch", "space pause",
+    for label in ("? help", "c compile", "b bucket", "i quant", "B batch", "space pause",
                   "s save", "q quit"):
         assert label in footer
     assert "f freeze" not in footer                   # in the help only

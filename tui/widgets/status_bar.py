@@ -15,17 +15,14 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from probe.live import LiveSnapshot
-from probe.options import OptConfig
+from probe.options import OPTIONS, OptConfig
 from tui import derive
 from tui.derive import OptionState
 from tui.format import fmt_speed
 from tui.widgets.throughput import OVERLOADED, OVERLOADED_SHORT
 
 # option → how the status bar names it (short: the line should fit 120 columns)
-SHORT_NAMES: dict[str, str] = {
-    "compile": "compile", "decode": "decode", "dynamic": "dyn", "bucketing": "bucket",
-    "kv_cache": "kv", "precision": "prec", "quant": "quant", "prewarm": "warm",
-    "batching": "batch", "freezing": "freeze", "kv_layout": "layout"}
+SHORT_NAMES: dict[str, str] = {option.key: option.label for option in OPTIONS}
 SEPARATORS = ("  │  ", " │ ")     # the narrow one is tried before anything is shortened
 
 
