@@ -212,8 +212,11 @@ class PagedBatcher:
                 * config.d_kv * torch.finfo(self.dtype).bits // 8)
 
     def info(self) -> KVPool:
+        static_slot = self.block_bytes // self.block_tokens * (self.max_new_tokens
+                                                               + self.max_input_tokens)
         return KVPool("paged", self.block_tokens, self.allocator.total, self.blocks_peak,
-                      self.block_bytes)
+                      self.block_bytes, blocks_used=self.allocator.used,
+                      static_slot_bytes=static_slot)
 
     def blocks_needed(self, input_length: int, output_length: int) -> tuple[int, int]:
         """(cross, self) blocks a request of these lengths will hold at most."""

@@ -85,6 +85,12 @@ class KVPool:
     blocks_total: int
     blocks_peak: int            # the most blocks held at once
     block_bytes: int            # one block: K and V, every decoder layer
+    blocks_used: int = 0        # held now (when the snapshot was taken)
+    static_slot_bytes: int = 0  # what one static-layout slot holds at the same settings
+
+    @property
+    def budget_bytes(self) -> int:
+        return self.blocks_total * self.block_bytes
 
 
 @dataclass(frozen=True)
