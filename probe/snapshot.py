@@ -9,7 +9,6 @@ import math
 import os
 import platform
 import sys
-import tempfile
 import types
 import typing
 from dataclasses import MISSING, asdict, fields
@@ -21,6 +20,7 @@ from probe.errors import ConfigError
 from probe.options import OptConfig
 from probe.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
 from probe.session import ConfigEntry, SessionData
+from workloads.atomic import write_atomic
 from workloads.errors import TraceError
 from workloads.rows import shown
 from workloads.textio import JsonProblem, parse_json, read_text
@@ -76,17 +76,7 @@ def write_json_atomic(path: str | os.PathLike, document: dict) -> Path:
     """Write to a temporary file in the same folder, then rename: never a half-written file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; a saved session is a normal file
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=1)
-            handle.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_atomic(path, [json.dumps(document, indent=1), "\n"])
 
 
 # The sections a reader touches, and the JSON type each must have when present.

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from pathlib import Path
+
+from workloads.atomic import write_atomic
 
 
 def snapshot_paths(folder: Path, now: float | None = None) -> tuple[Path, Path]:
@@ -19,14 +19,5 @@ def snapshot_paths(folder: Path, now: float | None = None) -> tuple[Path, Path]:
 
 
 def write_text_atomic(path: Path, text: str) -> Path:
-    """A temporary file in the same folder, then os.replace: readers see all or nothing."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)   # mkstemp makes it private; a screenshot is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Readers see all or nothing (workloads.atomic.write_atomic)."""
+    return write_atomic(path, [text])

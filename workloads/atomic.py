@@ -11,12 +11,16 @@ from .errors import TraceError, file_error
 
 
 def atomic_write_lines(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
-    """Write to a temporary name in the same folder, then os.replace it into place.
+    """`write_atomic` after `check_output_file`: a path that cannot be written is a TraceError
+    naming it, before anything is written."""
+    write_atomic(check_output_file(path), lines)
 
-    Any exception while writing (including one raised by the `lines` iterator) removes the
-    temporary file and leaves an existing `path` untouched.
-    """
-    target = check_output_file(path)
+
+def write_atomic(target: Path, lines: Iterable[str]) -> Path:
+    """Write to a temporary name in the same folder, then os.replace it into place: readers
+    see all or nothing. Any exception while writing (including one raised by the `lines`
+    iterator) removes the temporary file and leaves an existing `target` untouched; the
+    one place infertop writes a file whole."""
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
@@ -31,6 +35,7 @@ def atomic_write_lines(path: str | os.PathLike[str], lines: Iterable[str]) -> No
         except FileNotFoundError:
             pass
         raise
+    return target
 
 
 def check_output_file(path: str | os.PathLike[str], option: str = "", *, make_folders: bool = False) -> Path:
