@@ -1,13 +1,29 @@
-"""The light parts of tui stay light: `tui` itself, the engine handle and the formatting
-import no Textual and no torch (the CLI imports `tui` for every command)."""
+"""The dashboard is a thin view over the torch-free contract: importing every tui module, and
+reopening a saved session (--load), loads no torch; the CLI's light parts load no Textual."""
 
-import subprocess
-import sys
+from tests.import_check import roots_loaded
 
 
 def test_light_modules_import_neither_textual_nor_torch():
-    code = ("import sys, tui, tui.engine_handle, tui.format, tui.snapshot_files; "
-            "bad = [m for m in ('textual', 'torch') if m in sys.modules]; "
-            "print(bad); sys.exit(1 if bad else 0)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    loaded = roots_loaded("tui", "tui.engine_handle", "tui.format", "tui.snapshot_files")
+    assert not {"textual", "torch"} & loaded
+
+
+def test_every_tui_module_imports_without_torch():
+    assert "torch" not in roots_loaded(packages=("tui",))
+
+
+def test_load_reads_a_saved_session_without_torch(tmp_path):
+    import json
+    from dataclasses import asdict
+
+    from tests.conftest import synthetic_record
+    path = tmp_path / "saved.json"
+    records = [asdict(synthetic_record(f"r{i}", i, latency_ms=20.0 + i)) for i in range(3)]
+    for record in records:
+        record["tokens"] = None
+    path.write_text(json.dumps({"schema_version": 1, "configs": {"c1": {}},
+                                "requests": records}))
+    loaded = roots_loaded("tui.launch", then=f"import pathlib, tui.launch\n"
+                                              f"tui.launch.load_snapshot(pathlib.Path({str(path)!r}))")
+    assert "torch" not in loaded and "textual" not in loaded
