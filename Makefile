@@ -5,7 +5,7 @@ PYTHON ?= python3
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench screenshots clean
+.PHONY: run test bench screenshots gpu-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/infertop bench --quick --out bench-out $(ARGS)
+
+# NVML vs nvidia-smi, CUDA graphs, fp16 and the HBM roofline: run it on a machine with a GPU
+gpu-check: $(STAMP)
+	$(PY) -m probe.gpu_check $(ARGS)
 
 screenshots: $(STAMP)
 	$(PY) -m tui.screenshots
