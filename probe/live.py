@@ -174,12 +174,17 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         requested_options=requested_options, options_pending=options_pending)
 
 
+def eager_twin(options: OptConfig) -> OptConfig:
+    """The same options served eager: what a compiled config's break-even is measured against."""
+    return options.with_option("compile", "off").with_option("freezing", "off")
+
+
 def break_even_status(data: SessionData, options: OptConfig, config_id: str) -> BreakEven | None:
     """For a compiled config: its compile seconds against the time it saves per request over
     the same options served eager (a segment of this session), once both have served enough."""
     if not options.compiled:
         return None
-    eager_options = options.with_option("compile", "off").with_option("freezing", "off")
+    eager_options = eager_twin(options)
     eager_id = next((cid for cid, entry in data.configs.items()
                      if entry.options == eager_options), None)
     if eager_id is None:

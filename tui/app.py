@@ -141,7 +141,8 @@ class InfertopApp(App[int]):
                     yield KVCachePanel(id="kv").data_bind(app.snapshot)
                     yield DevicePanel(id="device").data_bind(app.snapshot)
             with Horizontal(id="middle"):
-                yield RecompilePanel(id="recompiles").data_bind(app.snapshot)
+                yield RecompilePanel(clock=self._clock, id="recompiles").data_bind(
+                    app.snapshot, app.engine_state)
                 yield GraphBreakPanel(id="breaks").data_bind(app.snapshot)
             yield FailuresPanel(id="failures").data_bind(app.snapshot)
             yield SegmentsPanel(id="segments").data_bind(app.snapshot)

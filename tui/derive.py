@@ -6,18 +6,16 @@ only selects and pairs them for display.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
 
-from probe.live import LiveSnapshot
+from probe.engine_inputs import PRESETS
+from probe.live import LiveSnapshot, eager_twin
 from probe.options import CHOICES, OptConfig
-from probe.records import RequestRecord
+from probe.records import KVPool, RequestRecord
 from probe.stats import SegmentStats
-
-# Options apply between requests, and the engine reads commands every 0.2 s: a request that
-# started this long after the options were sent was served under them.
-APPLY_MARGIN_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -27,18 +25,10 @@ class ConfigChange:
 
 
 @dataclass(frozen=True)
-class KVWaste:
+class KVHeld:
     requests: int
     allocated_bytes: int        # summed over those requests
     used_bytes: int
-
-    @property
-    def waste_bytes(self) -> int:
-        return self.allocated_bytes - self.used_bytes
-
-    @property
-    def waste_fraction(self) -> float | None:
-        return self.waste_bytes / self.allocated_bytes if self.allocated_bytes else None
 
 
 def config_changes(recent: tuple[RequestRecord, ...]) -> list[ConfigChange]:
@@ -76,19 +66,54 @@ def config_label(snapshot: LiveSnapshot, config_id: str | None) -> str:
     return snapshot.options.label() if config_id == snapshot.config_id else "?"
 
 
-def kv_waste(snapshot: LiveSnapshot) -> KVWaste:
+def kv_held(snapshot: LiveSnapshot) -> KVHeld:
     """Allocated vs filled KV-cache bytes over the recent requests of the current config."""
     ok = [r for r in snapshot.recent if r.ok and r.config_id == snapshot.config_id]
-    return KVWaste(len(ok), sum(r.kv_cache_bytes for r in ok),
-                   sum(r.kv_cache_used_bytes for r in ok))
+    return KVHeld(len(ok), sum(r.kv_cache_bytes for r in ok),
+                  sum(r.kv_cache_used_bytes for r in ok))
 
 
-def compiling_elapsed_s(snapshot: LiveSnapshot, since_arrival_s: float) -> float | None:
-    """How long the running compile has taken: engine clock at publish time, plus the local
-    time since this snapshot arrived (the engine publishes rarely while it compiles)."""
-    if snapshot.compiling_since_s is None:
+@dataclass(frozen=True)
+class KVBudget:
+    """What the current config's paged pool budget holds under each layout."""
+    pool: KVPool
+    static_requests: int | None     # budget // one static slot
+    paged_requests: int | None      # budget // the mean bytes a served request held (recent)
+
+
+def kv_budget(snapshot: LiveSnapshot) -> KVBudget | None:
+    """For a config with a paged pool: how many requests its KV budget holds as static slots
+    and as blocks, for the traffic seen so far. None without a pool."""
+    current = segment(snapshot, snapshot.config_id)
+    pool = current.kv_pool if current is not None else None
+    if pool is None:
         return None
-    return max(snapshot.t_s - snapshot.compiling_since_s, 0.0) + max(since_arrival_s, 0.0)
+    held = kv_held(snapshot)
+    mean_held = held.allocated_bytes // held.requests if held.requests else 0
+    return KVBudget(pool,
+                    pool.budget_bytes // pool.static_slot_bytes if pool.static_slot_bytes else None,
+                    pool.budget_bytes // mean_held if mean_held else None)
+
+
+def roofline_ratio(snapshot: LiveSnapshot) -> tuple[float | None, float | None]:
+    """(the current config's TPOT p50, that over this machine's roofline for the config's
+    precision): the config's own requests, as the roofline is its precision's."""
+    current = segment(snapshot, snapshot.config_id)
+    tpot_ms = current.tpot_ms.p50 if current is not None else None
+    ratio = snapshot.roofline.ratio(tpot_ms) if snapshot.roofline is not None else None
+    return tpot_ms, ratio
+
+
+def engine_now_s(snapshot: LiveSnapshot, since_arrival_s: float) -> float:
+    """The engine's session clock now: its clock when it built the snapshot plus the local time
+    since the snapshot arrived (the engine publishes rarely while it compiles)."""
+    return snapshot.t_s + max(since_arrival_s, 0.0)
+
+
+def compile_function(compile_id: str, function: str | None) -> str:
+    """What a compile compiles: the function when dynamo named it, else its frame ("0/3" →
+    "frame 0")."""
+    return function if function else f"frame {compile_id.split('/', 1)[0]}"
 
 
 @dataclass(frozen=True)
@@ -96,18 +121,22 @@ class OptionState:
     name: str
     served: str                 # what the engine serves now
     asked: str                  # what the dashboard asked for
-    status: str                 # "served" | "pending" (not served yet) | "changed" (by the engine)
+    status: str                 # "served" | "pending" (not applied yet) | "changed" (by the engine)
     reason: str | None = None   # why the engine changed it
 
 
-def served_since(snapshot: LiveSnapshot | None, sent_s: float | None) -> bool:
-    """Whether the engine has served a request under options sent at session time `sent_s`
-    (None: nothing sent since the engine started, with the options asked for)."""
-    if sent_s is None:
-        return True
+def options_applied(asked: OptConfig, snapshot: LiveSnapshot | None,
+                    asked_since_start: bool) -> bool:
+    """Whether the engine has received the options asked for and applied them. It says which
+    options it last received (`requested_options`; None: none since it started, with the
+    options the dashboard started it with) and whether they wait to be applied."""
     if snapshot is None:
         return False
-    return any(r.start_s > sent_s + APPLY_MARGIN_S for r in snapshot.recent)
+    if snapshot.requested_options is None:
+        received = not asked_since_start
+    else:
+        received = snapshot.requested_options == asked
+    return received and not snapshot.options_pending
 
 
 def config_notes(snapshot: LiveSnapshot, config_id: str) -> tuple[str, ...]:
@@ -126,18 +155,20 @@ def note_naming(option: str, notes: tuple[str, ...]) -> str | None:
 
 
 def option_states(asked: OptConfig, snapshot: LiveSnapshot | None,
-                  served: bool) -> tuple[OptionState, ...]:
-    """Each option as served, compared with what was asked. `served`: the engine has served a
-    request since it was sent (served_since); until then a difference is pending, after it
-    the engine chose otherwise, and its config's notes say why."""
+                  asked_since_start: bool) -> tuple[OptionState, ...]:
+    """Each option as served, compared with what was asked. A difference is pending while the
+    engine has not received the options asked for or has not applied them yet
+    (options_applied); once it has, the engine chose otherwise, and its config's notes say
+    why. `asked_since_start`: the dashboard has asked for options since the engine started."""
     now = snapshot.options if snapshot is not None else asked
     notes = config_notes(snapshot, snapshot.config_id) if snapshot is not None else ()
+    applied = options_applied(asked, snapshot, asked_since_start)
     states = []
     for name in CHOICES:
         value, wanted = getattr(now, name), getattr(asked, name)
         if value == wanted:
             states.append(OptionState(name, value, wanted, "served"))
-        elif not served:
+        elif not applied:
             states.append(OptionState(name, value, wanted, "pending"))
         else:
             states.append(OptionState(name, value, wanted, "changed", note_naming(name, notes)))
@@ -163,3 +194,37 @@ def failures(snapshot: LiveSnapshot) -> Failures:
     kinds = Counter(error_kind(r.error or "") for r in failed)
     return Failures(snapshot.replay.failed, failed[-1] if failed else None,
                     tuple(kinds.most_common()), len(failed))
+
+
+def random_weights(snapshot: LiveSnapshot) -> bool:
+    """The model is a preset built with random weights (its drift overstates a trained one's)."""
+    return snapshot.model in PRESETS
+
+
+@dataclass(frozen=True)
+class CompileCost:
+    """Whether the served config's compile time is repaid, as the dashboard can tell it."""
+    status: str     # "eager" | "repaid" | "never" | "measuring" | "no twin"
+    compiled_config: str = ""
+    eager_config: str = ""
+    requests: int | None = None      # "repaid": requests that repay the compile
+    twin: OptConfig | None = None    # "no twin": the eager options to serve
+
+
+def compile_cost(snapshot: LiveSnapshot) -> CompileCost:
+    """The engine's break-even for the served config (probe.stats.break_even), and when it has
+    none, why: an eager config, too few requests yet, or no eager twin served to compare."""
+    found = snapshot.break_even
+    if found is not None:
+        if found.requests is None or math.isinf(found.requests):
+            status = "measuring" if found.requests is None else "never"
+            return CompileCost(status, found.compiled_config, found.eager_config)
+        return CompileCost("repaid", found.compiled_config, found.eager_config,
+                           max(math.ceil(found.requests), 1))
+    if not snapshot.options.compiled:
+        return CompileCost("eager")
+    twin = eager_twin(snapshot.options)
+    twin_id = next((e.config_id for e in snapshot.configs if e.options == twin), None)
+    if twin_id is None:
+        return CompileCost("no twin", snapshot.config_id, twin=twin)
+    return CompileCost("measuring", snapshot.config_id, twin_id)

@@ -91,6 +91,19 @@ def fmt_clock(t_s: float | None, missing: str = NO_DATA) -> str:
     return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
 
 
+def fmt_age(age_s: float | None, missing: str = NO_DATA) -> str:
+    """How long ago something was measured: "just now", "40 s ago", "12 min ago", "5 h ago",
+    "3 d ago" (whole units, rounded down; a clock set back reads "just now")."""
+    if age_s is None:
+        return missing
+    if age_s < 1:
+        return "just now"
+    for unit, seconds in (("d", 86400), ("h", 3600), ("min", 60)):
+        if age_s >= seconds * (2 if unit != "min" else 1):
+            return f"{int(age_s // seconds)} {unit} ago"
+    return f"{int(age_s)} s ago"
+
+
 def fmt_speed(speed: float | None) -> str:
     """Replay speed: "×1", "×0.125", "×64"; "×auto" until the engine has measured its rate."""
     return "×auto" if speed is None else f"×{speed:.3g}"

@@ -17,12 +17,21 @@ build_live where records change (hand-made states for layout tests, not measurem
 - "overloaded": baseline with arrivals faster than the engine serves; the queue grows.
 - "failing":    compiled, with every fourth c2 request failed (ERRORS).
 - "continuous": c4 continuous batching, asked with decode=hf-generate (ASKED); the engine
-                serves it with fullgraph and its config's note says why.
+                serves it with fullgraph and its config's note says why. Its static layout
+                holds a whole slot region (SLOT_*_POSITIONS) per request.
+- "paged":      continuous, then c5 kv_layout=paged serving its last 40 requests: blocks of
+                BLOCK_TOKENS positions for the real lengths, from a pool of the same budget
+                as MAX_BATCH static slots (kv_pool).
+- "measured":   compiled, with what the engine measures besides latency: drift against the
+                reference on every DRIFT_EVERY-th request (c2's compile moves a few tokens),
+                this machine's roofline (ROOFLINE), and c2's break-even against c1.
 """
 
 from __future__ import annotations
 
+import math
 import random
+import time
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Callable
@@ -30,11 +39,12 @@ from typing import Callable
 from probe.device_sample import DeviceSample
 from probe.live import LiveSnapshot, ReplayStatus, build_live, capacity_rps
 from probe.options import OptConfig
-from probe.records import CompileEvent, GraphBreakRecord, RequestRecord
+from probe.records import (CompileEvent, CompileInProgress, GraphBreakRecord, KVPool,
+                           RequestRecord, RooflineStatus)
 from probe.session import ConfigEntry, SessionData
 
 STAGES = ("baseline", "compiling", "compiled", "bucketing", "overloaded", "failing",
-          "continuous")
+          "continuous", "paged", "measured")
 BUCKET_EDGES = (32, 64, 128, 256, 512)
 ARRIVAL_RPS = 0.5
 # t5-small: 6 decoder layers · 8 heads · d_kv 64 · K and V · 4 bytes (fp32) per position
@@ -245,16 +255,18 @@ def _simulated(name: str, speed: float) -> LiveSnapshot:
     t_s, config_id = _stage_time(name)
     data = session_at(t_s, config_id)
     options = simulation().configs[config_id].options
-    compiling_since = compiling_request = None
+    compiling = None
     if name == "compiling":
         opening = next(e for e in simulation().events if e.config_id == config_id)
-        compiling_since, compiling_request = opening.start_s, opening.request_id
+        # dynamo names the function only once the first compile of a frame is over
+        compiling = CompileInProgress(opening.compile_id, None, opening.request_id,
+                                      opening.start_s, waited_before_s=0.0)
     return build_live(
         data, t_s=t_s, model="t5-small", device="cpu", options=options, config_id=config_id,
-        window_start_seq=0, compiling_since_s=compiling_since,
-        compiling_request=compiling_request, device_sample=_device(name),
-        replay=_replay(t_s, speed),
-        bucket_edges=BUCKET_EDGES if options.bucketing == "on" else ())
+        window_start_seq=0, compiling_since_s=compiling.since_s if compiling else None,
+        compiling_request=compiling.request_id if compiling else None,
+        device_sample=_device(name), replay=_replay(t_s, speed),
+        bucket_edges=BUCKET_EDGES if options.bucketing == "on" else (), compiling=compiling)
 
 
 # -- stages that stress the text ----------------------------------------------------------------
@@ -264,8 +276,21 @@ ERRORS = ("OutOfMemoryError: CPU out of memory. Tried to allocate 1.50 GiB [/] (
           "RuntimeError: The size of tensor a (512) must match the size of tensor b (513)")
 CONTINUOUS = OptConfig(decode="fullgraph", batching="continuous")
 CONTINUOUS_NOTE = "continuous batching runs its own static-cache step loop: decode=fullgraph"
-# What the dashboard asked for, where the engine serves something else
-ASKED = {"continuous": OptConfig(batching="continuous")}
+PAGED = CONTINUOUS.with_option("kv_layout", "paged")
+# What the dashboard asked for, where the engine serves something else; the engine received it
+ASKED = {"continuous": OptConfig(batching="continuous"),
+         "paged": OptConfig(batching="continuous", kv_layout="paged")}
+MAX_BATCH = 8
+# A static slot holds max new tokens of self-attention and max input of cross-attention
+SLOT_SELF_POSITIONS, SLOT_CROSS_POSITIONS = 256, 512
+BLOCK_TOKENS = 16
+DRIFT_EVERY = 4
+# This machine's roofline for t5-small in fp32: 153.9 MB of weights per step at 31.8 GB/s,
+# measured (and cached) three days before the session
+MEASURED_UNIX = time.time() - 3.2 * 86400
+ROOFLINE = RooflineStatus(precision="fp32", step_bytes=153_900_000, bandwidth_gb_s=31.8,
+                          measured_unix=MEASURED_UNIX,
+                          roofline_ms=153_900_000 / (31.8 * 1e9) * 1e3)
 
 
 def _rebuilt(base: LiveSnapshot, data: SessionData, **changes) -> LiveSnapshot:
@@ -274,7 +299,9 @@ def _rebuilt(base: LiveSnapshot, data: SessionData, **changes) -> LiveSnapshot:
                 config_id=base.config_id, window_start_seq=0,
                 compiling_since_s=base.compiling_since_s,
                 compiling_request=base.compiling_request, device_sample=base.device_sample,
-                replay=base.replay, bucket_edges=base.bucket_edges)
+                replay=base.replay, bucket_edges=base.bucket_edges, compiling=base.compiling,
+                roofline=base.roofline, requested_options=base.requested_options,
+                options_pending=base.options_pending, max_batch=base.batch.max_batch)
     return build_live(data, **{**args, **changes})
 
 
@@ -302,18 +329,99 @@ def _failing(base: LiveSnapshot) -> LiveSnapshot:
     return _rebuilt(base, replace(data, records=tuple(records)), replay=replay)
 
 
+def _holding(record: RequestRecord, self_bytes: int, cross_bytes: int) -> RequestRecord:
+    """`record` holding these KV bytes (what it used stays its real positions)."""
+    used = (record.input_tokens + record.output_tokens) * KV_BYTES_PER_POSITION
+    return replace(record, kv_cache_bytes=self_bytes + cross_bytes, kv_cache_used_bytes=used,
+                   kv_self_attention_bytes=self_bytes, kv_cross_attention_bytes=cross_bytes)
+
+
+def _static_slot(record: RequestRecord, config_id: str, index: int) -> RequestRecord:
+    """Served in a static slot: it holds the whole region, 4 to 8 requests decoding together."""
+    return _holding(replace(record, config_id=config_id, batch_size=4.0 + index % 5),
+                    SLOT_SELF_POSITIONS * KV_BYTES_PER_POSITION,
+                    SLOT_CROSS_POSITIONS * KV_BYTES_PER_POSITION)
+
+
+def _blocks(tokens: int) -> int:
+    return math.ceil(tokens / BLOCK_TOKENS)
+
+
+def _paged_slot(record: RequestRecord, index: int) -> RequestRecord:
+    """Served from the block pool: whole blocks for its real lengths."""
+    block_bytes = BLOCK_TOKENS * KV_BYTES_PER_POSITION
+    slot = _static_slot(record, "c5", index)
+    return _holding(slot, _blocks(record.output_tokens) * block_bytes,
+                    _blocks(record.input_tokens) * block_bytes)
+
+
 def _continuous(base: LiveSnapshot) -> LiveSnapshot:
-    """c4 serves the last 80 requests of `base`, 4 to 8 of them decoding together."""
+    """c4 serves the last 80 requests of `base` in static slots."""
     data = session_at(base.t_s, base.config_id)
     records = list(data.records)
     for index in range(len(records) - 80, len(records)):
-        records[index] = replace(records[index], config_id="c4", batch_size=4.0 + index % 5)
+        records[index] = _static_slot(records[index], "c4", index)
     configs = {**data.configs, "c4": ConfigEntry("c4", CONTINUOUS, (CONTINUOUS_NOTE,))}
     return _rebuilt(base, replace(data, records=tuple(records),
                                   configs=MappingProxyType(configs)),
-                    options=CONTINUOUS, config_id="c4", bucket_edges=(), max_batch=8)
+                    options=CONTINUOUS, config_id="c4", bucket_edges=(), max_batch=MAX_BATCH,
+                    requested_options=ASKED["continuous"])
+
+
+def _paged(base: LiveSnapshot) -> LiveSnapshot:
+    """c5 (kv_layout=paged) serves the last 40 of c4's requests from a pool with the budget
+    of MAX_BATCH static slots; the pool's peak and current use are its requests' blocks times
+    the requests decoding with them."""
+    data = session_at(base.t_s, base.config_id)
+    records = list(data.records)
+    for index in range(len(records) - 80, len(records)):
+        records[index] = (_static_slot(records[index], "c4", index) if index < len(records) - 40
+                          else _paged_slot(records[index], index))
+    block_bytes = BLOCK_TOKENS * KV_BYTES_PER_POSITION
+    slot_bytes = (SLOT_SELF_POSITIONS + SLOT_CROSS_POSITIONS) * KV_BYTES_PER_POSITION
+    held = [round(r.kv_cache_bytes / block_bytes * r.batch_size) for r in records[-40:]]
+    pool = KVPool(layout="paged", block_tokens=BLOCK_TOKENS,
+                  blocks_total=MAX_BATCH * slot_bytes // block_bytes, blocks_peak=max(held),
+                  block_bytes=block_bytes, blocks_used=held[-1], static_slot_bytes=slot_bytes)
+    configs = {**data.configs, "c4": ConfigEntry("c4", CONTINUOUS, (CONTINUOUS_NOTE,)),
+               "c5": ConfigEntry("c5", PAGED, (CONTINUOUS_NOTE,))}
+    return _rebuilt(base, replace(data, records=tuple(records), configs=MappingProxyType(configs),
+                                  kv_pools=MappingProxyType({"c5": pool})),
+                    options=PAGED, config_id="c5", bucket_edges=(), max_batch=MAX_BATCH,
+                    requested_options=ASKED["paged"])
+
+
+def _tokens(record: RequestRecord) -> tuple[int, ...]:
+    rng = random.Random(record.seq)
+    return tuple(rng.randrange(32_000) for _ in range(record.output_tokens))
+
+
+def _drifted(tokens: tuple[int, ...], seq: int) -> tuple[int, ...]:
+    """c2's compile changes the arithmetic a little: one sampled request in three takes
+    another greedy token near its end, and goes its own way from there."""
+    if seq % 3 or len(tokens) < 8:
+        return tokens
+    at = len(tokens) - 1 - seq % 5
+    return tokens[:at] + tuple((t + 1) % 32_000 for t in tokens[at:])
+
+
+def _measured(base: LiveSnapshot) -> LiveSnapshot:
+    """Drift on every DRIFT_EVERY-th request (tokens kept, references computed), ROOFLINE."""
+    data = session_at(base.t_s, base.config_id)
+    records, references = [], {}
+    for record in data.records:
+        if record.seq % DRIFT_EVERY == 0:
+            reference = _tokens(record)
+            references[record.id] = reference
+            served = reference if record.config_id == "c1" else _drifted(reference, record.seq)
+            record = replace(record, tokens=served)
+        records.append(record)
+    return _rebuilt(base, replace(data, records=tuple(records),
+                                  references=MappingProxyType(references)),
+                    roofline=ROOFLINE)
 
 
 _STRESSED: dict[str, tuple[str, Callable[[LiveSnapshot], LiveSnapshot]]] = {
     "overloaded": ("baseline", _overloaded), "failing": ("compiled", _failing),
-    "continuous": ("bucketing", _continuous)}
+    "continuous": ("bucketing", _continuous), "paged": ("bucketing", _paged),
+    "measured": ("compiled", _measured)}

@@ -18,11 +18,20 @@ from probe.options import OptConfig
 from tui.app import InfertopApp
 from tui.engine_handle import FakeEngine
 from tui.synthetic import ASKED, STAGES, stage
+from tui.widgets.recompiles import RecompilePanel
 
 
 @pytest.fixture(scope="session")
 def stages() -> dict[str, LiveSnapshot]:
     return {name: stage(name) for name in STAGES}
+
+
+@pytest.fixture(autouse=True)
+def still_compile_clock(monkeypatch) -> None:
+    """A running compile's seconds tick on the local clock: fixed here (as make_app fixes the
+    app's), so a screen with a compile running reads the same in every run. (The app passes
+    the status bar its clock, not yet the recompilation panel.)"""
+    monkeypatch.setattr(RecompilePanel, "default_clock", staticmethod(lambda: 0.0))
 
 
 @pytest.fixture

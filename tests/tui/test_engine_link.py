@@ -173,3 +173,91 @@ async def test_a_poll_that_raises_is_shown_and_R_still_restarts(make_app, until)
         assert "EOFError: pipe closed" in app.engine_note
         await pilot.press("R")
         await until(pilot, lambda: engine.restarts == 1 and app.engine_state == "starting")
+
+
+async def test_s_while_the_engine_is_down_saves_what_it_served_from_its_journal(
+        make_app, stages, until, tmp_path):
+    from probe.engine_process import new_journal
+    from probe.journal import JournaledSession, JournalWriter
+    from probe.snapshot import read_document, session_data
+
+    journal = new_journal(tmp_path / "state")
+    writer = JournalWriter(journal)
+    session = JournaledSession(writer)
+    writer.header(0.0, {"model": {"name": "t5-tiny", "dtype": "fp32"}})
+    served = stages["compiled"].recent
+    for config in stages["compiled"].configs:
+        session.config_id(config.options)
+    for record in served:
+        session.add_record(record)
+    engine = FakeEngine(journal_path=journal)
+    app = make_app(engine, at="compiled")
+    said: list[str] = []
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.say = lambda text, **kw: said.append(text)  # type: ignore[method-assign]
+        engine.die("the engine process exited (code -9)", exit_code=-9)
+        await until(pilot, lambda: app.engine_state == "failed")
+        await pilot.press("s")
+        await until(pilot, lambda: any(t.startswith("session saved: ") for t in said))
+    path = next(t for t in said if t.startswith("session saved: "))[len("session saved: "):]
+    data = session_data(read_document(path))
+    assert [r.id for r in data.records] == [r.id for r in served]
+    assert data.notices[-1].text == "the engine died (exit code -9)"
+    assert not engine.commands()                          # no engine was asked
+
+
+async def test_s_while_down_with_nothing_journaled_is_said_not_raised(make_app, until):
+    engine = FakeEngine()                                 # keeps no journal
+    app = make_app(engine)
+    said: list[tuple[str, str]] = []
+    async with app.run_test() as pilot:
+        app.say = lambda text, severity="information", **kw: said.append((text, severity))  # type: ignore[method-assign]
+        engine.die("gone")
+        await until(pilot, lambda: app.engine_state == "failed")
+        await pilot.press("s")
+        await until(pilot, lambda: any("could not save the session" in t for t, _ in said))
+    assert any("could not save the session" in t and "no journal" in t and s == "error"
+               for t, s in said)
+    assert app.engine_state == "failed"                   # a failed save is not a lost engine
+
+
+def real_engine(target):
+    from probe.engine_process import EngineClient, EngineProcessConfig
+    from probe.options import OptConfig
+    from probe.settings import EngineSettings
+    from probe.workload_setup import prepare_workload
+    return EngineClient(EngineProcessConfig(EngineSettings(model="t5-tiny", device="cpu"),
+                                            OptConfig(), prepare_workload("chat"), "chat"),
+                        target=target)
+
+
+@pytest.mark.timeout(120)
+async def test_an_engine_process_that_cannot_start_is_engine_down_with_its_reason(make_app,
+                                                                                  until):
+    import engine_targets
+    engine = real_engine(engine_targets.exits_at_once)
+    app = make_app(engine, at=None)
+    try:
+        async with app.run_test() as pilot:
+            await until(pilot, lambda: app.engine_state == "failed", timeout_s=60)
+            assert "the engine process exited (code 3)" in app.engine_note
+            await pilot.press("q")
+        assert app.reader_stopped.wait(10)
+    finally:
+        engine.stop()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("key", ["q", "ctrl+q"])
+async def test_quit_works_while_the_engine_is_stuck_starting(make_app, until, key):
+    import engine_targets
+    engine = real_engine(engine_targets.never_reads)
+    app = make_app(engine, at=None)
+    async with app.run_test() as pilot:
+        await until(pilot, lambda: engine.is_alive(), timeout_s=60)
+        assert app.engine_state == "starting"
+        await pilot.press(key)
+    assert app.reader_stopped.wait(10)                    # asyncio.run waits for this thread
+    process = engine._process
+    engine.stop()                                         # as launch does: it never answers
+    assert not process.is_alive()

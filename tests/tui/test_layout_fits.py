@@ -9,7 +9,7 @@ import pytest
 from tui.engine_handle import FakeEngine
 from tui.widgets.throughput import OVERLOADED
 
-STRESSED = ("overloaded", "compiling", "failing", "continuous")
+STRESSED = ("overloaded", "compiling", "failing", "continuous", "paged", "measured")
 SIZES = {"wide": (120, 40), "compact": (80, 24)}
 
 

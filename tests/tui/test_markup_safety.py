@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from probe.protocol import Live, SaveSnapshot
-from probe.records import Notice
+from probe.records import CompileInProgress, Notice, RooflineStatus
 from tui.engine_handle import FakeEngine
 
 HOSTILE = "[/] [bold]not bold[/bold] [link=x]"
@@ -51,3 +51,17 @@ async def test_markup_in_engine_data_shows_as_written(make_app, stages, read_scr
     assert "OutOfMemoryError: CPU out of memory. Tried to allocate 1.50 GiB [/]" in shown \
         or "tensor a (512)" in shown                                  # the latest failure
     assert "OutOfMemoryError" in shown and "RuntimeError" in shown   # kinds, in the title
+
+
+async def test_markup_in_a_running_compile_and_the_roofline_shows_as_written(
+        make_app, stages, read_screen):
+    compiled = stages["compiled"]
+    running = CompileInProgress("1/0", "g[/b]", "req[/]", compiled.t_s - 3.0, 0.0)
+    roofline = RooflineStatus("bf16[/]", 1, 1.0, 0.0, 1.0)
+    snapshot = replace(compiled, compiling=running, roofline=roofline)
+    app = make_app(FakeEngine(), at=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.snapshot = snapshot
+        await pilot.pause(0.2)
+        shown = read_screen(app)
+    assert "g[/b]" in shown and "req[/] waits" in shown and "(bf16[/] · 1.0 GB/s" in shown

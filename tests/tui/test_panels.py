@@ -125,7 +125,8 @@ def test_device_on_a_gpu_says_na_for_what_nvml_cannot_tell():
 def test_kv_panel_shows_waste_and_headroom(stages):
     bucketing = stages["bucketing"]
     shown = text(kv_detail(bucketing), width=60)
-    assert "waste" in shown and "(22%)" in shown
+    c3 = next(s for s in bucketing.segments if s.config_id == "c3")
+    assert round(c3.kv_waste_pct) == 22 and "waste 22% of what c3 held, never filled" in shown
     assert f"headroom ≈{bucketing.kv.headroom_requests:,} req" in text(kv_headline(bucketing))
     assert "no request" in text(kv_detail(stages["compiling"]), width=60)
     none = replace(bucketing, kv=replace(bucketing.kv, headroom_requests=None,
@@ -146,6 +147,7 @@ def test_kv_panel_names_every_figure(stages):
     assert lines[1] == "latest request held 3.00 MiB · used 2.00 MiB"
     assert lines[2].startswith("self-attention ")
     assert lines[3].startswith("c3 mean request held ") and " · used " in lines[3]
+    assert lines[4].startswith("waste ") and lines[4].endswith(" of what c3 held, never filled")
     assert lines[5].startswith("per-request p95 held 4.00 MiB · free ")
     for line in lines:
         if "used" in line:

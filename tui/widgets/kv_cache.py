@@ -1,6 +1,9 @@
 """KV cache: what the latest request held and filled, the peak held, self- vs cross-attention,
-held vs used per request of the current config (the waste of static or padded caches), and the
-headroom: how many more requests at the per-request p95 fit in free memory.
+held vs used per request of the current config and the share of what it held that was never
+filled (kv_waste_pct, the waste of static, padded or block-rounded caches), and the headroom:
+how many more requests at the per-request p95 fit in free memory. For the paged layout: the
+pool's blocks held, free and at peak, and how many requests its budget holds as static slots
+and as blocks for the traffic seen so far.
 
 "held" is what the cache tensors allocate (kv_cache_bytes), "used" the positions really
 filled (kv_cache_used_bytes): every figure says which, and whose."""
@@ -11,8 +14,10 @@ from rich.text import Text
 
 from probe.live import LiveSnapshot
 from tui import derive
-from tui.format import NO_DATA, fitting, fmt_bytes, fmt_count, fmt_fraction
+from tui.format import NO_DATA, fitting, fmt_bytes, fmt_count, fmt_pct
 from tui.widgets.panel import Panel, Parts
+
+WASTE_WARNING_PCT = 25.0
 
 
 def _unit(snapshot: LiveSnapshot) -> tuple[str, str]:
@@ -26,31 +31,72 @@ def kv_headline(snapshot: LiveSnapshot, width: int = 80) -> Text:
     fit = snapshot.kv.headroom_requests
     unit, _ = _unit(snapshot)
     peak = f"peak held {fmt_bytes(snapshot.kv.peak_bytes)}"
+    budget = derive.kv_budget(snapshot)
+    short = [] if budget is None else [pool_brief(snapshot, budget)]
     if fit is None:
-        return Text(f"{peak} · headroom {NO_DATA}", no_wrap=True, overflow="ellipsis")
+        return Text(fitting(width, f"{peak} · headroom {NO_DATA}", *short),
+                    no_wrap=True, overflow="ellipsis")
     return Text(fitting(width, f"{peak} · headroom ≈{fmt_count(fit)} {unit}",
-                        f"{peak}, ≈{fmt_count(fit)} fit"), no_wrap=True, overflow="ellipsis")
+                        *short, f"{peak}, ≈{fmt_count(fit)} fit"),
+                no_wrap=True, overflow="ellipsis")
+
+
+def pool_brief(snapshot: LiveSnapshot, budget: derive.KVBudget) -> str:
+    """The pool in a few words, for a narrow panel: "88/384 blocks · waste 10%"."""
+    return (f"{budget.pool.blocks_used}/{budget.pool.blocks_total} blocks · waste "
+            f"{fmt_pct(waste_pct(snapshot), NO_DATA)}")
+
+
+def waste_pct(snapshot: LiveSnapshot) -> float | None:
+    current = derive.segment(snapshot, snapshot.config_id)
+    return current.kv_waste_pct if current is not None else None
+
+
+def waste_line(snapshot: LiveSnapshot) -> Text:
+    waste = waste_pct(snapshot)
+    return Text(f"  waste {fmt_pct(waste, NO_DATA)} of what {snapshot.config_id} held, never "
+                "filled\n", style="bold yellow" if (waste or 0) > WASTE_WARNING_PCT else "")
+
+
+def mean_request_lines(snapshot: LiveSnapshot) -> Text:
+    held = derive.kv_held(snapshot)
+    text = Text()
+    if held.requests:
+        text.append(f"{snapshot.config_id} mean request held "
+                    f"{fmt_bytes(held.allocated_bytes // held.requests)} · used "
+                    f"{fmt_bytes(held.used_bytes // held.requests)}\n")
+        text.append_text(waste_line(snapshot))
+    else:
+        text.append(f"{snapshot.config_id} mean request held vs used:\n  no request in "
+                    f"{snapshot.config_id} yet\n", style="dim")
+    return text
+
+
+def pool_lines(budget: derive.KVBudget) -> Text:
+    pool = budget.pool
+    text = Text(f"pool {fmt_count(pool.blocks_used)}/{fmt_count(pool.blocks_total)} blocks held"
+                f" · {fmt_count(pool.blocks_total - pool.blocks_used)} free · peak "
+                f"{fmt_count(pool.blocks_peak)}\n")
+    text.append(f"  {fmt_bytes(pool.budget_bytes)} holds static "
+                f"{fmt_count(budget.static_requests)} · paged "
+                f"≈{fmt_count(budget.paged_requests)} req\n")
+    return text
 
 
 def kv_detail(snapshot: LiveSnapshot) -> Text:
     kv = snapshot.kv
-    waste = derive.kv_waste(snapshot)
     text = Text(no_wrap=True, overflow="ellipsis")
+    budget = derive.kv_budget(snapshot)
+    if budget is not None:
+        text.append_text(pool_lines(budget))
+        text.append_text(mean_request_lines(snapshot))
     text.append(f"latest request held {fmt_bytes(kv.now_bytes)} · used "
                 f"{fmt_bytes(kv.now_used_bytes)}\n")
+    if budget is not None:
+        return text
     text.append(f"  self-attention {fmt_bytes(kv.self_attention_bytes)} · cross "
                 f"{fmt_bytes(kv.cross_attention_bytes)}\n")
-    if waste.requests:
-        per_request = waste.requests
-        text.append(f"{snapshot.config_id} mean request held "
-                    f"{fmt_bytes(waste.allocated_bytes // per_request)} · used "
-                    f"{fmt_bytes(waste.used_bytes // per_request)}\n")
-        text.append(f"  waste {fmt_bytes(waste.waste_bytes // per_request)} per request "
-                    f"({fmt_fraction(waste.waste_fraction)})\n",
-                    style="bold yellow" if (waste.waste_fraction or 0) > 0.25 else "")
-    else:
-        text.append(f"{snapshot.config_id} mean request held vs used:\n  no request in "
-                    f"{snapshot.config_id} yet\n", style="dim")
+    text.append_text(mean_request_lines(snapshot))
     _, per = _unit(snapshot)
     text.append(f"{per} p95 held {fmt_bytes(kv.per_request_p95_bytes, NO_DATA)} · free "
                 f"{fmt_bytes(kv.free_device_bytes)}", style="dim")
@@ -62,7 +108,8 @@ class KVCachePanel(Panel):
 
     def render_key(self, snapshot: LiveSnapshot) -> object:
         last = snapshot.recent[-1].seq if snapshot.recent else None
-        return snapshot.kv, snapshot.config_id, last, snapshot.batch.mode
+        return (snapshot.kv, snapshot.config_id, last, snapshot.batch.mode,
+                derive.segment(snapshot, snapshot.config_id))
 
     def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
         return Parts(kv_headline(snapshot, width), kv_detail(snapshot))

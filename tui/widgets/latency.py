@@ -1,9 +1,14 @@
-"""Latency: p50/p95/p99 of latency, TTFT and TPOT over the window and the current segment,
-and per-request latency over time with markers at config changes and compiles."""
+"""Latency: p50/p95/p99 of latency, TTFT and TPOT over the window and the current segment;
+the current config's TPOT against this machine's memory roofline and whether its compile is
+repaid yet; per-request latency over time with markers at config changes and compiles.
+
+The compact layout has no room for the two cost lines: a short form of them takes the
+border's subtitle there."""
 
 from __future__ import annotations
 
 import math
+import time
 
 from rich.table import Table
 from rich.text import Text
@@ -12,9 +17,10 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from probe.live import LiveSnapshot
-from probe.stats import Summary
+from probe.options import OPTION_BY_KEY, OptConfig
+from probe.stats import MIN_BREAK_EVEN_REQUESTS, Summary
 from tui import derive
-from tui.format import fmt_count, fmt_ms
+from tui.format import fitting, fmt_age, fmt_count, fmt_ms
 from tui.widgets.panel import WAITING, Panel
 
 # plotext's names for the markers, and Rich's for the legend
@@ -49,17 +55,79 @@ def _percentiles(summary: Summary) -> tuple[str, str, str]:
     return fmt_ms(summary.p50), fmt_ms(summary.p95), fmt_ms(summary.p99)
 
 
+def roofline_line(snapshot: LiveSnapshot, width: int, now_unix: float) -> Text:
+    """The current config's TPOT p50 over this machine's memory roofline for its precision
+    (RooflineStatus.ratio), and when the bandwidth was measured."""
+    roofline = snapshot.roofline
+    if roofline is None:
+        return Text("roofline: this machine's bandwidth is not measured yet", style="dim")
+    tpot_ms, ratio = derive.roofline_ratio(snapshot)
+    tpot = f"{snapshot.config_id} TPOT {fmt_ms(tpot_ms)}"
+    limit = (f"{ratio:.1f}× roofline" if ratio is not None
+             else f"roofline {fmt_ms(roofline.roofline_ms)}")
+    age = fmt_age(now_unix - roofline.measured_unix)
+    where = f"{roofline.precision} · {roofline.bandwidth_gb_s:.1f} GB/s"
+    return Text(fitting(width, f"{tpot} · {limit} ({where}, measured {age})",
+                        f"{tpot} · {limit} ({where}, {age})",
+                        f"{tpot} · {limit} ({roofline.precision})", f"{tpot} · {limit}"))
+
+
+def twin_keys(served: OptConfig, twin: OptConfig) -> str:
+    """The keys that turn the served options into their eager twin: "c→compile=off"."""
+    return " ".join(f"{OPTION_BY_KEY[key].hotkey}→{key}={value}"
+                    for key, value in twin.as_dict().items() if getattr(served, key) != value)
+
+
+def break_even_line(snapshot: LiveSnapshot, width: int) -> Text:
+    """Requests of this traffic that repay the served config's compile (probe.stats.break_even),
+    or why there is no such figure yet."""
+    cost = derive.compile_cost(snapshot)
+    pair = f"({cost.compiled_config} vs {cost.eager_config})"
+    if cost.status == "repaid":
+        return Text(f"compile repaid after ≈{fmt_count(cost.requests)} requests {pair}")
+    if cost.status == "never":
+        return Text(f"compile never repaid: compiled is not faster {pair}", style="yellow")
+    if cost.status == "measuring":
+        return Text(fitting(width, f"compile break-even: measuring (≥{MIN_BREAK_EVEN_REQUESTS} "
+                                   f"requests each side) {pair}",
+                            f"break-even: measuring (≥{MIN_BREAK_EVEN_REQUESTS} requests "
+                            "each side)"), style="dim")
+    if cost.status == "no twin" and cost.twin is not None:
+        twin, keys = cost.twin.label(), twin_keys(snapshot.options, cost.twin)
+        return Text(fitting(width, f"break-even: serve {twin} eager too ({keys}), "
+                                   f"≥{MIN_BREAK_EVEN_REQUESTS} requests",
+                            f"break-even: serve {twin} eager too ({keys})",
+                            f"break-even: no eager twin served ({keys})"), style="dim")
+    return Text(f"no compile to repay: {snapshot.config_id} runs eager", style="dim")
+
+
+def cost_summary(snapshot: LiveSnapshot) -> str | None:
+    """The two cost lines in a few words, for the compact layout (None: nothing to say)."""
+    _, ratio = derive.roofline_ratio(snapshot)
+    parts = [] if ratio is None else [f"{ratio:.1f}× roofline"]
+    cost = derive.compile_cost(snapshot)
+    parts.append({"repaid": f"repaid ≈{fmt_count(cost.requests)} req",
+                  "never": "compile never repaid", "measuring": "break-even: measuring",
+                  "no twin": "break-even: no eager twin", "eager": ""}[cost.status])
+    return " · ".join(p for p in parts if p) or None
+
+
 def log_ticks(low_ms: float, high_ms: float) -> tuple[list[float], list[str]]:
-    """Powers of ten spanning the data, labelled as durations: 100 ms, 1 s, 10 s…"""
+    """Powers of ten spanning the data (at least two), labelled as durations: 100 ms, 1 s…"""
     first = math.floor(math.log10(max(low_ms, 0.1)))
-    last = math.ceil(math.log10(max(high_ms, 0.1)))
+    last = max(math.ceil(math.log10(max(high_ms, 0.1))), first + 1)
     ticks = [10.0 ** e for e in range(first, last + 1)]
     return ticks, [fmt_ms(t).replace(".0 ", " ") for t in ticks]
 
 
 class LatencyPlot(PlotextPlot):
-    """Per-request latency at the time the engine started it, log scale so a 60 s compile
-    stall and an 800 ms request both read. Orange lines: config changes; red: compiles."""
+    """Per-request latency at the time the engine started it, on a log axis so a 60 s compile
+    stall and an 800 ms request both read. Orange lines: config changes; red: compiles.
+
+    The log is taken here and plotted on a linear axis whose limits are the outer ticks:
+    plotext's own log scale sets the axis from the data, so a tick below the lowest point
+    fell outside the canvas and its label was drawn over the x axis' rows (and plotext
+    log-scales the data and ticks but not a ylim, which is why a ylim in ms emptied it)."""
 
     def show(self, snapshot: LiveSnapshot) -> None:
         plt = self.plt
@@ -68,17 +136,18 @@ class LatencyPlot(PlotextPlot):
         recent = snapshot.recent
         if recent:
             values = [max(r.latency_ms, 0.1) for r in recent]
-            plt.yscale("log")
-            plt.yticks(*log_ticks(min(values), max(values)))
+            ticks, labels = log_ticks(min(values), max(values))
+            plt.ylim(math.log10(ticks[0]), math.log10(ticks[-1]))
+            plt.yticks([math.log10(t) for t in ticks], labels)
             ok = [r for r in recent if r.ok]
             failed = [r for r in recent if not r.ok]
             if ok:
-                plt.scatter([r.start_s for r in ok], [max(r.latency_ms, 0.1) for r in ok],
+                plt.scatter([r.start_s for r in ok], [_log(r.latency_ms) for r in ok],
                             marker="braille", color="cyan")
             if failed:
-                plt.scatter([r.start_s for r in failed],
-                            [max(r.latency_ms, 0.1) for r in failed], marker="x", color="red")
-            start, top = min(r.start_s for r in recent), max(values)
+                plt.scatter([r.start_s for r in failed], [_log(r.latency_ms) for r in failed],
+                            marker="x", color="red")
+            start, top = min(r.start_s for r in recent), _log(max(values))
             for event in snapshot.compile_events:
                 if event.start_s >= start:
                     plt.vertical_line(event.start_s, color=COMPILE_COLOR)
@@ -86,6 +155,10 @@ class LatencyPlot(PlotextPlot):
                 plt.vertical_line(change.t_s, color=CONFIG_COLOR)
                 plt.text(change.config_id, change.t_s, top, color=CONFIG_COLOR)
         self.refresh()
+
+
+def _log(latency_ms: float) -> float:
+    return math.log10(max(latency_ms, 0.1))
 
 
 def plot_key(snapshot: LiveSnapshot) -> object:
@@ -100,10 +173,12 @@ class LatencyPanel(Panel):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._numbers_key: object = None
+        self._cost_key: object = None
         self._plot_key: object = None
 
     def compose(self) -> ComposeResult:
         yield Static(WAITING, id="latency-numbers", classes="headline")
+        yield Static("", id="latency-cost", classes="detail", markup=False)
         yield Static(Text.from_markup(
             f"[{CONFIG_RICH}]│[/] config change  [{COMPILE_RICH}]│[/] compile started  "
             "[cyan]⠂[/] request (start, latency)"),
@@ -117,10 +192,25 @@ class LatencyPanel(Panel):
                        derive.segment(snapshot, snapshot.config_id))
         if numbers_key != self._numbers_key:
             self._numbers_key = numbers_key
-            self.border_subtitle = Text(counts_subtitle(snapshot))   # ids are data, not markup
             self.query_one("#latency-numbers", Static).update(latency_table(snapshot),
                                                               layout=False)
+        self.show_cost(snapshot)
         if plot_key(snapshot) != self._plot_key:
             self._plot_key = plot_key(snapshot)
             # Data only; plotext draws in render(), which a hidden (compact) plot skips.
             self.query_one(LatencyPlot).show(snapshot)
+
+    def show_cost(self, snapshot: LiveSnapshot) -> None:
+        """The roofline and break-even lines; folded into the subtitle when they are hidden."""
+        cost = self.query_one("#latency-cost", Static)
+        width = cost.content_size.width or self.content_size.width or 66
+        lines = Text("\n").join([roofline_line(snapshot, width, time.time()),
+                                 break_even_line(snapshot, width)])
+        short = None if cost.display else cost_summary(snapshot)
+        # ids are data, not markup
+        subtitle = Text(short if short is not None else counts_subtitle(snapshot))
+        key = (lines.plain, subtitle.plain)
+        if key != self._cost_key:
+            self._cost_key = key
+            self.border_subtitle = subtitle
+            cost.update(lines, layout=False)

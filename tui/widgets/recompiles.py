@@ -1,25 +1,43 @@
-"""Recompilations: running counts and a feed of compile events, newest first."""
+"""Recompilations: running counts and a feed of compile events, newest first; a compile still
+running is the feed's first row, its seconds ticking on the CompileClock."""
 
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, ClassVar
 
 from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
+from textual.reactive import reactive
 
 from probe.live import LiveSnapshot
-from probe.records import CompileEvent
+from probe.records import CompileEvent, CompileInProgress
+from tui import derive
 from tui.format import fmt_clock, fmt_s, plural
+from tui.widgets.compile_clock import TICK_S, CompileClock, whole_seconds
 from tui.widgets.panel import Panel, Parts
 
 KIND_STYLES = {"compile": "yellow", "recompile": "bold red", "fallback": "magenta",
-               "limit": "bold magenta", "cudagraph": "cyan", "autotune": "cyan"}
+               "limit": "bold magenta", "cudagraph": "cyan", "autotune": "cyan",
+               "compiling": "bold reverse yellow"}
 FEED_ROWS = 30
+COMPILING_NOW = " · compiling now"
 
 
-def compile_counts(snapshot: LiveSnapshot) -> Text:
+@dataclass(frozen=True)
+class Running:
+    """The compile in progress, read on the CompileClock."""
+    progress: CompileInProgress
+    elapsed_s: float        # this compile so far
+    stall_s: float          # the waiting request's stall so far, earlier compiles included
+
+
+def compile_counts(snapshot: LiveSnapshot, width: int = 80) -> Text:
+    """Counts by kind and compile time; "compiling now" while one runs, when it fits."""
     kinds = Counter(e.kind for e in snapshot.compile_events)
     text = Text()
     text.append(plural(snapshot.compiles, "compile"), style="yellow")
@@ -32,11 +50,32 @@ def compile_counts(snapshot: LiveSnapshot) -> Text:
     total_s = sum(s.compile_s for s in snapshot.segments)
     if total_s:
         text.append(f" ({fmt_s(total_s)})", style="dim")
+    if snapshot.compiling is not None and text.cell_len + len(COMPILING_NOW) <= width:
+        text.append(COMPILING_NOW, style="bold yellow")
     return text
 
 
-def latest_event(events: tuple[CompileEvent, ...]) -> Text:
-    """The newest event on one line: what the compact layout shows instead of the feed."""
+def running_function(running: Running) -> str:
+    return derive.compile_function(running.progress.compile_id, running.progress.function)
+
+
+def running_event(running: Running) -> Text:
+    """The compile in progress on one line: what the compact layout shows while it runs."""
+    progress = running.progress
+    text = Text("now ", no_wrap=True, overflow="ellipsis")
+    text.append("compiling", style=KIND_STYLES["compiling"])
+    text.append(f" {progress.compile_id} {running_function(running)} · "
+                f"{whole_seconds(running.elapsed_s)}")
+    if progress.request_id:
+        text.append(f" ({progress.request_id} waits)", style="red")
+    return text
+
+
+def latest_event(events: tuple[CompileEvent, ...], running: Running | None = None) -> Text:
+    """The newest event on one line (the running compile, when there is one): what the compact
+    layout shows instead of the feed."""
+    if running is not None:
+        return running_event(running)
     if not events:
         return Text("no compiles yet", style="dim")
     event = events[-1]
@@ -63,8 +102,9 @@ def short_reason(reason: str | None) -> str:
         _ENTRY.sub("", reason))
 
 
-def compile_feed(events: tuple[CompileEvent, ...], rows: int = FEED_ROWS) -> RenderableType:
-    if not events:
+def compile_feed(events: tuple[CompileEvent, ...], rows: int = FEED_ROWS,
+                 running: Running | None = None) -> RenderableType:
+    if not events and running is None:
         return Text("no compiles yet", style="dim")
     table = Table(box=None, padding=(0, 1), collapse_padding=True, pad_edge=False,
                   show_edge=False, header_style="bold dim", expand=True)
@@ -75,7 +115,10 @@ def compile_feed(events: tuple[CompileEvent, ...], rows: int = FEED_ROWS) -> Ren
     table.add_column("request", no_wrap=True)
     table.add_column("function", no_wrap=True, max_width=16, overflow="ellipsis")
     table.add_column("guard failure / reason", no_wrap=True, overflow="ellipsis", ratio=1)
-    for event in reversed(events[-rows:]):
+    if running is not None:
+        table.add_row(*running_row(running))
+        rows -= 1
+    for event in reversed(events[-rows:] if rows > 0 else ()):
         # Text, not str: a guard failure or a function name is data, never markup
         table.add_row(
             fmt_clock(event.start_s).replace(" s", "s"),
@@ -87,13 +130,59 @@ def compile_feed(events: tuple[CompileEvent, ...], rows: int = FEED_ROWS) -> Ren
     return table
 
 
+def running_row(running: Running) -> tuple[RenderableType, ...]:
+    """The compile in progress as a feed row: its seconds tick, "…" says it is not over."""
+    progress = running.progress
+    state = Text("in progress", style="yellow")
+    if progress.waited_before_s > 0:
+        state.append(f" · {progress.request_id or 'prewarm'} stalled "
+                     f"{whole_seconds(running.stall_s)} in all", style="red")
+    return (fmt_clock(progress.since_s).replace(" s", "s"),
+            Text("compiling", style=KIND_STYLES["compiling"]), Text(progress.compile_id),
+            whole_seconds(running.elapsed_s).replace(" s", "s…"),
+            Text(progress.request_id or "prewarm"), Text(running_function(running)), state)
+
+
 class RecompilePanel(Panel):
     TITLE = "Recompilations"
+    # The local clock a running compile ticks on, when the app passes none (tests fix it).
+    default_clock: ClassVar[Callable[[], float]] = staticmethod(time.monotonic)
+    engine_state: reactive[str] = reactive("live")
+
+    def __init__(self, *, clock: Callable[[], float] | None = None,
+                 id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._compile_clock = CompileClock(clock or self.default_clock)
+
+    def on_mount(self) -> None:
+        self.set_interval(TICK_S, self._tick)
+
+    def watch_snapshot(self, snapshot: LiveSnapshot | None) -> None:
+        self._compile_clock.arrived(snapshot)
+        super().watch_snapshot(snapshot)
+
+    def watch_engine_state(self) -> None:
+        self.watch_snapshot(self.snapshot)
+
+    def _tick(self) -> None:
+        if self.snapshot is not None and self.snapshot.compiling is not None:
+            self.watch_snapshot(self.snapshot)
+
+    def running(self, snapshot: LiveSnapshot) -> Running | None:
+        clock, state = self._compile_clock, self.engine_state
+        elapsed, stall = clock.elapsed_s(snapshot, state), clock.stall_s(snapshot, state)
+        if snapshot.compiling is None or elapsed is None or stall is None:
+            return None
+        return Running(snapshot.compiling, elapsed, stall)
 
     def render_key(self, snapshot: LiveSnapshot) -> object:
-        return snapshot.compile_events, tuple(s.compile_s for s in snapshot.segments)
+        running = self.running(snapshot)
+        ticking = (int(running.elapsed_s), int(running.stall_s)) if running else None
+        return (snapshot.compile_events, tuple(s.compile_s for s in snapshot.segments),
+                snapshot.compiling, ticking)
 
     def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
-        events = snapshot.compile_events
+        events, running = snapshot.compile_events, self.running(snapshot)
         rows = max(self.content_size.height - 2, 1) if self.content_size.height else FEED_ROWS
-        return Parts(compile_counts(snapshot), compile_feed(events, rows), latest_event(events))
+        return Parts(compile_counts(snapshot, width), compile_feed(events, rows, running),
+                     latest_event(events, running))

@@ -1,4 +1,6 @@
-"""Segments: the previous and the current config side by side, one row each."""
+"""Segments: the previous and the current config side by side, one row each, with the drift
+of each config's tokens from the fp32 eager reference beside its latency. The subtitle says
+what drift counts, and that a preset's random weights overstate it."""
 
 from __future__ import annotations
 
@@ -9,16 +11,46 @@ from textual.coordinate import Coordinate
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
+from probe.drift import DriftStats
 from probe.live import LiveSnapshot
 from probe.stats import SegmentStats
 from tui import derive
-from tui.format import NO_DATA, fmt_bytes, fmt_count, fmt_ms, fmt_rate
+from tui.format import NO_DATA, fitting, fmt_bytes, fmt_count, fmt_ms, fmt_rate
 
-COLUMNS = ("config", "req", "p50", "p95", "p99", "TTFT95", "TPOT50", "tok/s", "comp",
+DRIFT = "drift tok·req"
+COLUMNS = ("config", "req", "p50", "p95", "p99", "TTFT95", "TPOT50", "tok/s", DRIFT, "comp",
            "recomp", "breaks", "graphs", "KV peak")
 # Under NARROW_WIDTH columns: the short config name and the columns that tell the story.
-NARROW_COLUMNS = ("config", "req", "p50", "p95", "p99", "TPOT50", "tok/s", "recomp", "KV peak")
+NARROW_COLUMNS = ("config", "req", "p50", "p95", "p99", "TPOT50", "tok/s", DRIFT, "recomp")
 NARROW_WIDTH = 100
+# What the drift column counts, and why a preset's drift reads high (probe.drift's
+# RANDOM_WEIGHTS_CAVEAT, shortened for the screen)
+DRIFT_MEANS = "drift tok·req: tokens · requests equal to the fp32 eager reference's (sampled)"
+CAVEATS = ("{means}; {model} has random weights: drift overstates a trained model's "
+           "(--model PATH measures yours)",
+           "{means}; {model}'s random weights overstate it",
+           "drift vs fp32 eager: {model}'s random weights overstate it",
+           "{model}: random weights overstate drift")
+
+
+def fmt_drift(drift: DriftStats | None, narrow: bool = False) -> str:
+    """Tokens equal · requests identical: "97.1%·62% n=8"; narrow "97%·62%"; "—" while none
+    was sampled."""
+    if drift is None:
+        return NO_DATA
+    exact = f"{drift.exact_match:.0%}"
+    if narrow:
+        return f"{drift.token_agreement:.0%}·{exact}"
+    agree = "100%" if drift.token_agreement == 1 else f"{drift.token_agreement:.1%}"
+    return f"{agree}·{exact} n={drift.sampled_requests}"
+
+
+def segments_subtitle(snapshot: LiveSnapshot, width: int) -> str:
+    """What the drift column counts, and the caveat when the model has random weights."""
+    if not derive.random_weights(snapshot):
+        return fitting(width, DRIFT_MEANS, "drift tok·req: equal to fp32 eager's")
+    means = DRIFT_MEANS.removesuffix(" (sampled)")
+    return fitting(width, *(c.format(means=means, model=snapshot.model) for c in CAVEATS))
 
 
 def segment_cells(snapshot: LiveSnapshot, stats: SegmentStats | None, config_id: str,
@@ -34,6 +66,7 @@ def segment_cells(snapshot: LiveSnapshot, stats: SegmentStats | None, config_id:
         "p95": fmt_ms(stats.latency_ms.p95), "p99": fmt_ms(stats.latency_ms.p99),
         "TTFT95": fmt_ms(stats.ttft_ms.p95), "TPOT50": fmt_ms(stats.tpot_ms.p50),
         "tok/s": NO_DATA if tokens is None else fmt_rate(tokens, "").strip(),
+        DRIFT: fmt_drift(stats.drift, narrow),
         "comp": str(stats.compiles), "recomp": str(stats.recompiles),
         "breaks": str(stats.graph_breaks), "graphs": str(stats.graphs),
         "KV peak": fmt_bytes(stats.kv_cache_peak_bytes, NO_DATA)})
@@ -69,6 +102,7 @@ class SegmentsPanel(Vertical):
         self.border_title = "Segments"
         self._columns: tuple[str, ...] = ()
         self._drawn: object = None
+        self._titles: tuple[str, str] = ("", "")
 
     def compose(self) -> ComposeResult:
         table: DataTable = DataTable(show_cursor=False, zebra_stripes=True)
@@ -82,6 +116,13 @@ class SegmentsPanel(Vertical):
         narrow = 0 < self.size.width < NARROW_WIDTH
         columns = NARROW_COLUMNS if narrow else COLUMNS
         rows = segment_rows(snapshot, narrow) if snapshot is not None else []
+        if snapshot is not None:
+            titles = (segments_title(snapshot),
+                      segments_subtitle(snapshot, max(self.size.width - 6, 20)))
+            if titles != self._titles:     # setting a title repaints, even the same one
+                self._titles = titles
+                # Text: ids and the model's name are data, not markup
+                self.border_title, self.border_subtitle = Text(titles[0]), Text(titles[1])
         if (columns, rows) == self._drawn:
             return
         self._drawn = (columns, rows)
@@ -99,5 +140,3 @@ class SegmentsPanel(Vertical):
                 self._columns = columns
             for cells in rows:
                 table.add_row(*(cells[name] for name in columns))
-        if snapshot is not None:
-            self.border_title = Text(segments_title(snapshot))   # ids are data, not markup

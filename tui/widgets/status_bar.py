@@ -1,7 +1,7 @@
 """The status bar: engine state, replay speed, the config served, a running compile's clock and
 overload on the first line; every option as the engine serves it on the second, marking values
-asked for but not served yet (`bucket=off→on`) and values the engine chose itself
-(`decode=fullgraph!`, with its reason on a third line). Each line is cut to the width, never
+asked for that the engine has not received or applied yet (`bucket=off→on`) and values the
+engine chose itself once it had them (`decode=fullgraph!`, with its reason on a third line). Each line is cut to the width, never
 wrapped: a wrapped first line would push the options off the bar."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from probe.options import OPTIONS, OptConfig
 from tui import derive
 from tui.derive import OptionState
 from tui.format import fmt_speed
+from tui.widgets.compile_clock import TICK_S, CompileClock, whole_seconds
 from tui.widgets.throughput import OVERLOADED, OVERLOADED_SHORT
 
 # option → how the status bar names it (short: the line should fit 120 columns)
@@ -84,6 +85,7 @@ def state_text(state: str, note: str, paused: bool) -> tuple[Text, Text]:
 
 def first_line(snapshot: LiveSnapshot | None, state: str, note: str, paused: bool,
                speed: float, compiling_s: float | None, width: int) -> Text:
+    """`compiling_s`: the waiting request's compile stall so far (CompileClock.stall_s)."""
     full, short = state_text(state, note, paused)
     parts = [Part(full, short, 5), Part(Text(fmt_speed(speed), style="bold"),
                                         Text(fmt_speed(speed), style="bold"), 9)]
@@ -91,11 +93,11 @@ def first_line(snapshot: LiveSnapshot | None, state: str, note: str, paused: boo
         config = Text(f"{snapshot.config_id} ", style="bold")
         config.append(derive.config_label(snapshot, snapshot.config_id))
         parts.append(Part(config, Text(snapshot.config_id, style="bold"), 1))
-        if compiling_s is not None:
-            clock = Text(f"compiling… {compiling_s:.0f} s", style="bold reverse red")
+        if compiling_s is not None and snapshot.compiling is not None:
+            clock = Text(f"compiling… {whole_seconds(compiling_s)}", style="bold reverse red")
             waiting = clock.copy()
-            if snapshot.compiling_request:
-                waiting.append(f" ({snapshot.compiling_request} waits)", style="red")
+            if snapshot.compiling.request_id:
+                waiting.append(f" ({snapshot.compiling.request_id} waits)", style="red")
             parts.append(Part(waiting, clock, 2))
         if snapshot.replay.overloaded:
             queue = f" ({snapshot.replay.queue_depth})"
@@ -166,6 +168,8 @@ def changes_line(states: tuple[OptionState, ...], width: int) -> Text | None:
 class StatusBar(Static):
     snapshot: reactive[LiveSnapshot | None] = reactive(None)
     requested: reactive[OptConfig] = reactive(OptConfig)
+    # Only whether it is None: None means nothing was asked since the engine started (it then
+    # serves the options it was started with); what the engine received it says itself.
     options_sent_s: reactive[float | None] = reactive(None)
     speed: reactive[float] = reactive(1.0)
     paused: reactive[bool] = reactive(False)
@@ -175,32 +179,26 @@ class StatusBar(Static):
     def __init__(self, *, clock: Callable[[], float] = time.monotonic,
                  id: str | None = None) -> None:
         super().__init__(id=id, markup=False)
-        self._clock = clock
-        self._received_at = clock()
+        self._compile_clock = CompileClock(clock)
         self._lines = 2
 
     def on_mount(self) -> None:
-        self.set_interval(1.0, self._tick)
+        self.set_interval(TICK_S, self._tick)
 
-    def watch_snapshot(self) -> None:
-        self._received_at = self._clock()
+    def watch_snapshot(self, snapshot: LiveSnapshot | None) -> None:
+        self._compile_clock.arrived(snapshot)
 
     def _tick(self) -> None:
-        if self.snapshot is not None and self.snapshot.compiling_since_s is not None:
+        if self.snapshot is not None and self.snapshot.compiling is not None:
             self.refresh()
 
     def compiling_s(self) -> float | None:
-        """Seconds the running compile has taken; the local clock stops with a dead engine."""
-        snapshot = self.snapshot
-        if snapshot is None or self.engine_state in ("failed", "read-only"):
-            local = 0.0
-        else:
-            local = self._clock() - self._received_at
-        return None if snapshot is None else derive.compiling_elapsed_s(snapshot, local)
+        """The waiting request's compile stall so far; the clock stops with a dead engine."""
+        return self._compile_clock.stall_s(self.snapshot, self.engine_state)
 
     def option_states(self) -> tuple[OptionState, ...]:
-        served = derive.served_since(self.snapshot, self.options_sent_s)
-        return derive.option_states(self.requested, self.snapshot, served)
+        return derive.option_states(self.requested, self.snapshot,
+                                    asked_since_start=self.options_sent_s is not None)
 
     def render(self) -> Text:
         width = self.content_size.width or self.app.size.width
