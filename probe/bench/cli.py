@@ -4,7 +4,6 @@ imported when it runs."""
 from __future__ import annotations
 
 import argparse
-import os
 import stat
 from pathlib import Path
 
@@ -23,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="requests per run (default: 40, or 3 with --quick)")
     bench.add_argument("--out", required=True, metavar="DIR")
     bench.add_argument("--experiments", default=None, metavar="E1,E4",
-                       help="a subset of E1..E7, roofline, observer (default: all)")
+                       help="a subset of E1..E8, roofline, observer (default: all)")
     bench.add_argument("--quick", action="store_true",
                        help="minutes, not hours: t5-tiny, 3 requests, 2 repeats, 2 buckets, "
                             "compile=default only in E1 on a CPU")
@@ -48,20 +47,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from probe.errors import ConfigError
     from workloads.atomic import check_output_folder
-    from workloads.errors import TraceError
 
-    out = check_output_folder(args.out, "--out")
+    check_output_folder(args.out, "--out")
     check_trace(args.trace, args.requests)
-    created = not out.exists()
     from probe.bench.runner import run_bench
-    try:
-        return run_bench(args)
-    except (ConfigError, TraceError):
-        if created:
-            remove_empty_folders(out)
-        raise
+    return run_bench(args)
 
 
 def check_trace(name: str, requests: int | None) -> None:
@@ -73,13 +64,3 @@ def check_trace(name: str, requests: int | None) -> None:
     if path.exists() and stat.S_ISFIFO(path.stat().st_mode):
         return
     note_fewer_requests(requests, len(load_trace(name).requests))
-
-
-def remove_empty_folders(folder: Path) -> None:
-    """Undo the folders the study made before it met a bad model (the runner creates --out
-    before loading the model): a failed run leaves nothing behind. Files are never removed."""
-    for root, _dirs, _files in os.walk(folder, topdown=False):
-        try:
-            os.rmdir(root)
-        except OSError:
-            pass  # not empty: something was written there, keep it

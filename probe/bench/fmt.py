@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from probe.bench.stats import Spread
+from probe.bench.spread import Spread
 
 NA = "n/a"
 

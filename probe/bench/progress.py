@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
-from probe.bench.runs import RunSpec
+from probe.bench.plan import RunSpec
 
 # Rough costs on a 2-core CPU; the progress line corrects them as runs finish.
 COST = {

@@ -1,12 +1,64 @@
-"""report.md from report.json: every experiment in the seed's template, tables GitHub renders."""
+"""report.json (every number) and report.md from it (every experiment in the seed's template,
+tables GitHub renders), both written atomically."""
 
 from __future__ import annotations
 
+import datetime as dt
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
 from probe.bench import fmt
-from probe.bench.experiments import DRIFT_TOLERANCE
+from probe.bench.experiments import acceptance_checks
+from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TorchTrace
+from probe.bench.verdict import DRIFT_TOLERANCE
+from workloads.atomic import write_atomic
+
+REPORT_SCHEMA = "infertop-bench/1"
 
 TEMPLATE_FIELDS = (("Hypothesis", "hypothesis"), ("Variable", "variable"),
                    ("Control", "control"), ("Expected", "expected"))
+
+
+def report_document(settings, plan, environment: dict, study, *, interrupted: bool,
+                    wall_s: float, torch_trace: TorchTrace | None,
+                    tlparse: list[TlparseReport] | None) -> dict:
+    sections = study.sections(environment)
+    out = settings.out
+    return {
+        "schema": REPORT_SCHEMA,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": "infertop " + " ".join(sys.argv[1:]),
+        "settings": {"model": settings.model, "trace": settings.trace,
+                     "device": environment["device"], "requests": len(plan.requests),
+                     "repeats": settings.repeats, "quick": settings.quick,
+                     "bucket_count": settings.bucket_count, "seed": settings.seed,
+                     "experiments": list(settings.experiments),
+                     "compile_backend": settings.compile_backend,
+                     "torch_trace": settings.torch_trace, "profile": settings.profile},
+        "environment": environment,
+        "plan": {"requests": [{**vars(r), "text": None} for r in plan.requests],
+                 "planner_edges": list(plan.planner_edges), "pow2_edges": list(plan.pow2_edges),
+                 "e5_outputs": {k: v[0].output_length for k, v in plan.e5_requests.items()},
+                 "compile_modes": list(plan.compile_modes)},
+        "left_out": list(plan.left_out),
+        "experiments": sections,
+        "runs": study.runs_json(),
+        "checks": acceptance_checks(sections),
+        "wall_s": wall_s,
+        "incomplete": interrupted,
+        "files": {"report_md": "report.md", "runs": "runs/",
+                  "torch_trace": ([str(p.relative_to(out)) for p in torch_trace.logs()]
+                                  if torch_trace else None),
+                  "tlparse": (None if tlparse is None else [asdict(t) for t in tlparse]),
+                  "profile": "profile/" if settings.profile else None},
+    }
+
+
+def write_report(out: Path, report: dict) -> None:
+    from probe.snapshot import write_json_atomic
+    write_json_atomic(out / "report.json", report)
+    write_atomic(out / "report.md", [render_markdown(report)])
 
 
 def _environment_lines(report: dict) -> list[str]:
@@ -72,6 +124,26 @@ def render_section(section: dict) -> list[str]:
     return out
 
 
+def _torch_trace_lines(files: dict) -> list[str]:
+    """Each TORCH_TRACE log, with a link to tlparse's HTML report of it, or how to get one."""
+    logs = files.get("torch_trace") or []
+    if isinstance(logs, str):
+        logs = [logs]
+    reports = {t["log"]: t for t in files.get("tlparse") or []}
+    lines = []
+    for log_file in logs:
+        made = reports.get(log_file, {})
+        if made.get("html"):
+            how = f"tlparse's report: [{made['html']}]({made['html']})"
+        elif made:
+            how = f"tlparse could not read it: {made.get('error')}"
+        else:
+            how = (f"tlparse is not installed here (`{INSTALL_HINT}`, then "
+                   f"`tlparse {log_file} -o tlparse`)")
+        lines.append(f"- `{log_file}`: the TORCH_TRACE log of every compile; {how}")
+    return lines
+
+
 def render_markdown(report: dict) -> str:
     settings = report.get("settings", {})
     out = [f"# infertop bench: {settings.get('model')} on {settings.get('trace')}", ""]
@@ -107,11 +179,7 @@ def render_markdown(report: dict) -> str:
             "and every run (`runs`)",
             "- `runs/*.json`: the session snapshot of each run (`infertop snapshot show FILE`, "
             "`infertop snapshot compare A B`)"]
-    if files.get("torch_trace"):
-        logs = files["torch_trace"] if isinstance(files["torch_trace"], list) else [files["torch_trace"]]
-        for log_file in logs:
-            out.append(f"- `{log_file}`: the TORCH_TRACE log of every compile (`tlparse {log_file}` "
-                       "renders it)")
+    out += _torch_trace_lines(files)
     if files.get("profile"):
         out.append("- `profile/trace.json`: torch.profiler Chrome trace of a few warm requests "
                    "(open in Perfetto or chrome://tracing); `profile/top_ops.txt` the top operators")

@@ -7,7 +7,8 @@ from typing import Callable, Sequence
 
 import pytest
 
-from probe.bench.runs import BenchRequest, PassResult, RunSpec, summarize_run
+from probe.bench.plan import BenchRequest, RunSpec
+from probe.bench.results import PassResult, RunResult, summarize_run
 from probe.options import OptConfig
 from probe.records import CompileEvent, GraphBreakRecord, RequestRecord
 from probe.session import ConfigEntry, SessionData
@@ -48,14 +49,14 @@ def make_session() -> Callable[..., SessionData]:
 
 
 @pytest.fixture
-def make_result(make_session) -> Callable[..., dict]:
+def make_result(make_session) -> Callable[..., RunResult]:
     """A run result as runs.summarize_run builds it, from chosen per-pass latencies."""
     def make(options: OptConfig = OptConfig(), *, pass_latencies: Sequence[Sequence[float]],
              cold_ms: float = 1000.0, inputs: Sequence[int] | None = None,
              padded: Sequence[int] | None = None, compiles: Sequence[tuple[str, str, str]] = (),
              breaks: Sequence[tuple[str, str, int]] = (), kv_bytes: int = 0,
              output_tokens: int = 5, edges: tuple[int, ...] = (), edges_name: str = "none",
-             requests_name: str = "replayed") -> dict:
+             requests_name: str = "replayed") -> RunResult:
         count = len(pass_latencies[0])
         inputs = list(inputs or [10 + i for i in range(count)])
         padded = list(padded or inputs)
@@ -71,7 +72,7 @@ def make_result(make_session) -> Callable[..., dict]:
                            input_tokens=inputs[i], padded_tokens=padded[i], kv_bytes=kv_bytes,
                            output_tokens=output_tokens, start_s=100.0 * (p + 1) + i)
                     for i, v in enumerate(latencies)]
-            passes.append(PassResult(recs, wall_s=sum(latencies) / 1000))
+            passes.append(PassResult(tuple(recs), wall_s=sum(latencies) / 1000))
         events = []
         for n, (function, kind, request) in enumerate(compiles):
             events.append(CompileEvent(compile_id=f"{n}/0", kind=kind, function=function,
@@ -82,5 +83,5 @@ def make_result(make_session) -> Callable[..., dict]:
                          for reason, location, count in breaks]
         data = make_session(warm + [r for p in passes for r in p.records],
                             options={"c1": options}, events=events, breaks=break_records)
-        return summarize_run(spec, data, PassResult(warm, 1.0), passes)
+        return summarize_run(spec, data, PassResult(tuple(warm), 1.0), passes)
     return make

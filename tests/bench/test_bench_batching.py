@@ -3,8 +3,11 @@
 import random
 from dataclasses import replace
 
-from probe.bench.batching import (BatchingPlan, peak_concurrent_kv_bytes, run_metrics, section,
-                                  saturation_rps)
+import pytest
+
+from probe.bench.experiments.e7_batching import (BatchingResults, BatchRoofline, batching_run,
+                                                 build, saturation_rps)
+from probe.bench.openloop import open_loop_figures, peak_concurrent_kv_bytes
 from probe.records import RequestRecord
 
 BASE = RequestRecord(
@@ -44,14 +47,33 @@ def test_back_to_back_requests_do_not_overlap():
 def test_keeping_up_and_saturation():
     records = [replace(BASE, id=f"r{i}", arrival_s=float(i), start_s=float(i),
                        end_s=float(i) + 0.5) for i in range(10)]
-    metrics = run_metrics(records, offered_rps=1.0)
-    assert abs(metrics["served_rps"] - 10 / 9.5) < 1e-9 and metrics["keeps_up"]
-    assert not run_metrics(records, offered_rps=2.0)["keeps_up"]
-    results = {"capacity_rps": {"chat": 1.0}, "runs": {
-        "a": {"trace": "chat", "mode": "off", "factor": 1.0, **metrics},
-        "b": {"trace": "chat", "mode": "off", "factor": 2.0,
-              **run_metrics(records, offered_rps=2.0)}}}
+    metrics = open_loop_figures(records, offered_rps=1.0)
+    assert abs(metrics.served_rps - 10 / 9.5) < 1e-9 and metrics.keeps_up
+    assert not open_loop_figures(records, offered_rps=2.0).keeps_up
+    results = BatchingResults({"chat": 1.0}, {
+        "a": batching_run("chat", 1.0, "off", records, 1.0, None),
+        "b": batching_run("chat", 2.0, "off", records, 2.0, None)}, requests=10)
     assert saturation_rps(results, "chat", "off") == 1.0
-    built = section(results, BatchingPlan("t5-tiny", "cpu", (("chat", (1.0, 2.0)),), 10))
+    built = build(results)
     assert built["id"] == "E7" and len(built["table"]["rows"]) == 2
     assert "kept up to off 1.00 req/s" in built["observed"][0]
+    assert results.as_dict()["runs"]["a"]["served_rps"] == metrics.served_rps
+
+
+def test_a_continuous_step_is_held_against_the_batch_roofline():
+    """Weights once per step plus each row's KV: for a row of n tokens over c encoder positions
+    the mean positions read per step are c + (n + 1) / 2 (recomputed here position by position)."""
+    per_position, c, n = 100, 12, 5
+    records = [replace(BASE, id=f"r{i}", output_tokens=n, batch_size=4.0, tpot_ms=2.0,
+                       kv_cache_used_bytes=per_position * (c + n)) for i in range(3)]
+    roofline = BatchRoofline(weight_bytes=1_000_000, kv_bytes_per_position=per_position,
+                             bandwidth_gb_s=1.0)
+    kv_per_step = sum(per_position * (c + t) for t in range(1, n + 1)) / n
+    expected_ms = (1_000_000 + 4 * kv_per_step) / 1e9 * 1e3
+    run = batching_run("chat", 4.0, "continuous", records, 1.0, roofline)
+    assert run.roofline_step_ms == pytest.approx(expected_ms)
+    assert run.step_ms == 2.0 and run.roofline_ratio == pytest.approx(2.0 / expected_ms)
+    assert batching_run("chat", 4.0, "dynamic", records, 1.0, roofline).roofline_ratio is None
+    built = build(BatchingResults({"chat": 1.0}, {"x": run}, roofline))
+    assert built["table"]["rows"][0][-1] == f"{2.0 / expected_ms:.2f}×"
+    assert any("batch roofline" in line for line in built["observed"])

@@ -1,19 +1,26 @@
 """Sections, verdicts, checks and report.md from synthetic run results."""
 
 import json
+import math
+from dataclasses import replace
 
 import pytest
 
-from probe.bench import experiments as ex
-from probe.bench.experiments import EXPERIMENTS, E6_STEPS, REFERENCE, Plan
+from probe.bench.experiments import (ALL_EXPERIMENTS, EXPERIMENTS, acceptance_checks,
+                                     select_experiments)
+from probe.bench.experiments.base import REFERENCE, Experiment
+from probe.bench.experiments.e6_combined import STEPS as E6_STEPS
+from probe.bench.experiments.observer import OBSERVER
+from probe.bench.plan import BenchRequest, Plan
 from probe.bench.report import render_markdown
-from probe.bench.runner import acceptance_checks, collect_runs, parse_experiments
-from probe.bench.runs import BenchRequest
+from probe.bench.results import FailedRun, ObserverFigures, RunResult
+from probe.bench.spread import Spread
+from probe.bench.study import collect_runs
 from probe.errors import ConfigError
 from probe.options import OptConfig
 
-# the experiments served back to back (E7 replays open loop through probe/bench/batching.py)
-STUDY = tuple(n for n in ex.ALL_EXPERIMENTS if n not in ex.OPEN_LOOP_EXPERIMENTS)
+# the experiments served back to back (E7 and E8 replay open loop with engines of their own)
+STUDY = tuple(n for n in ALL_EXPERIMENTS if isinstance(EXPERIMENTS[n], Experiment))
 REQUESTS = tuple(BenchRequest(f"r{i}", n, 8) for i, n in enumerate((20, 35, 60, 90)))
 
 
@@ -27,13 +34,24 @@ def plan() -> Plan:
                 compile_modes=("default", "reduce-overhead"))
 
 
-def test_parse_experiments() -> None:
-    names, notes = parse_experiments(None)
-    assert names == ex.ALL_EXPERIMENTS and notes == []
-    names, notes = parse_experiments("e4, E2,roofline,E7")
-    assert names == ("E2", "E4", "E7", "roofline") and notes == []
+def test_select_experiments() -> None:
+    assert select_experiments(None) == ALL_EXPERIMENTS
+    assert select_experiments("e4, E2,roofline,E7") == ("E2", "E4", "E7", "roofline")
+    assert select_experiments("e8,E1") == ("E1", "E8")
     with pytest.raises(ConfigError, match="unknown experiment 'E9'"):
-        parse_experiments("E9")
+        select_experiments("E9")
+
+
+def test_each_experiment_keeps_its_runs_report_and_checks_in_one_module() -> None:
+    for name, experiment in EXPERIMENTS.items():
+        assert experiment.template.id == name
+        parts = ([experiment.runs, experiment.build] if isinstance(experiment, Experiment)
+                 else [experiment.measure])
+        if experiment.checks.__name__ != "no_checks":
+            parts.append(experiment.checks)
+        modules = {part.__module__ for part in parts}
+        assert len(modules) == 1 and modules.pop().startswith("probe.bench.experiments."), name
+    assert STUDY == ("E1", "E2", "E3", "E4", "E5", "E6", "roofline", "observer")
 
 
 def test_shared_configs_run_once(plan) -> None:
@@ -42,19 +60,28 @@ def test_shared_configs_run_once(plan) -> None:
     e5 = [unit for unit in units if len(unit) == 2]
     assert len(e5) == 3 and all("kv_cache=off" in unit[1] for unit in e5)
     reference = plan.spec(REFERENCE)
-    users = runs[reference.key][2]
+    users = runs[reference.key].users
     assert {"E1", "E2", "E4", "E6", "roofline", "observer"} <= {e for e, _ in users}
-    assert "observer" in runs[reference.key][1]            # extras merged onto the shared run
+    assert OBSERVER in runs[reference.key].extras          # extras merged onto the shared run
     unbucketed = plan.spec(OptConfig(compile="default", decode="fullgraph"), edges="none")
-    assert {("E3", "off"), ("E4", "none")} <= set(runs[unbucketed.key][2])
-    assert len({spec.key for spec, _, _ in runs.values()}) == len(runs)
+    assert {("E3", "off"), ("E4", "none")} <= set(runs[unbucketed.key].users)
+    assert len({planned.spec.key for planned in runs.values()}) == len(runs)
     # one variable at a time: E4's planner and pow2 runs differ only in their edges
     planner, pow2 = EXPERIMENTS["E4"].runs(plan)["planner"], EXPERIMENTS["E4"].runs(plan)["pow2"]
     assert planner.options == pow2.options and planner.edges != pow2.edges
 
 
-def _results(plan, make_result) -> dict[str, dict]:
-    """Every run of the study, faked: compiled runs are 2× faster than eager ones."""
+OBSERVED = ObserverFigures(
+    probes_on_tokens_per_s=Spread(99.0, 97.0, 101.0, 2),
+    probes_off_tokens_per_s=Spread(100.0, 98.0, 102.0, 2), overhead_fraction=0.01,
+    verdict="within noise", comparison="within noise (1.01× slower by the medians)",
+    order=("on", "off", "off", "on"), bookkeeping_us_per_request=12.0, bookkeeping_fraction=1e-4)
+
+
+def _results(plan, make_result, *, fail: bool = False) -> dict[str, RunResult]:
+    """Every run of the study, faked: compiled runs are 2× faster than eager ones. With `fail`,
+    every property the checks look for is broken instead: the fullgraph loop breaks, recompiles
+    do not grow, no bucketing, the cache slows long outputs, and one E6 step lost requests."""
     results = {}
     for name in STUDY:
         for role, spec in EXPERIMENTS[name].runs(plan).items():
@@ -64,30 +91,32 @@ def _results(plan, make_result) -> dict[str, dict]:
             base = 100.0 if o.compiled and o.decode == "fullgraph" else 200.0
             if o.kv_cache == "off":
                 base *= 1 + spec.max_new_tokens / 16      # grows with the output length
+            if fail and o.kv_cache == "on" and not o.compiled:
+                base *= 100                               # the cache loses on long outputs
             compiles = []
             if o.compiled:
                 compiles = [("encode", "compile", "r0@warm-up"), ("decode_step", "compile", "r0@warm-up")]
-                if o.bucketing == "off" and o.dynamic == "off":
+                if o.bucketing == "off" and o.dynamic == "off" and not fail:
+                    compiles += [("encode", "recompile", f"r{i}@warm-up") for i in (1, 2, 3)]
+                if fail and o.bucketing == "on":          # more shapes than K buckets
                     compiles += [("encode", "recompile", f"r{i}@warm-up") for i in (1, 2, 3)]
             breaks = ([("Unsupported Tensor.item() call", "generation/utils.py:396", 3)]
-                      if o.compiled and o.decode == "hf-generate" else [])
+                      if o.compiled and (o.decode == "hf-generate" or fail) else [])
             padded = None
             if o.bucketing == "on":
                 from workloads.buckets import bucket_for
                 padded = [bucket_for(r.input_length, spec.edges) for r in spec.requests]
+                if fail:                                  # pad everything to the widest
+                    padded = [max(spec.edges)] * len(spec.requests)
             result = make_result(
                 o, pass_latencies=[[base] * len(spec.requests), [base * 1.02] * len(spec.requests)],
                 inputs=[r.input_length for r in spec.requests], padded=padded, compiles=compiles,
                 breaks=breaks, kv_bytes=4096 if o.kv_cache == "on" else 0,
                 edges=spec.edges, edges_name=spec.edges_name, requests_name=spec.requests_name)
-            result["weight_bytes"] = 800_000 if o.precision == "fp32" else 400_000
-            if o == REFERENCE:
-                result["observer"] = {
-                    "probes_on_tokens_per_s": {"median": 99.0, "low": 97.0, "high": 101.0, "n": 2},
-                    "probes_off_tokens_per_s": {"median": 100.0, "low": 98.0, "high": 102.0, "n": 2},
-                    "overhead_fraction": 0.01, "verdict": "within noise",
-                    "comparison": "within noise (1.01× slower by the medians)",
-                    "order": ["on", "off", "off", "on"]}
+            result = replace(result, weight_bytes=800_000 if o.precision == "fp32" else 400_000,
+                             observer=OBSERVED if o == REFERENCE else None)
+            if fail and o == E6_STEPS[5][1]:
+                result = replace(result, failed=2, errors=("RuntimeError: out of memory",))
             results[spec.key] = result
     return results
 
@@ -135,7 +164,6 @@ def test_verdicts_come_from_the_numbers(plan, make_result) -> None:
 
 
 def test_quick_plan_computes_pow2_and_stops_e6_at_bf16(plan, make_result) -> None:
-    from dataclasses import replace
     quick = replace(plan, serve_pow2=False, e6_int8=False, left_out=("E4: computed", "E6: no int8"))
     assert "pow2" not in EXPERIMENTS["E4"].runs(quick)
     assert "+int8" not in EXPERIMENTS["E6"].runs(quick)
@@ -150,28 +178,50 @@ def test_quick_plan_computes_pow2_and_stops_e6_at_bf16(plan, make_result) -> Non
     assert checks["e4_ok"] and checks["e6_ok"]
 
 
-def test_a_difference_inside_the_machines_drift_is_noise(plan, make_result) -> None:
-    fast = make_result(pass_latencies=[[100.0], [101.0]])
-    slow = make_result(pass_latencies=[[160.0], [161.0]])
-    assert ex._vs(fast, slow)["verdict"] == "faster"
-    fast["calibration_ms"], slow["calibration_ms"] = [10.0, 12.0], [11.0, 12.0]   # 1.2×: ignored
-    assert ex._vs(fast, slow)["verdict"] == "faster"
-    fast["calibration_ms"], slow["calibration_ms"] = [10.0, 10.5], [18.0, 12.0]   # 1.8× drift
-    versus = ex._vs(fast, slow)
-    assert versus["verdict"] == "within noise" and "1.80×" in versus["text"]
-    fast["group"] = slow["group"] = "pair"            # interleaved on one engine: drift cancels
-    assert ex._vs(fast, slow)["verdict"] == "faster"
-
-
 def test_a_failed_run_leaves_na_cells_not_a_crash(plan, make_result) -> None:
     results = _results(plan, make_result)
     bf16 = plan.spec(E6_STEPS[5][1])
-    results[bf16.key] = {"key": bf16.key, "error": "RuntimeError: boom"}
+    results[bf16.key] = FailedRun(bf16.key, "precision=bf16", "RuntimeError: boom", "")
     sections = _sections(plan, results)
     row = next(r for r in sections["E6"]["table"]["rows"] if r[0] == "+bf16")
     assert "run failed: RuntimeError: boom" in row
     assert all(str(cell).strip() for cell in row)
-    assert acceptance_checks(sections)["e6_ok"]
+    checks = acceptance_checks(sections)           # every cell filled, yet a run failed
+    assert not checks["e6_empty_cells"] and checks["e6_failed_runs"] == ["+bf16"]
+    assert not checks["e6_ok"]
+
+
+def test_checks_fail_on_results_built_to_fail(plan, make_result) -> None:
+    checks = acceptance_checks(_sections(plan, _results(plan, make_result, fail=True)))
+    assert checks["e2_fullgraph_breaks"] == 3 and not checks["e2_ok"]
+    assert checks["e3_recompiles_by_distinct_length"][-1] == [4, 0] and not checks["e3_ok"]
+    assert checks["e4_planner_graphs"] > 2 and not checks["e4_ok"]
+    assert checks["e5_long_on_ms"] > checks["e5_long_off_ms"] and not checks["e5_ok"]
+    assert checks["e6_failed_runs"] == ["+bf16"] and not checks["e6_ok"]
+
+
+def test_e1_break_even_is_compile_seconds_over_the_time_each_request_saves(plan, make_result):
+    sections = _sections(plan, _results(plan, make_result))
+    default = sections["E1"]["configs"]["default"]
+    # recomputed from the fake runs: 2 compiles of 1.5 s; every request makes 5 tokens, so
+    # the saving per request is the difference of the mean warm latencies (202 vs 101 ms)
+    assert default["break_even_requests"] == math.ceil(3.0 * 1000 / (202.0 - 101.0))
+    row = next(r for r in sections["E1"]["table"]["rows"] if r[0] == "compile=default")
+    assert row[-1] == f"{default['break_even_requests']} requests"
+    assert sections["E1"]["table"]["columns"][-1] == "break-even"
+
+
+def test_e1_break_even_is_never_when_compiled_is_slower(plan, make_result) -> None:
+    results = _results(plan, make_result)
+    slow = make_result(REFERENCE, pass_latencies=[[300.0] * 4, [300.0] * 4],
+                       compiles=[("encode", "compile", "r0@warm-up")],
+                       edges=plan.planner_edges, edges_name=plan.planner_name)
+    results[plan.spec(REFERENCE).key] = slow
+    section = _sections(plan, results)["E1"]
+    assert section["configs"]["default"]["break_even_requests"] == "never"
+    assert "never (not faster)" in next(r for r in section["table"]["rows"]
+                                        if r[0] == "compile=default")
+    json.dumps(section)
 
 
 def test_markdown_has_every_section_and_github_tables(plan, make_result) -> None:

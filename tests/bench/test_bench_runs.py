@@ -4,11 +4,13 @@ import json
 
 import pytest
 
-from probe.bench.experiments import Plan
+from probe.bench.experiments.observer import OBSERVER
+from probe.bench.plan import (BenchRequest, Plan, RunSpec, make_plan, output_classes,
+                              select_requests)
+from probe.bench.profile import PROFILE
 from probe.bench.progress import Progress, estimate_s
-from probe.bench.runner import make_plan, output_classes, select_requests
-from probe.bench.runs import (EXTRA_OBSERVER, EXTRA_PROFILE, BenchRequest, RunContext, RunHooks,
-                              RunSpec, execute, execute_group)
+from probe.bench.results import RunResult
+from probe.bench.runs import RunContext, RunHooks, execute, execute_group
 from probe.models import load_model
 from probe.options import OptConfig
 from workloads.trace import load_trace
@@ -30,13 +32,17 @@ def _context(tiny, tmp_path, repeats=2) -> RunContext:
 def test_an_eager_run_has_cold_warm_and_a_snapshot(tiny, tmp_path) -> None:
     seen = []
     spec = RunSpec(OptConfig(decode="fullgraph"), REQUESTS, "replayed")
-    result = execute(spec, _context(tiny, tmp_path),
-                     RunHooks(on_request=lambda phase, done, n: seen.append((phase, done, n))))
+    run = execute(spec, _context(tiny, tmp_path),
+                  RunHooks(on_request=lambda phase, done, n: seen.append((phase, done, n))))
+    assert isinstance(run, RunResult)
+    result = run.as_dict()                   # report.json's keys, as they always were
     assert seen[0] == ("warm-up", 1, 3) and seen[-1] == ("pass 2/2", 3, 3)
     assert len(result["steady_passes"]) == 2 and result["steady"]["latency_p50_ms"]["n"] == 2
     assert result["cold_start_ms"] > 0 and result["compiles"] == 0 and result["failed"] == 0
     assert result["distinct_input_lengths"] == 2
     assert result["weight_bytes"] > 0 and result["kv_cache_peak_bytes"] > 0
+    assert len(run.steady_records) == 6 and "steady_records" not in result
+    json.dumps(result)
     snapshot = json.loads((tmp_path / result["snapshot"]).read_text())
     assert len(snapshot["requests"]) == 9               # warm-up + 2 passes of 3
     assert snapshot["settings"]["bench_run"] == spec.key
@@ -46,9 +52,9 @@ def test_tokens_kept_on_request_and_drift_measured_after_the_passes(tiny, tmp_pa
     from dataclasses import replace
     spec = RunSpec(OptConfig(decode="fullgraph"), REQUESTS, "replayed")
     result = execute(spec, replace(_context(tiny, tmp_path), keep_tokens=True), RunHooks())
-    snapshot = json.loads((tmp_path / result["snapshot"]).read_text())
+    snapshot = json.loads((tmp_path / result.snapshot).read_text())
     assert all(len(r["tokens"]) == r["output_tokens"] for r in snapshot["requests"])
-    drift = result["drift"]       # seqs 0 and 8 of 9 sampled; fp32 eager is its own reference
+    drift = result.as_dict()["drift"]   # seqs 0 and 8 of 9 sampled; fp32 eager is its own reference
     assert drift["sampled_requests"] == len(snapshot["reference_tokens"]) == 2
     assert drift["token_agreement"] == 1.0
 
@@ -62,10 +68,10 @@ def test_eager_configs_interleave_on_one_engine(tiny, tmp_path) -> None:
     phases = list(dict.fromkeys(seen))
     assert phases == ["warm-up [baseline]", "warm-up [kv_cache=off]", "pass 1/2 [baseline]",
                       "pass 1/2 [kv_cache=off]", "pass 2/2 [kv_cache=off]", "pass 2/2 [baseline]"]
-    assert results[on.key]["group"] == results[off.key]["group"]
-    assert results[on.key]["kv_cache_peak_bytes"] > 0 and results[off.key]["kv_cache_peak_bytes"] == 0
-    assert results[on.key]["snapshot"] == results[off.key]["snapshot"]
-    snapshot = json.loads((tmp_path / results[on.key]["snapshot"]).read_text())
+    assert results[on.key].group == results[off.key].group
+    assert results[on.key].kv_cache_peak_bytes > 0 and results[off.key].kv_cache_peak_bytes == 0
+    assert results[on.key].snapshot == results[off.key].snapshot
+    snapshot = json.loads((tmp_path / results[on.key].snapshot).read_text())
     assert len(snapshot["configs"]) == 2 and len(snapshot["requests"]) == 12
     assert len({r["seq"] for r in snapshot["requests"]}) == 12
     with pytest.raises(ValueError):
@@ -78,22 +84,24 @@ def test_a_compiled_run_counts_recompiles_per_new_length(tiny, tmp_path) -> None
     result = execute(spec, _context(tiny, tmp_path, repeats=1), RunHooks())
     # two distinct lengths: the encoder, prefill and decode steps compile once each, then
     # recompile once each for the second length; the third request reuses the first graphs
-    assert [p["recompiles"] for p in result["curve"]] == [0, 3, 3]
-    assert result["max_graphs_per_function"] == 2
-    assert result["steady_compiles"] == 0 and result["graph_breaks"] == 0
+    assert [p.recompiles for p in result.curve] == [0, 3, 3]
+    assert result.max_graphs_per_function == 2
+    assert result.steady_compiles == 0 and result.graph_breaks == 0
 
 
 def test_observer_and_profile_extras(tiny, tmp_path) -> None:
     spec = RunSpec(OptConfig(decode="fullgraph"), REQUESTS[:2], "replayed")
     result = execute(spec, _context(tiny, tmp_path, repeats=1), RunHooks(),
-                     extras=frozenset({EXTRA_OBSERVER, EXTRA_PROFILE}))
-    observer = result["observer"]
+                     extras=frozenset({OBSERVER, PROFILE}))
+    observer = result.as_dict()["observer"]
     assert observer["order"] == ["on", "off", "off", "on", "on", "off"]
     assert 0 < observer["bookkeeping_us_per_request"] < 10_000
     assert 0 < observer["bookkeeping_fraction"] < 1
     assert observer["probes_on_tokens_per_s"]["n"] == 3 and observer["verdict"]
-    trace = json.loads((tmp_path / result["profile"]["chrome_trace"]).read_text())
+    trace = json.loads((tmp_path / result.profile.chrome_trace).read_text())
     assert trace["traceEvents"]
+    top_ops = (tmp_path / result.profile.top_ops).read_text()
+    assert "Self CPU" in top_ops and not list((tmp_path / "profile").glob(".*.tmp"))
 
 
 def test_plan_is_a_fixed_sample_with_in_sample_buckets() -> None:

@@ -5,7 +5,7 @@ import pytest
 
 from dataclasses import replace
 
-from probe.bench.batching import run_metrics
+from probe.bench.openloop import open_loop_figures
 from probe.live import window_stats
 from probe.stats import segment_stats, throughput_rps, tokens_per_s
 from tests.conftest import serve
@@ -57,4 +57,4 @@ def test_throughput_counts_served_requests_over_the_span_of_all_records(make_eng
     assert window_stats(tuple(records)).throughput_rps == throughput_rps(records)
     segment = segment_stats("c1", records, [], [])
     assert (segment.throughput_rps, segment.failed) == (throughput_rps(records), 1)
-    assert run_metrics(records, offered_rps=1.0)["served_rps"] == throughput_rps(records)
+    assert open_loop_figures(records, offered_rps=1.0).served_rps == throughput_rps(records)

@@ -1,0 +1,94 @@
+"""What an experiment is: its template (hypothesis, variable, control, expected), its runs,
+the builder of its report section and the checks read back from that section. The configs
+most experiments share are named here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from probe.bench import fmt
+from probe.bench.openloop import OpenLoopStudy
+from probe.bench.plan import Plan, RunSpec
+from probe.bench.results import Outcome, RunResult
+from probe.bench.runs import Extra
+from probe.bench.verdict import failed_text
+from probe.options import OptConfig
+
+# Every compiled run uses these unless the experiment varies them: decode fullgraph, the
+# planner's buckets, KV cache on, fp32, dynamic shapes off.
+REFERENCE = OptConfig(compile="default", decode="fullgraph", bucketing="on")
+EAGER_FULLGRAPH = OptConfig(decode="fullgraph", bucketing="on")
+HF_EAGER = OptConfig()
+
+Results = Mapping[str, Outcome]          # role → its run's outcome
+Checks = Callable[[dict], dict]          # section → the acceptance properties it shows
+
+
+@dataclass(frozen=True)
+class Template:
+    """The seed study's template: every section states these before its numbers."""
+    id: str
+    title: str
+    hypothesis: str
+    variable: str
+    control: str
+    expected: str
+
+    def section(self, *, table: dict, observed: list[str], root_cause: list[str],
+                configs: dict | None = None, extra_tables: list[dict] | None = None,
+                notes: list[str] | None = None, **more) -> dict:
+        return {"id": self.id, "title": self.title, "hypothesis": self.hypothesis,
+                "variable": self.variable, "control": self.control, "expected": self.expected,
+                "observed": observed, "root_cause": root_cause, "configs": configs or {},
+                "table": table, "extra_tables": extra_tables or [], "notes": notes or [],
+                **more}
+
+    def failed_section(self, exc: BaseException, trace: str = "") -> dict:
+        return {"id": self.id, "title": self.title, "error": f"{type(exc).__name__}: {exc}",
+                "traceback": trace}
+
+
+def no_checks(section: dict) -> dict:
+    return {}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """Served back to back: its runs are specs the study runs once each (shared when equal)."""
+    template: Template
+    runs: Callable[[Plan], dict[str, RunSpec]]
+    build: Callable[[Plan, Results, dict], dict]       # (plan, results by role, environment)
+    checks: Checks = no_checks
+    extras: Mapping[str, frozenset[Extra]] = field(default_factory=dict)
+    # roles whose runs share one engine with interleaved passes (eager configs only)
+    groups: Callable[[Plan], list[tuple[str, ...]]] = lambda plan: []
+
+
+@dataclass(frozen=True)
+class OpenLoopExperiment:
+    """Replayed open loop with engines of its own (batching only shows under queueing):
+    `measure` returns its results (report.json `runs.<id>`) and its section."""
+    template: Template
+    measure: Callable[[OpenLoopStudy], tuple[dict, dict]]
+    checks: Checks = no_checks
+
+
+def warm_row(result: Outcome) -> list[str]:
+    """cold start, warm p50, warm p95, ms/token, tokens/s"""
+    if failed_text(result):
+        return [failed_text(result)] + [fmt.NA] * 4
+    steady = result.steady
+    return [fmt.ms(result.cold_start_ms), fmt.spread(steady.latency_p50_ms),
+            fmt.spread(steady.latency_p95_ms), fmt.spread(steady.tpot_ms),
+            fmt.spread(steady.tokens_per_s, lambda v: fmt.num(v, 0))]
+
+
+def compiled_text(result: RunResult) -> str:
+    return (f"{result.compiles + result.recompiles} compiles ({result.graphs} graphs) "
+            f"in {fmt.seconds(result.compile_s)}")
+
+
+def served(result: Outcome) -> bool:
+    """The run finished (some requests may have failed): its figures exist."""
+    return isinstance(result, RunResult)

@@ -1,0 +1,124 @@
+"""E4 — bucketing: no buckets / the planner's K / powers of two, on the compiled reference."""
+
+from __future__ import annotations
+
+from probe.bench import fmt
+from probe.bench.experiments.base import REFERENCE, Experiment, Results, Template, served
+from probe.bench.experiments.e3_dynamic_shapes import STATIC_UNBUCKETED
+from probe.bench.plan import Plan, RunSpec
+from probe.bench.results import section_figures
+from probe.bench.verdict import failed_text, versus
+
+TEMPLATE = Template(
+    "E4", "Bucketing",
+    hypothesis="Padding inputs to K planned buckets bounds the compiled graphs at K with less "
+               "padding than powers of two.",
+    variable="bucket set: none, the planner's K buckets, powers of two",
+    control="no bucketing",
+    expected="planner: ≤ K shapes per function and less padding waste than powers of two; "
+             "none: one shape per distinct length, no waste.")
+ROLES = ("none", "planner", "pow2")
+
+
+def runs(plan: Plan) -> dict[str, RunSpec]:
+    specs = {"none": plan.spec(STATIC_UNBUCKETED, edges="none"),
+             "planner": plan.spec(REFERENCE, edges="planner")}
+    if plan.serve_pow2:
+        specs["pow2"] = plan.spec(REFERENCE, edges="pow2")
+    return specs
+
+
+def build(plan: Plan, results: Results, env: dict) -> dict:
+    from workloads.buckets import evaluate_edges, plan_buckets, powers_of_two_plan
+    rows, configs, observed = [], {}, []
+    names = {"none": "none", "planner": plan.planner_name, "pow2": "powers of two"}
+    edges = {"none": (), "planner": plan.planner_edges, "pow2": plan.pow2_edges}
+    lengths = [r.input_length for r in plan.requests]
+    for role in ROLES:
+        result = results.get(role)
+        analytic = evaluate_edges(lengths, edges[role]) if edges[role] else None
+        if role == "pow2" and not plan.serve_pow2:
+            # not served: its shapes and padding follow from the lengths and edges alone
+            configs[role] = {"served": False, "edges": list(edges[role]),
+                             "planned_waste_pct": analytic.waste_pct,
+                             "padding_waste_pct": analytic.waste_pct,
+                             "compiled_graphs": analytic.distinct_shapes_after}
+            note = "not served"
+            rows.append([f"{names[role]} (computed)", ",".join(map(str, edges[role])),
+                         str(analytic.distinct_shapes_after), note, note, note,
+                         f"{analytic.waste_pct:.1f}%", note, note])
+            continue
+        configs[role] = {**section_figures(result), "edges": list(edges[role]),
+                         "planned_waste_pct": analytic.waste_pct if analytic else 0.0,
+                         "compiled_graphs": result.max_graphs_per_function
+                         if served(result) else None}
+        if failed_text(result):
+            rows.append([names[role], failed_text(result)] + [fmt.NA] * 7)
+            continue
+        rows.append([names[role], ",".join(map(str, edges[role])) or "—",
+                     str(result.max_graphs_per_function), str(result.graphs),
+                     str(result.recompiles), fmt.seconds(result.compile_s),
+                     fmt.pct(result.padding_waste), fmt.spread(result.steady.latency_p95_ms),
+                     fmt.ms(result.cold_start_ms)])
+    planner, pow2, none = results.get("planner"), results.get("pow2"), results.get("none")
+    if served(planner):
+        ok = planner.max_graphs_per_function <= plan.bucket_count
+        observed.append(f"{plan.planner_name}: {planner.max_graphs_per_function} compiled "
+                        f"shapes per function ({'≤' if ok else '>'} K={plan.bucket_count}), "
+                        f"padding waste {fmt.pct(planner.padding_waste)}.")
+    if served(pow2):
+        observed.append(f"powers of two: {pow2.max_graphs_per_function} shapes per function, "
+                        f"padding waste {fmt.pct(pow2.padding_waste)}.")
+    elif not plan.serve_pow2:
+        observed.append(f"powers of two (computed from the lengths, not served): "
+                        f"{configs['pow2']['compiled_graphs']} shapes, padding waste "
+                        f"{configs['pow2']['padding_waste_pct']:.1f}%.")
+    if served(none):
+        observed.append(f"no bucketing: {none.max_graphs_per_function} shapes per function "
+                        f"(one per distinct length), {none.recompiles} recompiles, "
+                        f"{fmt.seconds(none.compile_s)} compiling.")
+    if served(planner) and served(none):
+        configs["planner"]["p95_vs_none"] = versus(planner, none, "latency_p95_ms").as_dict()
+        observed.append(f"warm p95, planner vs none: {configs['planner']['p95_vs_none']['text']} "
+                        f"(padding makes the encoder run over pad tokens).")
+    whole = list(plan.trace_input_lengths)
+    if whole:
+        fitted = plan_buckets(whole, plan.bucket_count)
+        powers = powers_of_two_plan(whole)
+        configs["whole_trace"] = {"requests": len(whole),
+                                  "planner_edges": list(fitted.edges),
+                                  "planner_waste_pct": fitted.waste_pct,
+                                  "pow2_edges": list(powers.edges),
+                                  "pow2_waste_pct": powers.waste_pct,
+                                  "pow2_shapes": powers.distinct_shapes_after}
+        observed.append(f"Over the whole trace ({len(whole)} requests), the planner's "
+                        f"K={plan.bucket_count} edges {list(fitted.edges)} would pad "
+                        f"{fitted.waste_pct:.1f}% vs powers of two's {powers.waste_pct:.1f}% "
+                        f"with {powers.distinct_shapes_after} shapes.")
+    cause = ["Each padded width is one compiled graph per function, so bucketing bounds the "
+             "number of compiles by the bucket count instead of by the traffic's distinct "
+             "lengths; the price is compute spent on pad tokens. Powers of two place edges by "
+             "a fixed rule; the planner places its K edges where the lengths are (an exact "
+             "dynamic programme on the replayed lengths), so at the same or a smaller number "
+             "of shapes it pads less. With more shapes than K, powers of two can pad less "
+             "than the planner: the trade is compiles against padding."]
+    table = {"columns": ["buckets", "edges", "shapes per function", "graphs", "recompiles",
+                         "compile", "padding waste", "warm p95", "cold start"], "rows": rows}
+    return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause,
+                            K=plan.bucket_count, notes=plan.notes("E4"))
+
+
+def checks(section: dict) -> dict:
+    configs = section.get("configs")
+    if not configs:
+        return {}
+    planner, pow2 = configs.get("planner", {}), configs.get("pow2", {})
+    graphs, waste = planner.get("compiled_graphs"), planner.get("padding_waste_pct")
+    pow2_waste = pow2.get("padding_waste_pct")
+    return {"e4_planner_graphs": graphs, "e4_K": section.get("K"),
+            "e4_planner_waste_pct": waste, "e4_pow2_waste_pct": pow2_waste,
+            "e4_ok": bool(graphs is not None and graphs <= section["K"] and waste is not None
+                          and pow2_waste is not None and waste < pow2_waste)}
+
+
+EXPERIMENT = Experiment(TEMPLATE, runs, build, checks)

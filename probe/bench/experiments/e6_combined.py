@@ -1,0 +1,166 @@
+"""E6 — combined: one more optimization per step, each judged against the step before."""
+
+from __future__ import annotations
+
+from probe.bench import fmt
+from probe.bench.experiments.base import REFERENCE, Experiment, Results, Template, served
+from probe.bench.plan import Plan, RunSpec
+from probe.bench.results import Outcome, section_figures, steady_spread
+from probe.bench.verdict import failed_text, step_verdict, versus
+from probe.drift import RANDOM_WEIGHTS_CAVEAT
+from probe.drift import REFERENCE as DRIFT_REFERENCE
+from probe.models import PRESETS
+from probe.options import OptConfig
+from probe.settings import EngineSettings
+
+TEMPLATE = Template(
+    "E6", "Combined",
+    hypothesis="The optimizations stack: each step keeps or improves latency, memory and "
+               "compile stability.",
+    variable="one more optimization per step: baseline → +compile → +graph-break removal → "
+             "+bucketing → +KV cache → +bf16 → +int8",
+    control="baseline: HF generate, eager, no KV cache, fp32",
+    expected="each step faster or leaner than the last; the final table says which to keep.")
+STEPS: tuple[tuple[str, OptConfig], ...] = (
+    ("baseline", OptConfig(kv_cache="off")),
+    ("+compile", OptConfig(compile="default", kv_cache="off")),
+    ("+graph-break removal", OptConfig(compile="default", decode="fullgraph", kv_cache="off")),
+    ("+bucketing", OptConfig(compile="default", decode="fullgraph", bucketing="on",
+                             kv_cache="off")),
+    ("+KV cache", REFERENCE),
+    ("+bf16", REFERENCE.with_option("precision", "bf16")),
+    ("+int8", REFERENCE.with_option("precision", "bf16").with_option("quant", "int8")),
+)
+
+
+def steps(plan: Plan) -> tuple[tuple[str, OptConfig], ...]:
+    return STEPS if plan.e6_int8 else STEPS[:-1]
+
+
+def runs(plan: Plan) -> dict[str, RunSpec]:
+    return {name: plan.spec(options) for name, options in steps(plan)}
+
+
+def agreement(drift) -> str:
+    if drift is None:
+        return fmt.NA
+    return (f"{100 * drift.token_agreement:.1f}% "
+            f"({100 * drift.exact_match:.0f}% exact, n={drift.sampled_requests})")
+
+
+def _row(name: str, options: OptConfig, result: Outcome, config: dict) -> list[str]:
+    if failed_text(result):
+        return [name, options.label(), failed_text(result)] + [fmt.NA] * 10
+    stability = (f"{result.graphs} graphs, {result.graph_breaks} breaks, "
+                 f"{result.recompiles} recompiles"
+                 + (", limit hit" if result.recompile_limit_hits else "")
+                 + (", fell back to eager" if result.compile_fallbacks else ""))
+    if options.compile == "off":
+        stability = "eager"
+    return [name, options.label(), fmt.seconds(result.compile_s) if options.compiled else "—",
+            fmt.ms(result.cold_start_ms), fmt.spread(result.steady.latency_p50_ms),
+            fmt.spread(result.steady.latency_p95_ms),
+            fmt.spread(result.steady.tokens_per_s, lambda v: fmt.num(v, 0)),
+            f"{fmt.size(result.weight_bytes)} + {fmt.size(result.kv_cache_peak_bytes)} KV",
+            stability,
+            config.get("vs_baseline", {}).get("text", "—") if name != "baseline" else "—",
+            agreement(result.drift), config["verdict"]["text"]]
+
+
+def build(plan: Plan, results: Results, env: dict) -> dict:
+    rows, configs, observed = [], {}, []
+    previous = None
+    baseline = results.get("baseline")
+    for name, options in steps(plan):
+        result = results.get(name)
+        configs[name] = section_figures(result)
+        configs[name]["verdict"] = (step_verdict(result, previous)
+                                    if previous is not None or name != "baseline"
+                                    else {"verdict": "control", "text": "control"})
+        if served(result) and served(baseline):
+            configs[name]["vs_baseline"] = versus(result, baseline).as_dict()
+        if not failed_text(result):
+            configs[name]["memory_bytes"] = ((result.weight_bytes or 0)
+                                             + (result.kv_cache_peak_bytes or 0))
+        rows.append(_row(name, options, result, configs[name]))
+        if served(result):
+            previous = result
+    last = next((results.get(n) for n, _ in reversed(steps(plan)) if served(results.get(n))),
+                None)
+    if served(baseline) and last is not None and last is not baseline:
+        observed.append(f"baseline → last step: warm p50 "
+                        f"{fmt.ms(steady_spread(baseline, 'latency_p50_ms').median)} → "
+                        f"{fmt.ms(steady_spread(last, 'latency_p50_ms').median)} "
+                        f"({versus(last, baseline).text}); tokens/s "
+                        f"{fmt.num(steady_spread(baseline, 'tokens_per_s').median, 0)} → "
+                        f"{fmt.num(steady_spread(last, 'tokens_per_s').median, 0)}.")
+    for name, _ in steps(plan)[1:]:
+        observed.append(f"{name}: {configs[name]['verdict']['text']}.")
+    notes = plan.notes("E6")
+    notes.append(f"token agreement: each config's greedy tokens against the {DRIFT_REFERENCE} "
+                 f"reference, on 1 request in {EngineSettings.drift_every} (exact match in "
+                 f"brackets)")
+    if plan.model in PRESETS:
+        notes.append(f"drift: {RANDOM_WEIGHTS_CAVEAT}")
+    table = {"columns": ["step", "config", "compile", "cold start", "warm p50", "warm p95",
+                         "tokens/s", "memory (weights + KV)", "compile stability",
+                         "vs baseline (p50)", "token agreement", "verdict"], "rows": rows}
+    return TEMPLATE.section(configs=configs, table=table, observed=observed,
+                            root_cause=_causes(results), notes=notes)
+
+
+def _causes(results: Results) -> list[str]:
+    cause = []
+    hf = results.get("+compile")
+    if served(hf) and hf.graph_breaks:
+        cause.append(f"+compile on hf-generate: {hf.graph_breaks} graph breaks split each step "
+                     "into several graphs (see E2).")
+    limited = [name for name in ("+compile", "+graph-break removal", "+bucketing")
+               if served(results.get(name)) and (results[name].recompile_limit_hits
+                                                 or results[name].compile_fallbacks)]
+    if "+compile" in limited:
+        cause.append("+compile without a KV cache: generate() feeds the decoder the whole prefix, "
+                     "one token longer every step — a new shape each step — so the compiled "
+                     "frames recompiled until torch._dynamo's recompile limit and then ran eager, "
+                     "paying guard checks on top of eager work.")
+    fullgraph_limited = [n for n in limited if n != "+compile"]
+    if fullgraph_limited:
+        cause.append(f"{' and '.join(fullgraph_limited)} without a KV cache: the uncached step "
+                     "re-runs the decoder over the whole prefix, whose length grows by one every "
+                     "token — a new shape every step. With dynamic shapes off it recompiled until "
+                     "the recompile limit, which fullgraph=True makes a hard failure, so the "
+                     "engine served that config eager. The KV cache (the next step) is what makes "
+                     "the step's shapes static.")
+    bf16, cached = results.get("+bf16"), results.get("+KV cache")
+    if served(bf16) and served(cached):
+        cause.append(f"+bf16 halves the weight bytes ({fmt.size(cached.weight_bytes)} → "
+                     f"{fmt.size(bf16.weight_bytes)}); latency {versus(bf16, cached).text}: "
+                     "at batch 1 a step only gets faster from fewer bytes when it is "
+                     "memory-bound (see Roofline).")
+    int8 = results.get("+int8")
+    if served(int8):
+        notes = [n for n in int8.notes if "int8" in n]
+        if notes:
+            cause.append("+int8: " + notes[0])
+        else:
+            cause.append(f"+int8 (torchao weight-only) stores weights in "
+                         f"{fmt.size(int8.weight_bytes)}; the matmuls dequantize on the "
+                         "fly, which only pays off when bytes, not operations, bound the step.")
+    return cause
+
+
+def checks(section: dict) -> dict:
+    """Every cell filled, and every step served all its requests: a run that failed (or lost
+    requests) leaves n/a cells, which fill the table but fail the check."""
+    table = section.get("table", {})
+    if not table:
+        return {}
+    empty = [(row[0], column) for row in table.get("rows", [])
+             for column, value in zip(table["columns"], row) if str(value).strip() in ("", "None")]
+    failed = [name for name, config in section.get("configs", {}).items()
+              if "error" in config or config.get("failed")]
+    return {"e6_empty_cells": empty, "e6_failed_runs": failed,
+            "e6_ok": not empty and not failed and len(table.get("rows", [])) > 0}
+
+
+EXPERIMENT = Experiment(TEMPLATE, runs, build, checks)

@@ -1,0 +1,150 @@
+"""Roofline: each precision's compiled decode step (with and without inductor's freezing) and
+HF eager generate against this machine's memory roofline for that precision."""
+
+from __future__ import annotations
+
+from probe.bench import fmt
+from probe.bench.experiments.base import HF_EAGER, REFERENCE, Experiment, Results, Template
+from probe.bench.plan import Plan, RunSpec
+from probe.bench.results import section_figures, steady_spread
+from probe.bench.verdict import DRIFT_TOLERANCE, failed_text, machine_drift
+from probe.options import OptConfig
+
+TEMPLATE = Template(
+    "roofline", "Roofline",
+    hypothesis="At batch 1 a decode step reads every decoder weight once per token, so "
+               "weight bytes ÷ memory bandwidth is its floor; a compiled step should "
+               "approach it.",
+    variable="decode path (HF eager generate, compiled fullgraph) against the floor",
+    control="the memory roofline, from this machine's measured bandwidth",
+    expected="compiled within a small factor of the roofline; eager further away.")
+PRECISIONS: dict[str, OptConfig] = {
+    "fp32": REFERENCE,
+    "bf16": REFERENCE.with_option("precision", "bf16"),
+    "int8": REFERENCE.with_option("precision", "bf16").with_option("quant", "int8"),
+}
+LEVERS = ("", " +freezing")
+BASELINES = ("compiled fullgraph", "hf eager")
+
+
+def lever(options: OptConfig, name: str) -> OptConfig:
+    return options.with_option("freezing", "on") if name == " +freezing" else options
+
+
+def runs(plan: Plan) -> dict[str, RunSpec]:
+    specs = {"compiled fullgraph": plan.spec(REFERENCE), "hf eager": plan.spec(HF_EAGER)}
+    for precision, options in PRECISIONS.items():
+        for name in LEVERS:
+            specs[f"{precision}{name}"] = plan.spec(lever(options, name))
+    return specs
+
+
+def measure_machine(loaded, device) -> dict:
+    """Bytes one decode step reads (per precision), gemv bandwidth and GEMM throughput here."""
+    from probe.roofline import (decode_step_bytes, measure_bandwidth, measure_matmul_gflops,
+                                step_bytes_by_precision)
+    try:
+        step = decode_step_bytes(loaded.model, kv_cache=True)
+        bandwidth = measure_bandwidth(device)
+        gflops = measure_matmul_gflops(device)
+    except Exception as exc:  # a failed measurement is reported, not fatal
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {"step_bytes": step.as_dict(), "bandwidth": bandwidth.as_dict(),
+            "matmul_gflops": gflops,
+            "step_bytes_by_precision": step_bytes_by_precision(loaded.model)}
+
+
+def build(plan: Plan, results: Results, env: dict) -> dict:
+    from probe.roofline import classify
+    roof = env.get("roofline") or {}
+    configs: dict = {"machine": roof}
+    rows, observed, cause = [], [], []
+    step_bytes = (roof.get("step_bytes") or {}).get("total")
+    bandwidth = (roof.get("bandwidth") or {}).get("gemv_read_gb_s")
+    gflops = roof.get("matmul_gflops")
+    if not step_bytes or not bandwidth:
+        observed.append("the roofline could not be measured: " + str(roof.get("error", "unknown")))
+        return TEMPLATE.section(configs=configs, table={"columns": [], "rows": []},
+                                observed=observed, root_cause=cause)
+    by_precision = roof.get("step_bytes_by_precision") or {"fp32": step_bytes,
+                                                           "bf16": step_bytes // 2}
+    fp32 = classify(None, step_bytes, bandwidth, gflops)
+    configs["roofline_ms_per_token"] = {
+        p: classify(None, b, bandwidth, gflops).roofline_ms
+        for p, b in by_precision.items() if isinstance(b, int)}
+    if fp32.compute_ms is not None:
+        rows.append(["compute roofline, fp32", "", fmt.ms(fp32.compute_ms), "",
+                     f"2 FLOPs per weight at {gflops:.0f} GFLOP/s (GEMM)"])
+    precisions: dict = {}
+    for precision, options in PRECISIONS.items():
+        nbytes = by_precision.get(precision)
+        if not isinstance(nbytes, int):
+            rows.append([precision, "memory roofline", fmt.NA, "", str(nbytes or "not measured")])
+            continue
+        roof_ms = configs["roofline_ms_per_token"][precision]
+        rows.append([precision, "memory roofline", fmt.ms(roof_ms), "1.00×",
+                     f"{fmt.size(nbytes)} ÷ {bandwidth:.1f} GB/s"])
+        best = None
+        for name in LEVERS:
+            role = f"{precision}{name}"
+            result = results.get(role)
+            configs[role] = section_figures(result)
+            if failed_text(result):
+                rows.append([precision, f"compiled{name}", failed_text(result), "", ""])
+                continue
+            measured = result.steady.tpot_ms
+            ratio = measured.median / roof_ms if measured.median else None
+            configs[role].update({"ms_per_token": measured.as_dict(),
+                                  "ratio_to_roofline": ratio})
+            rows.append([precision, f"compiled{name}", fmt.spread(measured), fmt.ratio(ratio),
+                         lever(options, name).label()])
+            if ratio and (best is None or ratio < best[1]):
+                best = (role, ratio, measured.median)
+        if best:
+            precisions[precision] = {"roofline_ms": roof_ms, "compiled_ms": best[2],
+                                     "ratio": best[1], "config": best[0]}
+            observed.append(f"{precision}: best compiled step {fmt.ms(best[2])}/token "
+                            f"({best[0]}) = {best[1]:.2f}× its memory roofline "
+                            f"({fmt.ms(roof_ms)}).")
+    configs["precisions"] = precisions
+    for role in BASELINES:
+        measured = steady_spread(results.get(role), "tpot_ms")
+        verdict = classify(measured.median, step_bytes, bandwidth, gflops)
+        configs[role] = {**section_figures(results.get(role)),
+                         "ms_per_token": measured.as_dict(), "ratio_to_roofline": verdict.ratio,
+                         "bound": verdict.bound, "explanation": verdict.explanation}
+    eager = configs["hf eager"]
+    if eager["ratio_to_roofline"]:
+        rows.append(["fp32", "HF eager generate",
+                     fmt.spread(steady_spread(results.get("hf eager"), "tpot_ms")),
+                     fmt.ratio(eager["ratio_to_roofline"]), "the baseline"])
+        observed.append(f"HF eager generate: {fmt.ms(eager['ms_per_token']['median'])}/token = "
+                        f"{eager['ratio_to_roofline']:.1f}× the fp32 roofline.")
+    drift = machine_drift(*results.values())
+    configs["machine_drift"] = drift
+    if drift and drift > DRIFT_TOLERANCE:
+        observed.append(f"Careful: the machine's own speed moved {drift:.2f}× during these "
+                        f"runs (calibration), so their ratios to the roofline are that uncertain.")
+    compiled = configs["compiled fullgraph"]
+    if compiled.get("explanation"):
+        cause.append(f"compiled fp32 step: {compiled['explanation']}.")
+        configs["bound"] = compiled.get("bound")
+    sb = roof.get("step_bytes", {})
+    cause.append(f"Bytes per step: decoder layers {fmt.size(sb.get('decoder_layers'))} + lm_head "
+                 f"{fmt.size(sb.get('lm_head'))} (the tied embedding, read once); the "
+                 f"cross-attention k/v projections ({fmt.size(sb.get('cross_kv_skipped'))}) run "
+                 f"once per request and are cached, so they are not counted. Each precision's "
+                 f"bytes are measured on a converted copy of the model (int8: torchao's tensors "
+                 f"with their scales).")
+    cause.append("freezing (inductor's `freezing=True`) turns weights into constants, which lets "
+                 "inductor fold them and use the CPU's prepacked GEMM kernels (oneDNN; bf16 on "
+                 "CPUs with AMX): the lever that moves half precision here.")
+    cause.append("With batching on, a step reads the weights once for every row plus each "
+                 "row's own KV cache: E7 holds each batching mode's step against that batch "
+                 "roofline.")
+    table = {"columns": ["precision", "path", "ms/token", "× its roofline", "config / how"],
+             "rows": rows}
+    return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause)
+
+
+EXPERIMENT = Experiment(TEMPLATE, runs, build)

@@ -1,0 +1,157 @@
+"""The study's runs: every distinct config once (runs two experiments share are read by
+both), in first-use order, then the open-loop experiments; and the sections built from them."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable
+
+from probe.bench.experiments import ALL_EXPERIMENTS, EXPERIMENTS
+from probe.bench.experiments.base import Experiment, OpenLoopExperiment
+from probe.bench.openloop import OpenLoopStudy
+from probe.bench.plan import Plan, RunSpec
+from probe.bench.progress import Progress, estimate_s
+from probe.bench.results import FailedRun, Outcome
+from probe.bench.runs import Extra, RunContext, RunHooks, execute_group
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PlannedRun:
+    spec: RunSpec
+    extras: frozenset[Extra] = frozenset()
+    users: list[tuple[str, str]] = field(default_factory=list)     # (experiment, role)
+
+
+def collect_runs(plan: Plan, experiments: tuple[str, ...]
+                 ) -> tuple[dict[str, PlannedRun], list[tuple[str, ...]]]:
+    """Distinct runs by key, and the units to execute: one key, or the keys of an interleaved
+    group (eager configs whose passes alternate on one engine)."""
+    runs: dict[str, PlannedRun] = {}
+    units: list[tuple[str, ...]] = []
+    for name in experiments:
+        experiment = EXPERIMENTS[name]
+        if not isinstance(experiment, Experiment):
+            continue
+        specs = experiment.runs(plan)
+        grouped: dict[str, tuple[str, ...]] = {}
+        for roles in experiment.groups(plan):
+            keys = tuple(specs[r].key for r in roles)
+            if (len(set(keys)) == len(keys) and not any(k in runs for k in keys)
+                    and not any(specs[r].options.compiled for r in roles)):
+                grouped.update({role: keys for role in roles})
+        for role, spec in specs.items():
+            if spec.key not in runs:
+                runs[spec.key] = PlannedRun(spec)
+                unit = grouped.get(role, (spec.key,))
+                if unit not in units:
+                    units.append(unit)
+            planned = runs[spec.key]
+            planned.extras |= experiment.extras.get(role, frozenset())
+            planned.users.append((name, role))
+    return runs, units
+
+
+@dataclass
+class Study:
+    plan: Plan
+    experiments: tuple[str, ...]
+    context: RunContext
+    runs: dict[str, PlannedRun]
+    units: list[tuple[str, ...]]
+    after_engine: Callable[[object], None] = lambda engine: None
+    results: dict[str, Outcome] = field(default_factory=dict)
+    open_loop: dict[str, tuple[dict, dict]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, plan: Plan, experiments: tuple[str, ...], context: RunContext, *,
+           profile: Extra | None = None,
+           after_engine: Callable[[object], None] = lambda engine: None) -> Study:
+        runs, units = collect_runs(plan, experiments)
+        if profile is not None:
+            # the compiled fullgraph run with the cache, else the first one that runs alone
+            chosen = next((k for k, r in runs.items() if r.spec.options.compiled
+                           and r.spec.options.decode == "fullgraph"
+                           and r.spec.options.kv_cache == "on"),
+                          next((k for unit in units if len(unit) == 1 for k in unit), None))
+            if chosen is not None:
+                runs[chosen].extras |= {profile}
+        return cls(plan, experiments, context, runs, units, after_engine)
+
+    def passes(self, key: str) -> int:
+        repeats = self.context.repeats
+        return repeats + 1 + sum(extra.passes(repeats) for extra in self.runs[key].extras)
+
+    def progress(self) -> Progress:
+        return Progress([sum(estimate_s(self.runs[k].spec, model=self.plan.model,
+                                        passes=self.passes(k)) for k in unit)
+                         for unit in self.units])
+
+    def run(self, progress: Progress, environment: dict) -> None:
+        """Each unit on a fresh engine, then the open-loop experiments. A run that fails is
+        recorded and the study goes on; Ctrl-C stops it with what finished kept."""
+        for index, unit in enumerate(self.units):
+            self._run_unit(index, unit, progress)
+        study = OpenLoopStudy(self.context, self.plan, environment, progress.message)
+        for name in self.experiments:
+            experiment = EXPERIMENTS[name]
+            if isinstance(experiment, OpenLoopExperiment):
+                try:
+                    self.open_loop[name] = experiment.measure(study)
+                except Exception as exc:  # a section that cannot be built says so
+                    log.debug("%s failed", name, exc_info=True)
+                    section = experiment.template.failed_section(exc)
+                    self.open_loop[name] = ({"error": section["error"]}, section)
+
+    def _run_unit(self, index: int, unit: tuple[str, ...], progress: Progress) -> None:
+        specs = [self.runs[key].spec for key in unit]
+        users = {e for key in unit for e, _ in self.runs[key].users}
+        label = " | ".join(s.options.label() for s in specs)
+        if specs[0].requests_name != "replayed":
+            label += f" [{specs[0].requests_name}]"
+        progress.start_run(index, ", ".join(sorted(users, key=ALL_EXPERIMENTS.index)), label)
+        total = sum(len(self.runs[k].spec.requests) * self.passes(k) for k in unit)
+        served = [0]
+
+        def on_request(phase: str, done: int, n: int) -> None:
+            served[0] += 1
+            progress.request_done(phase, done, n, min(1.0, served[0] / total))
+
+        try:
+            self.results.update(execute_group(
+                specs, self.context, RunHooks(on_request, self.after_engine),
+                extras={key: self.runs[key].extras for key in unit}))
+        except Exception as exc:  # one run's failure is reported; the study goes on
+            log.debug("run %s failed", unit, exc_info=True)
+            for spec in specs:
+                self.results[spec.key] = FailedRun(spec.key, spec.options.label(),
+                                                   f"{type(exc).__name__}: {exc}"[:500],
+                                                   traceback.format_exc()[-2000:])
+            progress.message(f"run {' + '.join(unit)} failed: {type(exc).__name__}: {exc}")
+        progress.finish_run()
+
+    def sections(self, environment: dict) -> dict[str, dict]:
+        sections = {}
+        for name in self.experiments:
+            experiment = EXPERIMENTS[name]
+            if isinstance(experiment, OpenLoopExperiment):
+                if name in self.open_loop:
+                    sections[name] = self.open_loop[name][1]
+                continue
+            results = {role: self.results.get(spec.key)
+                       for role, spec in experiment.runs(self.plan).items()}
+            try:
+                sections[name] = experiment.build(self.plan, results, environment)
+            except Exception as exc:  # a section that cannot be built says so
+                sections[name] = experiment.template.failed_section(
+                    exc, traceback.format_exc()[-2000:])
+        return sections
+
+    def runs_json(self) -> dict:
+        """report.json `runs`: every run by key, and each open-loop experiment's results."""
+        out = {key: outcome.as_dict() for key, outcome in self.results.items()}
+        out.update({name: results for name, (results, _) in self.open_loop.items()})
+        return out

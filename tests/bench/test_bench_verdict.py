@@ -1,0 +1,63 @@
+"""Spreads of repeats and the verdicts drawn from them."""
+
+from dataclasses import replace
+
+import pytest
+
+from probe.bench.results import FailedRun
+from probe.bench.spread import Spread
+from probe.bench.verdict import compare, failed_text, versus
+
+
+def test_spread_is_median_and_range() -> None:
+    s = Spread.of([12.0, 10.0, None, 11.0])
+    assert (s.median, s.low, s.high, s.n) == (11.0, 10.0, 12.0, 3)
+    assert s.relative_spread == pytest.approx(2 / 11)
+    assert Spread.from_dict(s.as_dict()) == s
+    assert Spread.of([]).median is None
+
+
+@pytest.mark.parametrize("a, b, verdict", [
+    ([10, 11, 12], [20, 21, 22], "faster"),
+    ([20, 21, 22], [10, 11, 12], "slower"),
+    ([10, 15, 20], [12, 13, 14], "within noise"),   # ranges overlap, whatever the medians say
+    ([10], [20], "noise unknown"),                    # one repeat: cannot tell
+])
+def test_compare_reports_overlap_as_noise(a, b, verdict) -> None:
+    result = compare(Spread.of(a), Spread.of(b))
+    assert result.verdict == verdict
+    assert result.ratio == pytest.approx(float(sorted(a)[len(a) // 2]) / sorted(b)[len(b) // 2])
+
+
+def test_compare_higher_is_better_for_throughput() -> None:
+    result = compare(Spread.of([100, 101]), Spread.of([50, 51]), lower_is_better=False)
+    assert result.verdict == "faster" and result.text.startswith("1.99× faster")  # 100.5 / 50.5
+
+
+def test_compare_without_data_is_na() -> None:
+    assert compare(Spread.of([]), Spread.of([1, 2])).verdict == "n/a"
+
+
+def test_a_difference_inside_the_machines_drift_is_noise(make_result) -> None:
+    fast = make_result(pass_latencies=[[100.0], [101.0]])
+    slow = make_result(pass_latencies=[[160.0], [161.0]])
+    assert versus(fast, slow).verdict == "faster"
+    fast, slow = (replace(fast, calibration_ms=(10.0, 12.0)),
+                  replace(slow, calibration_ms=(11.0, 12.0)))             # 1.2×: ignored
+    assert versus(fast, slow).verdict == "faster"
+    fast, slow = (replace(fast, calibration_ms=(10.0, 10.5)),
+                  replace(slow, calibration_ms=(18.0, 12.0)))             # 1.8× drift
+    against = versus(fast, slow)
+    assert against.verdict == "within noise" and "1.80×" in against.text
+    fast, slow = replace(fast, group="pair"), replace(slow, group="pair")
+    assert versus(fast, slow).verdict == "faster"     # interleaved on one engine: drift cancels
+
+
+def test_runs_that_failed_or_lost_requests_are_not_comparable(make_result) -> None:
+    ok = make_result(pass_latencies=[[100.0], [101.0]])
+    lost = replace(ok, failed=1, errors=("RuntimeError: out of memory",))
+    crashed = FailedRun("k", "baseline", "RuntimeError: boom", "")
+    assert failed_text(ok) is None and failed_text(None) == "not run"
+    assert failed_text(lost) == "not comparable: 1 requests failed (RuntimeError: out of memory)"
+    assert failed_text(crashed) == "run failed: RuntimeError: boom"
+    assert versus(ok, lost).verdict == versus(crashed, ok).verdict == "not comparable"
