@@ -1,0 +1,8 @@
+
+
+import logging as _logging
+
+# torchao, which transformers imports with the model classes, registers its enums with torch's
+# pytree, and torch warns once per enum on every start: noise nobody can act on, kept off the
+# terminal. Setting a logger's level imports nothing.
+_logging.getLogger("torch.utils._pytree").setLevel(_logging.ERROR)
