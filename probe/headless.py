@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import asdict
 from typing import Callable
 
 from probe.engine import Engine, EngineSettings
@@ -48,6 +49,11 @@ def engine_for(workload: PreparedWorkload, *, model: str, device: str, options: 
 
 
 def document_for(engine: Engine, workload: PreparedWorkload, trace_name: str) -> dict:
+    """The session JSON of a running engine. Besides the raw records it keeps what the
+    dashboard's panels show that records cannot give back (the device at save time, the
+    roofline, the batching slots), so `--load` redraws every panel as it was."""
+    roofline = engine.roofline_status()
+    settings = engine.settings
     return session_document(
         engine.session.freeze(), environment=environment(engine.device),
         model=engine.loaded.info.as_dict(engine.options.precision),
@@ -56,4 +62,8 @@ def document_for(engine: Engine, workload: PreparedWorkload, trace_name: str) ->
         settings={"bucket_edges": list(workload.bucket_edges),
                   "bucket_source": workload.bucket_source,
                   "max_new_tokens": workload.max_new_tokens,
-                  "compile_backend": engine.settings.compile_backend})
+                  "compile_backend": settings.compile_backend,
+                  "max_batch": settings.max_batch, "kv_block_tokens": settings.kv_block_tokens,
+                  "kv_budget_bytes": settings.kv_budget_bytes},
+        live={"device_sample": asdict(engine.device_probe.sample()),
+              "roofline": None if roofline is None else asdict(roofline)})

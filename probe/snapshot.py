@@ -18,7 +18,9 @@ from typing import Any
 
 from probe.errors import ConfigError
 from probe.options import OptConfig
-from probe.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
+from probe.device_sample import DeviceSample
+from probe.records import (CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord,
+                           RooflineStatus)
 from probe.session import ConfigEntry, SessionData
 from workloads.atomic import write_atomic
 from workloads.errors import TraceError
@@ -44,7 +46,7 @@ def environment(device) -> dict[str, Any]:
 
 
 def session_document(data: SessionData, *, environment: dict, model: dict, trace: dict,
-                     settings: dict | None = None) -> dict[str, Any]:
+                     settings: dict | None = None, live: dict | None = None) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "environment": environment,
@@ -59,7 +61,20 @@ def session_document(data: SessionData, *, environment: dict, model: dict, trace
         "notices": [asdict(n) for n in data.notices],
         "reference_tokens": {rid: list(tokens) for rid, tokens in data.references.items()},
         "kv_pools": {cid: asdict(pool) for cid, pool in data.kv_pools.items()},
+        "live": live or {},
     }
+
+
+def saved_live_parts(document: dict[str, Any], source: str = "snapshot"
+                     ) -> tuple[DeviceSample | None, RooflineStatus | None]:
+    """The device sample and roofline a session was saved with (None when it has none)."""
+    live = document.get("live", {})
+    try:
+        sample, roofline = live.get("device_sample"), live.get("roofline")
+        return (None if sample is None else _build(DeviceSample, sample, "live.device_sample"),
+                None if roofline is None else _build(RooflineStatus, roofline, "live.roofline"))
+    except _ShapeError as exc:
+        raise ConfigError(f"{source}: not an infertop session: {exc}") from None
 
 
 def _record_dict(record: RequestRecord) -> dict[str, Any]:
@@ -83,7 +98,7 @@ def write_json_atomic(path: str | os.PathLike, document: dict) -> Path:
 SECTIONS: dict[str, type] = {
     "environment": dict, "model": dict, "trace": dict, "settings": dict, "configs": dict,
     "requests": list, "segments": list, "compile_events": list, "graph_breaks": list,
-    "notices": list, "reference_tokens": dict, "kv_pools": dict}
+    "notices": list, "reference_tokens": dict, "kv_pools": dict, "live": dict}
 RECORD_SECTIONS = (("requests", RequestRecord), ("compile_events", CompileEvent),
                    ("graph_breaks", GraphBreakRecord), ("notices", Notice))
 OPTION_NAMES = frozenset(f.name for f in fields(OptConfig))

@@ -103,3 +103,14 @@ def test_snapshot_export_from_the_command_line(tmp_path, capsys):
     assert main(["snapshot", "export", str(out), "--csv"]) == 0
     assert (tmp_path / "run.requests.csv").exists() and (tmp_path / "run.segments.csv").exists()
     assert main(["snapshot", "export", str(out), "--csv", "-o", str(tmp_path / "x" / "y")]) == 2
+
+
+def test_the_saved_session_keeps_what_the_panels_cannot_recompute(tmp_path):
+    from probe.snapshot import read_document, saved_live_parts
+    out = tmp_path / "run.json"
+    assert main([*BASE, "--requests", "2", "--out", str(out)]) == 0
+    document = read_document(out)
+    sample, roofline = saved_live_parts(document)
+    assert sample.kind == "CPU" and sample.mem_total_bytes > 0
+    assert roofline is None                 # a headless replay measures no bandwidth
+    assert document["settings"]["max_batch"] == 8
