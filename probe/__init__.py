@@ -6,3 +6,5 @@ import logging as _logging
 # pytree, and torch warns once per enum on every start: noise nobody can act on, kept off the
 # terminal. Setting a logger's level imports nothing.
 _logging.getLogger("torch.utils._pytree").setLevel(_logging.ERROR)
+# The CUDA build of torch on a machine without CUDA says so at every compile.
+_logging.getLogger("torch.utils.cpp_extension").setLevel(_logging.ERROR)
