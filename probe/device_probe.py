@@ -86,15 +86,15 @@ class DeviceProbe:
 
 
 def resolve_device(name: str) -> torch.device:
+    from probe.engine_inputs import check_device
     from probe.errors import ConfigError
+    check_device(name)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise ConfigError(f"--device {name!r} is not a device; use auto, cpu or cuda[:N]") from None
+    device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"--device {name}: no CUDA device is available here; use cpu or auto")
-    if device.type not in ("cpu", "cuda"):
-        raise ConfigError(f"--device {name}: infertop runs on cpu or cuda")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ConfigError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA "
+                          f"device(s), numbered from 0")
     return device

@@ -16,18 +16,10 @@ import torch
 from transformers import (AutoConfig, AutoTokenizer, PreTrainedTokenizerBase, T5Config,
                           T5ForConditionalGeneration)
 
+from probe.engine_inputs import PRESETS, SUPPORTED_MODEL_TYPES
 from probe.errors import ConfigError
 from probe.tokenizer import BYTE_VOCAB_SIZE, byte_tokenizer
 
-PRESETS: dict[str, dict[str, int]] = {
-    # The real t5-small shape.
-    "t5-small": dict(d_model=512, d_ff=2048, d_kv=64, num_heads=8, num_layers=6,
-                     num_decoder_layers=6, vocab_size=32128),
-    # For tests: compiles in seconds on two cores; vocab just above the byte tokenizer's.
-    "t5-tiny": dict(d_model=64, d_ff=128, d_kv=16, num_heads=4, num_layers=2,
-                    num_decoder_layers=2, vocab_size=512),
-}
-SUPPORTED_MODEL_TYPES = ("t5", "mt5")
 CONFIG_KEYS = ("d_model", "d_kv", "d_ff", "num_heads", "num_layers", "num_decoder_layers",
                "vocab_size")
 PRESET_SEED = 0

@@ -7,9 +7,16 @@ from dataclasses import dataclass
 
 from probe.live import LiveSnapshot
 from probe.options import OptConfig
+from probe.workload_setup import PreparedWorkload
 
 
 # -- commands: dashboard -> engine -------------------------------------------------------------
+@dataclass(frozen=True)
+class Workload:
+    workload: PreparedWorkload  # the first message: a whole trace is too big for the spawn
+                                # arguments (see EngineClient._spawn)
+
+
 @dataclass(frozen=True)
 class SetOptions:
     options: OptConfig
@@ -45,7 +52,7 @@ class Shutdown:
     pass
 
 
-Command = SetOptions | SetSpeed | Pause | Resume | ResetWindow | SaveSnapshot | Shutdown
+Command = Workload | SetOptions | SetSpeed | Pause | Resume | ResetWindow | SaveSnapshot | Shutdown
 
 
 # -- events: engine -> dashboard ---------------------------------------------------------------

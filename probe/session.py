@@ -89,6 +89,14 @@ class Session:
         with self._lock:
             self._notices.append(notice)
 
+    def restore(self, data: SessionData) -> None:
+        """Hold `data` instead: a restarted engine goes on from what its predecessor served."""
+        with self._lock:
+            self._records, self._events = list(data.records), list(data.events)
+            self._breaks, self._notices = data.breaks, list(data.notices)
+            self._configs = dict(data.configs)
+            self._references, self._kv_pools = dict(data.references), dict(data.kv_pools)
+
     def freeze(self) -> SessionData:
         with self._lock:
             return SessionData(tuple(self._records), tuple(self._events), self._breaks,

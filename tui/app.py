@@ -69,8 +69,8 @@ class InfertopApp(App[int]):
     BINDINGS = [
         Binding("question_mark", "help", "help", tooltip="This list of keys."),
         # shown only while the engine is down (check_action), so first: it must not be cut off
-        Binding("R", "restart_engine", "restart", tooltip="Start a fresh engine after "
-                "it died, with the last options sent."),
+        Binding("R", "restart_engine", "restart", tooltip="Start an engine again after "
+                "it died: it continues the session (same clock, the records served before)."),
         Binding("q", "quit", "quit", tooltip="Stop the engine and quit.", priority=True),
         Binding("ctrl+q", "quit", "quit", tooltip="Stop the engine and quit.", show=False,
                 priority=True),
@@ -244,8 +244,9 @@ class InfertopApp(App[int]):
 
     def on_engine_down(self, message: EngineDown) -> None:
         self.engine_state, self.engine_note = "failed", message.error
-        self.say(f"the engine stopped: {message.error}. Everything shown is kept; "
-                 "press R to restart it.", severity="error", timeout=15)
+        self.say(f"the engine stopped: {message.error}. Everything served is kept: s saves "
+                 "it, R restarts the engine and continues the session.", severity="error",
+                 timeout=15)
 
     def on_engine_restarted(self, _: EngineRestarted) -> None:
         self.engine_state, self.engine_note = "starting", ""
@@ -336,8 +337,7 @@ class InfertopApp(App[int]):
             return
         if not self.read_only:
             if self.engine_state == "failed":
-                self.say("the engine is down: its session JSON cannot be saved now",
-                         severity="warning")
+                self._save_without_engine(str(json_path))
             else:
                 self._send(SaveSnapshot(str(json_path)))
         try:
@@ -346,6 +346,20 @@ class InfertopApp(App[int]):
             self.say(f"cannot write {svg_path}: {exc.strerror or exc}", severity="error")
         else:
             self.say(f"screenshot saved: {svg_path}")
+
+    @work(thread=True, name="save from the journal", group="save", exit_on_error=False)
+    def _save_without_engine(self, path: str) -> None:
+        """The engine is down: the session JSON is written here from its journal, on a thread
+        (a long session's journal takes a moment to read)."""
+        assert self.engine is not None
+        try:
+            self.engine.write_session(path)
+        except OSError as exc:
+            self.post_message(SessionNotSaved(path, f"{exc.strerror or exc}"))
+        except Exception as exc:  # an unreadable journal: said, never a crash
+            self.post_message(SessionNotSaved(path, f"{exc}"))
+        else:
+            self.post_message(SessionSaved(path))
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -357,6 +371,12 @@ class InfertopApp(App[int]):
         if self.engine.log_path:
             return f"engine log: {self.engine.log_path}"
         return f"engine log: none ({self.engine.log_problem or 'not started yet'})"
+
+    async def action_quit(self) -> None:
+        """Quit at once, whatever the engine is doing: the reader thread ends at its next poll,
+        and the engine is stopped (killed if it does not stop) once the app has exited."""
+        self._stopping.set()
+        self.exit()
 
     def action_restart_engine(self) -> None:
         if self.engine is None or self.engine_state != "failed":

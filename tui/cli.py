@@ -108,6 +108,7 @@ def _dashboard(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from probe.engine_inputs import check_engine_inputs
     from probe.options import parse_opts
     from probe.workload_setup import prepare_workload
     from workloads.atomic import check_output_file
@@ -115,6 +116,7 @@ def _replay(args: argparse.Namespace) -> int:
     # Everything that can be refused without torch is checked before torch is imported.
     options = parse_opts(args.opt)
     check_output_file(args.out, "--out", make_folders=True)
+    check_engine_inputs(args.model, args.device)
     workload = prepare_workload(args.trace, buckets=args.buckets, max_input=args.max_input,
                                 max_output=args.max_output)
     print(workload.fit.summary(), file=sys.stderr)

@@ -21,8 +21,10 @@ class EngineHandle(Protocol):
     def send(self, command: Any) -> None: ...  # never blocks, never raises if the engine died
     def poll(self, timeout: float) -> Any: ...  # next Event, or None after timeout
     def is_alive(self) -> bool: ...
-    def restart(self) -> None: ...        # kill if needed, start fresh with the last options sent
-    def stop(self) -> None: ...           # Shutdown + join + terminate if needed
+    def restart(self) -> None: ...        # kill if needed, start one that continues the session
+    def stop(self) -> None: ...           # Shutdown, a bounded wait, then kill if needed
+    def write_session(self, path: str) -> Any: ...  # the session JSON without an engine (from
+                                                    # its journal); OSError/ConfigError
 
 
 @dataclass(frozen=True)
@@ -35,10 +37,12 @@ class FakeEngine:
     """An engine that serves scripted events and records every command with its arrival time.
 
     `hold()` makes `poll` block (as a reader stuck on a busy engine would) until `release()`.
-    `die(error)` makes the next poll return EngineFailed once and `is_alive()` false.
+    `die(error, exit_code)` makes the next poll return EngineFailed once and `is_alive()`
+    false; given `journal_path`, `write_session` saves from that journal as the real one does.
     """
 
-    def __init__(self, events: tuple[Any, ...] = (), *, replies: bool = True) -> None:
+    def __init__(self, events: tuple[Any, ...] = (), *, replies: bool = True,
+                 journal_path: str | None = None) -> None:
         self._events: queue.Queue[Any] = queue.Queue()
         for event in events:
             self._events.put(event)
@@ -53,6 +57,8 @@ class FakeEngine:
         self.stopped = False
         self.log_path: str | None = None
         self.log_problem: str | None = "a fake engine keeps no log"
+        self.journal_path = journal_path      # a journal a test wrote, for write_session
+        self.ended: Any = None                # how it died (EngineExit), once it did
 
     # -- EngineHandle ------------------------------------------------------------------------
     def start(self) -> None:
@@ -83,13 +89,22 @@ class FakeEngine:
         self.stopped = True
         self.alive = False
 
+    def write_session(self, path: str) -> Any:
+        from probe.errors import ConfigError
+        from probe.journal import save_from_journal
+        if self.journal_path is None:
+            raise ConfigError("a fake engine keeps no journal")
+        return save_from_journal(self.journal_path, path, self.ended)
+
     # -- scripting ---------------------------------------------------------------------------
     def emit(self, event: Any) -> None:
         self._events.put(event)
 
-    def die(self, error: str) -> None:
+    def die(self, error: str, exit_code: int | None = None) -> None:
+        from probe.journal import EngineExit
         from probe.protocol import EngineFailed
         self.alive = False
+        self.ended = EngineExit(time.time(), exit_code, error)
         self._events.put(EngineFailed(error))
 
     def hold(self) -> None:

@@ -23,9 +23,9 @@ def launch(args: argparse.Namespace) -> int:
 
 def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
     from probe.engine_process import EngineClient, config_from_args
-    from tui.app import InfertopApp
 
-    config = config_from_args(args)       # validates the trace and options before any UI
+    config = config_from_args(args)       # validates every input before Textual is imported
+    from tui.app import InfertopApp
     engine = EngineClient(config)
     app = InfertopApp(engine, options=config.options, snapshot_dir=snapshot_dir,
                       speed=config.speed)

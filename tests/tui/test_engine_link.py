@@ -4,6 +4,7 @@ its data kept, and `R` restarts it."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -204,6 +205,8 @@ async def test_s_while_the_engine_is_down_saves_what_it_served_from_its_journal(
     assert [r.id for r in data.records] == [r.id for r in served]
     assert data.notices[-1].text == "the engine died (exit code -9)"
     assert not engine.commands()                          # no engine was asked
+    from tui.launch import load_snapshot
+    assert load_snapshot(Path(path)).notices[-1] == data.notices[-1]   # --load reopens it
 
 
 async def test_s_while_down_with_nothing_journaled_is_said_not_raised(make_app, until):
