@@ -15,6 +15,7 @@ from probe.stats import (SegmentStats, Summary, break_even, padding_waste, summa
                          throughput_rps, tokens_per_s)
 
 RECENT_REQUESTS = 400
+WINDOW_SIZE = 200               # requests in the sliding window
 RECENT_EVENTS = 200
 
 
@@ -104,6 +105,22 @@ class LiveSnapshot:
         return sum(s.recompiles for s in self.segments)
 
 
+OFFERED_WINDOW_S = 30.0
+
+
+def offered_rps(arrivals_s, now_s: float) -> float | None:
+    """Arrivals per second over the last OFFERED_WINDOW_S seconds before `now_s`."""
+    recent = [t for t in arrivals_s if now_s - OFFERED_WINDOW_S <= t <= now_s]
+    if len(recent) < 2:
+        return None
+    return len(recent) / max(now_s - min(recent), 1e-9)
+
+
+def overloaded(offered: float | None, capacity: float | None, queue_depth: int) -> bool:
+    """Offered load above what the engine serves (5% slack), with a queue to show for it."""
+    return bool(offered and capacity and offered > capacity * 1.05 and queue_depth > 2)
+
+
 def capacity_rps(records) -> float | None:
     """Requests/s the engine can serve: one over the mean service time (end − start) of a
     request, a batch's time shared by its rows."""
@@ -151,7 +168,7 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
                config_id: str, window_start_seq: int, compiling_since_s: float | None,
                compiling_request: str | None, device_sample: DeviceSample | None,
                replay: ReplayStatus, bucket_edges: tuple[int, ...] = (),
-               window_size: int = 200, read_only: bool = False,
+               window_size: int = WINDOW_SIZE, read_only: bool = False,
                max_batch: int = 1, compiling: CompileInProgress | None = None,
                roofline: RooflineStatus | None = None,
                requested_options: OptConfig | None = None,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from probe.live import LiveSnapshot, ReplayStatus, build_live, capacity_rps
+from probe.live import (WINDOW_SIZE, LiveSnapshot, ReplayStatus, build_live, capacity_rps,
+                        overloaded)
 from probe.serving import ServingLoop
 
 
@@ -21,7 +22,7 @@ class LiveReporter:
         engine.flush_probes()
         compiling = engine.probe.compiling()
         data = engine.session.freeze()
-        window = [r for r in data.records[-200:] if r.seq >= self.window_start_seq]
+        window = [r for r in data.records[-WINDOW_SIZE:] if r.seq >= self.window_start_seq]
         capacity = capacity_rps(window)
         offered = loop.offered_rps()
         replayer = loop.replayer
@@ -31,8 +32,7 @@ class LiveReporter:
             dispatched=loop.dispatched, completed=loop.completed, failed=loop.failed,
             total=replayer.total, queue_depth=loop.queue_depth, offered_rps=offered,
             capacity_rps=capacity,
-            overloaded=bool(offered and capacity and offered > capacity * 1.05
-                            and loop.queue_depth > 2))
+            overloaded=overloaded(offered, capacity, loop.queue_depth))
         return build_live(
             data, t_s=engine.clock.now_s(), model=engine.loaded.info.name,
             device=str(engine.device), options=engine.options, config_id=engine.config_id,

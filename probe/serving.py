@@ -11,13 +11,13 @@ from typing import Callable
 
 from probe.continuous_scheduler import ContinuousScheduler
 from probe.engine import Engine
+from probe.live import offered_rps
 from probe.options import OptConfig
 from probe.records import RequestRecord
 from probe.requests import EngineRequest
 from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer, ScheduledRequest
 
 POLL_S = 0.05
-RATE_WINDOW_S = 30.0
 
 
 class ServingLoop:
@@ -55,13 +55,10 @@ class ServingLoop:
         return self._queue.qsize() + self._held
 
     def offered_rps(self) -> float | None:
-        """Arrivals per second over the last RATE_WINDOW_S seconds of the session clock."""
-        now = self.engine.clock.now_s()
+        """Arrivals per second over the last window of the session clock (live.offered_rps)."""
         with self._lock:
-            recent = [t for t in self._arrivals if t >= now - RATE_WINDOW_S]
-        if len(recent) < 2:
-            return None
-        return len(recent) / max(now - recent[0], 1e-9)
+            arrivals = list(self._arrivals)
+        return offered_rps(arrivals, self.engine.clock.now_s())
 
     # -- the loop --------------------------------------------------------------------------------
     def _submit(self, scheduled: ScheduledRequest) -> None:

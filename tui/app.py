@@ -46,8 +46,6 @@ POLL_S = 0.2
 SPEED_ECHO_S = 1.5      # a snapshot built before the engine took a new speed may still come
 APPLY_DELAY_S = 1.0     # toggles are sent once no key has been pressed for this long
 MIN_SPEED, MAX_SPEED = 0.125, 64.0
-# Actions that change what the engine does: disabled (shown greyed) on a loaded snapshot.
-ENGINE_ACTIONS = frozenset({"cycle", "pause", "speed", "reset_window"})
 NOTICE_SEVERITY: dict[str, SeverityLevel] = {"info": "information", "warning": "warning",
                                              "error": "error"}
 
@@ -271,8 +269,6 @@ class InfertopApp(App[int]):
 
     # -- keys --------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ENGINE_ACTIONS:
-            return None if self.read_only else True
         if action == "restart_engine":
             return self.engine is not None and self.engine_state == "failed"
         return True
@@ -281,9 +277,18 @@ class InfertopApp(App[int]):
         if self.engine is not None:
             self.engine.send(command)
 
+    def _read_only_says_so(self) -> bool:
+        """On a loaded session the keys that drive an engine cannot act: say so, once a press."""
+        if self.read_only:
+            self.say("read-only: this is a saved session (--load); keys that change the "
+                     "engine do nothing here — replay it to try options")
+        return self.read_only
+
     def action_cycle(self, key: str) -> None:
         """Staged: the new value shows as pending at once, and is sent once no key has been
         pressed for `apply_delay_s`, so cycling through values never serves the ones between."""
+        if self._read_only_says_so():
+            return
         self.requested = self.requested.cycled(key)
         if self._apply_timer is not None:
             self._apply_timer.stop()
@@ -307,10 +312,14 @@ class InfertopApp(App[int]):
         return self.snapshot.t_s + max(self._clock() - self._snapshot_at, 0.0)
 
     def action_pause(self) -> None:
+        if self._read_only_says_so():
+            return
         self.paused = not self.paused
         self._send(Pause() if self.paused else Resume())
 
     def action_speed(self, factor: float) -> None:
+        if self._read_only_says_so():
+            return
         if self.speed is None:
             self.say("the engine is still measuring its capacity to choose the rate")
             return
@@ -324,6 +333,8 @@ class InfertopApp(App[int]):
         self._send(SetSpeed(speed))
 
     def action_reset_window(self) -> None:
+        if self._read_only_says_so():
+            return
         self._send(ResetWindow())
         self.say("window reset: figures now cover requests from here on")
 

@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 
 from probe.errors import ConfigError
-from probe.live import LiveSnapshot, ReplayStatus, build_live
+from probe.live import (WINDOW_SIZE, LiveSnapshot, ReplayStatus, build_live, capacity_rps,
+                        offered_rps, overloaded)
 from probe.options import OptConfig
 from probe.session import SessionData
 
@@ -73,17 +74,26 @@ def _live_from(document: dict, data: SessionData) -> LiveSnapshot:
     ok = sum(r.ok for r in records)
     model, environment = _section(document, "model"), _section(document, "environment")
     trace, settings = _section(document, "trace"), _section(document, "settings")
+    from probe.snapshot import saved_live_parts
+    device_sample, roofline = saved_live_parts(document)
+    end_s = max((r.end_s for r in records), default=0.0)
+    window = records[-WINDOW_SIZE:]
+    offered, capacity = offered_rps([r.arrival_s for r in records], end_s), capacity_rps(window)
+    # the queue when it was saved: requests that had arrived and were not finished yet
+    queued = sum(1 for r in records if r.arrival_s <= end_s < r.end_s)
     replay = ReplayStatus(
         trace=str(trace.get("name", "?")), running=False, paused=False, speed=1.0,
         dispatched=len(records), completed=ok, failed=len(records) - ok, total=len(records),
-        queue_depth=0, offered_rps=None, capacity_rps=None, overloaded=False)
+        queue_depth=queued, offered_rps=offered, capacity_rps=capacity,
+        overloaded=overloaded(offered, capacity, queued))
     return build_live(
-        data, t_s=max((r.end_s for r in records), default=0.0),
+        data, t_s=end_s,
         model=str(model.get("name", "?")), device=str(environment.get("device", "?")),
         options=options, config_id=config_id, window_start_seq=0, compiling_since_s=None,
-        compiling_request=None, device_sample=None, replay=replay,
+        compiling_request=None, device_sample=device_sample, replay=replay,
         bucket_edges=tuple(int(e) for e in settings.get("bucket_edges", ()) or ()),
-        read_only=True)
+        read_only=True, max_batch=int(settings.get("max_batch", 1) or 1), roofline=roofline,
+        window_size=WINDOW_SIZE)
 
 
 def _section(document: dict, name: str) -> dict:

@@ -60,12 +60,14 @@ async def test_loaded_sessions_are_read_only(saved, tmp_path, read_screen):
     loaded = load_snapshot(saved)
     app = InfertopApp(None, initial=loaded, options=loaded.options, snapshot_dir=tmp_path,
                       speed=1.0, read_only=True, source=str(saved))
+    said: list[str] = []
     async with app.run_test(size=(120, 40)) as pilot:
+        app.say = lambda text, **kw: said.append(text)     # type: ignore[method-assign]
         for key in ("c", "b", "B", "space", "plus", "r"):
             await pilot.press(key)
         await pilot.pause()
         assert app.requested == loaded.options and app.speed == 1.0 and not app.paused
-        assert app.check_action("cycle", ("compile",)) is None      # shown, greyed out
+        assert len(said) == 6 and all(t.startswith("read-only: ") for t in said)   # each says so
         assert app.check_action("restart_engine", ()) is False
         assert f"read-only {saved}" in status(app)
         shown = read_screen(app)
@@ -119,3 +121,16 @@ def test_launch_live_builds_the_engine_from_args_and_stops_it(monkeypatch):
     assert app.snapshot_dir == Path("snaps") and not app.read_only
     assert engines[0].stopped
     assert Shutdown not in [type(c) for c in engines[0].commands()]  # stop() sends it itself
+
+
+def test_a_loaded_continuous_session_shows_its_slots_and_device(tmp_path):
+    from tui.cli import main
+    out = tmp_path / "continuous.json"
+    assert main(["replay", "--model", "t5-tiny", "--trace", "chat", "--device", "cpu",
+                 "--requests", "6", "--speed", "1000", "--max-output", "8",
+                 "--opt", "batching=continuous", "--out", str(out)]) == 0
+    loaded = load_snapshot(out)
+    assert loaded.batch.mode == "continuous" and loaded.batch.max_batch == 8
+    assert loaded.batch.occupancy_mean is not None and loaded.batch.occupancy_mean <= 8
+    assert loaded.device_sample is not None and loaded.device_sample.kind == "CPU"
+    assert loaded.kv.headroom_requests is not None      # free memory as it was saved
