@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 import threading
 import time
 from collections import Counter
@@ -34,6 +35,19 @@ _GUARD_FAILURE = re.compile(r"^\s*- (?P<entry>\d+/\d+): (?P<failure>.+?)\s*(?:#.
 _BREAK_HEAD = re.compile(r"in user code at (?P<file>.+?):(?P<line>\d+)\s*\n\s*Graph Break Reason: (?P<reason>.*)",
                          re.DOTALL)
 _LIMIT_FUNCTION = re.compile(r"function: '(?P<function>[^']+)'")
+
+
+def frame_being_compiled() -> str | None:
+    """The function dynamo is compiling now, read off its own call stack (its `compile_inner`
+    holds the code object): the start callback carries only a compile id, and dynamo records
+    the name only after the compile ends — too late for a feed that shows compiles as they
+    run. None when dynamo's internals no longer look like this."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "compile_inner":
+            return getattr(frame.f_locals.get("code"), "co_name", None)
+        frame = frame.f_back
+    return None
 
 
 def _unique_graphs() -> int:
@@ -213,6 +227,7 @@ class CompileProbe:
             if self._recompile_reason is not None:
                 pending.function, pending.reason = self._recompile_reason
                 self._recompile_reason = None
+            pending.function = pending.function or frame_being_compiled()
             self._pending[args.compile_id] = pending
             self._open = pending
 

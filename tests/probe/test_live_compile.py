@@ -50,7 +50,9 @@ def test_compiles_are_published_while_the_request_still_waits(make_engine):
     for waiting in ("r0", "r1"):   # several compiles in a row: the stall never goes back
         stalls = [s.compiling.stall_s(s.t_s) for s in during if s.compiling.request_id == waiting]
         assert len(stalls) > 1 and stalls == sorted(stalls)
-    # a recompile of a frame seen before names its function while it runs
+    # every compile names its function while it runs, the first of a frame too
+    assert all(s.compiling.function for s in during)
+    assert during[0].compiling.function == "encode"
     assert any(s.compiling.function == "encode" for s in during
                if s.compiling.request_id == "r1")
     # each ended compile is in the feed before its request has a record
