@@ -7,6 +7,7 @@ import argparse
 import stat
 from pathlib import Path
 
+from probe.bench.cluster import INSTALL_HINT as RAY_HINT, require_ray
 from workloads.argtypes import note_fewer_requests, thread_count, whole_number
 
 
@@ -15,8 +16,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "bench", help="rerun the controlled study headless and write report.md / report.json")
     bench.add_argument("--model", default=None,
                        help="a preset or a local T5 checkpoint (default: t5-small, or t5-tiny "
-                            "with --quick)")
-    bench.add_argument("--trace", default="chat")
+                            "with --quick); with --ray, a list (a,b) for a matrix of studies")
+    bench.add_argument("--trace", default="chat",
+                       help="a built-in trace or a file; with --ray, a list (chat,batch)")
     bench.add_argument("--device", default="auto")
     bench.add_argument("--requests", type=whole_number(1), default=None, metavar="N",
                        help="requests per run (default: 40, or 3 with --quick)")
@@ -43,14 +45,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="keep a torch.profiler Chrome trace of a few requests")
     bench.add_argument("--tokens", action="store_true",
                        help="keep every request's generated token ids in the runs' snapshots")
+    bench.add_argument("--ray", nargs="?", const="", default=None, metavar="local|ADDRESS",
+                       help="spread the runs over a Ray cluster, one whole device per run: "
+                            "`local` starts one on this machine, ADDRESS joins one (alone: "
+                            f"RAY_ADDRESS, else local; needs {RAY_HINT})")
     bench.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from probe.bench.plan import names
+    from probe.engine_inputs import check_engine_inputs
     from workloads.atomic import check_output_folder
 
     check_output_folder(args.out, "--out")
-    check_trace(args.trace, args.requests)
+    if args.ray is not None:
+        require_ray()
+    for model in names(args.model) if args.model else ():
+        check_engine_inputs(model, args.device)
+    for trace in names(args.trace):
+        check_trace(trace, args.requests)
     from probe.bench.runner import run_bench
     return run_bench(args)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +47,7 @@ class BenchSettings:
     torch_trace: bool = False
     profile: bool = False
     tokens: bool = False
+    ray: str | None = None              # --ray: "local", an address, or "" (RAY_ADDRESS or local)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> BenchSettings:
@@ -64,10 +65,27 @@ class BenchSettings:
             compile_backend=getattr(args, "compile_backend", None) or "inductor",
             torch_trace=bool(getattr(args, "torch_trace", False)),
             profile=bool(getattr(args, "profile", False)),
-            tokens=bool(getattr(args, "tokens", False)))
+            tokens=bool(getattr(args, "tokens", False)), ray=getattr(args, "ray", None))
         if min(settings.requests, settings.repeats, settings.bucket_count) < 1:
             raise ConfigError("--requests, --repeats and --bucket-count must be at least 1")
         return settings
+
+    @property
+    def matrix(self) -> bool:
+        return len(self.cells()) > 1
+
+    def cells(self) -> list[BenchSettings]:
+        """`--model a,b --trace chat,batch`: one study per (model, trace), each with DIR/<model>__
+        <trace>/ as its --out (DIR itself when there is only one)."""
+        models, traces = names(self.model), names(self.trace)
+        if len(models) * len(traces) == 1:
+            return [replace(self, model=models[0], trace=traces[0])]
+        cells = [replace(self, model=m, trace=t, out=self.out / f"{_slug(Path(m).name)}__"
+                         f"{_slug(Path(t).stem)}") for m in models for t in traces]
+        if len({cell.out for cell in cells}) < len(cells):
+            raise ConfigError("two of the models or traces have the same name: each (model, "
+                              "trace) study needs a folder of its own")
+        return cells
 
     @property
     def e5_count(self) -> int:
@@ -104,6 +122,14 @@ class RunSpec:
             parts.append(self.edges_name)
         parts.append(self.requests_name)
         return "__".join(_slug(p) for p in parts)
+
+
+def names(text: str) -> list[str]:
+    """`a,b` → ["a", "b"]: a --model or --trace list, without repeats."""
+    found = list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not found:
+        raise ConfigError(f"nothing to run in {text!r}")
+    return found
 
 
 def _slug(text: str) -> str:

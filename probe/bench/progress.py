@@ -45,7 +45,7 @@ def estimate_s(spec: RunSpec, *, model: str, passes: int) -> float:
     return compiles * per_compile * scale + tokens * token_s + 1.0
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
     seconds = max(0, int(round(seconds)))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
@@ -58,12 +58,38 @@ class _Run:
     actual: float | None = None
 
 
-class Progress:
-    def __init__(self, estimates: list[float], stream: TextIO | None = None,
-                 width: int = 20) -> None:
-        self.runs = [_Run(e) for e in estimates]
+class StatusLine:
+    """A line on stderr: redrawn in place on a terminal, else printed when it matters."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def message(self, text: str) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[2K")
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+
+    def draw(self, text: str, *, force: bool = False) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[2K" + text[:200])
+            self.stream.flush()
+        elif force:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+
+
+class Progress(StatusLine):
+    def __init__(self, estimates: list[float], stream: TextIO | None = None,
+                 width: int = 20) -> None:
+        super().__init__(stream)
+        self.runs = [_Run(e) for e in estimates]
         self.width = width
         self.started = time.perf_counter()
         self.index = -1
@@ -99,7 +125,7 @@ class Progress:
         bar = "#" * filled + "-" * (self.width - filled)
         elapsed = time.perf_counter() - self.started
         return (f"[{bar}] {100 * fraction:3.0f}% {self.title} · {self.last_phase} · "
-                f"{_clock(elapsed)} elapsed · ~{_clock(self.remaining_s())} left")
+                f"{clock(elapsed)} elapsed · ~{clock(self.remaining_s())} left")
 
     # -- events ------------------------------------------------------------------------------
     def start_run(self, index: int, experiment: str, label: str) -> None:
@@ -121,21 +147,5 @@ class Progress:
         if 0 <= self.index < len(self.runs):
             self.runs[self.index].actual = time.perf_counter() - self.run_started
 
-    def message(self, text: str) -> None:
-        if self.tty:
-            self.stream.write("\r\x1b[2K")
-        self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write("\r\x1b[2K")
-            self.stream.flush()
-
     def _emit(self, *, force: bool = False) -> None:
-        if self.tty:
-            self.stream.write("\r\x1b[2K" + self.line()[:200])
-            self.stream.flush()
-        elif force:
-            self.stream.write(self.line() + "\n")
-            self.stream.flush()
+        self.draw(self.line(), force=force)

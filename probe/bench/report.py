@@ -10,7 +10,8 @@ from pathlib import Path
 
 from probe.bench import fmt
 from probe.bench.experiments import acceptance_checks
-from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TorchTrace
+from probe.bench.nodes import nodes_markdown
+from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder
 from probe.bench.verdict import DRIFT_TOLERANCE
 from workloads.atomic import write_atomic
 
@@ -21,8 +22,8 @@ TEMPLATE_FIELDS = (("Hypothesis", "hypothesis"), ("Variable", "variable"),
 
 
 def report_document(settings, plan, environment: dict, study, *, interrupted: bool,
-                    wall_s: float, torch_trace: TorchTrace | None,
-                    tlparse: list[TlparseReport] | None) -> dict:
+                    wall_s: float, torch_trace: TraceFolder | None,
+                    tlparse: list[TlparseReport] | None, executor: dict | None = None) -> dict:
     sections = study.sections(environment)
     out = settings.out
     return {
@@ -37,6 +38,7 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
                      "compile_backend": settings.compile_backend,
                      "torch_trace": settings.torch_trace, "profile": settings.profile},
         "environment": environment,
+        "executor": executor or {"name": "local"},
         "plan": {"requests": [{**vars(r), "text": None} for r in plan.requests],
                  "planner_edges": list(plan.planner_edges), "pow2_edges": list(plan.pow2_edges),
                  "e5_outputs": {k: v[0].output_length for k, v in plan.e5_requests.items()},
@@ -162,6 +164,7 @@ def render_markdown(report: dict) -> str:
                    f"outputs: {', '.join(str(r['output_length']) for r in plan.get('requests', []))}. "
                    f"Planner buckets {plan.get('planner_edges')}, powers of two {plan.get('pow2_edges')}.")
         out.append("")
+    out += nodes_markdown(report)
     for section in report.get("experiments", {}).values():
         out += render_section(section)
     if report.get("left_out"):

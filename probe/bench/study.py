@@ -85,10 +85,21 @@ class Study:
         repeats = self.context.repeats
         return repeats + 1 + sum(extra.passes(repeats) for extra in self.runs[key].extras)
 
+    def estimate_s(self, unit: tuple[str, ...]) -> float:
+        return sum(estimate_s(self.runs[k].spec, model=self.plan.model, passes=self.passes(k))
+                   for k in unit)
+
     def progress(self) -> Progress:
-        return Progress([sum(estimate_s(self.runs[k].spec, model=self.plan.model,
-                                        passes=self.passes(k)) for k in unit)
-                         for unit in self.units])
+        return Progress([self.estimate_s(unit) for unit in self.units])
+
+    def describe(self, unit: tuple[str, ...]) -> tuple[str, str]:
+        """The experiments that read a unit, and its configs' label."""
+        specs = [self.runs[key].spec for key in unit]
+        users = {e for key in unit for e, _ in self.runs[key].users}
+        label = " | ".join(s.options.label() for s in specs)
+        if specs[0].requests_name != "replayed":
+            label += f" [{specs[0].requests_name}]"
+        return ", ".join(sorted(users, key=ALL_EXPERIMENTS.index)), label
 
     def run(self, progress: Progress, environment: dict) -> None:
         """Each unit on a fresh engine, then the open-loop experiments. A run that fails is
@@ -97,22 +108,11 @@ class Study:
             self._run_unit(index, unit, progress)
         study = OpenLoopStudy(self.context, self.plan, environment, progress.message)
         for name in self.experiments:
-            experiment = EXPERIMENTS[name]
-            if isinstance(experiment, OpenLoopExperiment):
-                try:
-                    self.open_loop[name] = experiment.measure(study)
-                except Exception as exc:  # a section that cannot be built says so
-                    log.debug("%s failed", name, exc_info=True)
-                    section = experiment.template.failed_section(exc)
-                    self.open_loop[name] = ({"error": section["error"]}, section)
+            if isinstance(EXPERIMENTS[name], OpenLoopExperiment):
+                self.open_loop[name] = measure_open_loop(name, study)
 
     def _run_unit(self, index: int, unit: tuple[str, ...], progress: Progress) -> None:
-        specs = [self.runs[key].spec for key in unit]
-        users = {e for key in unit for e, _ in self.runs[key].users}
-        label = " | ".join(s.options.label() for s in specs)
-        if specs[0].requests_name != "replayed":
-            label += f" [{specs[0].requests_name}]"
-        progress.start_run(index, ", ".join(sorted(users, key=ALL_EXPERIMENTS.index)), label)
+        progress.start_run(index, *self.describe(unit))
         total = sum(len(self.runs[k].spec.requests) * self.passes(k) for k in unit)
         served = [0]
 
@@ -120,17 +120,13 @@ class Study:
             served[0] += 1
             progress.request_done(phase, done, n, min(1.0, served[0] / total))
 
-        try:
-            self.results.update(execute_group(
-                specs, self.context, RunHooks(on_request, self.after_engine),
-                extras={key: self.runs[key].extras for key in unit}))
-        except Exception as exc:  # one run's failure is reported; the study goes on
-            log.debug("run %s failed", unit, exc_info=True)
-            for spec in specs:
-                self.results[spec.key] = FailedRun(spec.key, spec.options.label(),
-                                                   f"{type(exc).__name__}: {exc}"[:500],
-                                                   traceback.format_exc()[-2000:])
-            progress.message(f"run {' + '.join(unit)} failed: {type(exc).__name__}: {exc}")
+        outcomes = run_unit([self.runs[key].spec for key in unit], self.context,
+                            RunHooks(on_request, self.after_engine),
+                            {key: self.runs[key].extras for key in unit})
+        self.results.update(outcomes)
+        failed = next((o for o in outcomes.values() if isinstance(o, FailedRun)), None)
+        if failed is not None:
+            progress.message(f"run {' + '.join(unit)} failed: {failed.error}")
         progress.finish_run()
 
     def sections(self, environment: dict) -> dict[str, dict]:
@@ -155,3 +151,35 @@ class Study:
         out = {key: outcome.as_dict() for key, outcome in self.results.items()}
         out.update({name: results for name, (results, _) in self.open_loop.items()})
         return out
+
+
+def run_unit(specs: list[RunSpec], context: RunContext, hooks: RunHooks,
+             extras: dict[str, frozenset[Extra]]) -> dict[str, Outcome]:
+    """One unit on a fresh engine; a unit that raises is recorded as failed runs."""
+    try:
+        return dict(execute_group(specs, context, hooks, extras=extras))
+    except Exception as exc:  # one run's failure is reported; the study goes on
+        log.debug("run %s failed", [s.key for s in specs], exc_info=True)
+        return failed_runs(specs, exc, traceback.format_exc()[-2000:])
+
+
+def failed_runs(specs: list[RunSpec], exc: BaseException, trace: str = "") -> dict[str, Outcome]:
+    return {spec.key: FailedRun(spec.key, spec.options.label(),
+                                f"{type(exc).__name__}: {exc}"[:500], trace)
+            for spec in specs}
+
+
+def measure_open_loop(name: str, study: OpenLoopStudy) -> tuple[dict, dict]:
+    """An open-loop experiment's results and section; one that raises gives a failed section."""
+    experiment = EXPERIMENTS[name]
+    assert isinstance(experiment, OpenLoopExperiment)
+    try:
+        return experiment.measure(study)
+    except Exception as exc:  # a section that cannot be built says so
+        log.debug("%s failed", name, exc_info=True)
+        return failed_open_loop(name, exc)
+
+
+def failed_open_loop(name: str, exc: BaseException) -> tuple[dict, dict]:
+    section = EXPERIMENTS[name].template.failed_section(exc)
+    return {"error": section["error"]}, section

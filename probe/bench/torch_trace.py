@@ -14,14 +14,24 @@ TLPARSE_TIMEOUT_S = 300
 INSTALL_HINT = "pip install tlparse"
 
 
-class TorchTrace:
+class TraceFolder:
+    """The TORCH_TRACE logs in a folder (a Ray study gathers its nodes' logs into one)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def logs(self) -> list[Path]:
+        return sorted(self.folder.glob("*.log"))
+
+
+class TorchTrace(TraceFolder):
     """The engine's probe re-initialises torch's logging on install, so attach after each
     engine is built."""
 
     def __init__(self, folder: Path) -> None:
         from torch._logging._internal import LazyTraceHandler, TorchLogsFormatter
         folder.mkdir(parents=True, exist_ok=True)
-        self.folder = folder
+        super().__init__(folder)
         self.handler = LazyTraceHandler(str(folder))
         self.handler.setFormatter(TorchLogsFormatter(trace=True))
 
@@ -35,9 +45,6 @@ class TorchTrace:
         from torch._logging._internal import trace_log
         trace_log.removeHandler(self.handler)
         self.handler.close()
-
-    def logs(self) -> list[Path]:
-        return sorted(self.folder.glob("*.log"))
 
 
 @dataclass(frozen=True)

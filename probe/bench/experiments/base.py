@@ -72,6 +72,8 @@ class OpenLoopExperiment:
     template: Template
     measure: Callable[[OpenLoopStudy], tuple[dict, dict]]
     checks: Checks = no_checks
+    # rough seconds on a 2-core CPU, for a cluster's time left (corrected as tasks finish)
+    estimate_s: Callable[[Plan], float] = lambda plan: 60.0
 
 
 def warm_row(result: Outcome) -> list[str]:

@@ -219,4 +219,5 @@ def _observed(results: BatchingResults, trace: str, capacity: float) -> list[str
     return lines
 
 
-EXPERIMENT = OpenLoopExperiment(TEMPLATE, measure)
+EXPERIMENT = OpenLoopExperiment(
+    TEMPLATE, measure, estimate_s=lambda plan: 240.0 if plan.quick else 1200.0)

@@ -176,4 +176,5 @@ def checks(section: dict) -> dict:
             "e8_ok": bool(ok)}
 
 
-EXPERIMENT = OpenLoopExperiment(TEMPLATE, measure, checks)
+EXPERIMENT = OpenLoopExperiment(
+    TEMPLATE, measure, checks, estimate_s=lambda plan: 20.0 if plan.quick else 60.0)
