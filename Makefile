@@ -27,7 +27,7 @@ gpu-check: $(STAMP)
 	$(PY) -m probe.gpu_check $(ARGS)
 
 screenshots: $(STAMP)
-	$(PY) -m tui.screenshots
+	$(PY) -m tui.screenshots screenshots/sessions/*.json --size 80x24
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -1,77 +1,58 @@
-"""`python -m tui.screenshots [OUT]`: SVG screenshots of the dashboard's main states, for the
-README, from the synthetic session (no model, no engine process).
-
-Written to OUT (default `screenshots/`): baseline, compiling, after-bucketing, snapshot-saved
-at 120×40, and compact at 80×24.
+"""`python -m tui.screenshots SESSION.json… [--out DIR] [--size COLSxROWS]`: redraw saved
+sessions as SVG screenshots through `--load`'s read-only view, so every picture presented as a
+result comes from a real run (the README's were recorded live with `s`, and their 80×24
+versions redrawn from the same saved sessions). The synthetic session (tui/synthetic.py) is a
+test fixture only.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
-import os
 import sys
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from tui.snapshot_files import write_text_atomic
 
 
-@dataclass(frozen=True)
-class Shot:
-    name: str
-    stage: str
-    size: tuple[int, int] = (120, 40)
-    press: tuple[str, ...] = ()
-    notifications: bool = False
-
-
-SHOTS = (
-    Shot("baseline", "baseline"),
-    Shot("compiling", "compiling"),
-    Shot("after-bucketing", "bucketing"),
-    Shot("snapshot-saved", "bucketing", press=("s",), notifications=True),
-    Shot("compact-80x24", "compiled", size=(80, 24)),
-)
-
-
-async def capture(shot: Shot, snapshot_dir: Path) -> str:
+async def capture(session: Path, size: tuple[int, int]) -> str:
     from tui.app import InfertopApp
-    from tui.engine_handle import FakeEngine
-    from tui.synthetic import stage
+    from tui.launch import load_snapshot
 
-    snapshot = stage(shot.stage)
-    app = InfertopApp(FakeEngine(), initial=snapshot, options=snapshot.options,
-                      snapshot_dir=snapshot_dir, speed=snapshot.replay.speed,
-                      clock=lambda: 0.0)
-    async with app.run_test(size=shot.size, notifications=shot.notifications) as pilot:
-        for key in shot.press:
-            await pilot.press(key)
-        await pilot.pause(0.3)   # let the fake engine's reply arrive and toasts appear
+    snapshot = load_snapshot(session)
+    app = InfertopApp(None, initial=snapshot, options=snapshot.options,
+                      snapshot_dir=Path("snapshots"), speed=snapshot.replay.speed,
+                      read_only=True, source=session.name, clock=lambda: 0.0)
+    async with app.run_test(size=size, notifications=False) as pilot:
         await pilot.pause()
-        return app.export_screenshot(title=f"infertop — {shot.name}")
+        return app.export_screenshot(title=f"infertop --load {session.name}")
 
 
-async def write_all(out: Path, names: set[str] | None = None) -> list[Path]:
+def svg_name(session: Path, size: tuple[int, int]) -> str:
+    return f"{session.stem}-{size[0]}x{size[1]}.svg"
+
+
+async def write_all(sessions: list[Path], out: Path, size: tuple[int, int]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    written = []
-    cwd = Path.cwd()
-    with tempfile.TemporaryDirectory() as scratch:
-        os.chdir(scratch)   # so the toast reads "snapshots/infertop-….svg", as for a user
-        try:
-            for shot in SHOTS:
-                if names is None or shot.name in names:
-                    svg = await capture(shot, Path("snapshots"))
-                    written.append(write_text_atomic(cwd / out / f"{shot.name}.svg", svg))
-        finally:
-            os.chdir(cwd)
-    return written
+    return [write_text_atomic(out / svg_name(session, size), await capture(session, size))
+            for session in sessions]
+
+
+def _size(text: str) -> tuple[int, int]:
+    columns, _, rows = text.partition("x")
+    try:
+        return int(columns), int(rows)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected COLSxROWS like 80x24, got {text!r}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    out = Path(argv[0]) if argv else Path("screenshots")
-    for path in asyncio.run(write_all(out)):
+    parser = argparse.ArgumentParser(prog="python -m tui.screenshots", description=__doc__)
+    parser.add_argument("sessions", nargs="+", type=Path, metavar="SESSION.json")
+    parser.add_argument("--out", type=Path, default=Path("screenshots"))
+    parser.add_argument("--size", type=_size, default=(80, 24), metavar="COLSxROWS")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    for path in asyncio.run(write_all(args.sessions, args.out, args.size)):
         print(f"wrote {path}")
     return 0
 

@@ -1,10 +1,10 @@
-"""A synthetic, deterministic session for tests, screenshots and demos: no model, no torch.compile.
-
-Numbers follow what was measured on a 2-core CPU with a t5-small-shaped model (FACTS.md):
-~17.5 ms/token eager with HF generate(), ~12 ms/token compiled, a ~62 s first compile and
-~20-24 s recompiles on each new input length, 12 graph breaks in generate(). Records are
-built by a one-server queue simulation; every figure shown is then computed by the real
-`probe.live.build_live`.
+"""A synthetic, deterministic session: a TEST FIXTURE, not a measurement. No model, no
+torch.compile; its figures are hand-set to look like a t5-small-shaped model on a 2-core CPU
+(~17.5 ms/token eager with HF generate(), ~12 ms/token compiled, a ~62 s first compile, ~20-24 s
+recompiles on each new input length, 12 graph breaks in generate()) so the panels can be tested
+on repeatable states. Nothing presented as a result is drawn from it: the README's screenshots
+are recorded sessions (screenshots/sessions/). Records are built by a one-server queue
+simulation; every figure shown is then computed by the real `probe.live.build_live`.
 
 Stages (what `stage(name)` returns):
 - "baseline":   c1 eager, steady.

@@ -35,7 +35,7 @@ def test_step_bytes_match_the_decoder_formula() -> None:
 
 
 def test_t5_small_reads_about_166_mb_per_step_before_the_cached_projections() -> None:
-    # FACTS.md: ~166 MB of decoder + tied lm_head weights for the t5-small shape.
+    # ~166 MB of decoder + tied lm_head weights for the t5-small shape (the analytic count).
     with_meta = dict(d_model=512, d_ff=2048, d_kv=64, num_heads=8, num_layers=6,
                      num_decoder_layers=6, vocab_size=32128)
     import torch

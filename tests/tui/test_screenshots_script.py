@@ -1,19 +1,25 @@
-"""`python -m tui.screenshots` writes the README's SVGs from the synthetic session."""
+"""`python -m tui.screenshots` redraws saved sessions (the README's are real recordings)."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
-from tui.screenshots import SHOTS, write_all
+from tui.screenshots import write_all
+
+SESSIONS = Path(__file__).resolve().parents[2] / "screenshots" / "sessions"
 
 
-def test_screenshots_are_written(tmp_path):
-    names = {"compiling", "snapshot-saved"}
-    written = asyncio.run(write_all(tmp_path / "shots", names))
-    assert sorted(p.name for p in written) == ["compiling.svg", "snapshot-saved.svg"]
-    compiling = (tmp_path / "shots" / "compiling.svg").read_text()
-    assert compiling.startswith("<svg") and "compiling…&#160;23&#160;s" in compiling
-    saved = (tmp_path / "shots" / "snapshot-saved.svg").read_text()
-    assert "session&#160;saved" in saved            # the toast the user sees
-    assert {s.name for s in SHOTS} >= {"baseline", "compiling", "after-bucketing",
-                                       "snapshot-saved"}
+def test_a_saved_session_is_redrawn_read_only(tmp_path):
+    session = SESSIONS / "2-compiling.json"
+    written = asyncio.run(write_all([session], tmp_path / "shots", (80, 24)))
+    assert [p.name for p in written] == ["2-compiling-80x24.svg"]
+    svg = written[0].read_text()
+    assert svg.startswith("<svg") and "read-only" in svg
+
+
+def test_the_readme_pictures_are_the_recorded_sessions():
+    readme = (SESSIONS.parents[1] / "README.md").read_text()
+    for session in sorted(SESSIONS.glob("*.json")):
+        assert f"screenshots/{session.stem}-live.svg" in readme, session.stem
+        assert (SESSIONS.parent / f"{session.stem}-live.svg").exists()
