@@ -4,12 +4,17 @@ VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Where torch comes from. Empty: the package registry's default, a CUDA build (~5 GB of wheels,
+# which also runs on a CPU). On a machine without a GPU, torch's CPU build is far smaller:
+#   make run TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
 
 .PHONY: run test bench screenshots gpu-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(if $(TORCH_INDEX),$(PY) -m pip install -q torch --index-url $(TORCH_INDEX))
 	$(PY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
