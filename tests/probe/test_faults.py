@@ -1,5 +1,6 @@
 """A fault inside one request never takes the engine down, and no request is lost."""
 
+import pytest
 import torch._dynamo
 
 from tests.conftest import serve
@@ -30,12 +31,21 @@ def test_an_error_in_one_request_fails_only_that_request(make_engine):
     assert engine.session.freeze().segments()[0].failed == 1
 
 
-def test_int8_is_served_or_refused_with_a_reason(make_engine):
-    engine = make_engine("decode=fullgraph", "quant=int8")
+@pytest.mark.parametrize("quant", ["int8", "int4"])
+def test_weight_quantization_is_served_or_refused_with_a_reason(make_engine, quant):
+    from probe.roofline import weight_bytes
+    engine = make_engine("decode=fullgraph", f"quant={quant}")
     record = serve(engine, [(7, 3)])[0]
     assert record.ok, record.error
-    if engine.options.quant == "off":
-        assert any("int8" in n.text for n in engine.session.freeze().notices)
+    notes = [n.text for n in engine.session.freeze().notices]
+    if engine.options.quant == quant:       # served: the weights really are smaller
+        full = weight_bytes(engine.switchboard.model_for(engine.options.with_option("quant", "off")))
+        assert weight_bytes(engine.switchboard.model_for(engine.options)) < full / 2
+        assert not any(f"{quant} weight-only" in text for text in notes)
+    else:                                   # refused: said, with the reason, and served off
+        assert engine.options.quant == "off"
+        assert any(f"{quant} weight-only quantization is not available here (" in text
+                   for text in notes)
 
 
 def test_options_that_cannot_combine_are_said_and_recorded_as_served(make_engine):
