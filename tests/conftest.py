@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
+
+# Two busy cores: no property may fail for being slow (examples are bounded per test instead).
+settings.register_profile("infertop", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow,
+                                                 HealthCheck.function_scoped_fixture])
+settings.load_profile("infertop")
 
 from probe.engine import Engine, EngineSettings
 from probe.models import LoadedModel, load_model

@@ -268,3 +268,17 @@ def test_roofline_holds_each_precision_against_its_own_bytes(plan, make_result) 
         assert row["compiled_ms"] == pytest.approx(min(candidates))
         assert row["ratio"] == pytest.approx(min(candidates) / roof_ms)
     json.dumps(section)
+
+
+def test_a_step_faster_than_its_roofline_is_called_no_measurement(plan, make_result) -> None:
+    env = {"device": "cpu", "roofline": {
+        "step_bytes": {"decoder_layers": 600_000, "cross_kv_skipped": 50_000, "lm_head": 200_000,
+                       "total": 800_000},
+        "step_bytes_by_precision": {"fp32": 800_000, "bf16": 400_000, "int8": 230_000},
+        "bandwidth": {"gemv_read_gb_s": 0.0001}, "matmul_gflops": 100.0}}   # under-measured
+    section = _sections(plan, _results(plan, make_result), env)["roofline"]
+    assert all(row["ratio"] < 1 for row in section["configs"]["precisions"].values())
+    assert any(text.startswith("Not a measurement: fp32, bf16, int8 ran faster")
+               for text in section["observed"])
+    quiet = _sections(plan, _results(plan, make_result))["roofline"]
+    assert not any(text.startswith("Not a measurement") for text in quiet["observed"])

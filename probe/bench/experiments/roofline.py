@@ -125,6 +125,12 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     if drift and drift > DRIFT_TOLERANCE:
         observed.append(f"Careful: the machine's own speed moved {drift:.2f}× during these "
                         f"runs (calibration), so their ratios to the roofline are that uncertain.")
+    below = [name for name, row in configs.get("precisions", {}).items()
+             if row.get("ratio") is not None and row["ratio"] < 1]
+    if below:     # nothing reads its weights faster than memory delivers them
+        observed.append(f"Not a measurement: {', '.join(below)} ran faster than its memory "
+                        f"roofline, so the bandwidth was under-measured (the machine was busy "
+                        f"while it was timed); rerun on a quiet machine.")
     compiled = configs["compiled fullgraph"]
     if compiled.get("explanation"):
         cause.append(f"compiled fp32 step: {compiled['explanation']}.")
