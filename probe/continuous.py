@@ -68,6 +68,20 @@ def slot_self_bias_and_mask(attention: T5Attention, key_positions: torch.Tensor,
     return bias, mask
 
 
+def advance_slots(batcher) -> torch.Tensor:
+    """One token for every slot of a batcher (static or paged; free slots compute too: the
+    shapes stay static); only occupied slots move to their next position."""
+    bias, mask = slot_self_bias_and_mask(batcher._attention, batcher._key_positions,
+                                         batcher.positions, batcher._minimum, batcher.dtype)
+    next_tokens = batcher._step(batcher.model, batcher.tokens, bias, mask, batcher.cross_mask,
+                                batcher.cache)
+    batcher.tokens.copy_(next_tokens)
+    # A running request never needs a position past the cache (the scheduler retires it at its
+    # output length ≤ max_new_tokens); the clamp keeps even a misuse inside the region.
+    batcher.positions.add_(batcher.occupied).clamp_(max=batcher.max_new_tokens - 1)
+    return next_tokens[:, 0].clone()
+
+
 class SlotBatcher:
     """The tensors of `slots` concurrent sequences and the two operations on them: `join`
     (encode new requests into free slots) and `step` (one token for every slot). Each slot
@@ -143,15 +157,7 @@ class SlotBatcher:
             self.occupied[torch.tensor(slot_ids, device=self.device)] = 0
 
     def step(self) -> torch.Tensor:
-        """One token for every slot (free slots compute too: the shapes stay static)."""
-        bias, mask = slot_self_bias_and_mask(self._attention, self._key_positions,
-                                             self.positions, self._minimum, self.dtype)
-        next_tokens = self._step(self.model, self.tokens, bias, mask, self.cross_mask, self.cache)
-        self.tokens.copy_(next_tokens)
-        # A running request never needs a position past the cache (the scheduler retires it at
-        # its output length ≤ max_new_tokens); the clamp keeps even a misuse inside the region.
-        self.positions.add_(self.occupied).clamp_(max=self.max_new_tokens - 1)
-        return next_tokens[:, 0].clone()
+        return advance_slots(self)
 
     def rebuild_step(self, wrap: Callable[[Callable], Callable]) -> None:
         """Swap the step function (compile failure → eager); the cache and slots stay."""

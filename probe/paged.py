@@ -26,7 +26,7 @@ import torch
 from transformers import T5ForConditionalGeneration
 from transformers.cache_utils import CacheLayerMixin, EncoderDecoderCache, StaticCache
 
-from probe.continuous import slot_self_bias_and_mask, slot_step
+from probe.continuous import advance_slots, slot_step
 from probe.records import KVPool
 
 NULL_BLOCK = 0
@@ -310,12 +310,7 @@ class PagedBatcher:
 
     def step(self) -> torch.Tensor:
         self._take_self_blocks()
-        bias, mask = slot_self_bias_and_mask(self._attention, self._key_positions,
-                                             self.positions, self._minimum, self.dtype)
-        next_tokens = self._step(self.model, self.tokens, bias, mask, self.cross_mask, self.cache)
-        self.tokens.copy_(next_tokens)
-        self.positions.add_(self.occupied).clamp_(max=self.max_new_tokens - 1)
-        return next_tokens[:, 0].clone()
+        return advance_slots(self)
 
     def rebuild_step(self, wrap: Callable[[Callable], Callable]) -> None:
         self._step = wrap(slot_step)

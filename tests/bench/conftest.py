@@ -12,23 +12,11 @@ from probe.bench.results import PassResult, RunResult, summarize_run
 from probe.options import OptConfig
 from probe.records import CompileEvent, GraphBreakRecord, RequestRecord
 from probe.session import ConfigEntry, SessionData
+from tests.conftest import synthetic_record
 
 
-def record(id: str, seq: int, *, latency_ms: float, config_id: str = "c1", input_tokens: int = 10,
-           padded_tokens: int | None = None, output_tokens: int = 5, start_s: float | None = None,
-           kv_bytes: int = 0, stall_ms: float = 0.0, error: str | None = None) -> RequestRecord:
-    start = float(seq) if start_s is None else start_s
-    end = start + latency_ms / 1000
-    first = start + latency_ms / 1000 / output_tokens
-    return RequestRecord(
-        id=id, seq=seq, config_id=config_id, input_tokens=input_tokens,
-        padded_tokens=padded_tokens or input_tokens, output_tokens=output_tokens,
-        arrival_s=start, start_s=start, first_token_s=first, end_s=end, queue_ms=0.0,
-        compile_stall_ms=stall_ms, encoder_ms=1.0, decoder_ms=latency_ms - 1.0,
-        ttft_ms=(first - start) * 1000,
-        tpot_ms=(end - first) * 1000 / (output_tokens - 1) if output_tokens > 1 else None,
-        latency_ms=latency_ms, kv_cache_bytes=kv_bytes, kv_cache_used_bytes=kv_bytes,
-        kv_self_attention_bytes=kv_bytes, kv_cross_attention_bytes=0, error=error)
+# the shared builder of records with consistent marks (tests/conftest.py)
+record = synthetic_record
 
 
 @pytest.fixture

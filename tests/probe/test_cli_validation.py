@@ -157,7 +157,7 @@ def test_bench_leaves_no_folder_behind_for_a_bad_model(tmp_path: Path, capsys) -
     code = main(["bench", "--model", str(tmp_path / "no-model"), "--quick", "--device", "cpu",
                  "--torch-trace", "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and err[-1].startswith("infertop: error: model ") and "is not a preset" in err[-1]
+    assert code == 2 and err[-1].startswith("infertop: error: --model ") and "is not a preset" in err[-1]
     assert not out.exists()
 
 
