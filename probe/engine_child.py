@@ -59,6 +59,9 @@ def engine_main(config: EngineProcessConfig, conn: Connection) -> None:
     """The engine process: receive the workload, load, (prewarm), serve the replay, publish
     live snapshots. Whatever ends it early is told to the dashboard and logged."""
     _redirect_output(config.log_path)   # before torch/transformers print import warnings
+    if config.torch_trace_dir:          # torch reads it when it is imported, so set it first
+        os.makedirs(config.torch_trace_dir, exist_ok=True)
+        os.environ["TORCH_TRACE"] = config.torch_trace_dir
     send = _Sender(conn)
     try:
         workload = receive_workload(conn)

@@ -48,6 +48,7 @@ class EngineProcessConfig:
     metrics_port: int | None = None     # serve Prometheus metrics from the engine process
     journal_path: str = ""  # created by EngineClient, one per session; "": not journaled
     predecessor: EngineExit | None = None   # a restart: how the engine it replaces ended
+    torch_trace_dir: str = ""   # keep a TORCH_TRACE of the session here, for tlparse
 
 
 def dashboard_threads() -> int:
@@ -70,7 +71,16 @@ def config_from_args(args) -> EngineProcessConfig:
                               threads=getattr(args, "threads", None) or dashboard_threads())
     return EngineProcessConfig(settings, options, workload, args.trace, speed=args.speed,
                                max_requests=getattr(args, "requests", None),
-                               metrics_port=getattr(args, "metrics_port", None))
+                               metrics_port=getattr(args, "metrics_port", None),
+                               torch_trace_dir=torch_trace_dir(args))
+
+
+def torch_trace_dir(args) -> str:
+    """`--torch-trace`: a folder beside the session's snapshots, named by the start time."""
+    if not getattr(args, "torch_trace", False):
+        return ""
+    folder = Path(getattr(args, "snapshot_dir", None) or "snapshots")
+    return str(folder / time.strftime("torch_trace-%Y%m%d-%H%M%S"))
 
 
 def state_dir() -> Path:

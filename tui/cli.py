@@ -60,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_engine_arguments(parser, default_speed=None)
     _add_metrics_argument(parser)
     parser.add_argument("--snapshot-dir", default="snapshots", help="where `s` saves snapshots")
+    parser.add_argument("--torch-trace", action="store_true",
+                        help="keep a TORCH_TRACE of the session (for tlparse) in the snapshot "
+                             "folder")
     parser.add_argument("--load", default=None, metavar="SNAPSHOT.json",
                         help="reopen a saved session read-only")
     parser.set_defaults(func=_dashboard)

@@ -77,3 +77,13 @@ def test_a_hub_id_passes_when_cached_or_when_downloads_are_allowed(tmp_path, mon
 def test_the_device_is_checked_first():
     with pytest.raises(ConfigError, match="--device"):
         check_engine_inputs("no-such-model", "tpu")
+
+
+def test_torch_trace_is_kept_beside_the_snapshots_only_when_asked(tmp_path):
+    import argparse
+
+    from probe.engine_process import torch_trace_dir
+    asked = argparse.Namespace(torch_trace=True, snapshot_dir=str(tmp_path / "snaps"))
+    folder = torch_trace_dir(asked)
+    assert folder.startswith(str(tmp_path / "snaps" / "torch_trace-"))
+    assert torch_trace_dir(argparse.Namespace(torch_trace=False, snapshot_dir="x")) == ""
