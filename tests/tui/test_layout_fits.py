@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.tui.conftest import wait_for
 from tui.engine_handle import FakeEngine
 from tui.widgets.throughput import OVERLOADED
 
@@ -14,9 +15,11 @@ SIZES = {"wide": (120, 40), "compact": (80, 24)}
 
 
 async def screen(make_app, read_screen, at: str, size: tuple[int, int]) -> list[str]:
+    """The screen once the segments table has drawn its rows (on a busy machine that can take
+    longer than a fixed pause; a layout that never shows them still fails, after 5 s)."""
     app = make_app(FakeEngine(), at=at)
     async with app.run_test(size=size) as pilot:
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: "now c" in read_screen(app))
         return read_screen(app).splitlines()
 
 
