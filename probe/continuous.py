@@ -122,6 +122,14 @@ class SlotBatcher:
     def admit(self, input_length: int, output_length: int) -> bool:
         return True
 
+    def fits(self, input_length: int, output_length: int) -> bool:
+        """Whether a request of these lengths can ever be served (inputs are cut to the
+        region's width; outputs must fit its positions)."""
+        return output_length <= self.max_new_tokens
+
+    def capacity_text(self) -> str:
+        return f"at most {self.max_new_tokens} output positions"
+
     def info(self) -> None:
         return None     # no pool: each slot's region is its own
 

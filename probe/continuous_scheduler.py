@@ -38,8 +38,9 @@ class ContinuousScheduler:
         self.batcher.cancel_admitted()                        # a stopped run may have left
         self.batcher.leave(list(range(self.batcher.slots)))   # promises and slots behind
         self.running: dict[int, _Running] = {}
-        # taken off the queue, waiting for KV blocks (paged layout); their queue time goes on
-        self.waiting: deque[EngineRequest] = deque()
+        # taken off the queue, waiting for KV blocks (paged layout), with their input ids;
+        # their queue time goes on
+        self.waiting: deque[tuple[EngineRequest, list[int]]] = deque()
 
     @property
     def free_slots(self) -> int:
@@ -56,37 +57,31 @@ class ContinuousScheduler:
         ones that can never fit, or joiners whose encoding failed (the running slots go on)."""
         engine = self.engine
         start_s = engine.clock.now_s()
-        rows_of = {r.id: engine.rows_for([r])[0][0] for r in requests}
-        failed = self._fail([r for r in requests if not self._fits_ever(r, rows_of[r.id])],
-                            start_s, self._never_fits_reason())
-        self.waiting.extend(r for r in requests if self._fits_ever(r, rows_of[r.id]))
-        admitted = []
+        never = []
+        for request in requests:
+            row = engine.row_for(request)      # its ids are made once, however long it waits
+            if self.batcher.fits(len(row), request.output_length):
+                self.waiting.append((request, row))
+            else:
+                never.append((request, row))
+        failed = self._fail(never, start_s, f"ValueError: the request needs more than the KV "
+                                            f"cache holds ({self.batcher.capacity_text()})")
+        admitted: list[tuple[EngineRequest, list[int]]] = []
         while self.waiting and len(admitted) < self.free_slots:
-            head = self.waiting[0]
-            length = len(rows_of.get(head.id) or engine.rows_for([head])[0][0])
-            if not self.batcher.admit(length, head.output_length):
+            request, row = self.waiting[0]
+            if not self.batcher.admit(len(row), request.output_length):
                 break        # first come, first served: no one overtakes the head
             admitted.append(self.waiting.popleft())
         return failed + (self._encode(admitted, start_s) if admitted else [])
 
-    def _fits_ever(self, request: EngineRequest, row: list[int]) -> bool:
-        if request.output_length > self.batcher.max_new_tokens:
-            return False
-        pool = getattr(self.batcher, "allocator", None)
-        return pool is None or sum(self.batcher.blocks_needed(
-            len(row), request.output_length)) <= pool.total
-
-    def _never_fits_reason(self) -> str:
-        return (f"ValueError: the request needs more than the KV cache holds (at most "
-                f"{self.batcher.max_new_tokens} output positions"
-                + (f", {self.batcher.allocator.total} blocks in the pool)"
-                   if getattr(self.batcher, "allocator", None) else ")"))
-
-    def _encode(self, requests: list[EngineRequest], start_s: float) -> list[RequestRecord]:
+    def _encode(self, admitted: list[tuple[EngineRequest, list[int]]],
+                start_s: float) -> list[RequestRecord]:
         engine = self.engine
         stall = engine.probe.compile_seconds
-        free = [s for s in range(self.batcher.slots) if s not in self.running][:len(requests)]
-        rows, width = engine.rows_for(requests)
+        free = [s for s in range(self.batcher.slots) if s not in self.running][:len(admitted)]
+        requests = [request for request, _ in admitted]
+        rows = [row for _, row in admitted]
+        width = engine.padded_width(rows)
         engine.probe.set_context(requests[0].id, self.config_id)
         try:
             ids, mask = pad_batch(rows, width, engine.loaded.model.config.pad_token_id,
@@ -98,7 +93,7 @@ class ContinuousScheduler:
             engine.flush_probes()
             self.batcher.cancel_admitted()
             self.batcher.leave(free)
-            return self._fail(requests, start_s, short_error(exc), rows, width)
+            return self._fail(admitted, start_s, short_error(exc), width)
         encoder_done = mark(engine.device)
         for slot, request, row in zip(free, requests, rows):
             self.running[slot] = _Running(request, row, width, start_s, stall, encoder_done)
@@ -166,15 +161,15 @@ class ContinuousScheduler:
                                   batch=occupancy, result=result, stall_ms=stall_ms,
                                   tokens=running.tokens)
 
-    def _fail(self, requests: list[EngineRequest], start_s: float, error: str,
-              rows: list[list[int]] | None = None, width: int = 0) -> list[RequestRecord]:
-        if not requests:
+    def _fail(self, failing: list[tuple[EngineRequest, list[int]]], start_s: float,
+              error: str, width: int | None = None) -> list[RequestRecord]:
+        """Records of requests that failed before decoding (a whole join batch shares its
+        `width`; a request refused alone is its own width)."""
+        if not failing:
             return []
-        if rows is None:
-            rows, width = self.engine.rows_for(requests)
-        records = [self.engine.make_record(r, row=row, width=width, start_s=start_s,
-                                           config_id=self.config_id, batch=1, error=error)
-                   for r, row in zip(requests, rows)]
+        records = [self.engine.make_record(
+            r, row=row, width=width or self.engine.padded_width([row]), start_s=start_s,
+            config_id=self.config_id, batch=1, error=error) for r, row in failing]
         self.engine.commit(records)
         return records
 

@@ -173,9 +173,16 @@ class Engine:
     def rows_for(self, requests: list[EngineRequest]) -> tuple[list[list[int]], int]:
         """Each request's input ids, and the width they are padded to (the bucket edge when
         bucketing is on, else the longest)."""
-        rows = [input_ids(r, self.loaded.tokenizer, self.loaded.model.config.vocab_size,
-                          self.settings.max_input_tokens) for r in requests]
-        return rows, bucket_for(max(len(row) for row in rows), self.bucket_edges)
+        rows = [self.row_for(r) for r in requests]
+        return rows, self.padded_width(rows)
+
+    def row_for(self, request: EngineRequest) -> list[int]:
+        return input_ids(request, self.loaded.tokenizer, self.loaded.model.config.vocab_size,
+                         self.settings.max_input_tokens)
+
+    def padded_width(self, rows: list[list[int]]) -> int:
+        """The width a batch of rows is padded to: the bucket edge when bucketing is on."""
+        return bucket_for(max(len(row) for row in rows), self.bucket_edges)
 
     def flush_probes(self) -> None:
         self.session.add_events(self.probe.collect())

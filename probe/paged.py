@@ -223,6 +223,16 @@ class PagedBatcher:
         return (math.ceil(input_length / self.block_tokens),
                 math.ceil(output_length / self.block_tokens))
 
+    def fits(self, input_length: int, output_length: int) -> bool:
+        """Whether a request of these lengths can ever be served: its positions, and its
+        blocks in an empty pool."""
+        return (output_length <= self.max_new_tokens
+                and sum(self.blocks_needed(input_length, output_length)) <= self.allocator.total)
+
+    def capacity_text(self) -> str:
+        return (f"at most {self.max_new_tokens} output positions, "
+                f"{self.allocator.total} blocks in the pool")
+
     def admit(self, input_length: int, output_length: int) -> bool:
         """Promise a request everything it will need, or say it must wait. Promises are
         handed to the next `join`'s joiners in order."""
