@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 from probe.errors import ConfigError
 from probe.records import RequestRecord
 from probe.snapshot import read_document, session_data
-from workloads.atomic import atomic_write_lines, check_output_file
+from workloads.atomic import atomic_write_lines, check_output_file, replace_atomically
 
 FORMATS = ("csv", "parquet")
 RECORD_COLUMNS = tuple(f.name for f in fields(RequestRecord))
@@ -102,12 +101,4 @@ def _write_parquet(target: Path, rows: list[dict], columns: list[str]) -> None:
     pyarrow = _pyarrow()
     table = pyarrow.Table.from_pylist(rows) if rows else pyarrow.table(
         {c: pyarrow.array([], pyarrow.null()) for c in columns})
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    try:
-        pyarrow.parquet.write_table(table, tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_atomically(target, lambda path: pyarrow.parquet.write_table(table, path))

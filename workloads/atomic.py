@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .errors import TraceError, file_error
 
@@ -17,15 +17,23 @@ def atomic_write_lines(path: str | os.PathLike[str], lines: Iterable[str]) -> No
 
 
 def write_atomic(target: Path, lines: Iterable[str]) -> Path:
-    """Write to a temporary name in the same folder, then os.replace it into place: readers
-    see all or nothing. Any exception while writing (including one raised by the `lines`
-    iterator) removes the temporary file and leaves an existing `target` untouched; the
-    one place infertop writes a file whole."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+    """Text written whole or not at all (`replace_atomically`)."""
+    def write(tmp_name: str) -> None:
+        with open(tmp_name, "w", encoding="utf-8", newline="\n") as out:
             for line in lines:
                 out.write(line)
+    return replace_atomically(target, write)
+
+
+def replace_atomically(target: Path, write: Callable[[str], None]) -> Path:
+    """`write(path)` fills a temporary file in the same folder, then os.replace puts it into
+    place: readers see all or nothing. Any exception while writing (including one raised by
+    a lines iterator) removes the temporary file and leaves an existing `target` untouched;
+    the one place infertop writes a file whole."""
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        write(tmp_name)
         # mkstemp makes the file 0600; give it the mode an ordinary new file would have.
         os.chmod(tmp_name, target.stat().st_mode & 0o777 if target.exists() else 0o644)
         os.replace(tmp_name, target)
