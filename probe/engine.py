@@ -7,7 +7,7 @@ engine process (probe/engine_process.py) runs it away from the dashboard.
 from __future__ import annotations
 
 import logging
-from typing import Callable, TypeVar
+from typing import Callable, Sequence, TypeVar
 
 import torch
 import torch._dynamo
@@ -221,7 +221,7 @@ class Engine:
         records = [self.make_record(
             r, row=row, width=width, start_s=start_s, config_id=config_id, batch=len(requests),
             result=result, error=error, stall_ms=stall_ms,
-            tokens=None if result is None else result.tokens[i, :r.output_length].tolist())
+            tokens=None if result is None else result.tokens[i, :r.output_length])
             for i, (r, row) in enumerate(zip(requests, rows))]
         self.commit(records)
         return records
@@ -247,14 +247,15 @@ class Engine:
     def make_record(self, request: EngineRequest, *, row: list[int], width: int, start_s: float,
                     config_id: str, batch: float, result: DecodeResult | None = None,
                     error: str | None = None, stall_ms: float = 0.0,
-                    tokens: list[int] | None = None, held_by_rows: int | None = None
+                    tokens: Sequence[int] | torch.Tensor | None = None, held_by_rows: int | None = None
                     ) -> RequestRecord:
         """`result` holds this request's marks; its KV bytes are shared by the result's rows
         (or `held_by_rows`). Its tokens are kept only when the settings ask for them."""
         to_s = self.clock.to_session_s
         sampled = self.drift_sampled(request)
-        kept = (tuple(tokens) if tokens is not None and (self.settings.keep_tokens or sampled)
-                else None)
+        # converted only when kept: most requests keep none (a tensor row or a list comes in)
+        kept = (tuple(int(t) for t in tokens)
+                if tokens is not None and (self.settings.keep_tokens or sampled) else None)
         if kept is not None and sampled:
             self._awaiting_reference[request.id] = request
         common = dict(id=request.id, seq=request.seq, config_id=config_id, input_tokens=len(row),

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from workloads.atomic import write_atomic
+
 CONFIGS = (("fp32", "off"), ("fp32", "default"), ("fp32", "reduce-overhead"),
            ("fp16", "default"), ("fp16", "reduce-overhead"))
 SMI_FIELDS = ("utilization.gpu", "memory.used", "memory.total", "power.draw", "temperature.gpu")
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     report["wall_s"] = time.time() - started
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "gpu-check.json").write_text(json.dumps(report, indent=1))
+    write_atomic(out / "gpu-check.json", [json.dumps(report, indent=1), "\n"])
     print(f"{report['device']} · torch {report['torch']}")
     print(f"NVML (infertop) vs nvidia-smi: {json.dumps(report['nvml'])}")
     for name, row in report["roofline"]["precisions"].items():
