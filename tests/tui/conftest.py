@@ -65,7 +65,7 @@ def read_screen() -> Callable[[InfertopApp], str]:
     return screen_text
 
 
-async def wait_for(pilot, predicate: Callable[[], bool], timeout_s: float = 5.0) -> None:
+async def wait_for(pilot, predicate: Callable[[], bool], timeout_s: float = 30.0) -> None:
     """Let the app run until `predicate` holds (events from the reader thread are async)."""
     deadline = time.monotonic() + timeout_s
     await pilot.pause()
@@ -78,6 +78,40 @@ async def wait_for(pilot, predicate: Callable[[], bool], timeout_s: float = 5.0)
 @pytest.fixture
 def until():
     return wait_for
+
+
+class ManualTimer:
+    """A Textual timer that fires only when the test says so: the key-staging tests then
+    assert the order of events, never how long a shared machine took between two keys."""
+
+    def __init__(self, delay_s: float, callback: Callable[[], None]) -> None:
+        self.delay_s = delay_s
+        self.callback = callback
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+    def fire(self) -> None:
+        assert not self.stopped, "a stopped timer fired"
+        self.callback()
+
+
+@pytest.fixture
+def apply_timers(monkeypatch) -> list[ManualTimer]:
+    """Every "apply options" timer the dashboard sets, in order, held until fired by hand
+    (every other timer is Textual's own and runs as usual)."""
+    timers: list[ManualTimer] = []
+    real_set_timer = InfertopApp.set_timer
+
+    def set_timer(self, delay, callback=None, *, name=None, **kwargs):
+        if name != "apply options":
+            return real_set_timer(self, delay, callback, name=name, **kwargs)
+        timers.append(ManualTimer(delay, callback))
+        return timers[-1]
+
+    monkeypatch.setattr(InfertopApp, "set_timer", set_timer)
+    return timers
 
 
 @pytest.fixture

@@ -46,28 +46,30 @@ async def test_every_toggle_key_sends_the_next_option_and_the_status_bar_shows_i
         assert len(engine.commands(SetOptions)) == len(TOGGLES)
 
 
-async def test_keys_pressed_in_a_row_send_only_the_final_options(make_app, until):
+async def test_keys_pressed_in_a_row_send_only_the_final_options(make_app, apply_timers):
     engine = FakeEngine()
-    app = make_app(engine)                          # the real delay: about a second
+    app = make_app(engine)                          # staged: sent when the wait ends
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("B", "B")                 # off → dynamic → continuous
         assert engine.commands(SetOptions) == []
         assert "batch=off→continuous" in status(app)   # pending at once
-        await until(pilot, lambda: bool(engine.commands(SetOptions)))
-        await pilot.pause(0.3)
+        apply_timers[-1].fire()
+        await pilot.pause()
     assert engine.commands(SetOptions) == [SetOptions(OptConfig(batching="continuous"))]
 
 
-async def test_each_key_restarts_the_wait(make_app, until):
+async def test_each_key_restarts_the_wait(make_app, apply_timers):
     engine = FakeEngine()
     app = make_app(engine, apply_delay_s=1.0)
     async with app.run_test() as pilot:
         await pilot.press("c")
-        await pilot.pause(0.6)
         await pilot.press("c")
-        await pilot.pause(0.6)                      # 1.2 s after the first key: still waiting
+        first, second = apply_timers
+        assert first.delay_s == second.delay_s == 1.0
+        assert first.stopped and not second.stopped     # the second key restarted the wait
         assert engine.commands(SetOptions) == []
-        await until(pilot, lambda: bool(engine.commands(SetOptions)))
+        second.fire()
+        await pilot.pause()
     assert engine.commands(SetOptions) == [SetOptions(OptConfig(compile="reduce-overhead"))]
 
 

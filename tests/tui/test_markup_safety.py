@@ -25,8 +25,8 @@ async def test_s_with_a_markup_path_and_a_markup_notice_keeps_running(
         engine.emit(Live(replace(baseline, t_s=baseline.t_s + 2.0, notices=(notice,))))
         await until(pilot, lambda: app.snapshot.t_s > baseline.t_s)
         await pilot.press("s")
-        await until(pilot, lambda: "session saved" in read_screen(app))
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "session saved" in read_screen(app)
+                    and "not bold" in read_screen(app))
         shown = read_screen(app)
         assert app.is_running
         assert "the engine says [/] [bold]not bold[/bold]" in shown
@@ -37,7 +37,7 @@ async def test_s_with_a_markup_path_and_a_markup_notice_keeps_running(
     assert list((tmp_path / "runs[" / "]").glob("*.svg"))
 
 
-async def test_markup_in_engine_data_shows_as_written(make_app, stages, read_screen):
+async def test_markup_in_engine_data_shows_as_written(make_app, stages, read_screen, until):
     failing = stages["failing"]
     event = replace(failing.compile_events[-1], reason=f"guard {HOSTILE}", function="f[/]")
     snapshot = replace(failing, compile_events=failing.compile_events + (event,),
@@ -45,7 +45,7 @@ async def test_markup_in_engine_data_shows_as_written(make_app, stages, read_scr
     app = make_app(FakeEngine(), at=None)
     async with app.run_test(size=(120, 40)) as pilot:
         app.snapshot = snapshot
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "f[/]" in read_screen(app))
         shown = read_screen(app)
     assert "guard [/] [bold]not bold" in shown and "f[/]" in shown
     assert "OutOfMemoryError: CPU out of memory. Tried to allocate 1.50 GiB [/]" in shown \
@@ -54,7 +54,7 @@ async def test_markup_in_engine_data_shows_as_written(make_app, stages, read_scr
 
 
 async def test_markup_in_a_running_compile_and_the_roofline_shows_as_written(
-        make_app, stages, read_screen):
+        make_app, stages, read_screen, until):
     compiled = stages["compiled"]
     running = CompileInProgress("1/0", "g[/b]", "req[/]", compiled.t_s - 3.0, 0.0)
     roofline = RooflineStatus("bf16[/]", 1, 1.0, 0.0, 1.0)
@@ -62,6 +62,6 @@ async def test_markup_in_a_running_compile_and_the_roofline_shows_as_written(
     app = make_app(FakeEngine(), at=None)
     async with app.run_test(size=(120, 40)) as pilot:
         app.snapshot = snapshot
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "g[/b]" in read_screen(app))
         shown = read_screen(app)
     assert "g[/b]" in shown and "req[/] waits" in shown and "(bf16[/] · 1.0 GB/s" in shown

@@ -218,7 +218,7 @@ def test_bad_replayer_options(make_trace) -> None:
         OpenLoopReplayer(trace).set_speed(-1)
 
 
-def _wait_for(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+def _wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline, "condition not reached"
