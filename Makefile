@@ -29,7 +29,7 @@ bench: $(STAMP)
 
 # NVML vs nvidia-smi, CUDA graphs, fp16 and the HBM roofline: run it on a machine with a GPU
 gpu-check: $(STAMP)
-	$(PY) -m probe.gpu_check $(ARGS)
+	$(PY) -m probe.engine.gpu_check $(ARGS)
 
 screenshots: $(STAMP)
 	$(PY) -m tui.screenshots screenshots/sessions/*.json --size 80x24

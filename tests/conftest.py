@@ -12,11 +12,11 @@ settings.register_profile("infertop", deadline=None,
                                                  HealthCheck.function_scoped_fixture])
 settings.load_profile("infertop")
 
-from probe.engine import Engine, EngineSettings
-from probe.models import LoadedModel, load_model
-from probe.options import OptConfig, parse_opts
-from probe.records import RequestRecord
-from probe.requests import EngineRequest
+from probe.contract.options import OptConfig, parse_opts
+from probe.contract.records import RequestRecord
+from probe.engine.engine import Engine, EngineSettings
+from probe.engine.models import LoadedModel, load_model
+from probe.engine.requests import EngineRequest
 
 
 def varied_tiny_model(seed: int = 1) -> LoadedModel:

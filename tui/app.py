@@ -1,4 +1,4 @@
-"""The infertop dashboard: one immutable LiveSnapshot in an app-level reactive, panels bound to
+"""The infertop dashboard: one immutable LiveView in an app-level reactive, panels bound to
 it, keys that send commands to an engine running in another process.
 
 The event loop never waits on the engine: a worker thread owns the engine handle's start,
@@ -23,14 +23,33 @@ from textual.timer import Timer
 from textual.widgets import Footer
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from probe.live import LiveSnapshot
-from probe.options import OPTIONS, OptConfig, Option
-from probe.protocol import (EngineFailed, Finished, Live, Loading, Pause, ResetWindow, Resume,
-                            SaveSnapshot, SetOptions, SetSpeed, SnapshotFailed, SnapshotSaved)
+from probe.contract.live import LiveView
+from probe.contract.options import OPTIONS, OptConfig, Option
+from probe.contract.protocol import (
+    EngineFailed,
+    Finished,
+    Live,
+    Loading,
+    Pause,
+    ResetWindow,
+    Resume,
+    SaveSnapshot,
+    SetOptions,
+    SetSpeed,
+    SnapshotFailed,
+    SnapshotSaved,
+)
 from tui.engine_handle import EngineHandle
 from tui.help_screen import HelpScreen
-from tui.messages import (EngineDown, EngineLive, EngineLoading, EngineRestarted, ReplayFinished,
-                          SessionNotSaved, SessionSaved)
+from tui.messages import (
+    EngineDown,
+    EngineLive,
+    EngineLoading,
+    EngineRestarted,
+    ReplayFinished,
+    SessionNotSaved,
+    SessionSaved,
+)
 from tui.snapshot_files import snapshot_paths, write_text_atomic
 from tui.widgets.device import DevicePanel
 from tui.widgets.failures import FailuresPanel
@@ -43,7 +62,7 @@ from tui.widgets.status_bar import StatusBar
 from tui.widgets.throughput import ThroughputPanel
 
 POLL_S = 0.2
-SPEED_ECHO_S = 1.5      # a snapshot built before the engine took a new speed may still come
+SPEED_ECHO_S = 1.5      # a live view built before the engine took a new speed may still come
 APPLY_DELAY_S = 1.0     # toggles are sent once no key has been pressed for this long
 MIN_SPEED, MAX_SPEED = 0.125, 64.0
 NOTICE_SEVERITY: dict[str, SeverityLevel] = {"info": "information", "warning": "warning",
@@ -72,7 +91,7 @@ class InfertopApp(App[int]):
         Binding("q", "quit", "quit", tooltip="Stop the engine and quit.", priority=True),
         Binding("ctrl+q", "quit", "quit", tooltip="Stop the engine and quit.", show=False,
                 priority=True),
-        # one key per option, from the registry (probe/options.py); refinements (freezing,
+        # one key per option, from the registry (probe/contract/options.py); refinements (freezing,
         # kv_layout) are in the help, not the footer, which keeps room at 120 columns
         *(_cycle(option) for option in OPTIONS),
         Binding("space", "pause", "pause", tooltip="Pause or resume the replay."),
@@ -85,7 +104,7 @@ class InfertopApp(App[int]):
                 "screenshot into the snapshot folder."),
     ]
 
-    snapshot: reactive[LiveSnapshot | None] = reactive(None, init=False)
+    view: reactive[LiveView | None] = reactive(None, init=False)
     requested: reactive[OptConfig] = reactive(OptConfig, init=False)
     # Session time the engine was sent `requested`; inf while it waits for keys to settle.
     options_sent_s: reactive[float | None] = reactive(None, init=False)
@@ -95,7 +114,7 @@ class InfertopApp(App[int]):
     engine_state: reactive[str] = reactive("starting", init=False)
     engine_note: reactive[str] = reactive("", init=False)
 
-    def __init__(self, engine: EngineHandle | None, *, initial: LiveSnapshot | None = None,
+    def __init__(self, engine: EngineHandle | None, *, initial: LiveView | None = None,
                  options: OptConfig, snapshot_dir: Path, speed: float | None,
                  read_only: bool = False,
                  source: str = "", clock: Callable[[], float] = time.monotonic,
@@ -107,12 +126,12 @@ class InfertopApp(App[int]):
         self._clock = clock
         self._apply_delay_s = apply_delay_s
         self._apply_timer: Timer | None = None
-        self._snapshot_at = clock()
+        self._view_at = clock()
         self._restart = threading.Event()
         self._stopping = threading.Event()
         self.reader_stopped = threading.Event()
         self._notices_seen_s = float("-inf")
-        self.set_reactive(InfertopApp.snapshot, initial)
+        self.set_reactive(InfertopApp.view, initial)
         self.set_reactive(InfertopApp.requested, options)
         self.set_reactive(InfertopApp.speed, speed)
         self._speed_sent_at = float("-inf")
@@ -129,21 +148,21 @@ class InfertopApp(App[int]):
     def compose(self) -> ComposeResult:
         app = InfertopApp
         yield StatusBar(clock=self._clock, id="status").data_bind(
-            app.snapshot, app.requested, app.options_sent_s, app.speed, app.paused,
+            app.view, app.requested, app.options_sent_s, app.speed, app.paused,
             app.engine_state, app.engine_note)
         with Vertical(id="body"):
             with Horizontal(id="top"):
-                yield LatencyPanel(id="latency").data_bind(app.snapshot)
+                yield LatencyPanel(id="latency").data_bind(app.view)
                 with Vertical(id="side"):
-                    yield ThroughputPanel(id="throughput").data_bind(app.snapshot)
-                    yield KVCachePanel(id="kv").data_bind(app.snapshot)
-                    yield DevicePanel(id="device").data_bind(app.snapshot)
+                    yield ThroughputPanel(id="throughput").data_bind(app.view)
+                    yield KVCachePanel(id="kv").data_bind(app.view)
+                    yield DevicePanel(id="device").data_bind(app.view)
             with Horizontal(id="middle"):
                 yield RecompilePanel(clock=self._clock, id="recompiles").data_bind(
-                    app.snapshot, app.engine_state)
-                yield GraphBreakPanel(id="breaks").data_bind(app.snapshot)
-            yield FailuresPanel(id="failures").data_bind(app.snapshot)
-            yield SegmentsPanel(id="segments").data_bind(app.snapshot)
+                    app.view, app.engine_state)
+                yield GraphBreakPanel(id="breaks").data_bind(app.view)
+            yield FailuresPanel(id="failures").data_bind(app.view)
+            yield SegmentsPanel(id="segments").data_bind(app.view)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -222,17 +241,17 @@ class InfertopApp(App[int]):
         self.notify(message, severity=severity, timeout=timeout, markup=False)
 
     def on_engine_live(self, message: EngineLive) -> None:
-        previous, self.snapshot = self.snapshot, message.snapshot
-        self._snapshot_at = self._clock()
-        if previous is not None and message.snapshot.t_s < previous.t_s:
+        previous, self.view = self.view, message.view
+        self._view_at = self._clock()
+        if previous is not None and message.view.t_s < previous.t_s:
             self._notices_seen_s = float("-inf")    # a fresh engine: a new session clock
             if self.options_sent_s != float("inf"):
                 self.options_sent_s = None          # it started with the options sent last
         if self.engine_state in ("starting", "loading"):
             self.engine_state = "live"
         if self._clock() - self._speed_sent_at > SPEED_ECHO_S:
-            self.speed = message.snapshot.replay.speed  # the engine's: it may have chosen it
-        for notice in message.snapshot.notices:
+            self.speed = message.view.replay.speed  # the engine's: it may have chosen it
+        for notice in message.view.notices:
             if notice.t_s > self._notices_seen_s:
                 self.say(notice.text, severity=NOTICE_SEVERITY.get(notice.level, "information"))
                 self._notices_seen_s = notice.t_s
@@ -306,10 +325,10 @@ class InfertopApp(App[int]):
         self._send(SetOptions(self.requested))
 
     def _engine_now_s(self) -> float:
-        """The engine's session clock now, from the latest snapshot and the time since."""
-        if self.snapshot is None:
+        """The engine's session clock now, from the latest live view and the time since."""
+        if self.view is None:
             return 0.0
-        return self.snapshot.t_s + max(self._clock() - self._snapshot_at, 0.0)
+        return self.view.t_s + max(self._clock() - self._view_at, 0.0)
 
     def action_pause(self) -> None:
         if self._read_only_says_so():
@@ -398,7 +417,7 @@ class InfertopApp(App[int]):
 
 def _message_for(event: Any) -> Message | None:
     if isinstance(event, Live):
-        return EngineLive(event.snapshot)
+        return EngineLive(event.view)
     if isinstance(event, Loading):
         return EngineLoading(event.text)
     if isinstance(event, EngineFailed):

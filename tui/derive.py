@@ -1,6 +1,6 @@
-"""Small views of a LiveSnapshot that panels share: pure functions, tested on their own.
+"""Small views of a LiveView that panels share: pure functions, tested on their own.
 
-Figures (percentiles, segments, headroom) are computed in probe.live/probe.stats; this module
+Figures (percentiles, segments, headroom) are computed in probe.contract.live/probe.contract.stats; this module
 only selects and pairs them for display.
 """
 
@@ -11,11 +11,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from probe.engine_inputs import PRESETS
-from probe.live import LiveSnapshot, eager_twin
-from probe.options import CHOICES, OptConfig
-from probe.records import KVPool, RequestRecord
-from probe.stats import SegmentStats
+from probe.contract.engine_inputs import PRESETS
+from probe.contract.live import LiveView, eager_twin
+from probe.contract.options import CHOICES, OptConfig
+from probe.contract.records import KVPool, RequestRecord
+from probe.contract.stats import SegmentStats
 
 
 @dataclass(frozen=True)
@@ -42,33 +42,33 @@ def config_changes(recent: tuple[RequestRecord, ...]) -> list[ConfigChange]:
     return changes
 
 
-def previous_config_id(snapshot: LiveSnapshot) -> str | None:
+def previous_config_id(view: LiveView) -> str | None:
     """The config served before the current one: the last other config among recent
     requests, else the segment listed before the current one."""
-    for record in sorted(snapshot.recent, key=lambda r: r.seq, reverse=True):
-        if record.config_id != snapshot.config_id:
+    for record in sorted(view.recent, key=lambda r: r.seq, reverse=True):
+        if record.config_id != view.config_id:
             return record.config_id
-    ids = [s.config_id for s in snapshot.segments]
-    if snapshot.config_id in ids:
-        index = ids.index(snapshot.config_id)
+    ids = [s.config_id for s in view.segments]
+    if view.config_id in ids:
+        index = ids.index(view.config_id)
         return ids[index - 1] if index > 0 else None
     return ids[-1] if ids else None
 
 
-def segment(snapshot: LiveSnapshot, config_id: str | None) -> SegmentStats | None:
-    return next((s for s in snapshot.segments if s.config_id == config_id), None)
+def segment(view: LiveView, config_id: str | None) -> SegmentStats | None:
+    return next((s for s in view.segments if s.config_id == config_id), None)
 
 
-def config_label(snapshot: LiveSnapshot, config_id: str | None) -> str:
-    for entry in snapshot.configs:
+def config_label(view: LiveView, config_id: str | None) -> str:
+    for entry in view.configs:
         if entry.config_id == config_id:
             return entry.options.label()
-    return snapshot.options.label() if config_id == snapshot.config_id else "?"
+    return view.options.label() if config_id == view.config_id else "?"
 
 
-def kv_held(snapshot: LiveSnapshot) -> KVHeld:
+def kv_held(view: LiveView) -> KVHeld:
     """Allocated vs filled KV-cache bytes over the recent requests of the current config."""
-    ok = [r for r in snapshot.recent if r.ok and r.config_id == snapshot.config_id]
+    ok = [r for r in view.recent if r.ok and r.config_id == view.config_id]
     return KVHeld(len(ok), sum(r.kv_cache_bytes for r in ok),
                   sum(r.kv_cache_used_bytes for r in ok))
 
@@ -81,33 +81,33 @@ class KVBudget:
     paged_requests: int | None      # budget // the mean bytes a served request held (recent)
 
 
-def kv_budget(snapshot: LiveSnapshot) -> KVBudget | None:
+def kv_budget(view: LiveView) -> KVBudget | None:
     """For a config with a paged pool: how many requests its KV budget holds as static slots
     and as blocks, for the traffic seen so far. None without a pool."""
-    current = segment(snapshot, snapshot.config_id)
+    current = segment(view, view.config_id)
     pool = current.kv_pool if current is not None else None
     if pool is None:
         return None
-    held = kv_held(snapshot)
+    held = kv_held(view)
     mean_held = held.allocated_bytes // held.requests if held.requests else 0
     return KVBudget(pool,
                     pool.budget_bytes // pool.static_slot_bytes if pool.static_slot_bytes else None,
                     pool.budget_bytes // mean_held if mean_held else None)
 
 
-def roofline_ratio(snapshot: LiveSnapshot) -> tuple[float | None, float | None]:
+def roofline_ratio(view: LiveView) -> tuple[float | None, float | None]:
     """(the current config's TPOT p50, that over this machine's roofline for the config's
     precision): the config's own requests, as the roofline is its precision's."""
-    current = segment(snapshot, snapshot.config_id)
+    current = segment(view, view.config_id)
     tpot_ms = current.tpot_ms.p50 if current is not None else None
-    ratio = snapshot.roofline.ratio(tpot_ms) if snapshot.roofline is not None else None
+    ratio = view.roofline.ratio(tpot_ms) if view.roofline is not None else None
     return tpot_ms, ratio
 
 
-def engine_now_s(snapshot: LiveSnapshot, since_arrival_s: float) -> float:
-    """The engine's session clock now: its clock when it built the snapshot plus the local time
-    since the snapshot arrived (the engine publishes rarely while it compiles)."""
-    return snapshot.t_s + max(since_arrival_s, 0.0)
+def engine_now_s(view: LiveView, since_arrival_s: float) -> float:
+    """The engine's session clock now: its clock when it built the live view plus the local time
+    since the live view arrived (the engine publishes rarely while it compiles)."""
+    return view.t_s + max(since_arrival_s, 0.0)
 
 
 def compile_function(compile_id: str, function: str | None) -> str:
@@ -125,22 +125,22 @@ class OptionState:
     reason: str | None = None   # why the engine changed it
 
 
-def options_applied(asked: OptConfig, snapshot: LiveSnapshot | None,
+def options_applied(asked: OptConfig, view: LiveView | None,
                     asked_since_start: bool) -> bool:
     """Whether the engine has received the options asked for and applied them. It says which
     options it last received (`requested_options`; None: none since it started, with the
     options the dashboard started it with) and whether they wait to be applied."""
-    if snapshot is None:
+    if view is None:
         return False
-    if snapshot.requested_options is None:
+    if view.requested_options is None:
         received = not asked_since_start
     else:
-        received = snapshot.requested_options == asked
-    return received and not snapshot.options_pending
+        received = view.requested_options == asked
+    return received and not view.options_pending
 
 
-def config_notes(snapshot: LiveSnapshot, config_id: str) -> tuple[str, ...]:
-    return next((e.notes for e in snapshot.configs if e.config_id == config_id), ())
+def config_notes(view: LiveView, config_id: str) -> tuple[str, ...]:
+    return next((e.notes for e in view.configs if e.config_id == config_id), ())
 
 
 def note_naming(option: str, notes: tuple[str, ...]) -> str | None:
@@ -154,15 +154,15 @@ def note_naming(option: str, notes: tuple[str, ...]) -> str | None:
     return None
 
 
-def option_states(asked: OptConfig, snapshot: LiveSnapshot | None,
+def option_states(asked: OptConfig, view: LiveView | None,
                   asked_since_start: bool) -> tuple[OptionState, ...]:
     """Each option as served, compared with what was asked. A difference is pending while the
     engine has not received the options asked for or has not applied them yet
     (options_applied); once it has, the engine chose otherwise, and its config's notes say
     why. `asked_since_start`: the dashboard has asked for options since the engine started."""
-    now = snapshot.options if snapshot is not None else asked
-    notes = config_notes(snapshot, snapshot.config_id) if snapshot is not None else ()
-    applied = options_applied(asked, snapshot, asked_since_start)
+    now = view.options if view is not None else asked
+    notes = config_notes(view, view.config_id) if view is not None else ()
+    applied = options_applied(asked, view, asked_since_start)
     states = []
     for name in CHOICES:
         value, wanted = getattr(now, name), getattr(asked, name)
@@ -189,16 +189,16 @@ def error_kind(error: str) -> str:
     return kind or "error"
 
 
-def failures(snapshot: LiveSnapshot) -> Failures:
-    failed = [r for r in snapshot.recent if not r.ok]
+def failures(view: LiveView) -> Failures:
+    failed = [r for r in view.recent if not r.ok]
     kinds = Counter(error_kind(r.error or "") for r in failed)
-    return Failures(snapshot.replay.failed, failed[-1] if failed else None,
+    return Failures(view.replay.failed, failed[-1] if failed else None,
                     tuple(kinds.most_common()), len(failed))
 
 
-def random_weights(snapshot: LiveSnapshot) -> bool:
+def random_weights(view: LiveView) -> bool:
     """The model is a preset built with random weights (its drift overstates a trained one's)."""
-    return snapshot.model in PRESETS
+    return view.model in PRESETS
 
 
 @dataclass(frozen=True)
@@ -211,20 +211,20 @@ class CompileCost:
     twin: OptConfig | None = None    # "no twin": the eager options to serve
 
 
-def compile_cost(snapshot: LiveSnapshot) -> CompileCost:
-    """The engine's break-even for the served config (probe.stats.break_even), and when it has
+def compile_cost(view: LiveView) -> CompileCost:
+    """The engine's break-even for the served config (probe.contract.stats.break_even), and when it has
     none, why: an eager config, too few requests yet, or no eager twin served to compare."""
-    found = snapshot.break_even
+    found = view.break_even
     if found is not None:
         if found.requests is None or math.isinf(found.requests):
             status = "measuring" if found.requests is None else "never"
             return CompileCost(status, found.compiled_config, found.eager_config)
         return CompileCost("repaid", found.compiled_config, found.eager_config,
                            max(math.ceil(found.requests), 1))
-    if not snapshot.options.compiled:
+    if not view.options.compiled:
         return CompileCost("eager")
-    twin = eager_twin(snapshot.options)
-    twin_id = next((e.config_id for e in snapshot.configs if e.options == twin), None)
+    twin = eager_twin(view.options)
+    twin_id = next((e.config_id for e in view.configs if e.options == twin), None)
     if twin_id is None:
-        return CompileCost("no twin", snapshot.config_id, twin=twin)
-    return CompileCost("measuring", snapshot.config_id, twin_id)
+        return CompileCost("no twin", view.config_id, twin=twin)
+    return CompileCost("measuring", view.config_id, twin_id)

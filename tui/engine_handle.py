@@ -1,6 +1,6 @@
 """What the dashboard needs from an engine, and a scripted stand-in for tests and screenshots.
 
-The real one is `probe.engine_process.EngineClient`; the app codes against `EngineHandle` only.
+The real one is `probe.engine.engine_process.EngineClient`; the app codes against `EngineHandle` only.
 Import-light on purpose: no torch, no Textual.
 """
 
@@ -90,8 +90,8 @@ class FakeEngine:
         self.alive = False
 
     def write_session(self, path: str) -> Any:
-        from probe.errors import ConfigError
-        from probe.journal import save_from_journal
+        from probe.contract.errors import ConfigError
+        from probe.contract.journal import save_from_journal
         if self.journal_path is None:
             raise ConfigError("a fake engine keeps no journal")
         return save_from_journal(self.journal_path, path, self.ended)
@@ -101,8 +101,8 @@ class FakeEngine:
         self._events.put(event)
 
     def die(self, error: str, exit_code: int | None = None) -> None:
-        from probe.journal import EngineExit
-        from probe.protocol import EngineFailed
+        from probe.contract.journal import EngineExit
+        from probe.contract.protocol import EngineFailed
         self.alive = False
         self.ended = EngineExit(time.time(), exit_code, error)
         self._events.put(EngineFailed(error))
@@ -122,6 +122,6 @@ class FakeEngine:
         return [r.command for r in self.received if kind is None or isinstance(r.command, kind)]
 
     def _reply(self, command: Any) -> None:
-        from probe.protocol import SaveSnapshot, SnapshotSaved
+        from probe.contract.protocol import SaveSnapshot, SnapshotSaved
         if isinstance(command, SaveSnapshot):
             self._events.put(SnapshotSaved(command.path))

@@ -6,11 +6,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from probe.errors import ConfigError
-from probe.live import (WINDOW_SIZE, LiveSnapshot, ReplayStatus, build_live, capacity_rps,
-                        offered_rps, overloaded)
-from probe.options import OptConfig
-from probe.session import SessionData
+from probe.contract.errors import ConfigError
+from probe.contract.live import (
+    WINDOW_SIZE,
+    LiveView,
+    ReplayStatus,
+    build_live,
+    capacity_rps,
+    offered_rps,
+    overloaded,
+)
+from probe.contract.options import OptConfig
+from probe.contract.session import SessionData
 
 READER_STOP_WAIT_S = 3.0
 
@@ -23,7 +30,7 @@ def launch(args: argparse.Namespace) -> int:
 
 
 def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
-    from probe.engine_process import EngineClient, config_from_args
+    from probe.engine.engine_process import EngineClient, config_from_args
 
     config = config_from_args(args)       # validates every input before Textual is imported
     from tui.app import InfertopApp
@@ -42,17 +49,17 @@ def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
 def _open_saved(path: Path, snapshot_dir: Path) -> int:
     from tui.app import InfertopApp
 
-    snapshot = load_snapshot(path)
-    app = InfertopApp(None, initial=snapshot, options=snapshot.options,
-                      snapshot_dir=snapshot_dir, speed=snapshot.replay.speed, read_only=True,
+    view = load_snapshot(path)
+    app = InfertopApp(None, initial=view, options=view.options,
+                      snapshot_dir=snapshot_dir, speed=view.replay.speed, read_only=True,
                       source=str(path))
     app.run()
     return app.return_code or 0
 
 
-def load_snapshot(path: Path) -> LiveSnapshot:
+def load_snapshot(path: Path) -> LiveView:
     """A saved session as the dashboard shows it: the last config served is "now"."""
-    from probe.snapshot import read_document, session_data
+    from probe.contract.snapshot import read_document, session_data
 
     document = read_document(path)
     try:
@@ -65,7 +72,7 @@ def load_snapshot(path: Path) -> LiveSnapshot:
                           f"({type(exc).__name__}: {exc})") from None
 
 
-def _live_from(document: dict, data: SessionData) -> LiveSnapshot:
+def _live_from(document: dict, data: SessionData) -> LiveView:
     records = data.records
     config_ids = list(data.configs)
     config_id = records[-1].config_id if records else (config_ids[-1] if config_ids else "c1")
@@ -74,7 +81,7 @@ def _live_from(document: dict, data: SessionData) -> LiveSnapshot:
     ok = sum(r.ok for r in records)
     model, environment = _section(document, "model"), _section(document, "environment")
     trace, settings = _section(document, "trace"), _section(document, "settings")
-    from probe.snapshot import saved_live_parts
+    from probe.contract.snapshot import saved_live_parts
     device_sample, roofline = saved_live_parts(document)
     end_s = max((r.end_s for r in records), default=0.0)
     window = records[-WINDOW_SIZE:]

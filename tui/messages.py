@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from probe.live import LiveSnapshot
+from probe.contract.live import LiveView
 
 
 class EngineLive(Message):
-    """A new snapshot. Coalesces: a queued older one is dropped for the newest."""
+    """A new live view. Coalesces: a queued older one is dropped for the newest."""
 
-    def __init__(self, snapshot: LiveSnapshot) -> None:
+    def __init__(self, view: LiveView) -> None:
         super().__init__()
-        self.snapshot = snapshot
+        self.view = view
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, EngineLive)

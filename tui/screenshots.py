@@ -19,9 +19,9 @@ async def capture(session: Path, size: tuple[int, int]) -> str:
     from tui.app import InfertopApp
     from tui.launch import load_snapshot
 
-    snapshot = load_snapshot(session)
-    app = InfertopApp(None, initial=snapshot, options=snapshot.options,
-                      snapshot_dir=Path("snapshots"), speed=snapshot.replay.speed,
+    view = load_snapshot(session)
+    app = InfertopApp(None, initial=view, options=view.options,
+                      snapshot_dir=Path("snapshots"), speed=view.replay.speed,
                       read_only=True, source=session.name, clock=lambda: 0.0)
     async with app.run_test(size=size, notifications=False) as pilot:
         await pilot.pause()

@@ -4,7 +4,7 @@ torch.compile; its figures are hand-set to look like a t5-small-shaped model on 
 recompiles on each new input length, 12 graph breaks in generate()) so the panels can be tested
 on repeatable states. Nothing presented as a result is drawn from it: the README's screenshots
 are recorded sessions (screenshots/sessions/). Records are built by a one-server queue
-simulation; every figure shown is then computed by the real `probe.live.build_live`.
+simulation; every figure shown is then computed by the real `probe.contract.live.build_live`.
 
 Stages (what `stage(name)` returns):
 - "baseline":   c1 eager, steady.
@@ -36,12 +36,18 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Callable
 
-from probe.device_sample import DeviceSample
-from probe.live import LiveSnapshot, ReplayStatus, build_live, capacity_rps
-from probe.options import OptConfig
-from probe.records import (CompileEvent, CompileInProgress, GraphBreakRecord, KVPool,
-                           RequestRecord, RooflineStatus)
-from probe.session import ConfigEntry, SessionData
+from probe.contract.device_sample import DeviceSample
+from probe.contract.live import LiveView, ReplayStatus, build_live, capacity_rps
+from probe.contract.options import OptConfig
+from probe.contract.records import (
+    CompileEvent,
+    CompileInProgress,
+    GraphBreakRecord,
+    KVPool,
+    RequestRecord,
+    RooflineStatus,
+)
+from probe.contract.session import ConfigEntry, SessionData
 
 STAGES = ("baseline", "compiling", "compiled", "bucketing", "overloaded", "failing",
           "continuous", "paged", "measured")
@@ -243,15 +249,15 @@ def _device(stage_name: str) -> DeviceSample:
                         process_cpu_pct=99.0 if stage_name != "baseline" else 98.0)
 
 
-def stage(name: str, *, speed: float = 1.0) -> LiveSnapshot:
-    """The LiveSnapshot the engine would publish at that stage of the synthetic session."""
+def stage(name: str, *, speed: float = 1.0) -> LiveView:
+    """The LiveView the engine would publish at that stage of the synthetic session."""
     if name in _STRESSED:
         base, make = _STRESSED[name]
         return make(_simulated(base, speed))
     return _simulated(name, speed)
 
 
-def _simulated(name: str, speed: float) -> LiveSnapshot:
+def _simulated(name: str, speed: float) -> LiveView:
     t_s, config_id = _stage_time(name)
     data = session_at(t_s, config_id)
     options = simulation().configs[config_id].options
@@ -270,7 +276,7 @@ def _simulated(name: str, speed: float) -> LiveSnapshot:
 
 
 # -- stages that stress the text ----------------------------------------------------------------
-# A failure's error is `Type: message` (probe.engine.short_error); "[/]" would end a session
+# A failure's error is `Type: message` (probe.engine.engine.short_error); "[/]" would end a session
 # that rendered it as markup.
 ERRORS = ("OutOfMemoryError: CPU out of memory. Tried to allocate 1.50 GiB [/] (12.1 GiB free)",
           "RuntimeError: The size of tensor a (512) must match the size of tensor b (513)")
@@ -293,7 +299,7 @@ ROOFLINE = RooflineStatus(precision="fp32", step_bytes=153_900_000, bandwidth_gb
                           roofline_ms=153_900_000 / (31.8 * 1e9) * 1e3)
 
 
-def _rebuilt(base: LiveSnapshot, data: SessionData, **changes) -> LiveSnapshot:
+def _rebuilt(base: LiveView, data: SessionData, **changes) -> LiveView:
     """`base` recomputed by build_live from other raw records."""
     args = dict(t_s=base.t_s, model=base.model, device=base.device, options=base.options,
                 config_id=base.config_id, window_start_seq=0,
@@ -305,7 +311,7 @@ def _rebuilt(base: LiveSnapshot, data: SessionData, **changes) -> LiveSnapshot:
     return build_live(data, **{**args, **changes})
 
 
-def _overloaded(base: LiveSnapshot) -> LiveSnapshot:
+def _overloaded(base: LiveView) -> LiveView:
     replay = replace(base.replay, offered_rps=1.46, capacity_rps=0.91, queue_depth=23,
                      overloaded=True)
     return replace(base, replay=replay)
@@ -317,7 +323,7 @@ def _failed(record: RequestRecord, error: str) -> RequestRecord:
                    kv_cross_attention_bytes=0, error=error)
 
 
-def _failing(base: LiveSnapshot) -> LiveSnapshot:
+def _failing(base: LiveView) -> LiveView:
     data = session_at(base.t_s, base.config_id)
     records, failed = [], 0
     for record in data.records:
@@ -355,7 +361,7 @@ def _paged_slot(record: RequestRecord, index: int) -> RequestRecord:
                     _blocks(record.input_tokens) * block_bytes)
 
 
-def _continuous(base: LiveSnapshot) -> LiveSnapshot:
+def _continuous(base: LiveView) -> LiveView:
     """c4 serves the last 80 requests of `base` in static slots."""
     data = session_at(base.t_s, base.config_id)
     records = list(data.records)
@@ -368,7 +374,7 @@ def _continuous(base: LiveSnapshot) -> LiveSnapshot:
                     requested_options=ASKED["continuous"])
 
 
-def _paged(base: LiveSnapshot) -> LiveSnapshot:
+def _paged(base: LiveView) -> LiveView:
     """c5 (kv_layout=paged) serves the last 40 of c4's requests from a pool with the budget
     of MAX_BATCH static slots; the pool's peak and current use are its requests' blocks times
     the requests decoding with them."""
@@ -405,7 +411,7 @@ def _drifted(tokens: tuple[int, ...], seq: int) -> tuple[int, ...]:
     return tokens[:at] + tuple((t + 1) % 32_000 for t in tokens[at:])
 
 
-def _measured(base: LiveSnapshot) -> LiveSnapshot:
+def _measured(base: LiveView) -> LiveView:
     """Drift on every DRIFT_EVERY-th request (tokens kept, references computed), ROOFLINE."""
     data = session_at(base.t_s, base.config_id)
     records, references = [], {}
@@ -421,7 +427,7 @@ def _measured(base: LiveSnapshot) -> LiveSnapshot:
                     roofline=ROOFLINE)
 
 
-_STRESSED: dict[str, tuple[str, Callable[[LiveSnapshot], LiveSnapshot]]] = {
+_STRESSED: dict[str, tuple[str, Callable[[LiveView], LiveView]]] = {
     "overloaded": ("baseline", _overloaded), "failing": ("compiled", _failing),
     "continuous": ("bucketing", _continuous), "paged": ("bucketing", _paged),
     "measured": ("compiled", _measured)}

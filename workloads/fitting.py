@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .errors import file_error
-from .records import Trace
+from .trace_records import Trace
 
 POLICIES: tuple[str, ...] = ("clip", "scale")
 

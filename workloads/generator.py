@@ -16,10 +16,10 @@ from pathlib import Path
 from .arrivals import ArrivalProcess, GammaArrivals, OnOffBursts, Poisson, arrival_times_s
 from .errors import file_error
 from .lengths import LogNormal, Tracking
-from .records import Trace, TraceRequest
 from .rng import streams
 from .rows import MAX_SPAN_S
 from .trace import BUILTIN_TRACES, builtin_path, write_trace
+from .trace_records import Trace, TraceRequest
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,19 @@ from typing import Any, Iterator, Mapping
 
 from .csvtable import csv_rows
 from .errors import TraceError
-from .records import LoadReport, Trace, TraceRequest
-from .rows import (SKIP_HINT, TraceBuilder, counted_tokens, optional_str, optional_text,
-                   parse_length, parse_timestamp_ms, row_error)
+from .rows import (
+    SKIP_HINT,
+    TraceBuilder,
+    counted_tokens,
+    optional_str,
+    optional_text,
+    parse_length,
+    parse_timestamp_ms,
+    row_error,
+)
 from .textio import JsonProblem, checked_lines, open_text, parse_json
 from .tokens import TokenCounter, estimate_tokens
+from .trace_records import LoadReport, Trace, TraceRequest
 
 NATIVE_FIELDS = ("timestamp", "input_length", "output_length", "text", "id", "tag")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .errors import file_error
-from .records import Trace, TraceRequest
+from .trace_records import Trace, TraceRequest
 from .vclock import VirtualClock
 
 Clock = Callable[[], float]

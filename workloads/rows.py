@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import TraceError, file_error
-from .records import LoadReport, Trace, TraceRequest
+from .trace_records import LoadReport, Trace, TraceRequest
 
 SKIP_HINT = " (--skip-bad skips such rows)"
 

@@ -18,8 +18,8 @@ from typing import Iterator
 from .atomic import atomic_write_lines
 from .errors import file_error
 from .reader import read_native
-from .records import LoadReport, Trace, TraceRequest
 from .tokens import TokenCounter
+from .trace_records import LoadReport, Trace, TraceRequest
 
 __all__ = [
     "BUILTIN_TRACES",

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from probe.errors import ConfigError
+from probe.contract.errors import ConfigError
 
 INSTALL_HINT = "pip install 'infertop[ray]'"
 SLOT = "bench_slot"                 # a CPU node's custom resource: 1 = the whole node

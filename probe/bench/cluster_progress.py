@@ -11,8 +11,9 @@ from __future__ import annotations
 import time
 from typing import Sequence, TextIO
 
-from probe.bench.progress import StatusLine, clock
+from probe.bench.progress import StatusLine
 from probe.bench.tasks import BenchTask
+from probe.contract.units import fmt_clock
 
 REDRAW_S = 1.0
 
@@ -87,8 +88,8 @@ class ClusterProgress(StatusLine):
                             for t, s in self.state.items() if s == "running")
         return (f"[{100 * fraction:3.0f}%] {counts['queued']} queued · {counts['running']} "
                 f"running{f' ({running})' if running else ''} · {counts['done']} done · "
-                f"{counts['failed']} failed · {clock(elapsed)} elapsed · "
-                f"~{clock(left)} left")
+                f"{counts['failed']} failed · {fmt_clock(elapsed)} elapsed · "
+                f"~{fmt_clock(left)} left")
 
     def _emit(self, *, force: bool = False) -> None:
         now = time.perf_counter()

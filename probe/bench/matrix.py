@@ -7,9 +7,10 @@ from __future__ import annotations
 import datetime as dt
 import sys
 
-from probe.bench import fmt
 from probe.bench.nodes import nodes_markdown
 from probe.bench.plan import BenchSettings
+from probe.contract.tables import table
+from probe.contract.units import NO_DATA, fmt_s
 from workloads.atomic import write_atomic
 
 MATRIX_SCHEMA = "infertop-bench-matrix/1"
@@ -17,7 +18,7 @@ MATRIX_SCHEMA = "infertop-bench-matrix/1"
 
 def write_index(settings: BenchSettings, cells: list[BenchSettings], reports: list[dict],
                 executor: dict, nodes: dict, *, interrupted: bool, wall_s: float) -> None:
-    from probe.snapshot import write_json_atomic
+    from probe.contract.snapshot import write_json_atomic
     index = {
         "schema": MATRIX_SCHEMA,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -41,9 +42,9 @@ def render_index(index: dict) -> str:
                   for name, value in study["checks"].items() if name.endswith("_ok")]
         rows.append([study["model"], study["trace"],
                      f"[{study['dir']}/report.md]({study['dir']}/report.md)",
-                     str(study["runs"]), str(len(study["failed"])), ", ".join(checks) or fmt.NA])
+                     str(study["runs"]), str(len(study["failed"])), ", ".join(checks) or NO_DATA])
     out = [f"# infertop bench: {len(rows)} studies", "",
-           f"- wall time {fmt.seconds(index['wall_s'])}"
+           f"- wall time {fmt_s(index['wall_s'])}"
            + (" — **interrupted: incomplete**" if index.get("incomplete") else ""), "",
-           fmt.table(["model", "trace", "report", "runs", "failed", "checks"], rows), ""]
+           table(["model", "trace", "report", "runs", "failed", "checks"], rows), ""]
     return "\n".join(out + nodes_markdown(index))

@@ -9,9 +9,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Mapping
 
-from probe.bench import fmt
 from probe.bench.results import Outcome, RunResult
 from probe.bench.verdict import DRIFT_TOLERANCE
+from probe.contract.tables import table
+from probe.contract.units import NO_DATA
 
 # environment keys whose difference between nodes the report names
 COMPARED = (("device_name", "device"), ("cpu_count", "CPUs"), ("torch_threads", "torch threads"),
@@ -121,7 +122,7 @@ def nodes_markdown(report: dict) -> list[str]:
            f"failed. The calibration workload ran before and after every run, on its node; a "
            f"study's environment line and report.json `environment` are its first node's.",
            "",
-           fmt.table(["node", "host", "device", "CPUs", "torch threads", "torch", "runs",
+           table(["node", "host", "device", "CPUs", "torch threads", "torch", "runs",
                       "calibration ms (median, min–max)"],
                      [_node_row(node_id, n) for node_id, n in
                       (summary.get("by_node") or {}).items()]), ""]
@@ -136,4 +137,4 @@ def _node_row(node_id: str, node: dict) -> list[str]:
     env, cal = node["environment"], node.get("calibration_ms")
     return [node_id[:12], node["hostname"], str(env.get("device_name")), str(env.get("cpu_count")),
             str(env.get("torch_threads")), str(env.get("torch")), str(len(node["runs"])),
-            f"{cal['median']:.1f} ({cal['min']:.1f}–{cal['max']:.1f})" if cal else fmt.NA]
+            f"{cal['median']:.1f} ({cal['min']:.1f}–{cal['max']:.1f})" if cal else NO_DATA]

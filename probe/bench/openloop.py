@@ -10,9 +10,9 @@ from typing import Callable
 
 from probe.bench.plan import Plan
 from probe.bench.runs import RunContext, make_engine
-from probe.options import OptConfig
-from probe.records import RequestRecord
-from probe.stats import Summary, summarize, throughput_rps, tokens_per_s
+from probe.contract.options import OptConfig
+from probe.contract.records import RequestRecord
+from probe.contract.stats import Summary, summarize, throughput_rps, tokens_per_s
 
 KEEPS_UP = 0.9                           # served ≥ 90% of the offered rate
 MAX_BATCH = 8                            # dynamic: rows per batch; continuous: slots
@@ -30,7 +30,7 @@ class OpenLoopStudy:
     _capacities: dict = field(default_factory=dict)
 
     def workload(self, trace: str):
-        from probe.workload_setup import prepare_workload
+        from probe.engine.workload_setup import prepare_workload
         if trace not in self._workloads:
             self._workloads[trace] = prepare_workload(trace)
         return self._workloads[trace]
@@ -44,8 +44,8 @@ class OpenLoopStudy:
 
 
 def measure_capacity_rps(context: RunContext, workload, count: int) -> float:
-    from probe.live import capacity_rps
-    from probe.requests import EngineRequest
+    from probe.contract.live import capacity_rps
+    from probe.engine.requests import EngineRequest
     engine = make_engine(context, OptConfig(decode="fullgraph"),
                          bucket_edges=workload.bucket_edges,
                          max_new_tokens=workload.max_new_tokens, max_batch=MAX_BATCH)
@@ -66,7 +66,7 @@ def replay(context: RunContext, options: OptConfig, workload, *, rate: float, re
            **settings):
     """Serve `requests` of the workload arriving at `rate` through the serving loop; the
     session it leaves (records, segments)."""
-    from probe.serving import ServingLoop
+    from probe.engine.serving import ServingLoop
     from workloads.replayer import OpenLoopReplayer
     engine = make_engine(context, options, bucket_edges=workload.bucket_edges,
                          max_new_tokens=workload.max_new_tokens, max_batch=MAX_BATCH, **settings)

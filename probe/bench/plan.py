@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from probe.errors import ConfigError
-from probe.options import OptConfig
+from probe.contract.errors import ConfigError
+from probe.contract.options import OptConfig
 
 QUICK_MODEL, DEFAULT_MODEL = "t5-tiny", "t5-small"
 QUICK_REQUESTS, DEFAULT_REQUESTS = 3, 40

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from probe.bench.plan import RunSpec
+from probe.contract.units import fmt_clock
 
 # Rough costs on a 2-core CPU; the progress line corrects them as runs finish.
 COST = {
@@ -44,12 +45,6 @@ def estimate_s(spec: RunSpec, *, model: str, passes: int) -> float:
     token_s = compiled_token if options.kv_cache == "on" else eager_token * 3
     return compiles * per_compile * scale + tokens * token_s + 1.0
 
-
-def clock(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 @dataclass
@@ -125,7 +120,7 @@ class Progress(StatusLine):
         bar = "#" * filled + "-" * (self.width - filled)
         elapsed = time.perf_counter() - self.started
         return (f"[{bar}] {100 * fraction:3.0f}% {self.title} · {self.last_phase} · "
-                f"{clock(elapsed)} elapsed · ~{clock(self.remaining_s())} left")
+                f"{fmt_clock(elapsed)} elapsed · ~{fmt_clock(self.remaining_s())} left")
 
     # -- events ------------------------------------------------------------------------------
     def start_run(self, index: int, experiment: str, label: str) -> None:

@@ -18,8 +18,16 @@ from probe.bench.plan import BenchSettings
 from probe.bench.report import report_document, write_report
 from probe.bench.results import FailedRun
 from probe.bench.study import Study
-from probe.bench.tasks import (BenchTask, MachineWork, Measured, OpenLoopWork, TaskOutcome,
-                               UnitWork, Work, run_task)
+from probe.bench.tasks import (
+    BenchTask,
+    MachineWork,
+    Measured,
+    OpenLoopWork,
+    TaskOutcome,
+    UnitWork,
+    Work,
+    run_task,
+)
 from probe.bench.torch_trace import TraceFolder, run_tlparse
 
 
@@ -34,7 +42,7 @@ MACHINE_ESTIMATE_S = 30.0           # the roofline's bandwidth and GEMM measurem
 
 def run_on_ray(settings: BenchSettings, started: float) -> int:
     from probe.bench.runner import measuring, prepare_study
-    from probe.models import load_model
+    from probe.engine.models import load_model
 
     cells = settings.cells()
     for model in dict.fromkeys(cell.model for cell in cells):

@@ -8,11 +8,12 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from probe.bench import fmt
 from probe.bench.experiments import acceptance_checks
 from probe.bench.nodes import nodes_markdown
 from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder
 from probe.bench.verdict import DRIFT_TOLERANCE
+from probe.contract.tables import table
+from probe.contract.units import NO_DATA, fmt_s
 from workloads.atomic import write_atomic
 
 REPORT_SCHEMA = "infertop-bench/1"
@@ -58,7 +59,7 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
 
 
 def write_report(out: Path, report: dict) -> None:
-    from probe.snapshot import write_json_atomic
+    from probe.contract.snapshot import write_json_atomic
     write_json_atomic(out / "report.json", report)
     write_atomic(out / "report.md", [render_markdown(report)])
 
@@ -89,7 +90,7 @@ def _environment_lines(report: dict) -> list[str]:
                      f"{calibration['min']:.1f}–{calibration['max']:.1f} ms, a {drift:.2f}× spread"
                      + (" — **differences between runs smaller than that are reported as noise**"
                         if drift > DRIFT_TOLERANCE else ""))
-    lines.append(f"- wall time {fmt.seconds(report.get('wall_s'))}"
+    lines.append(f"- wall time {fmt_s(report.get('wall_s'))}"
                  + (" — **interrupted: incomplete**" if report.get("incomplete") else ""))
     return lines
 
@@ -99,11 +100,11 @@ def render_section(section: dict) -> list[str]:
     if section.get("error"):
         return out + [f"This section could not be built: {section['error']}", ""]
     for label, key in TEMPLATE_FIELDS:
-        out.append(f"- **{label}:** {section.get(key, fmt.NA)}")
+        out.append(f"- **{label}:** {section.get(key, NO_DATA)}")
     out.append("")
-    table = section.get("table") or {}
-    if table.get("columns"):
-        out += [fmt.table(table["columns"], table["rows"]), ""]
+    main_table = section.get("table") or {}
+    if main_table.get("columns"):
+        out += [table(main_table["columns"], main_table["rows"]), ""]
     out.append("**Observed**")
     out.append("")
     out += [f"- {line}" for line in section.get("observed") or ["nothing was measured"]]
@@ -114,7 +115,7 @@ def render_section(section: dict) -> list[str]:
     out.append("")
     for extra in section.get("extra_tables", []):
         if extra.get("rows"):
-            out += [f"*{extra['title']}*", "", fmt.table(extra["columns"], extra["rows"]), ""]
+            out += [f"*{extra['title']}*", "", table(extra["columns"], extra["rows"]), ""]
     for note in section.get("notes", []):
         out.append(f"> {note}")
     if section.get("notes"):

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Mapping, Sequence, Union
 
-from probe.bench.spread import NO_DATA, Spread
-from probe.drift import DriftStats
-from probe.options import OptConfig
-from probe.records import CompileEvent, RequestRecord
-from probe.stats import summarize, tokens_per_s
+from probe.bench.spread import NO_SPREAD, Spread
+from probe.contract.drift import DriftStats
+from probe.contract.options import OptConfig
+from probe.contract.records import CompileEvent, RequestRecord
+from probe.contract.stats import summarize, tokens_per_s
 
 COMPILING = ("compile", "recompile")
 
@@ -240,7 +240,7 @@ def section_figures(outcome: Outcome) -> dict:
 
 
 def steady_spread(outcome: Outcome, name: str) -> Spread:
-    return outcome.spread(name) if isinstance(outcome, RunResult) else NO_DATA
+    return outcome.spread(name) if isinstance(outcome, RunResult) else NO_SPREAD
 
 
 def summarize_run(spec, data, warmup: PassResult, steady: Sequence[PassResult]) -> RunResult:

@@ -21,7 +21,7 @@ from probe.bench.runs import RunContext
 from probe.bench.study import Study
 from probe.bench.torch_trace import TlparseReport, TorchTrace, TraceFolder, run_tlparse
 from probe.bench.verdict import speed_drift
-from probe.errors import ConfigError
+from probe.contract.errors import ConfigError
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -34,9 +34,10 @@ def run_bench(args: argparse.Namespace) -> int:
         raise ConfigError("a list of models or traces is a matrix of studies, spread with "
                           "--ray (`--ray local` runs it on this machine)")
     import torch
+
     from probe.bench.experiments.roofline import measure_machine
-    from probe.device_probe import resolve_device
-    from probe.models import load_model
+    from probe.engine.device_probe import resolve_device
+    from probe.engine.models import load_model
 
     if settings.threads:
         torch.set_num_threads(settings.threads)
@@ -123,7 +124,8 @@ def measuring(progress: StatusLine, torch_trace: TorchTrace | None) -> Iterator[
 
 def bench_environment(device) -> dict:
     import torch
-    from probe.snapshot import environment
+
+    from probe.contract.snapshot import environment
     env = environment(device)
     try:
         import torch._inductor.config as inductor_config

@@ -15,8 +15,8 @@ from typing import Callable, Sequence
 
 from probe.bench.plan import RunSpec
 from probe.bench.results import PassResult, RunResult, summarize_run
-from probe.options import OptConfig
-from probe.records import RequestRecord
+from probe.contract.options import OptConfig
+from probe.contract.records import RequestRecord
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class RunContext:
     """What every engine of the study shares."""
     model: str
     device: str
-    loaded: object                       # probe.models.LoadedModel, shared by every run
+    loaded: object                       # probe.engine.models.LoadedModel, shared by every run
     max_input: int
     repeats: int
     compile_backend: str = "inductor"
@@ -53,7 +53,7 @@ def make_engine(context: RunContext, options: OptConfig, *, max_new_tokens: int,
                 bucket_edges: tuple[int, ...] = (), **settings):
     """The bench's one way to build an engine: the study's model, device and backend, with
     what a run or an experiment sets on top (`max_batch`, `kv_budget_bytes`, …)."""
-    from probe.engine import Engine, EngineSettings
+    from probe.engine.engine import Engine, EngineSettings
     return Engine(EngineSettings(model=context.model, device=context.device,
                                  bucket_edges=bucket_edges, max_input_tokens=context.max_input,
                                  max_new_tokens=max_new_tokens,
@@ -68,7 +68,7 @@ def serve_pass(engine, spec: RunSpec, pass_index: int, label: str,
     """Every request of the spec, back to back; arrival = the moment it is handed over.
     Request i of pass p gets seq p·stride + i: unique in the session, and the same input ids
     for the same request in every config."""
-    from probe.requests import EngineRequest
+    from probe.engine.requests import EngineRequest
     records: list[RequestRecord] = []
     count = len(spec.requests)
     stride = seq_stride or count
@@ -103,7 +103,8 @@ def calibrate_ms(repeats: int = 7) -> float:
 def _only(data, config_id: str):
     """The part of a session that one config served."""
     from types import MappingProxyType
-    from probe.session import SessionData
+
+    from probe.contract.session import SessionData
     return SessionData(
         records=tuple(r for r in data.records if r.config_id == config_id),
         events=tuple(e for e in data.events if e.config_id == config_id),
@@ -183,7 +184,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
 
 def _write_snapshot(engine, data, specs: Sequence[RunSpec], context: RunContext) -> str | None:
     """The group's session snapshot, for `snapshot show` / `snapshot compare`."""
-    from probe.snapshot import environment, session_document, write_json_atomic
+    from probe.contract.snapshot import environment, session_document, write_json_atomic
     if context.out_dir is None:
         return None
     first = specs[0]
@@ -202,7 +203,7 @@ def _write_snapshot(engine, data, specs: Sequence[RunSpec], context: RunContext)
 
 
 def _weight_bytes(engine, options: OptConfig) -> int | None:
-    from probe.roofline import weight_bytes
+    from probe.engine.roofline import weight_bytes
     try:
         return weight_bytes(engine.switchboard.model_for(options))
     except Exception:  # a figure we cannot read is shown as n/a, never a crash

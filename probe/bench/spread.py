@@ -1,5 +1,5 @@
 """The repeats of one figure: their median and range. A figure of one pass (its p50, its
-tokens/s) is computed in probe/stats.py from the raw records; here only its repeats combine."""
+tokens/s) is computed in probe/contract/stats.py from the raw records; here only its repeats combine."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
+
+from probe.contract.units import NO_DATA, fmt_ms
 
 
 @dataclass(frozen=True)
@@ -43,4 +45,18 @@ class Spread:
         return self.low <= other.high and other.low <= self.high
 
 
-NO_DATA = Spread(None, None, None, 0)
+NO_SPREAD = Spread(None, None, None, 0)
+
+
+def fmt_spread(raw: dict | Spread | None, render=fmt_ms) -> str:
+    """`12.3 ms (11.9–12.8 ms)`: the median of the repeats, then their range; one repeat alone."""
+    value = raw if isinstance(raw, Spread) else Spread.from_dict(raw)
+    if value.median is None:
+        return NO_DATA
+    if value.n < 2:
+        return render(value.median)
+    return f"{render(value.median)} ({_bare(render(value.low))}–{render(value.high)})"
+
+
+def _bare(text: str) -> str:
+    return text.rsplit(" ", 1)[0] if " " in text else text

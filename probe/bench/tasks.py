@@ -68,6 +68,7 @@ class MachineWork:
 
     def run(self, context: RunContext, hooks: RunHooks, phase: Phase) -> Measured:
         import torch
+
         from probe.bench.experiments.roofline import measure_machine
         return Measured(machine=measure_machine(context.loaded, torch.device(context.device)))
 
@@ -102,7 +103,7 @@ class TaskOutcome:
 @functools.lru_cache(maxsize=1)
 def loaded_model(name: str):
     """A worker serves many tasks of one study: it loads the model once, as a local run does."""
-    from probe.models import load_model
+    from probe.engine.models import load_model
     return load_model(name)
 
 
@@ -110,8 +111,9 @@ def run_task(task: BenchTask, board=None) -> TaskOutcome:
     """Run one task on this node into a temporary folder, and return what it measured and
     wrote. `board` (a Ray actor) hears when it starts, where, and each phase."""
     import torch
+
     from probe.bench.torch_trace import TorchTrace
-    from probe.device_probe import resolve_device
+    from probe.engine.device_probe import resolve_device
 
     started = time.perf_counter()
     device = resolve_device(task.context.device)

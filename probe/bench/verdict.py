@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Iterable
 
-from probe.bench import fmt
 from probe.bench.results import Outcome, RunResult, steady_spread
 from probe.bench.spread import Spread
+from probe.contract.units import NO_DATA
 
 DRIFT_TOLERANCE = 1.5    # calibration moving less than this between runs is ignored
 
@@ -104,7 +104,7 @@ def failed_text(outcome: Outcome) -> str | None:
 
 def stability(outcome: Outcome) -> str:
     if not isinstance(outcome, RunResult):
-        return fmt.NA
+        return NO_DATA
     if outcome.compile_fallbacks:
         return "fell back to eager (compile failed)"
     if outcome.recompile_limit_hits:

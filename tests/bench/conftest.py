@@ -9,11 +9,10 @@ import pytest
 
 from probe.bench.plan import BenchRequest, RunSpec
 from probe.bench.results import PassResult, RunResult, summarize_run
-from probe.options import OptConfig
-from probe.records import CompileEvent, GraphBreakRecord, RequestRecord
-from probe.session import ConfigEntry, SessionData
+from probe.contract.options import OptConfig
+from probe.contract.records import CompileEvent, GraphBreakRecord, RequestRecord
+from probe.contract.session import ConfigEntry, SessionData
 from tests.conftest import synthetic_record
-
 
 # the shared builder of records with consistent marks (tests/conftest.py)
 record = synthetic_record

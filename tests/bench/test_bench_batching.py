@@ -5,10 +5,15 @@ from dataclasses import replace
 
 import pytest
 
-from probe.bench.experiments.e7_batching import (BatchingResults, BatchRoofline, batching_run,
-                                                 build, saturation_rps)
+from probe.bench.experiments.e7_batching import (
+    BatchingResults,
+    BatchRoofline,
+    batching_run,
+    build,
+    saturation_rps,
+)
 from probe.bench.openloop import open_loop_figures, peak_concurrent_kv_bytes
-from probe.records import RequestRecord
+from probe.contract.records import RequestRecord
 
 BASE = RequestRecord(
     id="r", seq=0, config_id="c1", input_tokens=10, padded_tokens=10, output_tokens=5,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from probe.bench.experiments.e8_kv_layout import build, checks, layout_run
-from probe.records import KVPool
+from probe.contract.records import KVPool
 from tests.bench.conftest import record
 
 POOL = KVPool(layout="paged", block_tokens=16, blocks_total=100, blocks_peak=37, block_bytes=1024)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tui.cli import main
+from infertop.cli import main
 
 
 @pytest.mark.slow

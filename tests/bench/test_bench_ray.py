@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from infertop.cli import main
 from probe.bench.cluster import SLOT, Cluster, run_slot
 from probe.bench.cluster_progress import ClusterProgress
 from probe.bench.nodes import NodeInfo, Placement, nodes_markdown, nodes_summary
@@ -24,9 +25,8 @@ from probe.bench.plan import BenchRequest, BenchSettings, RunSpec
 from probe.bench.results import FailedRun, RunResult
 from probe.bench.runs import RunContext
 from probe.bench.tasks import BenchTask, Measured, TaskOutcome, UnitWork, run_task
-from probe.errors import ConfigError
-from probe.options import OptConfig
-from tui.cli import main
+from probe.contract.errors import ConfigError
+from probe.contract.options import OptConfig
 
 SPEC = RunSpec(OptConfig(decode="fullgraph"), (BenchRequest("a", 12, 3), BenchRequest("b", 20, 2)),
                "replayed")
@@ -256,7 +256,7 @@ def test_a_study_through_ray_equals_a_local_run_but_for_timings(tmp_path) -> Non
     home = tempfile.mkdtemp(prefix="ray", dir="/tmp")
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "tui.cli", *STUDY, "--out", str(spread), "--ray", "local"],
+            [sys.executable, "-m", "infertop.cli", *STUDY, "--out", str(spread), "--ray", "local"],
             env={**os.environ, "HOME": home, "RAY_TMPDIR": home, "RAY_ADDRESS": ""},
             capture_output=True, text=True, timeout=500)
     finally:

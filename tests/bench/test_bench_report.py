@@ -6,8 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from probe.bench.experiments import (ALL_EXPERIMENTS, EXPERIMENTS, acceptance_checks,
-                                     select_experiments)
+from probe.bench.experiments import (
+    ALL_EXPERIMENTS,
+    EXPERIMENTS,
+    acceptance_checks,
+    select_experiments,
+)
 from probe.bench.experiments.base import REFERENCE, Experiment
 from probe.bench.experiments.e6_combined import STEPS as E6_STEPS
 from probe.bench.experiments.observer import OBSERVER
@@ -16,8 +20,8 @@ from probe.bench.report import render_markdown
 from probe.bench.results import FailedRun, ObserverFigures, RunResult
 from probe.bench.spread import Spread
 from probe.bench.study import collect_runs
-from probe.errors import ConfigError
-from probe.options import OptConfig
+from probe.contract.errors import ConfigError
+from probe.contract.options import OptConfig
 
 # the experiments served back to back (E7 and E8 replay open loop with engines of their own)
 STUDY = tuple(n for n in ALL_EXPERIMENTS if isinstance(EXPERIMENTS[n], Experiment))

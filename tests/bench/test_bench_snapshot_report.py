@@ -6,12 +6,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probe.errors import ConfigError
-from probe.options import OptConfig
-from probe.records import CompileEvent, GraphBreakRecord
-from probe.snapshot import session_document, write_json_atomic
-from probe.snapshot_report import compare, metric_rows, show
-from tui.cli import main
+from infertop.cli import main
+from probe.contract.errors import ConfigError
+from probe.contract.options import OptConfig
+from probe.contract.records import CompileEvent, GraphBreakRecord
+from probe.contract.snapshot import session_document, write_json_atomic
+from probe.contract.snapshot_report import compare, metric_rows, show
+from probe.contract.units import fmt_ms
 
 EAGER = OptConfig()
 COMPILED = OptConfig(compile="default", decode="fullgraph")
@@ -39,11 +40,11 @@ def test_show_prints_one_row_per_config(tmp_path, make_session, make_record) -> 
     row1 = next(line for line in lines if line.startswith("c1 "))
     row2 = next(line for line in lines if line.startswith("c2 "))
     # p50 recomputed another way: numpy's median of the four latencies
-    assert f"{np.median(latencies):,.1f} ms" in row1
+    assert fmt_ms(float(np.median(latencies))) in row1
     assert "c2: compile=default decode=fullgraph" in text
     cells = re.split(r"\s{2,}", row2.strip())
     assert cells[9:11] == ["1", "1"]                   # compiles, recompiles
-    assert "3.0 s" in row2 and "2.0 kB" in row2
+    assert "3.00 s" in row2 and "2.00 KiB" in row2      # units as the dashboard shows them
     assert "×4 x.py:3" in text
 
 
@@ -55,7 +56,7 @@ def test_compare_gives_deltas_ratios_and_config_differences(tmp_path, make_sessi
     text = compare(a, b)
     assert "config differences: compile: off → default; decode: hf-generate → fullgraph" in text
     p50 = next(line for line in text.splitlines() if line.startswith("latency p50"))
-    assert "200.0 ms" in p50 and "100.0 ms" in p50 and "−100.0 ms" in p50 and "0.50×" in p50
+    assert "200 ms" in p50 and "100 ms" in p50 and "−100 ms" in p50 and "0.50×" in p50
     assert p50.rstrip().endswith("B")               # lower latency: B is better
     tokens = next(line for line in text.splitlines() if line.startswith("tokens/s"))
     assert "2.00×" in tokens                        # back to back: twice the tokens/s
@@ -82,7 +83,7 @@ def test_metric_rows_skip_metrics_neither_side_has(make_session, make_record) ->
 def test_cli_show_and_compare(tmp_path, make_session, make_record, capsys) -> None:
     path = _write(tmp_path / "a.json", make_session([make_record("x", 0, latency_ms=10.0)]))
     assert main(["snapshot", "show", path]) == 0
-    assert "10.0 ms" in capsys.readouterr().out
+    assert "10 ms" in capsys.readouterr().out
     assert main(["snapshot", "compare", path, path]) == 0
     assert "config differences: none" in capsys.readouterr().out
 

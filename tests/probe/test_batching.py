@@ -4,10 +4,10 @@ import threading
 
 import pytest
 
-from probe.serving import ServingLoop
+from probe.engine.serving import ServingLoop
 from tests.conftest import serve, tokens_of
-from workloads.records import Trace, TraceRequest
 from workloads.replayer import ClosedLoopReplayer
+from workloads.trace_records import Trace, TraceRequest
 
 SHAPES = [(9, 6), (13, 4), (5, 9), (11, 5), (7, 3), (15, 7), (6, 8), (12, 2)]
 

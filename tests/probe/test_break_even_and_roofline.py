@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from probe.bandwidth_cache import MachineBandwidth, machine_bandwidth
-from probe.live import break_even_status
-from probe.roofline import decode_step_bytes
-from probe.stats import break_even
+from probe.contract.live import break_even_status
+from probe.contract.stats import break_even
+from probe.engine.bandwidth_cache import MachineBandwidth, machine_bandwidth
+from probe.engine.roofline import decode_step_bytes
 from tests.conftest import synthetic_record as record
 
 
@@ -62,17 +62,17 @@ def test_the_engine_roofline_is_its_step_bytes_over_the_bandwidth(make_engine):
 
 
 def test_bandwidth_is_measured_once_per_machine_and_cached(tmp_path, monkeypatch):
-    import probe.roofline
+    import probe.engine.roofline
     calls = []
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(probe.roofline, "measure_bandwidth",
+    monkeypatch.setattr(probe.engine.roofline, "measure_bandwidth",
                         lambda device: calls.append(device) or type("B", (), {
                             "gemv_read_gb_s": 31.8})())
     first = machine_bandwidth("cpu", now=1000.0)
     again = machine_bandwidth("cpu", now=2000.0)
     assert calls == ["cpu"] and again == first and first.gemv_read_gb_s == 31.8
     busy = type("B", (), {"gemv_read_gb_s": 12.0})()
-    monkeypatch.setattr(probe.roofline, "measure_bandwidth", lambda device: calls.append(device)
+    monkeypatch.setattr(probe.engine.roofline, "measure_bandwidth", lambda device: calls.append(device)
                         or busy)
     next_day = machine_bandwidth("cpu", now=1000.0 + 25 * 3600)   # measured again, best kept
     assert len(calls) == 2 and next_day.gemv_read_gb_s == 31.8

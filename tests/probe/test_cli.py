@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tui.cli import main
+from infertop.cli import main
 
 SEGMENT_KEYS = {"config_id", "requests", "latency_ms", "ttft_ms", "tpot_ms", "throughput_rps",
                 "tokens_per_s", "compiles", "recompiles", "compile_s", "graph_breaks", "graphs",

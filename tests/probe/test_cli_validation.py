@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probe.errors import ConfigError
-from probe.options import CHOICES, OptConfig, parse_opts
-from tui.cli import main
+from infertop.cli import main
+from probe.contract.errors import ConfigError
+from probe.contract.options import CHOICES, OptConfig, parse_opts
 
 REPO = Path(__file__).resolve().parents[2]
 GOOD_ROW = '{"timestamp": 0, "input_length": 5, "output_length": 3}\n'
@@ -72,7 +72,7 @@ CASES: list[tuple[list[str], str]] = [
 # Runs every case in one fresh interpreter, so what each imports is visible.
 DRIVER = """
 import contextlib, io, json, sys
-from tui.cli import main
+from infertop.cli import main
 results = []
 for argv in json.loads(sys.argv[1]):
     err = io.StringIO()
@@ -132,7 +132,7 @@ def test_nothing_written_and_torch_never_imported(outcomes) -> None:
 
 
 def test_a_bad_opt_is_exactly_one_line_from_a_fresh_process(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "tui.cli", "replay", "--opt", "nope=1", "--out", "x.json"],
+    done = subprocess.run([sys.executable, "-m", "infertop.cli", "replay", "--opt", "nope=1", "--out", "x.json"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 2 and done.stdout == ""

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from probe.continued_replay import ContinuedReplayer, rest_of
-from workloads.records import Trace, TraceRequest
+from probe.engine.continued_replay import ContinuedReplayer, rest_of
+from workloads.trace_records import Trace, TraceRequest
 
 FAST = 1e6      # the whole trace in milliseconds of real time
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probe.drift import drift_stats, first_difference
+from probe.contract.drift import drift_stats, first_difference
 from tests.conftest import serve
 
 token_lists = st.lists(st.integers(0, 5), min_size=1, max_size=12)

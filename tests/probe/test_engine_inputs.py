@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from probe.engine_inputs import check_device, check_engine_inputs, check_model
-from probe.errors import ConfigError
+from probe.contract.engine_inputs import check_device, check_engine_inputs, check_model
+from probe.contract.errors import ConfigError
 
 
 @pytest.mark.parametrize("device", ["auto", "cpu", "cuda", "cuda:0", "cuda:12"])
@@ -82,7 +82,7 @@ def test_the_device_is_checked_first():
 def test_torch_trace_is_kept_beside_the_snapshots_only_when_asked(tmp_path):
     import argparse
 
-    from probe.engine_process import torch_trace_dir
+    from probe.engine.engine_process import torch_trace_dir
     asked = argparse.Namespace(torch_trace=True, snapshot_dir=str(tmp_path / "snaps"))
     folder = torch_trace_dir(asked)
     assert folder.startswith(str(tmp_path / "snaps" / "torch_trace-"))

@@ -1,4 +1,4 @@
-"""The engine in its own process: live snapshots arrive, commands apply, death is reported;
+"""The engine in its own process: live views arrive, commands apply, death is reported;
 it starts whatever the workload's size, a stuck one is killed, and a restart continues the
 session (same clock, same records, the crash marked)."""
 
@@ -10,16 +10,16 @@ import signal
 import time
 from dataclasses import replace
 
+import engine_targets
 import pytest
 
-import engine_targets
-from probe import protocol
-from probe.engine_process import EngineClient, EngineProcessConfig, config_from_args
-from probe.options import OptConfig
-from probe.settings import EngineSettings
-from probe.snapshot import read_document, session_data
-from probe.workload_setup import prepare_workload
-from workloads.records import Trace
+from probe.contract import protocol
+from probe.contract.options import OptConfig
+from probe.contract.settings import EngineSettings
+from probe.contract.snapshot import read_document, session_data
+from probe.engine.engine_process import EngineClient, EngineProcessConfig, config_from_args
+from probe.engine.workload_setup import prepare_workload
+from workloads.trace_records import Trace
 
 
 def wait_for(client: EngineClient, predicate, timeout: float = 180.0):
@@ -76,7 +76,7 @@ def test_an_engine_that_cannot_start_is_reported_with_its_exit_code():
 
 
 def test_a_stuck_engine_is_killed_by_stop(monkeypatch):
-    import probe.engine_process as engine_process
+    import probe.engine.engine_process as engine_process
     monkeypatch.setattr(engine_process, "STOP_WAIT_S", 0.2)
     client = EngineClient(config(big_workload(0.5)), target=engine_targets.never_reads)
     client.start()
@@ -91,8 +91,8 @@ def test_a_bad_model_or_device_is_refused_before_torch_is_imported():
     import subprocess
     import sys
     code = ("import argparse, sys\n"
-            "from probe.engine_process import config_from_args\n"
-            "from probe.errors import ConfigError\n"
+            "from probe.engine.engine_process import config_from_args\n"
+            "from probe.contract.errors import ConfigError\n"
             "for model, device in (('no-such-model', 'cpu'), ('t5-tiny', 'gpu:0')):\n"
             "    args = argparse.Namespace(model=model, device=device, trace='chat', opt=[],\n"
             "                              speed=None)\n"
@@ -116,11 +116,11 @@ def test_engine_process_publishes_and_obeys(tmp_path):
     client = EngineClient(config_from_args(args))
     client.start()
     try:
-        live = wait_for(client, lambda e: isinstance(e, protocol.Live) and e.snapshot.recent)
-        assert live.snapshot.options == OptConfig() and live.snapshot.replay.trace == "chat"
+        live = wait_for(client, lambda e: isinstance(e, protocol.Live) and e.view.recent)
+        assert live.view.options == OptConfig() and live.view.replay.trace == "chat"
         wanted = OptConfig(decode="fullgraph")
         client.send(protocol.SetOptions(wanted))
-        wait_for(client, lambda e: isinstance(e, protocol.Live) and e.snapshot.options == wanted)
+        wait_for(client, lambda e: isinstance(e, protocol.Live) and e.view.options == wanted)
         path = tmp_path / "s.json"
         client.send(protocol.SaveSnapshot(str(path)))
         saved = wait_for(client, lambda e: isinstance(e, (protocol.SnapshotSaved,
@@ -130,7 +130,7 @@ def test_engine_process_publishes_and_obeys(tmp_path):
         failed = wait_for(client, lambda e: isinstance(e, protocol.EngineFailed), timeout=10)
         assert "exited" in failed.error
         client.restart()
-        wait_for(client, lambda e: isinstance(e, protocol.Live) and e.snapshot.options == wanted)
+        wait_for(client, lambda e: isinstance(e, protocol.Live) and e.view.options == wanted)
     finally:
         client.stop()
 
@@ -152,7 +152,7 @@ def test_after_kill_9_a_restart_continues_the_session(tmp_path):
     client.start()
     try:
         before = wait_for(client, lambda e: isinstance(e, protocol.Live)
-                          and len(e.snapshot.recent) >= 3).snapshot
+                          and len(e.view.recent) >= 3).view
         os.kill(client._process.pid, signal.SIGKILL)
         wait_for(client, lambda e: isinstance(e, protocol.EngineFailed), timeout=20)
 
@@ -165,7 +165,7 @@ def test_after_kill_9_a_restart_continues_the_session(tmp_path):
 
         client.restart()
         after = wait_for(client, lambda e: isinstance(e, protocol.Live) and any(
-            r.seq >= len(down.records) for r in e.snapshot.recent)).snapshot
+            r.seq >= len(down.records) for r in e.view.recent)).view
         assert after.t_s > down.notices[-1].t_s                     # the same clock, going on
         assert {r.id for r in down.records} <= {r.id for r in after.recent}
         assert any(n.text.startswith("engine restarted after it died (exit code -9)")

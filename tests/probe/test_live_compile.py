@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import threading
 
-from probe.live_reporter import LiveReporter
-from probe.serving import ServingLoop
+from probe.engine.live_reporter import LiveReporter
+from probe.engine.serving import ServingLoop
 from tests.conftest import request
-from workloads.records import Trace, TraceRequest
 from workloads.replayer import OpenLoopReplayer
+from workloads.trace_records import Trace, TraceRequest
 
 
 def build_elsewhere(reporter: LiveReporter):

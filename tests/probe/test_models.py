@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from probe.errors import ConfigError
-from probe.models import PRESETS, load_model
+from probe.contract.errors import ConfigError
+from probe.engine.models import PRESETS, load_model
 
 
 def test_t5_small_preset_has_the_real_t5_small_shape():

@@ -1,7 +1,7 @@
 import pytest
 
-from probe.errors import ConfigError
-from probe.options import CHOICES, OptConfig, parse_opts
+from probe.contract.errors import ConfigError
+from probe.contract.options import CHOICES, OptConfig, parse_opts
 
 
 def test_parse_applies_each_pair_over_the_defaults():
@@ -38,7 +38,7 @@ def test_label_lists_only_what_differs_from_the_baseline():
 def test_the_readme_table_is_the_registry():
     from pathlib import Path
 
-    from probe.options import markdown_table
+    from probe.contract.options import markdown_table
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert markdown_table() in readme
 
@@ -46,7 +46,7 @@ def test_the_readme_table_is_the_registry():
 def test_every_option_has_its_own_hotkey_and_a_place_that_applies_it():
     from pathlib import Path
 
-    from probe.options import OPTIONS
+    from probe.contract.options import OPTIONS
     root = Path(__file__).resolve().parents[2]
     assert len({o.hotkey for o in OPTIONS}) == len(OPTIONS)
     for option in OPTIONS:

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probe.continuous_scheduler import ContinuousScheduler
-from probe.engine import Engine, EngineSettings
-from probe.options import parse_opts
-from probe.paged import BlockAllocator
-from probe.requests import EngineRequest
+from probe.contract.options import parse_opts
+from probe.engine.continuous_scheduler import ContinuousScheduler
+from probe.engine.engine import Engine, EngineSettings
+from probe.engine.paged import BlockAllocator
+from probe.engine.requests import EngineRequest
 from tests.conftest import varied_tiny_model
 
 MAX_NEW, MAX_INPUT, BLOCK = 12, 24, 4

@@ -14,8 +14,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from probe.switchboard import Switchboard
-from tui.cli import main
+from infertop.cli import main
+from probe.engine.switchboard import Switchboard
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = ["replay", "--model", "t5-tiny", "--trace", "chat", "--device", "cpu",
@@ -64,7 +64,7 @@ def test_failed_requests_exit_1_with_the_count_and_first_reason(tmp_path, capsys
 
 def test_sigint_saves_what_was_served_and_metrics_are_scraped_while_it_runs(tmp_path):
     out = tmp_path / "run.json"
-    command = [sys.executable, "-m", "tui.cli", *BASE[:-2], "--speed", "4", "--requests",
+    command = [sys.executable, "-m", "infertop.cli", *BASE[:-2], "--speed", "4", "--requests",
                "200", "--metrics-port", "0", "--out", str(out)]
     child = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.PIPE,
                              text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -106,7 +106,7 @@ def test_snapshot_export_from_the_command_line(tmp_path, capsys):
 
 
 def test_the_saved_session_keeps_what_the_panels_cannot_recompute(tmp_path):
-    from probe.snapshot import read_document, saved_live_parts
+    from probe.contract.snapshot import read_document, saved_live_parts
     out = tmp_path / "run.json"
     assert main([*BASE, "--requests", "2", "--out", str(out)]) == 0
     document = read_document(out)

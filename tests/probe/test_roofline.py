@@ -2,8 +2,13 @@ import pytest
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
-from probe.roofline import (classify, decode_step_bytes, measure_bandwidth,
-                                  measure_matmul_gflops, weight_bytes)
+from probe.engine.roofline import (
+    classify,
+    decode_step_bytes,
+    measure_bandwidth,
+    measure_matmul_gflops,
+    weight_bytes,
+)
 
 
 def _t5(**shape) -> T5ForConditionalGeneration:
@@ -72,7 +77,7 @@ def test_classify_overhead_vs_memory_bound() -> None:
 
 
 def test_step_bytes_per_precision_are_measured_on_converted_copies() -> None:
-    from probe.roofline import step_bytes_by_precision
+    from probe.engine.roofline import step_bytes_by_precision
     model = _t5(**SMALLISH)
     fp32 = decode_step_bytes(model).total
     by_precision = step_bytes_by_precision(model)

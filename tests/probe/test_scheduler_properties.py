@@ -15,14 +15,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probe.continuous_scheduler import ContinuousScheduler
-from probe.engine import Engine, EngineSettings
-from probe.options import parse_opts
-from probe.requests import EngineRequest
-from probe.serving import ServingLoop
+from probe.contract.options import parse_opts
+from probe.engine.continuous_scheduler import ContinuousScheduler
+from probe.engine.engine import Engine, EngineSettings
+from probe.engine.requests import EngineRequest
+from probe.engine.serving import ServingLoop
 from tests.conftest import varied_tiny_model
-from workloads.records import Trace, TraceRequest
 from workloads.replayer import OpenLoopReplayer
+from workloads.trace_records import Trace, TraceRequest
 
 MAX_NEW_TOKENS = 12
 MAX_INPUT = 24

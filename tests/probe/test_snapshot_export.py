@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from probe.headless import document_for
-from probe.snapshot import write_json_atomic
-from probe.snapshot_export import export
-from probe.workload_setup import prepare_workload
+from probe.contract.snapshot import write_json_atomic
+from probe.contract.snapshot_export import export
+from probe.engine.headless import document_for
+from probe.engine.workload_setup import prepare_workload
 from tests.conftest import serve
 
 NUMERIC = ("latency_ms", "ttft_ms", "tpot_ms", "queue_ms", "kv_cache_bytes", "start_s", "end_s")

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from probe.errors import ConfigError
-from probe.options import OptConfig
-from probe.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
-from probe.session import ConfigEntry, SessionData
-from probe.snapshot import read_document, session_data, session_document
-from probe.snapshot_report import compare, show
-from tui.cli import main
+from infertop.cli import main
+from probe.contract.errors import ConfigError
+from probe.contract.options import OptConfig
+from probe.contract.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
+from probe.contract.session import ConfigEntry, SessionData
+from probe.contract.snapshot import read_document, session_data, session_document
+from probe.contract.snapshot_report import compare, show
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -1,13 +1,13 @@
 """Every percentile the engine reports equals numpy's on that segment's raw records."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from dataclasses import replace
-
 from probe.bench.openloop import open_loop_figures
-from probe.live import window_stats
-from probe.stats import segment_stats, throughput_rps, tokens_per_s
+from probe.contract.live import window_stats
+from probe.contract.stats import segment_stats, throughput_rps, tokens_per_s
 from tests.conftest import serve
 
 

@@ -1,5 +1,5 @@
 """Fixtures for the dashboard tests: synthetic snapshots (tui/synthetic.py, built by the real
-probe.live.build_live, with the states that stress the text), a fake engine, and the screen as
+probe.contract.live.build_live, with the states that stress the text), a fake engine, and the screen as
 plain text. (Engine logs go under tmp_path: tests/conftest.py points XDG_STATE_HOME there.)"""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Callable, Iterator
 import pytest
 from rich.console import Console
 
-from probe.live import LiveSnapshot
-from probe.options import OptConfig
+from probe.contract.live import LiveView
+from probe.contract.options import OptConfig
 from tui.app import InfertopApp
 from tui.engine_handle import FakeEngine
 from tui.synthetic import ASKED, STAGES, stage
@@ -22,7 +22,7 @@ from tui.widgets.recompiles import RecompilePanel
 
 
 @pytest.fixture(scope="session")
-def stages() -> dict[str, LiveSnapshot]:
+def stages() -> dict[str, LiveView]:
     return {name: stage(name) for name in STAGES}
 
 

@@ -8,9 +8,17 @@ from dataclasses import replace
 
 import pytest
 
-from probe.options import CHOICES, OptConfig
-from probe.protocol import (Live, Pause, ResetWindow, Resume, SaveSnapshot, SetOptions, SetSpeed,
-                            SnapshotFailed)
+from probe.contract.options import CHOICES, OptConfig
+from probe.contract.protocol import (
+    Live,
+    Pause,
+    ResetWindow,
+    Resume,
+    SaveSnapshot,
+    SetOptions,
+    SetSpeed,
+    SnapshotFailed,
+)
 from tui.engine_handle import FakeEngine
 from tui.help_screen import HelpScreen
 from tui.widgets.status_bar import SHORT_NAMES
@@ -31,7 +39,7 @@ def test_every_option_has_a_key_and_a_status_bar_name():
 async def test_every_toggle_key_sends_the_next_option_and_the_status_bar_shows_it(make_app):
     engine = FakeEngine()
     app = make_app(engine, apply_delay_s=0)
-    served = app.snapshot.options
+    served = app.view.options
     expected = app.requested
     async with app.run_test(size=(200, 40)) as pilot:     # room to show every option pending
         for key, option in TOGGLES.items():
@@ -92,7 +100,7 @@ async def test_the_pending_mark_goes_once_the_engine_serves_the_options(make_app
         assert "bucket=off→on" in status(app)
         served = replace(stages["baseline"], options=OptConfig(bucketing="on"), t_s=200.0)
         engine.emit(Live(served))
-        await until(pilot, lambda: app.snapshot is served)
+        await until(pilot, lambda: app.view is served)
         assert "bucket=on" in status(app) and "→" not in status(app)
 
 

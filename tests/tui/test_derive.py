@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from probe.options import OptConfig
+from probe.contract.options import OptConfig
 from tui import derive
 from tui.synthetic import ASKED, CONTINUOUS_NOTE, ERRORS, MAX_BATCH
 
@@ -80,8 +80,8 @@ def test_labels(stages):
     assert derive.config_label(stages["bucketing"], "c1") == "baseline"
 
 
-def _states(asked: OptConfig, snapshot, asked_since_start: bool = True) -> dict:
-    return {s.name: s for s in derive.option_states(asked, snapshot, asked_since_start)}
+def _states(asked: OptConfig, view, asked_since_start: bool = True) -> dict:
+    return {s.name: s for s in derive.option_states(asked, view, asked_since_start)}
 
 
 def test_an_option_is_pending_until_the_engine_has_received_and_applied_it(stages):

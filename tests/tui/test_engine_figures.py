@@ -13,20 +13,18 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from probe.drift import DriftStats
-from probe.live import eager_twin
-from probe.options import OptConfig
-from probe.records import CompileInProgress
-from probe.stats import MIN_BREAK_EVEN_REQUESTS
+from probe.contract.drift import DriftStats
+from probe.contract.live import eager_twin
+from probe.contract.options import OptConfig
+from probe.contract.records import CompileInProgress
+from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS
 from tui import derive
 from tui.engine_handle import FakeEngine
 from tui.synthetic import MEASURED_UNIX
 from tui.widgets.compile_clock import CompileClock
 from tui.widgets.kv_cache import kv_detail, kv_headline
-from tui.widgets.latency import (break_even_line, cost_summary, log_ticks, roofline_line,
-                                 twin_keys)
-from tui.widgets.recompiles import (Running, compile_counts, compile_feed,
-                                    latest_event)
+from tui.widgets.latency import break_even_line, cost_summary, log_ticks, roofline_line, twin_keys
+from tui.widgets.recompiles import Running, compile_counts, compile_feed, latest_event
 from tui.widgets.segments import fmt_drift, segment_rows, segments_subtitle
 
 NOW_UNIX = MEASURED_UNIX + 3.2 * 86400
@@ -98,12 +96,12 @@ def test_one_requests_stall_only_grows_across_its_successive_compiles(stages):
     second = replace(base, t_s=101.5, compiling=CompileInProgress("0/2", "forward", "req-7",
                                                                   101.0, 6.0))
     readings = []
-    for snapshot, local in ((first, 0.0), (first, 0.9), (second, 0.0), (second, 2.0)):
+    for view, local in ((first, 0.0), (first, 0.9), (second, 0.0), (second, 2.0)):
         if local == 0.0:
-            clock.arrived(snapshot)
+            clock.arrived(view)
             arrived_at = now[0]
         now[0] = arrived_at + local
-        readings.append((clock.stall_s(snapshot, "live"), clock.elapsed_s(snapshot, "live")))
+        readings.append((clock.stall_s(view, "live"), clock.elapsed_s(view, "live")))
     stalls = [stall for stall, _ in readings]
     assert stalls == sorted(stalls) and stalls == pytest.approx([5.0, 5.9, 6.5, 8.5])
     assert [elapsed for _, elapsed in readings] == pytest.approx([5.0, 5.9, 0.5, 2.5])
@@ -114,7 +112,7 @@ async def test_the_status_bar_shows_the_requests_whole_stall(make_app, stages):
     later = replace(compiling, compiling=replace(compiling.compiling, waited_before_s=30.0))
     app = make_app(FakeEngine(), at=None)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.snapshot = later
+        app.view = later
         await pilot.pause()
         first = str(app.query_one("#status").render()).splitlines()[0]
     assert "compiling… 53 s (req-0060 waits)" in first       # 30 s before + 23 s of this one

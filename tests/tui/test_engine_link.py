@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from probe.protocol import Finished, Live, Loading, Pause, SetSpeed
-from probe.records import Notice
+from probe.contract.protocol import Finished, Live, Loading, Pause, SetSpeed
+from probe.contract.records import Notice
 from tui.engine_handle import FakeEngine
 from tui.messages import EngineLive, EngineLoading
 
@@ -26,7 +26,7 @@ async def test_the_engine_is_started_and_its_snapshots_reach_every_panel(make_ap
         await until(pilot, lambda: "loading t5-small on cpu" in status(app))
         assert engine.starts == 1
         engine.emit(Live(stages["compiled"]))
-        await until(pilot, lambda: app.snapshot is stages["compiled"])
+        await until(pilot, lambda: app.view is stages["compiled"])
         await pilot.pause()
         text = read_screen(app)
         assert "running" in status(app)
@@ -54,13 +54,13 @@ async def test_a_dead_engine_is_said_its_data_kept_and_R_restarts_it(make_app, s
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("plus")                         # state the restart must restore
         await pilot.press("space")
-        before = app.snapshot
+        before = app.view
         engine.die("the engine process exited (code -9)")
         await until(pilot, lambda: app.engine_state == "failed")
         await pilot.pause()
         assert "engine stopped: the engine process exited (code -9)" in status(app)
         assert "R restarts it" in status(app)
-        assert app.snapshot is before and "3 recompiles" in read_screen(app)  # kept
+        assert app.view is before and "3 recompiles" in read_screen(app)  # kept
         assert "R restart" in read_screen(app).splitlines()[-1]   # the footer offers it
 
         sent = len(engine.commands())
@@ -115,12 +115,12 @@ async def test_new_notices_become_notifications_once(make_app, stages, until):
     app = make_app(engine)
     notes: list[tuple[str, str]] = []
     notice = Notice(10.0, "warning", "int8 weight-only quantization is not available here")
-    snapshot = replace(stages["baseline"], notices=(notice,))
+    view = replace(stages["baseline"], notices=(notice,))
     async with app.run_test() as pilot:
         app.notify = lambda m, severity="information", **kw: notes.append((m, severity))  # type: ignore[method-assign]
-        engine.emit(Live(snapshot))
-        engine.emit(Live(replace(snapshot, t_s=snapshot.t_s + 1)))
-        await until(pilot, lambda: app.snapshot is not None and app.snapshot.t_s > snapshot.t_s)
+        engine.emit(Live(view))
+        engine.emit(Live(replace(view, t_s=view.t_s + 1)))
+        await until(pilot, lambda: app.view is not None and app.view.t_s > view.t_s)
     assert notes == [(notice.text, "warning")]
 
 
@@ -148,7 +148,7 @@ async def test_status_bar_says_overloaded_plainly_on_one_line(make_app, size, sa
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         assert "offered load exceeds capacity" not in status(app)   # a compile, not overload
-        app.snapshot = replace(app.snapshot, replay=replace(app.snapshot.replay, overloaded=True))
+        app.view = replace(app.view, replay=replace(app.view.replay, overloaded=True))
         await pilot.pause()
         first = status(app).splitlines()[0]
         assert said in first and len(first) <= size[0] - 2
@@ -178,9 +178,9 @@ async def test_a_poll_that_raises_is_shown_and_R_still_restarts(make_app, until)
 
 async def test_s_while_the_engine_is_down_saves_what_it_served_from_its_journal(
         make_app, stages, until, tmp_path):
-    from probe.engine_process import new_journal
-    from probe.journal import JournaledSession, JournalWriter
-    from probe.snapshot import read_document, session_data
+    from probe.contract.journal import JournaledSession, JournalWriter
+    from probe.contract.snapshot import read_document, session_data
+    from probe.engine.engine_process import new_journal
 
     journal = new_journal(tmp_path / "state")
     writer = JournalWriter(journal)
@@ -225,10 +225,10 @@ async def test_s_while_down_with_nothing_journaled_is_said_not_raised(make_app, 
 
 
 def real_engine(target):
-    from probe.engine_process import EngineClient, EngineProcessConfig
-    from probe.options import OptConfig
-    from probe.settings import EngineSettings
-    from probe.workload_setup import prepare_workload
+    from probe.contract.options import OptConfig
+    from probe.contract.settings import EngineSettings
+    from probe.engine.engine_process import EngineClient, EngineProcessConfig
+    from probe.engine.workload_setup import prepare_workload
     return EngineClient(EngineProcessConfig(EngineSettings(model="t5-tiny", device="cpu"),
                                             OptConfig(), prepare_workload("chat"), "chat"),
                         target=target)

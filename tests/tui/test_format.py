@@ -2,8 +2,17 @@
 
 import pytest
 
-from tui.format import (fmt_bytes, fmt_clock, fmt_count, fmt_fraction, fmt_ms, fmt_pct, fmt_rate,
-                        fmt_speed, truncate, truncate_left)
+from probe.contract.units import (
+    fmt_bytes,
+    fmt_clock,
+    fmt_count,
+    fmt_fraction,
+    fmt_ms,
+    fmt_pct,
+    fmt_rate,
+    fmt_speed,
+)
+from tui.format import truncate, truncate_left
 
 
 @pytest.mark.parametrize("value, text", [

@@ -20,13 +20,13 @@ from dataclasses import replace
 
 from textual import events
 
-from probe.protocol import Live
+from probe.contract.protocol import Live
 from tui.engine_handle import FakeEngine
 
 KEYS = (("c", "c"), ("b", "b"), ("space", " "), ("plus", "+"), ("minus", "-"), ("r", "r"),
         ("g", "g"), ("space", " "), ("k", "k"), ("B", "B")) * 2
 HANG_S = 60.0
-PUBLISH_INTERVAL_S = 0.5     # probe.engine_process.PUBLISH_INTERVAL_S (not imported: it loads torch)
+PUBLISH_INTERVAL_S = 0.5     # probe.engine.engine_process.PUBLISH_INTERVAL_S (not imported: it loads torch)
 
 
 async def _press_and_measure(app, engine: FakeEngine) -> list[float]:
@@ -85,5 +85,5 @@ async def test_keys_reach_the_engine_while_full_snapshots_stream_in(make_app, st
         finally:
             stop.set()
             feeder.join()
-        assert app.snapshot.t_s > 1000.0     # snapshots really were drawn meanwhile
+        assert app.view.t_s > 1000.0     # snapshots really were drawn meanwhile
     _report("snapshots streaming + GIL hog", latencies)

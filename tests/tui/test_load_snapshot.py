@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from probe.errors import ConfigError
-from probe.protocol import Shutdown
-from probe.snapshot import session_document, write_json_atomic
+from probe.contract.errors import ConfigError
+from probe.contract.protocol import Shutdown
+from probe.contract.snapshot import session_document, write_json_atomic
 from tui import launch as launch_module
 from tui.app import InfertopApp
 from tui.engine_handle import FakeEngine
@@ -88,17 +88,17 @@ def test_launch_load_runs_the_app_read_only(saved, monkeypatch):
     monkeypatch.setattr(InfertopApp, "run", lambda self, **kw: ran.append(self))
     assert launch(_args(load=str(saved))) == 0
     (app,) = ran
-    assert app.read_only and app.engine is None and app.snapshot.config_id == "c3"
+    assert app.read_only and app.engine is None and app.view.config_id == "c3"
 
 
 def test_launch_live_builds_the_engine_from_args_and_stops_it(monkeypatch):
-    import probe.engine_process as engine_process
+    import probe.engine.engine_process as engine_process
 
     engines: list[FakeEngine] = []
 
     class Config:
         def __init__(self, args):
-            from probe.options import parse_opts
+            from probe.contract.options import parse_opts
             self.options, self.speed = parse_opts(args.opt), args.speed
 
     def client(config):
@@ -124,7 +124,7 @@ def test_launch_live_builds_the_engine_from_args_and_stops_it(monkeypatch):
 
 
 def test_a_loaded_continuous_session_shows_its_slots_and_device(tmp_path):
-    from tui.cli import main
+    from infertop.cli import main
     out = tmp_path / "continuous.json"
     assert main(["replay", "--model", "t5-tiny", "--trace", "chat", "--device", "cpu",
                  "--requests", "6", "--speed", "1000", "--max-output", "8",

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from probe.protocol import Live, SaveSnapshot
-from probe.records import CompileInProgress, Notice, RooflineStatus
+from probe.contract.protocol import Live, SaveSnapshot
+from probe.contract.records import CompileInProgress, Notice, RooflineStatus
 from tui.engine_handle import FakeEngine
 
 HOSTILE = "[/] [bold]not bold[/bold] [link=x]"
@@ -23,7 +23,7 @@ async def test_s_with_a_markup_path_and_a_markup_notice_keeps_running(
     notice = Notice(baseline.t_s + 1.0, "warning", f"the engine says {HOSTILE}")
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         engine.emit(Live(replace(baseline, t_s=baseline.t_s + 2.0, notices=(notice,))))
-        await until(pilot, lambda: app.snapshot.t_s > baseline.t_s)
+        await until(pilot, lambda: app.view.t_s > baseline.t_s)
         await pilot.press("s")
         await until(pilot, lambda: "session saved" in read_screen(app)
                     and "not bold" in read_screen(app))
@@ -40,11 +40,11 @@ async def test_s_with_a_markup_path_and_a_markup_notice_keeps_running(
 async def test_markup_in_engine_data_shows_as_written(make_app, stages, read_screen, until):
     failing = stages["failing"]
     event = replace(failing.compile_events[-1], reason=f"guard {HOSTILE}", function="f[/]")
-    snapshot = replace(failing, compile_events=failing.compile_events + (event,),
+    view = replace(failing, compile_events=failing.compile_events + (event,),
                        model=f"t5{HOSTILE}")
     app = make_app(FakeEngine(), at=None)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.snapshot = snapshot
+        app.view = view
         await until(pilot, lambda: "f[/]" in read_screen(app))
         shown = read_screen(app)
     assert "guard [/] [bold]not bold" in shown and "f[/]" in shown
@@ -58,10 +58,10 @@ async def test_markup_in_a_running_compile_and_the_roofline_shows_as_written(
     compiled = stages["compiled"]
     running = CompileInProgress("1/0", "g[/b]", "req[/]", compiled.t_s - 3.0, 0.0)
     roofline = RooflineStatus("bf16[/]", 1, 1.0, 0.0, 1.0)
-    snapshot = replace(compiled, compiling=running, roofline=roofline)
+    view = replace(compiled, compiling=running, roofline=roofline)
     app = make_app(FakeEngine(), at=None)
     async with app.run_test(size=(120, 40)) as pilot:
-        app.snapshot = snapshot
+        app.view = view
         await until(pilot, lambda: "g[/b]" in read_screen(app))
         shown = read_screen(app)
     assert "g[/b]" in shown and "req[/] waits" in shown and "(bf16[/] · 1.0 GB/s" in shown

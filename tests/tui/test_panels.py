@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from probe.device_sample import DeviceSample
-from probe.records import GraphBreakRecord
+from probe.contract.device_sample import DeviceSample
+from probe.contract.records import GraphBreakRecord
 from tui.engine_handle import FakeEngine
 from tui.widgets.device import device_detail, device_headline, device_title
 from tui.widgets.graph_breaks import break_headline, break_reasons
@@ -60,8 +60,8 @@ def test_every_event_kind_reads(stages):
     assert "fallback" in shown and "serving eager" in shown
     assert "limit" in shown and "prewarm" in shown     # no request waited: a prewarm compile
     assert "cudagraph" in shown and "running" in shown
-    snapshot = replace(stages["compiled"], compile_events=stages["compiled"].compile_events + events)
-    assert "1 fallback · 1 limit · 1 cudagraph" in text(compile_counts(snapshot))
+    view = replace(stages["compiled"], compile_events=stages["compiled"].compile_events + events)
+    assert "1 fallback · 1 limit · 1 cudagraph" in text(compile_counts(view))
     assert "last 0/0_1 cudagraph running" in text(latest_event(events))
 
 
@@ -74,24 +74,24 @@ def test_short_reason_compacts_size_mismatches_only():
 
 def test_graph_breaks_per_config_with_locations(stages):
     bucketing = stages["bucketing"]
-    extra = GraphBreakRecord("c1", "Unsupported: call_function", "probe/decode_hf.py:40", 1)
-    snapshot = replace(bucketing, graph_breaks=bucketing.graph_breaks + (extra,))
-    shown = text(break_reasons(snapshot, width=80))
+    extra = GraphBreakRecord("c1", "Unsupported: call_function", "probe/engine/decode_hf.py:40", 1)
+    view = replace(bucketing, graph_breaks=bucketing.graph_breaks + (extra,))
+    shown = text(break_reasons(view, width=80))
     assert shown.index("c3 compile=default bucketing=on: 12") < shown.index("c2 compile=default: 12")
     assert shown.index("c2 compile=default: 12") < shown.index("c1 baseline: 1")
     assert "×6 Data-dependent branching" in shown
     assert "transformers/generation/stopping_criteria.py:512" in shown
     assert "c3 compile=default bucketing=on: 12 breaks at 3 sites" in shown
-    assert text(break_headline(snapshot)).startswith("12 breaks at 3 sites · 35 graphs in c3")
+    assert text(break_headline(view)).startswith("12 breaks at 3 sites · 35 graphs in c3")
 
 
 def test_graph_breaks_count_sites_not_log_lines(stages):
     """Dynamo logs one site once per frame it compiles there: 13 breaks may be 6 places."""
     c3 = next(s for s in stages["bucketing"].segments if s.config_id == "c3")
     many = replace(c3, graph_breaks=13, graph_break_sites=6)
-    snapshot = replace(stages["bucketing"], segments=(many,))
-    assert text(break_headline(snapshot)).startswith("13 breaks at 6 sites · ")
-    one = replace(snapshot, segments=(replace(c3, graph_breaks=1, graph_break_sites=1),))
+    view = replace(stages["bucketing"], segments=(many,))
+    assert text(break_headline(view)).startswith("13 breaks at 6 sites · ")
+    one = replace(view, segments=(replace(c3, graph_breaks=1, graph_break_sites=1),))
     assert text(break_headline(one)).startswith("1 break at 1 site · ")
 
 
@@ -140,9 +140,9 @@ def test_kv_panel_names_every_figure(stages):
     of what (the latest request, the peak, a config's mean request, the per-request p95)."""
     kv = replace(stages["bucketing"].kv, now_bytes=3 * 2 ** 20, now_used_bytes=2 * 2 ** 20,
                  peak_bytes=9 * 2 ** 20, per_request_p95_bytes=4 * 2 ** 20)
-    snapshot = replace(stages["bucketing"], kv=kv)
+    view = replace(stages["bucketing"], kv=kv)
     lines = [line.strip() for line in
-             (text(kv_headline(snapshot)) + text(kv_detail(snapshot), width=60)).splitlines()]
+             (text(kv_headline(view)) + text(kv_detail(view), width=60)).splitlines()]
     assert lines[0].startswith("peak held 9.00 MiB · headroom ≈")
     assert lines[1] == "latest request held 3.00 MiB · used 2.00 MiB"
     assert lines[2].startswith("self-attention ")
@@ -200,7 +200,7 @@ async def test_the_compact_layout_keeps_status_numbers_and_segments(make_app, re
 
 
 def test_batching_shows_occupancy_padding_and_slots(stages):
-    from probe.live import batch_status
+    from probe.contract.live import batch_status
     baseline = stages["baseline"]
     window = tuple(replace(r, batch_size=4.0, padded_tokens=r.input_tokens * 2)
                    for r in baseline.recent[-10:])

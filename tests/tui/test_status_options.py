@@ -1,5 +1,5 @@
 """The options line shows what the engine serves: a value asked for is pending until the engine
-says it received the options and applied them (LiveSnapshot.requested_options,
+says it received the options and applied them (LiveView.requested_options,
 options_pending); a value the engine chose itself (continuous batching forces decode=fullgraph)
 is shown as changed, with the engine's reason, never as pending for ever."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from probe.options import OptConfig
-from probe.protocol import Live, SetOptions
+from probe.contract.options import OptConfig
+from probe.contract.protocol import Live, SetOptions
 from tui.engine_handle import FakeEngine
 from tui.synthetic import CONTINUOUS_NOTE
 
@@ -30,7 +30,7 @@ async def test_b_b_serves_continuous_and_decode_is_changed_by_the_engine_not_pen
         assert served.requested_options == OptConfig(batching="continuous")
         assert not served.options_pending
         engine.emit(Live(served))
-        await until(pilot, lambda: app.snapshot is served)
+        await until(pilot, lambda: app.view is served)
         await pilot.pause()
         shown = status(app).splitlines()
     assert "decode=fullgraph!" in shown[1] and "batch=continuous" in shown[1]
@@ -47,12 +47,12 @@ async def test_a_value_stays_pending_until_the_engine_received_and_applied_it(ma
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("i")                          # int8, which this engine refuses
         shown = []
-        for snapshot in (replace(baseline, t_s=baseline.t_s + 1.0),       # not received yet
+        for view in (replace(baseline, t_s=baseline.t_s + 1.0),       # not received yet
                          replace(baseline, t_s=baseline.t_s + 2.0, requested_options=int8,
                                  options_pending=True),                    # not applied yet
                          replace(baseline, t_s=baseline.t_s + 3.0, requested_options=int8)):
-            engine.emit(Live(snapshot))
-            await until(pilot, lambda: app.snapshot is snapshot)
+            engine.emit(Live(view))
+            await until(pilot, lambda: app.view is view)
             await pilot.pause()
             shown.append(status(app))
     assert "quant=off→int8" in shown[0] and "quant=off→int8" in shown[1]
@@ -69,7 +69,7 @@ async def test_a_fresh_engine_clock_ends_what_was_pending(make_app, stages, unti
         assert "bucket=off→on" in status(app)
         fresh = replace(stages["baseline"], t_s=3.0, recent=())
         engine.emit(Live(fresh))
-        await until(pilot, lambda: app.snapshot is fresh)
+        await until(pilot, lambda: app.view is fresh)
         await pilot.pause()
         assert app.options_sent_s is None
         assert "bucket=off!" in status(app)

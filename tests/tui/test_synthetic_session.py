@@ -1,5 +1,5 @@
 """The synthetic session is realistic where tests and screenshots rely on it, and the figures
-the dashboard shows (computed by probe.live) agree with a second computation here."""
+the dashboard shows (computed by probe.contract.live) agree with a second computation here."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 
 import pytest
 
-from workloads.records import Trace, TraceRequest
+from workloads.trace_records import Trace, TraceRequest
 
 
 @pytest.fixture
@@ -38,8 +38,8 @@ def write_csv(tmp_path: Path) -> Callable[..., Path]:
 
 @pytest.fixture
 def cli() -> Callable[..., int]:
-    """Run `infertop trace ...` through workloads.cli.register, as the top-level CLI will."""
-    from workloads.cli import register
+    """Run `infertop trace ...` through workloads.trace_commands.register, as the top-level CLI will."""
+    from workloads.trace_commands import register
 
     def run(*argv: str) -> int:
         parser = argparse.ArgumentParser(prog="infertop")

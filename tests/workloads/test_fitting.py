@@ -3,7 +3,7 @@ import pytest
 
 from workloads.errors import TraceError
 from workloads.fitting import fit_to_model
-from workloads.records import Trace, TraceRequest
+from workloads.trace_records import Trace, TraceRequest
 
 
 def _trace(inputs: list[int], outputs: list[int]) -> Trace:

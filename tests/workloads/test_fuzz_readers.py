@@ -19,10 +19,10 @@ from workloads.buckets import parse_bucket_edges
 from workloads.errors import TraceError
 from workloads.fitting import fit_to_model
 from workloads.importers import import_trace
-from workloads.records import Trace
 from workloads.rows import MAX_LENGTH, MAX_SPAN_S
-from workloads.stats import trace_stats
 from workloads.trace import load_trace, write_trace
+from workloads.trace_records import Trace
+from workloads.trace_stats import trace_stats
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

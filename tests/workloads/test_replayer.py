@@ -199,7 +199,7 @@ def test_closed_loop_keeps_concurrency_outstanding(make_trace) -> None:
 
 
 def test_closed_loop_request_done_too_often() -> None:
-    from workloads.records import Trace, TraceRequest
+    from workloads.trace_records import Trace, TraceRequest
 
     replayer = ClosedLoopReplayer(Trace("t", (TraceRequest(0.0, 1, 1),)), concurrency=1)
     with pytest.raises(RuntimeError):

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from workloads.records import Trace, TraceRequest
 from workloads.tokens import estimate_tokens
 from workloads.trace import BUILTIN_TRACES, load_trace, load_trace_with_report, write_trace
+from workloads.trace_records import Trace, TraceRequest
 
 
 def test_write_then_load_gives_the_same_requests(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ import pytest
 
 from workloads.buckets import plan_buckets, powers_of_two_plan
 from workloads.importers import import_trace
-from workloads.stats import trace_stats
 from workloads.trace import load_trace
+from workloads.trace_stats import trace_stats
 
 
 def _check_against_numpy(stats: dict, times_s: np.ndarray, inputs: np.ndarray, outputs: np.ndarray) -> None:

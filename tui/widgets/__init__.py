@@ -1,1 +1,1 @@
-"""The dashboard's panels: each renders only the LiveSnapshot it is bound to."""
+"""The dashboard's panels: each renders only the LiveView it is bound to."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from probe.device_sample import DeviceSample
-from probe.live import LiveSnapshot
-from tui.format import NOT_AVAILABLE, fitting, fmt_bytes, fmt_pct
+from probe.contract.device_sample import DeviceSample
+from probe.contract.live import LiveView
+from probe.contract.units import NOT_AVAILABLE, fmt_bytes, fmt_pct
+from tui.format import fitting
 from tui.widgets.panel import Panel, Parts
 
 TITLE = "Device"
@@ -67,13 +68,13 @@ def device_title(sample: DeviceSample | None) -> Text:
 class DevicePanel(Panel):
     TITLE = TITLE
 
-    def render_key(self, snapshot: LiveSnapshot) -> object:
-        return snapshot.device_sample
+    def render_key(self, view: LiveView) -> object:
+        return view.device_sample
 
-    def draw(self, snapshot: LiveSnapshot, width: int) -> None:
-        super().draw(snapshot, width)
-        self.border_title = device_title(snapshot.device_sample)  # a Text: never markup
+    def draw(self, view: LiveView, width: int) -> None:
+        super().draw(view, width)
+        self.border_title = device_title(view.device_sample)  # a Text: never markup
 
-    def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
-        sample = snapshot.device_sample
+    def render_parts(self, view: LiveView, width: int) -> Parts:
+        sample = view.device_sample
         return Parts(device_headline(sample, width), device_detail(sample))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from probe.live import LiveSnapshot
+from probe.contract.live import LiveView
+from probe.contract.units import fmt_count
 from tui import derive
-from tui.format import fmt_count
 from tui.widgets.panel import Panel, Parts
 
 TITLE = "Failures"
@@ -36,15 +36,15 @@ def latest_failure(failures: derive.Failures) -> Text:
 class FailuresPanel(Panel):
     TITLE = TITLE
 
-    def render_key(self, snapshot: LiveSnapshot) -> object:
-        failed = [r for r in snapshot.recent if not r.ok]
-        return snapshot.replay.failed, failed[-1:], len(failed)
+    def render_key(self, view: LiveView) -> object:
+        failed = [r for r in view.recent if not r.ok]
+        return view.replay.failed, failed[-1:], len(failed)
 
-    def draw(self, snapshot: LiveSnapshot, width: int) -> None:
-        failures = derive.failures(snapshot)
+    def draw(self, view: LiveView, width: int) -> None:
+        failures = derive.failures(view)
         self.display = failures.failed > 0 or failures.latest is not None
         self.border_title = failures_title(failures)   # a Text: error kinds are never markup
-        super().draw(snapshot, width)
+        super().draw(view, width)
 
-    def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
-        return Parts(latest_failure(derive.failures(snapshot)), "")
+    def render_parts(self, view: LiveView, width: int) -> Parts:
+        return Parts(latest_failure(derive.failures(view)), "")

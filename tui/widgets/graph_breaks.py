@@ -6,29 +6,30 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from probe.live import LiveSnapshot
+from probe.contract.live import LiveView
+from probe.contract.units import plural
 from tui import derive
-from tui.format import plural, truncate_left
+from tui.format import truncate_left
 from tui.widgets.panel import Panel, Parts
 
 
-def break_headline(snapshot: LiveSnapshot, width: int = 80) -> Text:
-    segment = derive.segment(snapshot, snapshot.config_id)
+def break_headline(view: LiveView, width: int = 80) -> Text:
+    segment = derive.segment(view, view.config_id)
     breaks = segment.graph_breaks if segment else 0
     graphs = segment.graphs if segment else 0
     text = Text(plural(breaks, "break"), style="bold red" if breaks else "green")
     if segment and breaks:
         text.append(f" at {plural(segment.graph_break_sites, 'site')}", style="red")
     text.append(f" · {plural(graphs, 'graph')}")
-    where = f" in {snapshot.config_id}"
+    where = f" in {view.config_id}"
     if text.cell_len + len(where) <= width:
         text.append(where)
     text.no_wrap, text.overflow = True, "ellipsis"
     return text
 
 
-def top_reason(snapshot: LiveSnapshot) -> Text:
-    breaks = [b for b in snapshot.graph_breaks if b.config_id == snapshot.config_id]
+def top_reason(view: LiveView) -> Text:
+    breaks = [b for b in view.graph_breaks if b.config_id == view.config_id]
     if not breaks:
         return Text("no graph breaks in this config", style="dim")
     top = max(breaks, key=lambda b: b.count)
@@ -38,21 +39,21 @@ def top_reason(snapshot: LiveSnapshot) -> Text:
     return text
 
 
-def break_reasons(snapshot: LiveSnapshot, width: int = 80) -> RenderableType:
-    if not snapshot.graph_breaks:
+def break_reasons(view: LiveView, width: int = 80) -> RenderableType:
+    if not view.graph_breaks:
         return Text("no graph breaks", style="dim")
-    config_ids = [snapshot.config_id] + sorted(
-        {b.config_id for b in snapshot.graph_breaks} - {snapshot.config_id}, reverse=True)
+    config_ids = [view.config_id] + sorted(
+        {b.config_id for b in view.graph_breaks} - {view.config_id}, reverse=True)
     lines: list[Text] = []
     for config_id in config_ids:
-        breaks = sorted((b for b in snapshot.graph_breaks if b.config_id == config_id),
+        breaks = sorted((b for b in view.graph_breaks if b.config_id == config_id),
                         key=lambda b: -b.count)
         if not breaks:
             continue
         total = sum(b.count for b in breaks)
-        segment = derive.segment(snapshot, config_id)
+        segment = derive.segment(view, config_id)
         sites = f" at {plural(segment.graph_break_sites, 'site')}" if segment else ""
-        lines.append(Text(f"{config_id} {derive.config_label(snapshot, config_id)}: "
+        lines.append(Text(f"{config_id} {derive.config_label(view, config_id)}: "
                           f"{plural(total, 'break')}{sites}",
                           style="bold", no_wrap=True, overflow="ellipsis"))
         for record in breaks:
@@ -67,11 +68,11 @@ def break_reasons(snapshot: LiveSnapshot, width: int = 80) -> RenderableType:
 class GraphBreakPanel(Panel):
     TITLE = "Graph breaks"
 
-    def render_key(self, snapshot: LiveSnapshot) -> object:
-        segment = derive.segment(snapshot, snapshot.config_id)
-        return (snapshot.graph_breaks, snapshot.config_id, snapshot.configs,
+    def render_key(self, view: LiveView) -> object:
+        segment = derive.segment(view, view.config_id)
+        return (view.graph_breaks, view.config_id, view.configs,
                 segment.graphs if segment else 0)
 
-    def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
-        return Parts(break_headline(snapshot, width), break_reasons(snapshot, width),
-                     top_reason(snapshot))
+    def render_parts(self, view: LiveView, width: int) -> Parts:
+        return Parts(break_headline(view, width), break_reasons(view, width),
+                     top_reason(view))

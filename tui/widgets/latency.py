@@ -16,11 +16,12 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from probe.live import LiveSnapshot
-from probe.options import OPTION_BY_KEY, OptConfig
-from probe.stats import MIN_BREAK_EVEN_REQUESTS, Summary
+from probe.contract.live import LiveView
+from probe.contract.options import OPTION_BY_KEY, OptConfig
+from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS, Summary
+from probe.contract.units import fmt_age, fmt_count, fmt_ms
 from tui import derive
-from tui.format import fitting, fmt_age, fmt_count, fmt_ms
+from tui.format import fitting
 from tui.widgets.panel import WAITING, Panel
 
 # plotext's names for the markers, and Rich's for the legend
@@ -28,9 +29,9 @@ COMPILE_COLOR, COMPILE_RICH = "red", "red"
 CONFIG_COLOR, CONFIG_RICH = "orange", "dark_orange"
 
 
-def latency_table(snapshot: LiveSnapshot) -> Table:
-    segment = derive.segment(snapshot, snapshot.config_id)
-    window = snapshot.window
+def latency_table(view: LiveView) -> Table:
+    segment = derive.segment(view, view.config_id)
+    window = view.window
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
     table.add_column("", style="bold", no_wrap=True)
     table.add_column("over", style="dim", no_wrap=True)
@@ -41,13 +42,13 @@ def latency_table(snapshot: LiveSnapshot) -> Table:
             ("TPOT", window.tpot_ms, segment.tpot_ms if segment else Summary()))
     for name, over_window, over_segment in rows:
         table.add_row(name, "window", *_percentiles(over_window))
-        table.add_row("", Text(snapshot.config_id), *_percentiles(over_segment))
+        table.add_row("", Text(view.config_id), *_percentiles(over_segment))
     return table
 
 
-def counts_subtitle(snapshot: LiveSnapshot) -> str:
-    segment = derive.segment(snapshot, snapshot.config_id)
-    return (f"window {fmt_count(snapshot.window.requests)} req · {snapshot.config_id} "
+def counts_subtitle(view: LiveView) -> str:
+    segment = derive.segment(view, view.config_id)
+    return (f"window {fmt_count(view.window.requests)} req · {view.config_id} "
             f"{fmt_count(segment.requests if segment else 0)} req")
 
 
@@ -55,14 +56,14 @@ def _percentiles(summary: Summary) -> tuple[str, str, str]:
     return fmt_ms(summary.p50), fmt_ms(summary.p95), fmt_ms(summary.p99)
 
 
-def roofline_line(snapshot: LiveSnapshot, width: int, now_unix: float) -> Text:
+def roofline_line(view: LiveView, width: int, now_unix: float) -> Text:
     """The current config's TPOT p50 over this machine's memory roofline for its precision
     (RooflineStatus.ratio), and when the bandwidth was measured."""
-    roofline = snapshot.roofline
+    roofline = view.roofline
     if roofline is None:
         return Text("roofline: this machine's bandwidth is not measured yet", style="dim")
-    tpot_ms, ratio = derive.roofline_ratio(snapshot)
-    tpot = f"{snapshot.config_id} TPOT {fmt_ms(tpot_ms)}"
+    tpot_ms, ratio = derive.roofline_ratio(view)
+    tpot = f"{view.config_id} TPOT {fmt_ms(tpot_ms)}"
     limit = (f"{ratio:.1f}× roofline" if ratio is not None
              else f"roofline {fmt_ms(roofline.roofline_ms)}")
     age = fmt_age(now_unix - roofline.measured_unix)
@@ -78,10 +79,10 @@ def twin_keys(served: OptConfig, twin: OptConfig) -> str:
                     for key, value in twin.as_dict().items() if getattr(served, key) != value)
 
 
-def break_even_line(snapshot: LiveSnapshot, width: int) -> Text:
-    """Requests of this traffic that repay the served config's compile (probe.stats.break_even),
+def break_even_line(view: LiveView, width: int) -> Text:
+    """Requests of this traffic that repay the served config's compile (probe.contract.stats.break_even),
     or why there is no such figure yet."""
-    cost = derive.compile_cost(snapshot)
+    cost = derive.compile_cost(view)
     pair = f"({cost.compiled_config} vs {cost.eager_config})"
     if cost.status == "repaid":
         return Text(f"compile repaid after ≈{fmt_count(cost.requests)} requests {pair}")
@@ -93,19 +94,19 @@ def break_even_line(snapshot: LiveSnapshot, width: int) -> Text:
                             f"break-even: measuring (≥{MIN_BREAK_EVEN_REQUESTS} requests "
                             "each side)"), style="dim")
     if cost.status == "no twin" and cost.twin is not None:
-        twin, keys = cost.twin.label(), twin_keys(snapshot.options, cost.twin)
+        twin, keys = cost.twin.label(), twin_keys(view.options, cost.twin)
         return Text(fitting(width, f"break-even: serve {twin} eager too ({keys}), "
                                    f"≥{MIN_BREAK_EVEN_REQUESTS} requests",
                             f"break-even: serve {twin} eager too ({keys})",
                             f"break-even: no eager twin served ({keys})"), style="dim")
-    return Text(f"no compile to repay: {snapshot.config_id} runs eager", style="dim")
+    return Text(f"no compile to repay: {view.config_id} runs eager", style="dim")
 
 
-def cost_summary(snapshot: LiveSnapshot) -> str | None:
+def cost_summary(view: LiveView) -> str | None:
     """The two cost lines in a few words, for the compact layout (None: nothing to say)."""
-    _, ratio = derive.roofline_ratio(snapshot)
+    _, ratio = derive.roofline_ratio(view)
     parts = [] if ratio is None else [f"{ratio:.1f}× roofline"]
-    cost = derive.compile_cost(snapshot)
+    cost = derive.compile_cost(view)
     parts.append({"repaid": f"repaid ≈{fmt_count(cost.requests)} req",
                   "never": "compile never repaid", "measuring": "break-even: measuring",
                   "no twin": "break-even: no eager twin", "eager": ""}[cost.status])
@@ -129,11 +130,11 @@ class LatencyPlot(PlotextPlot):
     fell outside the canvas and its label was drawn over the x axis' rows (and plotext
     log-scales the data and ticks but not a ylim, which is why a ylim in ms emptied it)."""
 
-    def show(self, snapshot: LiveSnapshot) -> None:
+    def show(self, view: LiveView) -> None:
         plt = self.plt
         plt.clear_figure()
         plt.xlabel("session time (s)")
-        recent = snapshot.recent
+        recent = view.recent
         if recent:
             values = [max(r.latency_ms, 0.1) for r in recent]
             ticks, labels = log_ticks(min(values), max(values))
@@ -148,7 +149,7 @@ class LatencyPlot(PlotextPlot):
                 plt.scatter([r.start_s for r in failed], [_log(r.latency_ms) for r in failed],
                             marker="x", color="red")
             start, top = min(r.start_s for r in recent), _log(max(values))
-            for event in snapshot.compile_events:
+            for event in view.compile_events:
                 if event.start_s >= start:
                     plt.vertical_line(event.start_s, color=COMPILE_COLOR)
             for change in derive.config_changes(recent):
@@ -161,8 +162,8 @@ def _log(latency_ms: float) -> float:
     return math.log10(max(latency_ms, 0.1))
 
 
-def plot_key(snapshot: LiveSnapshot) -> object:
-    recent, events = snapshot.recent, snapshot.compile_events
+def plot_key(view: LiveView) -> object:
+    recent, events = view.recent, view.compile_events
     ends = (recent[0].seq, recent[-1].seq) if recent else None
     return ends, len(recent), len(events), events[-1:]
 
@@ -185,30 +186,30 @@ class LatencyPanel(Panel):
             id="latency-legend", classes="detail")
         yield LatencyPlot(id="latency-plot", classes="detail")
 
-    def watch_snapshot(self, snapshot: LiveSnapshot | None) -> None:
-        if snapshot is None:
+    def watch_view(self, view: LiveView | None) -> None:
+        if view is None:
             return
-        numbers_key = (snapshot.window, snapshot.config_id,
-                       derive.segment(snapshot, snapshot.config_id))
+        numbers_key = (view.window, view.config_id,
+                       derive.segment(view, view.config_id))
         if numbers_key != self._numbers_key:
             self._numbers_key = numbers_key
-            self.query_one("#latency-numbers", Static).update(latency_table(snapshot),
+            self.query_one("#latency-numbers", Static).update(latency_table(view),
                                                               layout=False)
-        self.show_cost(snapshot)
-        if plot_key(snapshot) != self._plot_key:
-            self._plot_key = plot_key(snapshot)
+        self.show_cost(view)
+        if plot_key(view) != self._plot_key:
+            self._plot_key = plot_key(view)
             # Data only; plotext draws in render(), which a hidden (compact) plot skips.
-            self.query_one(LatencyPlot).show(snapshot)
+            self.query_one(LatencyPlot).show(view)
 
-    def show_cost(self, snapshot: LiveSnapshot) -> None:
+    def show_cost(self, view: LiveView) -> None:
         """The roofline and break-even lines; folded into the subtitle when they are hidden."""
         cost = self.query_one("#latency-cost", Static)
         width = cost.content_size.width or self.content_size.width or 66
-        lines = Text("\n").join([roofline_line(snapshot, width, time.time()),
-                                 break_even_line(snapshot, width)])
-        short = None if cost.display else cost_summary(snapshot)
+        lines = Text("\n").join([roofline_line(view, width, time.time()),
+                                 break_even_line(view, width)])
+        short = None if cost.display else cost_summary(view)
         # ids are data, not markup
-        subtitle = Text(short if short is not None else counts_subtitle(snapshot))
+        subtitle = Text(short if short is not None else counts_subtitle(view))
         key = (lines.plain, subtitle.plain)
         if key != self._cost_key:
             self._cost_key = key

@@ -1,9 +1,9 @@
-"""The shape every panel shares: a bordered box bound to the app's snapshot.
+"""The shape every panel shares: a bordered box bound to the app's live view.
 
 A panel always shows its one-line `headline`; the wide layout adds `.detail`, the compact
 layout (80×24) shows a one-line `.compact-only` summary instead when the panel has one.
 Each part has a fixed height (see dashboard.tcss), so an update repaints without a relayout,
-and a panel whose `render_key` did not change is not redrawn at all: snapshots arrive twice a
+and a panel whose `render_key` did not change is not redrawn at all: live views arrive twice a
 second and most of them change only a few panels.
 """
 
@@ -17,7 +17,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from probe.live import LiveSnapshot
+from probe.contract.live import LiveView
 
 WAITING = "waiting for the engine…"
 
@@ -30,7 +30,7 @@ class Parts(NamedTuple):
 
 class Panel(Vertical):
     TITLE = ""
-    snapshot: reactive[LiveSnapshot | None] = reactive(None)
+    view: reactive[LiveView | None] = reactive(None)
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -42,27 +42,27 @@ class Panel(Vertical):
         yield Static("", classes="compact-only", markup=False)
         yield Static("", classes="detail", markup=False)
 
-    def watch_snapshot(self, snapshot: LiveSnapshot | None) -> None:
-        if snapshot is None:
+    def watch_view(self, view: LiveView | None) -> None:
+        if view is None:
             return
-        key = (self.render_key(snapshot), self.content_size)
+        key = (self.render_key(view), self.content_size)
         if key == self._drawn_key:
             return
         self._drawn_key = key
-        self.draw(snapshot, self.content_size.width or 80)
+        self.draw(view, self.content_size.width or 80)
 
     def on_resize(self) -> None:
-        self.watch_snapshot(self.snapshot)   # some text is cut to the width
+        self.watch_view(self.view)   # some text is cut to the width
 
-    def draw(self, snapshot: LiveSnapshot, width: int) -> None:
-        parts = self.render_parts(snapshot, width)
+    def draw(self, view: LiveView, width: int) -> None:
+        parts = self.render_parts(view, width)
         self.query_one(".headline", Static).update(parts.headline, layout=False)
         self.query_one(".compact-only", Static).update(parts.compact, layout=False)
         self.query_one(".detail", Static).update(parts.detail, layout=False)
 
-    def render_key(self, snapshot: LiveSnapshot) -> Any:
+    def render_key(self, view: LiveView) -> Any:
         """What the panel shows depends on: equal keys mean nothing to redraw."""
-        return snapshot
+        return view
 
-    def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
+    def render_parts(self, view: LiveView, width: int) -> Parts:
         raise NotImplementedError

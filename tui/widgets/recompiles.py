@@ -14,10 +14,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.reactive import reactive
 
-from probe.live import LiveSnapshot
-from probe.records import CompileEvent, CompileInProgress
+from probe.contract.live import LiveView
+from probe.contract.records import CompileEvent, CompileInProgress
+from probe.contract.units import fmt_clock, fmt_s, plural
 from tui import derive
-from tui.format import fmt_clock, fmt_s, plural
 from tui.widgets.compile_clock import TICK_S, CompileClock, whole_seconds
 from tui.widgets.panel import Panel, Parts
 
@@ -36,21 +36,21 @@ class Running:
     stall_s: float          # the waiting request's stall so far, earlier compiles included
 
 
-def compile_counts(snapshot: LiveSnapshot, width: int = 80) -> Text:
+def compile_counts(view: LiveView, width: int = 80) -> Text:
     """Counts by kind and compile time; "compiling now" while one runs, when it fits."""
-    kinds = Counter(e.kind for e in snapshot.compile_events)
+    kinds = Counter(e.kind for e in view.compile_events)
     text = Text()
-    text.append(plural(snapshot.compiles, "compile"), style="yellow")
+    text.append(plural(view.compiles, "compile"), style="yellow")
     text.append(" · ")
-    text.append(plural(snapshot.recompiles, "recompile"),
-                style="bold red" if snapshot.recompiles else "")
+    text.append(plural(view.recompiles, "recompile"),
+                style="bold red" if view.recompiles else "")
     for kind in ("fallback", "limit", "cudagraph"):
         if kinds[kind]:
             text.append(f" · {kinds[kind]} {kind}", style=KIND_STYLES[kind])
-    total_s = sum(s.compile_s for s in snapshot.segments)
+    total_s = sum(s.compile_s for s in view.segments)
     if total_s:
         text.append(f" ({fmt_s(total_s)})", style="dim")
-    if snapshot.compiling is not None and text.cell_len + len(COMPILING_NOW) <= width:
+    if view.compiling is not None and text.cell_len + len(COMPILING_NOW) <= width:
         text.append(COMPILING_NOW, style="bold yellow")
     return text
 
@@ -157,32 +157,32 @@ class RecompilePanel(Panel):
     def on_mount(self) -> None:
         self.set_interval(TICK_S, self._tick)
 
-    def watch_snapshot(self, snapshot: LiveSnapshot | None) -> None:
-        self._compile_clock.arrived(snapshot)
-        super().watch_snapshot(snapshot)
+    def watch_view(self, view: LiveView | None) -> None:
+        self._compile_clock.arrived(view)
+        super().watch_view(view)
 
     def watch_engine_state(self) -> None:
-        self.watch_snapshot(self.snapshot)
+        self.watch_view(self.view)
 
     def _tick(self) -> None:
-        if self.snapshot is not None and self.snapshot.compiling is not None:
-            self.watch_snapshot(self.snapshot)
+        if self.view is not None and self.view.compiling is not None:
+            self.watch_view(self.view)
 
-    def running(self, snapshot: LiveSnapshot) -> Running | None:
+    def running(self, view: LiveView) -> Running | None:
         clock, state = self._compile_clock, self.engine_state
-        elapsed, stall = clock.elapsed_s(snapshot, state), clock.stall_s(snapshot, state)
-        if snapshot.compiling is None or elapsed is None or stall is None:
+        elapsed, stall = clock.elapsed_s(view, state), clock.stall_s(view, state)
+        if view.compiling is None or elapsed is None or stall is None:
             return None
-        return Running(snapshot.compiling, elapsed, stall)
+        return Running(view.compiling, elapsed, stall)
 
-    def render_key(self, snapshot: LiveSnapshot) -> object:
-        running = self.running(snapshot)
+    def render_key(self, view: LiveView) -> object:
+        running = self.running(view)
         ticking = (int(running.elapsed_s), int(running.stall_s)) if running else None
-        return (snapshot.compile_events, tuple(s.compile_s for s in snapshot.segments),
-                snapshot.compiling, ticking)
+        return (view.compile_events, tuple(s.compile_s for s in view.segments),
+                view.compiling, ticking)
 
-    def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
-        events, running = snapshot.compile_events, self.running(snapshot)
+    def render_parts(self, view: LiveView, width: int) -> Parts:
+        events, running = view.compile_events, self.running(view)
         rows = max(self.content_size.height - 2, 1) if self.content_size.height else FEED_ROWS
-        return Parts(compile_counts(snapshot, width), compile_feed(events, rows, running),
+        return Parts(compile_counts(view, width), compile_feed(events, rows, running),
                      latest_event(events, running))

@@ -11,11 +11,12 @@ from textual.coordinate import Coordinate
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
-from probe.drift import DriftStats
-from probe.live import LiveSnapshot
-from probe.stats import SegmentStats
+from probe.contract.drift import DriftStats
+from probe.contract.live import LiveView
+from probe.contract.stats import SegmentStats
+from probe.contract.units import NO_DATA, fmt_bytes, fmt_count, fmt_ms, fmt_rate
 from tui import derive
-from tui.format import NO_DATA, fitting, fmt_bytes, fmt_count, fmt_ms, fmt_rate
+from tui.format import fitting
 
 DRIFT = "drift tok·req"
 COLUMNS = ("config", "req", "p50", "p95", "p99", "TTFT95", "TPOT50", "tok/s", DRIFT, "comp",
@@ -23,7 +24,7 @@ COLUMNS = ("config", "req", "p50", "p95", "p99", "TTFT95", "TPOT50", "tok/s", DR
 # Under NARROW_WIDTH columns: the short config name and the columns that tell the story.
 NARROW_COLUMNS = ("config", "req", "p50", "p95", "p99", "TPOT50", "tok/s", DRIFT, "recomp")
 NARROW_WIDTH = 100
-# What the drift column counts, and why a preset's drift reads high (probe.drift's
+# What the drift column counts, and why a preset's drift reads high (probe.contract.drift's
 # RANDOM_WEIGHTS_CAVEAT, shortened for the screen)
 DRIFT_MEANS = "drift tok·req: tokens · requests equal to the fp32 eager reference's (sampled)"
 CAVEATS = ("{means}; {model} has random weights: drift overstates a trained model's "
@@ -45,15 +46,15 @@ def fmt_drift(drift: DriftStats | None, narrow: bool = False) -> str:
     return f"{agree}·{exact} n={drift.sampled_requests}"
 
 
-def segments_subtitle(snapshot: LiveSnapshot, width: int) -> str:
+def segments_subtitle(view: LiveView, width: int) -> str:
     """What the drift column counts, and the caveat when the model has random weights."""
-    if not derive.random_weights(snapshot):
+    if not derive.random_weights(view):
         return fitting(width, DRIFT_MEANS, "drift tok·req: equal to fp32 eager's")
     means = DRIFT_MEANS.removesuffix(" (sampled)")
-    return fitting(width, *(c.format(means=means, model=snapshot.model) for c in CAVEATS))
+    return fitting(width, *(c.format(means=means, model=view.model) for c in CAVEATS))
 
 
-def segment_cells(snapshot: LiveSnapshot, stats: SegmentStats | None, config_id: str,
+def segment_cells(view: LiveView, stats: SegmentStats | None, config_id: str,
                   role: str, narrow: bool = False) -> dict[str, str | Text]:
     name = f"{role} {config_id}"
     cells: dict[str, str | Text] = {name: NO_DATA for name in COLUMNS}
@@ -73,29 +74,29 @@ def segment_cells(snapshot: LiveSnapshot, stats: SegmentStats | None, config_id:
     return cells
 
 
-def segments_title(snapshot: LiveSnapshot) -> str:
+def segments_title(view: LiveView) -> str:
     """The configs compared, with their labels (the rows name only their ids)."""
-    now = f"{snapshot.config_id} {derive.config_label(snapshot, snapshot.config_id)}"
-    previous = derive.previous_config_id(snapshot)
+    now = f"{view.config_id} {derive.config_label(view, view.config_id)}"
+    previous = derive.previous_config_id(view)
     if previous is None:
         return f"Segments: {now}"
-    return f"Segments: {previous} {derive.config_label(snapshot, previous)} → {now}"
+    return f"Segments: {previous} {derive.config_label(view, previous)} → {now}"
 
 
-def segment_rows(snapshot: LiveSnapshot, narrow: bool = False) -> list[dict[str, str | Text]]:
+def segment_rows(view: LiveView, narrow: bool = False) -> list[dict[str, str | Text]]:
     """The previous config's row (when there is one), then the current config's."""
     rows = []
-    previous = derive.previous_config_id(snapshot)
+    previous = derive.previous_config_id(view)
     if previous is not None:
-        rows.append(segment_cells(snapshot, derive.segment(snapshot, previous), previous,
+        rows.append(segment_cells(view, derive.segment(view, previous), previous,
                                   "prev", narrow))
-    rows.append(segment_cells(snapshot, derive.segment(snapshot, snapshot.config_id),
-                              snapshot.config_id, "now", narrow))
+    rows.append(segment_cells(view, derive.segment(view, view.config_id),
+                              view.config_id, "now", narrow))
     return rows
 
 
 class SegmentsPanel(Vertical):
-    snapshot: reactive[LiveSnapshot | None] = reactive(None)
+    view: reactive[LiveView | None] = reactive(None)
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -110,15 +111,15 @@ class SegmentsPanel(Vertical):
         yield table
 
     def on_resize(self) -> None:
-        self.watch_snapshot(self.snapshot)
+        self.watch_view(self.view)
 
-    def watch_snapshot(self, snapshot: LiveSnapshot | None) -> None:
+    def watch_view(self, view: LiveView | None) -> None:
         narrow = 0 < self.size.width < NARROW_WIDTH
         columns = NARROW_COLUMNS if narrow else COLUMNS
-        rows = segment_rows(snapshot, narrow) if snapshot is not None else []
-        if snapshot is not None:
-            titles = (segments_title(snapshot),
-                      segments_subtitle(snapshot, max(self.size.width - 6, 20)))
+        rows = segment_rows(view, narrow) if view is not None else []
+        if view is not None:
+            titles = (segments_title(view),
+                      segments_subtitle(view, max(self.size.width - 6, 20)))
             if titles != self._titles:     # setting a title repaints, even the same one
                 self._titles = titles
                 # Text: ids and the model's name are data, not markup

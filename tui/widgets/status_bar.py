@@ -14,11 +14,11 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from probe.live import LiveSnapshot
-from probe.options import OPTIONS, OptConfig
+from probe.contract.live import LiveView
+from probe.contract.options import OPTIONS, OptConfig
+from probe.contract.units import fmt_speed
 from tui import derive
 from tui.derive import OptionState
-from tui.format import fmt_speed
 from tui.widgets.compile_clock import TICK_S, CompileClock, whole_seconds
 from tui.widgets.throughput import OVERLOADED, OVERLOADED_SHORT
 
@@ -83,27 +83,27 @@ def state_text(state: str, note: str, paused: bool) -> tuple[Text, Text]:
     return text, text
 
 
-def first_line(snapshot: LiveSnapshot | None, state: str, note: str, paused: bool,
+def first_line(view: LiveView | None, state: str, note: str, paused: bool,
                speed: float, compiling_s: float | None, width: int) -> Text:
     """`compiling_s`: the waiting request's compile stall so far (CompileClock.stall_s)."""
     full, short = state_text(state, note, paused)
     parts = [Part(full, short, 5), Part(Text(fmt_speed(speed), style="bold"),
                                         Text(fmt_speed(speed), style="bold"), 9)]
-    if snapshot is not None:
-        config = Text(f"{snapshot.config_id} ", style="bold")
-        config.append(derive.config_label(snapshot, snapshot.config_id))
-        parts.append(Part(config, Text(snapshot.config_id, style="bold"), 1))
-        if compiling_s is not None and snapshot.compiling is not None:
+    if view is not None:
+        config = Text(f"{view.config_id} ", style="bold")
+        config.append(derive.config_label(view, view.config_id))
+        parts.append(Part(config, Text(view.config_id, style="bold"), 1))
+        if compiling_s is not None and view.compiling is not None:
             clock = Text(f"compiling… {whole_seconds(compiling_s)}", style="bold reverse red")
             waiting = clock.copy()
-            if snapshot.compiling.request_id:
-                waiting.append(f" ({snapshot.compiling.request_id} waits)", style="red")
+            if view.compiling.request_id:
+                waiting.append(f" ({view.compiling.request_id} waits)", style="red")
             parts.append(Part(waiting, clock, 2))
-        if snapshot.replay.overloaded:
-            queue = f" ({snapshot.replay.queue_depth})"
+        if view.replay.overloaded:
+            queue = f" ({view.replay.queue_depth})"
             parts.append(Part(Text(OVERLOADED + queue, style="bold red"),
                               Text(OVERLOADED_SHORT + queue, style="bold red"), 3))
-        where = f"{snapshot.model} · {snapshot.device} · {snapshot.replay.trace}"
+        where = f"{view.model} · {view.device} · {view.replay.trace}"
         parts.append(Part(Text(where, style="dim"), None, 0))
     return fit_parts(parts, width)
 
@@ -166,7 +166,7 @@ def changes_line(states: tuple[OptionState, ...], width: int) -> Text | None:
 
 
 class StatusBar(Static):
-    snapshot: reactive[LiveSnapshot | None] = reactive(None)
+    view: reactive[LiveView | None] = reactive(None)
     requested: reactive[OptConfig] = reactive(OptConfig)
     # Only whether it is None: None means nothing was asked since the engine started (it then
     # serves the options it was started with); what the engine received it says itself.
@@ -185,25 +185,25 @@ class StatusBar(Static):
     def on_mount(self) -> None:
         self.set_interval(TICK_S, self._tick)
 
-    def watch_snapshot(self, snapshot: LiveSnapshot | None) -> None:
-        self._compile_clock.arrived(snapshot)
+    def watch_view(self, view: LiveView | None) -> None:
+        self._compile_clock.arrived(view)
 
     def _tick(self) -> None:
-        if self.snapshot is not None and self.snapshot.compiling is not None:
+        if self.view is not None and self.view.compiling is not None:
             self.refresh()
 
     def compiling_s(self) -> float | None:
         """The waiting request's compile stall so far; the clock stops with a dead engine."""
-        return self._compile_clock.stall_s(self.snapshot, self.engine_state)
+        return self._compile_clock.stall_s(self.view, self.engine_state)
 
     def option_states(self) -> tuple[OptionState, ...]:
-        return derive.option_states(self.requested, self.snapshot,
+        return derive.option_states(self.requested, self.view,
                                     asked_since_start=self.options_sent_s is not None)
 
     def render(self) -> Text:
         width = self.content_size.width or self.app.size.width
         states = self.option_states()
-        lines = [first_line(self.snapshot, self.engine_state, self.engine_note, self.paused,
+        lines = [first_line(self.view, self.engine_state, self.engine_note, self.paused,
                             self.speed, self.compiling_s(), width),
                  options_line(states, width)]
         changes = changes_line(states, width)

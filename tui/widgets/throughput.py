@@ -5,24 +5,25 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from probe.live import LiveSnapshot
-from tui.format import NO_DATA, fitting, fmt_count, fmt_fraction, fmt_rate
+from probe.contract.live import LiveView
+from probe.contract.units import NO_DATA, fmt_count, fmt_fraction, fmt_rate
+from tui.format import fitting
 from tui.widgets.panel import Panel, Parts
 
 OVERLOADED = "offered load exceeds capacity — queue growing"
 OVERLOADED_SHORT = "offered load exceeds capacity"
 
 
-def throughput_headline(snapshot: LiveSnapshot) -> Text:
-    replay = snapshot.replay
-    text = Text(f"{fmt_rate(snapshot.window.throughput_rps, 'req/s')} served · ",
+def throughput_headline(view: LiveView) -> Text:
+    replay = view.replay
+    text = Text(f"{fmt_rate(view.window.throughput_rps, 'req/s')} served · ",
                 no_wrap=True, overflow="ellipsis")
     text.append(f"queue {replay.queue_depth}", style="bold red" if replay.overloaded else "")
     return text
 
 
-def throughput_detail(snapshot: LiveSnapshot, width: int = 80) -> Text:
-    replay, window = snapshot.replay, snapshot.window
+def throughput_detail(view: LiveView, width: int = 80) -> Text:
+    replay, window = view.replay, view.window
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f"offered {fmt_rate(replay.offered_rps, 'req/s')} · "
                 f"capacity {fmt_rate(replay.capacity_rps, 'req/s')}\n")
@@ -32,7 +33,7 @@ def throughput_detail(snapshot: LiveSnapshot, width: int = 80) -> Text:
     text.append(f"failed {fmt_count(replay.failed)}", style="bold red" if replay.failed else "")
     if replay.overloaded:
         text.append(f"\n{fitting(width, OVERLOADED, OVERLOADED_SHORT)}", style="bold red")
-    batch = snapshot.batch
+    batch = view.batch
     if batch.mode != "off":
         text.append(f"\nbatch {batch.mode}: {fmt_occupancy(batch.occupancy_mean)}/"
                     f"{batch.max_batch} · pad {fmt_fraction(batch.padding_waste)}\n")
@@ -56,9 +57,9 @@ def sparkline(values: tuple[float, ...], top: int) -> str:
 class ThroughputPanel(Panel):
     TITLE = "Throughput & queue"
 
-    def render_key(self, snapshot: LiveSnapshot) -> object:
-        return (snapshot.replay, snapshot.window.tokens_per_s, snapshot.window.throughput_rps,
-                snapshot.batch)
+    def render_key(self, view: LiveView) -> object:
+        return (view.replay, view.window.tokens_per_s, view.window.throughput_rps,
+                view.batch)
 
-    def render_parts(self, snapshot: LiveSnapshot, width: int) -> Parts:
-        return Parts(throughput_headline(snapshot), throughput_detail(snapshot, width))
+    def render_parts(self, view: LiveView, width: int) -> Parts:
+        return Parts(throughput_headline(view), throughput_detail(view, width))

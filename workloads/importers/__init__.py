@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 from ..errors import file_error
-from ..records import LoadReport, Trace
 from ..tokens import TokenCounter
+from ..trace_records import LoadReport, Trace
 from .azure import read_azure
 from .burstgpt import read_burstgpt
 from .mooncake import read_mooncake

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from ..csvtable import csv_rows
 from ..errors import TraceError
-from ..records import LoadReport, Trace, TraceRequest
 from ..rows import TraceBuilder, parse_length, row_error
+from ..trace_records import LoadReport, Trace, TraceRequest
 from .sorting import sorted_rows
 from .timestamps import parse_naive_ns
 

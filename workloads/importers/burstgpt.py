@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ..csvtable import csv_rows
 from ..errors import TraceError
-from ..records import LoadReport, Trace, TraceRequest
 from ..rows import MAX_TIMESTAMP_MS, TraceBuilder, parse_length, row_error, shown
+from ..trace_records import LoadReport, Trace, TraceRequest
 from .sorting import sorted_rows
 
 REQUIRED = ("Timestamp", "Request tokens", "Response tokens")

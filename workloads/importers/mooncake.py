@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..reader import read_native
-from ..records import LoadReport, Trace
+from ..trace_records import LoadReport, Trace
 
 
 def read_mooncake(path: Path, *, skip_bad: bool = False) -> tuple[Trace, LoadReport]:

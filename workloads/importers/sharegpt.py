@@ -15,11 +15,11 @@ import numpy as np
 
 from ..arrivals import Poisson, arrival_times_s
 from ..errors import TraceError, file_error
-from ..records import LoadReport, Trace, TraceRequest
 from ..rng import Draws
 from ..rows import TraceBuilder, counted_tokens, optional_str, optional_text, row_error
 from ..textio import JsonProblem, parse_json, read_text
 from ..tokens import TokenCounter, estimate_tokens
+from ..trace_records import LoadReport, Trace, TraceRequest
 
 HUMAN_ROLES = frozenset({"human", "user"})
 MODEL_ROLES = frozenset({"gpt", "chatgpt", "assistant", "bard", "bing"})

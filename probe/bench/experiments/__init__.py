@@ -4,11 +4,20 @@ own, after them."""
 
 from __future__ import annotations
 
-from probe.bench.experiments import (e1_compile_modes, e2_graph_breaks, e3_dynamic_shapes,
-                                     e4_bucketing, e5_kv_cache, e6_combined, e7_batching,
-                                     e8_kv_layout, observer, roofline)
+from probe.bench.experiments import (
+    e1_compile_modes,
+    e2_graph_breaks,
+    e3_dynamic_shapes,
+    e4_bucketing,
+    e5_kv_cache,
+    e6_combined,
+    e7_batching,
+    e8_kv_layout,
+    observer,
+    roofline,
+)
 from probe.bench.experiments.base import Experiment, OpenLoopExperiment
-from probe.errors import ConfigError
+from probe.contract.errors import ConfigError
 
 EXPERIMENTS: dict[str, Experiment | OpenLoopExperiment] = {
     module.EXPERIMENT.template.id: module.EXPERIMENT

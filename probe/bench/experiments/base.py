@@ -7,13 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from probe.bench import fmt
 from probe.bench.openloop import OpenLoopStudy
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import Outcome, RunResult
 from probe.bench.runs import Extra
+from probe.bench.spread import fmt_spread
 from probe.bench.verdict import failed_text
-from probe.options import OptConfig
+from probe.contract.options import OptConfig
+from probe.contract.units import NO_DATA, fmt_ms, fmt_num, fmt_s
 
 # Every compiled run uses these unless the experiment varies them: decode fullgraph, the
 # planner's buckets, KV cache on, fp32, dynamic shapes off.
@@ -79,16 +80,16 @@ class OpenLoopExperiment:
 def warm_row(result: Outcome) -> list[str]:
     """cold start, warm p50, warm p95, ms/token, tokens/s"""
     if failed_text(result):
-        return [failed_text(result)] + [fmt.NA] * 4
+        return [failed_text(result)] + [NO_DATA] * 4
     steady = result.steady
-    return [fmt.ms(result.cold_start_ms), fmt.spread(steady.latency_p50_ms),
-            fmt.spread(steady.latency_p95_ms), fmt.spread(steady.tpot_ms),
-            fmt.spread(steady.tokens_per_s, lambda v: fmt.num(v, 0))]
+    return [fmt_ms(result.cold_start_ms), fmt_spread(steady.latency_p50_ms),
+            fmt_spread(steady.latency_p95_ms), fmt_spread(steady.tpot_ms),
+            fmt_spread(steady.tokens_per_s, lambda v: fmt_num(v, 0))]
 
 
 def compiled_text(result: RunResult) -> str:
     return (f"{result.compiles + result.recompiles} compiles ({result.graphs} graphs) "
-            f"in {fmt.seconds(result.compile_s)}")
+            f"in {fmt_s(result.compile_s)}")
 
 
 def served(result: Outcome) -> bool:

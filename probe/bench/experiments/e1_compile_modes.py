@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import math
 
-from probe.bench import fmt
-from probe.bench.experiments.base import (EAGER_FULLGRAPH, REFERENCE, Experiment, Results,
-                                          Template, compiled_text, served, warm_row)
+from probe.bench.experiments.base import (
+    EAGER_FULLGRAPH,
+    REFERENCE,
+    Experiment,
+    Results,
+    Template,
+    compiled_text,
+    served,
+    warm_row,
+)
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import RunResult, section_figures
+from probe.bench.spread import fmt_spread
 from probe.bench.verdict import failed_text, versus
-from probe.stats import MIN_BREAK_EVEN_REQUESTS, break_even
+from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS, break_even
+from probe.contract.units import NO_DATA, fmt_ms, fmt_s
 
 TEMPLATE = Template(
     "E1", "Compile modes",
@@ -31,7 +40,7 @@ def runs(plan: Plan) -> dict[str, RunSpec]:
 
 
 def break_even_requests(compiled: RunResult, eager: RunResult) -> int | str | None:
-    """Requests of this traffic that repay the compile (probe.stats.break_even over the warm
+    """Requests of this traffic that repay the compile (probe.contract.stats.break_even over the warm
     passes of both runs): a whole number, "never" when compiled is not faster, None when
     either side served too few requests to tell."""
     found = break_even(compiled.compile_s, compiled.steady_records, eager.steady_records)
@@ -42,7 +51,7 @@ def break_even_requests(compiled: RunResult, eager: RunResult) -> int | str | No
 
 def break_even_text(requests: int | str | None) -> str:
     if requests is None:
-        return f"{fmt.NA} (needs {MIN_BREAK_EVEN_REQUESTS} warm requests a side)"
+        return f"{NO_DATA} (needs {MIN_BREAK_EVEN_REQUESTS} warm requests a side)"
     if requests == "never":
         return "never (not faster)"
     return f"{requests:,} requests"
@@ -62,9 +71,9 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     for role in ["off", *plan.compile_modes]:
         result = results.get(role)
         configs[role] = section_figures(result)
-        compile_cell = graphs = repaid = fmt.NA
+        compile_cell = graphs = repaid = NO_DATA
         if not failed_text(result):
-            compile_cell = "—" if role == "off" else fmt.seconds(result.compile_s)
+            compile_cell = "—" if role == "off" else fmt_s(result.compile_s)
             graphs = str(result.graphs)
         if role == "off":
             repaid = "—"
@@ -73,7 +82,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
             if not failed_text(result) and not failed_text(off):
                 configs[role]["break_even_requests"] = break_even_requests(result, off)
                 repaid = break_even_text(configs[role]["break_even_requests"])
-        vs = configs[role].get("vs_off", {}).get("text", "control" if role == "off" else fmt.NA)
+        vs = configs[role].get("vs_off", {}).get("text", "control" if role == "off" else NO_DATA)
         rows.append([f"compile={role}", compile_cell, graphs, *warm_row(result), vs, repaid])
     eager_p50 = off.steady.latency_p50_ms.median if served(off) else None
     for mode in plan.compile_modes:
@@ -85,10 +94,10 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                       if served(off) and off.cold_start_ms else None)
         observed.append(
             f"compile={mode}: {compiled_text(result)}; the first request took "
-            f"{fmt.ms(result.cold_start_ms)}"
+            f"{fmt_ms(result.cold_start_ms)}"
             + (f" ({cold_ratio:.0f}× eager's first request)" if cold_ratio else "")
-            + f"; warm p50 {fmt.spread(result.steady.latency_p50_ms)} vs "
-              f"{fmt.ms(eager_p50)} eager: {configs[mode]['vs_off']['text']}"
+            + f"; warm p50 {fmt_spread(result.steady.latency_p50_ms)} vs "
+              f"{fmt_ms(eager_p50)} eager: {configs[mode]['vs_off']['text']}"
             + (f"; {repaid_text(configs[mode]['break_even_requests'])}"
                if "break_even_requests" in configs[mode] else "") + ".")
     default = results.get("default")
@@ -100,7 +109,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                 configs[other]["vs_default"] = against.as_dict()
                 extra = result.compile_s - default.compile_s
                 observed.append(f"{other} vs default: warm p50 {against.text}; compile "
-                                f"{'+' if extra >= 0 else '−'}{fmt.seconds(abs(extra))}.")
+                                f"{'+' if extra >= 0 else '−'}{fmt_s(abs(extra))}.")
         cause.append(_default_cause(configs["default"].get("vs_off", {}), default))
     if "reduce-overhead" in plan.compile_modes:
         if env.get("device", "cpu").startswith("cuda"):
@@ -117,7 +126,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                      "when the matrix products dominate the step.")
     cause.append("Break-even: compile seconds ÷ the time each request saves against eager "
                  "(per-token saving over the warm passes × the mean output length; "
-                 "probe.stats.break_even, the dashboard's own figure). A deployment that serves "
+                 "probe.contract.stats.break_even, the dashboard's own figure). A deployment that serves "
                  "fewer requests of this traffic per compile loses time by compiling.")
     table = {"columns": ["config", "compile", "graphs", "cold start", "warm p50", "warm p95",
                          "ms/token", "tokens/s", "warm p50 vs off", "break-even"], "rows": rows}
@@ -130,10 +139,10 @@ def _default_cause(gain: dict, default: RunResult) -> str:
         return ("Compiling fuses the decode step's many small operations into a few kernels; at "
                 "batch 1 the eager step's time is mostly per-operation overhead (see Roofline), "
                 "which fusion removes. The price is paid before the first token of every new "
-                f"shape: {fmt.seconds(default.compile_s)} here.")
+                f"shape: {fmt_s(default.compile_s)} here.")
     return (f"Compiling did not measurably speed the warm step here "
-            f"({gain.get('text', fmt.NA)}); its compile time "
-            f"({fmt.seconds(default.compile_s)}) is pure cost at this size.")
+            f"({gain.get('text', NO_DATA)}); its compile time "
+            f"({fmt_s(default.compile_s)}) is pure cost at this size.")
 
 
 EXPERIMENT = Experiment(TEMPLATE, runs, build)

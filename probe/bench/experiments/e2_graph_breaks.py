@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from probe.bench import fmt
-from probe.bench.experiments.base import (REFERENCE, Experiment, Results, Template,
-                                          compiled_text, served, warm_row)
+from probe.bench.experiments.base import (
+    REFERENCE,
+    Experiment,
+    Results,
+    Template,
+    compiled_text,
+    served,
+    warm_row,
+)
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import BreakReason, RunResult, section_figures
+from probe.bench.spread import fmt_spread
 from probe.bench.verdict import failed_text, versus
-from probe.options import OptConfig
+from probe.contract.options import OptConfig
+from probe.contract.units import NO_DATA, fmt_s
 
 TEMPLATE = Template(
     "E2", "Graph breaks",
@@ -53,23 +61,23 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     for role, result in (("hf-generate", hf), ("fullgraph", fg)):
         configs[role] = section_figures(result)
         if failed_text(result):
-            rows.append([f"decode={role}", failed_text(result)] + [fmt.NA] * 8)
+            rows.append([f"decode={role}", failed_text(result)] + [NO_DATA] * 8)
             continue
         configs[role]["break_reasons"] = [asdict(r) for r in result.break_reasons]
         places = len({r.location for r in result.break_reasons})
         configs[role]["break_locations"] = places
         rows.append([f"decode={role}", str(result.graphs), str(result.graph_breaks),
-                     str(places), fmt.seconds(result.compile_s), *warm_row(result)])
+                     str(places), fmt_s(result.compile_s), *warm_row(result)])
         for reason in sorted(result.break_reasons, key=lambda r: -r.count)[:10]:
             reason_rows.append([role, reason.reason[:160], reason.location, str(reason.count)])
     if served(hf) and served(fg):
         configs["fullgraph"]["vs_hf_generate"] = versus(fg, hf).as_dict()
         observed.append(f"hf-generate under torch.compile: {hf.graph_breaks} graph breaks at "
                         f"{configs['hf-generate'].get('break_locations')} places in generate(), "
-                        f"{compiled_text(hf)}; warm p50 {fmt.spread(hf.steady.latency_p50_ms)}.")
+                        f"{compiled_text(hf)}; warm p50 {fmt_spread(hf.steady.latency_p50_ms)}.")
         observed.append(f"fullgraph: {fg.graph_breaks} breaks, {compiled_text(fg)} "
                         f"({per_function(fg)}); warm p50 "
-                        f"{fmt.spread(fg.steady.latency_p50_ms)}: "
+                        f"{fmt_spread(fg.steady.latency_p50_ms)}: "
                         f"{configs['fullgraph']['vs_hf_generate']['text']} than hf-generate.")
         causes = break_causes(hf.break_reasons)
         if causes:

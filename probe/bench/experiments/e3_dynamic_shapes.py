@@ -5,13 +5,19 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from probe.bench import fmt
-from probe.bench.experiments.base import (Experiment, Results, Template, compiled_text, served,
-                                          warm_row)
+from probe.bench.experiments.base import (
+    Experiment,
+    Results,
+    Template,
+    compiled_text,
+    served,
+    warm_row,
+)
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import section_figures
 from probe.bench.verdict import failed_text, versus
-from probe.options import OptConfig
+from probe.contract.options import OptConfig
+from probe.contract.units import NO_DATA, fmt_s
 
 TEMPLATE = Template(
     "E3", "Dynamic shapes",
@@ -34,7 +40,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     for role, result in (("off", off), ("on", on)):
         configs[role] = section_figures(result)
         if failed_text(result):
-            rows.append([f"dynamic={role}", failed_text(result)] + [fmt.NA] * 7)
+            rows.append([f"dynamic={role}", failed_text(result)] + [NO_DATA] * 7)
             continue
         configs[role]["curve"] = [asdict(p) for p in result.curve]
         done = result.compiles + result.recompiles
@@ -42,12 +48,12 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
         configs[role]["compile_s_per_compile"] = per
         rows.append([f"dynamic={role}", str(result.distinct_input_lengths),
                      str(result.compiles), str(result.recompiles),
-                     fmt.seconds(result.compile_s), fmt.seconds(per), *warm_row(result)[:3]])
+                     fmt_s(result.compile_s), fmt_s(per), *warm_row(result)[:3]])
     curve_rows = []
     if served(off) and off.curve:
         on_curve = on.curve if served(on) else ()
         for i, point in enumerate(off.curve):
-            other = str(on_curve[i].recompiles) if i < len(on_curve) else fmt.NA
+            other = str(on_curve[i].recompiles) if i < len(on_curve) else NO_DATA
             curve_rows.append([str(i + 1), str(point.input_tokens), str(point.distinct_shapes),
                                str(point.recompiles), other])
         lengths = off.curve[-1].distinct_shapes
@@ -61,8 +67,8 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
             f"{' → '.join(str(r) for r in dedupe_steps(recompiles))} over 1 → {lengths} lengths"
             + (f" ({per_length:.1f} per new length: one per compiled function)"
                if per_length else "")
-            + f"; {fmt.seconds(off.compile_s)} of compiling in all"
-            + (f", {fmt.seconds(per_compile)} each." if per_compile else "."))
+            + f"; {fmt_s(off.compile_s)} of compiling in all"
+            + (f", {fmt_s(per_compile)} each." if per_compile else "."))
         if off.recompile_limit_hits or off.compile_fallbacks:
             observed.append("dynamic off hit torch._dynamo's recompile limit: with fullgraph=True "
                             "that is a hard failure, and the engine served the rest of the run "

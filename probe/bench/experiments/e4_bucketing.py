@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from probe.bench import fmt
 from probe.bench.experiments.base import REFERENCE, Experiment, Results, Template, served
 from probe.bench.experiments.e3_dynamic_shapes import STATIC_UNBUCKETED
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import section_figures
+from probe.bench.spread import fmt_spread
 from probe.bench.verdict import failed_text, versus
+from probe.contract.units import NO_DATA, fmt_fraction, fmt_ms, fmt_s
 
 TEMPLATE = Template(
     "E4", "Bucketing",
@@ -53,22 +54,22 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                          "compiled_graphs": result.max_graphs_per_function
                          if served(result) else None}
         if failed_text(result):
-            rows.append([names[role], failed_text(result)] + [fmt.NA] * 7)
+            rows.append([names[role], failed_text(result)] + [NO_DATA] * 7)
             continue
         rows.append([names[role], ",".join(map(str, edges[role])) or "—",
                      str(result.max_graphs_per_function), str(result.graphs),
-                     str(result.recompiles), fmt.seconds(result.compile_s),
-                     fmt.pct(result.padding_waste), fmt.spread(result.steady.latency_p95_ms),
-                     fmt.ms(result.cold_start_ms)])
+                     str(result.recompiles), fmt_s(result.compile_s),
+                     fmt_fraction(result.padding_waste), fmt_spread(result.steady.latency_p95_ms),
+                     fmt_ms(result.cold_start_ms)])
     planner, pow2, none = results.get("planner"), results.get("pow2"), results.get("none")
     if served(planner):
         ok = planner.max_graphs_per_function <= plan.bucket_count
         observed.append(f"{plan.planner_name}: {planner.max_graphs_per_function} compiled "
                         f"shapes per function ({'≤' if ok else '>'} K={plan.bucket_count}), "
-                        f"padding waste {fmt.pct(planner.padding_waste)}.")
+                        f"padding waste {fmt_fraction(planner.padding_waste)}.")
     if served(pow2):
         observed.append(f"powers of two: {pow2.max_graphs_per_function} shapes per function, "
-                        f"padding waste {fmt.pct(pow2.padding_waste)}.")
+                        f"padding waste {fmt_fraction(pow2.padding_waste)}.")
     elif not plan.serve_pow2:
         observed.append(f"powers of two (computed from the lengths, not served): "
                         f"{configs['pow2']['compiled_graphs']} shapes, padding waste "
@@ -76,7 +77,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     if served(none):
         observed.append(f"no bucketing: {none.max_graphs_per_function} shapes per function "
                         f"(one per distinct length), {none.recompiles} recompiles, "
-                        f"{fmt.seconds(none.compile_s)} compiling.")
+                        f"{fmt_s(none.compile_s)} compiling.")
     if served(planner) and served(none):
         configs["planner"]["p95_vs_none"] = versus(planner, none, "latency_p95_ms").as_dict()
         observed.append(f"warm p95, planner vs none: {configs['planner']['p95_vs_none']['text']} "

@@ -3,11 +3,12 @@ configs of each length share one engine and interleave their passes."""
 
 from __future__ import annotations
 
-from probe.bench import fmt
 from probe.bench.experiments.base import HF_EAGER, Experiment, Results, Template
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import section_figures, steady_spread
+from probe.bench.spread import fmt_spread
 from probe.bench.verdict import failed_text, versus
+from probe.contract.units import NO_DATA, fmt_bytes, fmt_ms
 
 TEMPLATE = Template(
     "E5", "KV cache",
@@ -42,18 +43,18 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
         configs[f"{name}/on"] = {**section_figures(on), "output_tokens": tokens}
         configs[f"{name}/off"] = {**section_figures(off), "output_tokens": tokens}
         if failed_text(on) or failed_text(off):
-            rows.append([name, str(tokens), failed_text(on) or failed_text(off)] + [fmt.NA] * 5)
+            rows.append([name, str(tokens), failed_text(on) or failed_text(off)] + [NO_DATA] * 5)
             continue
         against = versus(on, off)
         configs[f"{name}/on"]["vs_off"] = against.as_dict()
-        rows.append([name, str(tokens), fmt.spread(on.steady.latency_p50_ms),
-                     fmt.spread(off.steady.latency_p50_ms), against.text,
-                     fmt.spread(on.steady.tpot_ms), fmt.spread(off.steady.tpot_ms),
-                     fmt.size(on.kv_cache_peak_bytes)])
+        rows.append([name, str(tokens), fmt_spread(on.steady.latency_p50_ms),
+                     fmt_spread(off.steady.latency_p50_ms), against.text,
+                     fmt_spread(on.steady.tpot_ms), fmt_spread(off.steady.tpot_ms),
+                     fmt_bytes(on.kv_cache_peak_bytes)])
         observed.append(f"{name} outputs ({tokens} tokens): cache on "
-                        f"{fmt.ms(steady_spread(on, 'latency_p50_ms').median)} vs off "
-                        f"{fmt.ms(steady_spread(off, 'latency_p50_ms').median)} p50 — "
-                        f"{against.text}; the cache held {fmt.size(on.kv_cache_peak_bytes)} at "
+                        f"{fmt_ms(steady_spread(on, 'latency_p50_ms').median)} vs off "
+                        f"{fmt_ms(steady_spread(off, 'latency_p50_ms').median)} p50 — "
+                        f"{against.text}; the cache held {fmt_bytes(on.kv_cache_peak_bytes)} at "
                         f"its peak.")
     cause = ["Without a cache, token t re-runs the decoder over all t positions before it, so a "
              "request's decoder work grows with the square of its output length; the cache keeps "

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from probe.bench import fmt
 from probe.bench.experiments.base import REFERENCE, Experiment, Results, Template, served
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import Outcome, section_figures, steady_spread
+from probe.bench.spread import fmt_spread
 from probe.bench.verdict import failed_text, step_verdict, versus
-from probe.drift import RANDOM_WEIGHTS_CAVEAT
-from probe.drift import REFERENCE as DRIFT_REFERENCE
-from probe.models import PRESETS
-from probe.options import OptConfig
-from probe.settings import EngineSettings
+from probe.contract.drift import RANDOM_WEIGHTS_CAVEAT
+from probe.contract.drift import REFERENCE as DRIFT_REFERENCE
+from probe.contract.options import OptConfig
+from probe.contract.settings import EngineSettings
+from probe.contract.units import NO_DATA, fmt_bytes, fmt_ms, fmt_num, fmt_s
+from probe.engine.models import PRESETS
 
 TEMPLATE = Template(
     "E6", "Combined",
@@ -43,25 +44,25 @@ def runs(plan: Plan) -> dict[str, RunSpec]:
 
 def agreement(drift) -> str:
     if drift is None:
-        return fmt.NA
+        return NO_DATA
     return (f"{100 * drift.token_agreement:.1f}% "
             f"({100 * drift.exact_match:.0f}% exact, n={drift.sampled_requests})")
 
 
 def _row(name: str, options: OptConfig, result: Outcome, config: dict) -> list[str]:
     if failed_text(result):
-        return [name, options.label(), failed_text(result)] + [fmt.NA] * 10
+        return [name, options.label(), failed_text(result)] + [NO_DATA] * 10
     stability = (f"{result.graphs} graphs, {result.graph_breaks} breaks, "
                  f"{result.recompiles} recompiles"
                  + (", limit hit" if result.recompile_limit_hits else "")
                  + (", fell back to eager" if result.compile_fallbacks else ""))
     if options.compile == "off":
         stability = "eager"
-    return [name, options.label(), fmt.seconds(result.compile_s) if options.compiled else "—",
-            fmt.ms(result.cold_start_ms), fmt.spread(result.steady.latency_p50_ms),
-            fmt.spread(result.steady.latency_p95_ms),
-            fmt.spread(result.steady.tokens_per_s, lambda v: fmt.num(v, 0)),
-            f"{fmt.size(result.weight_bytes)} + {fmt.size(result.kv_cache_peak_bytes)} KV",
+    return [name, options.label(), fmt_s(result.compile_s) if options.compiled else "—",
+            fmt_ms(result.cold_start_ms), fmt_spread(result.steady.latency_p50_ms),
+            fmt_spread(result.steady.latency_p95_ms),
+            fmt_spread(result.steady.tokens_per_s, lambda v: fmt_num(v, 0)),
+            f"{fmt_bytes(result.weight_bytes)} + {fmt_bytes(result.kv_cache_peak_bytes)} KV",
             stability,
             config.get("vs_baseline", {}).get("text", "—") if name != "baseline" else "—",
             agreement(result.drift), config["verdict"]["text"]]
@@ -89,11 +90,11 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                 None)
     if served(baseline) and last is not None and last is not baseline:
         observed.append(f"baseline → last step: warm p50 "
-                        f"{fmt.ms(steady_spread(baseline, 'latency_p50_ms').median)} → "
-                        f"{fmt.ms(steady_spread(last, 'latency_p50_ms').median)} "
+                        f"{fmt_ms(steady_spread(baseline, 'latency_p50_ms').median)} → "
+                        f"{fmt_ms(steady_spread(last, 'latency_p50_ms').median)} "
                         f"({versus(last, baseline).text}); tokens/s "
-                        f"{fmt.num(steady_spread(baseline, 'tokens_per_s').median, 0)} → "
-                        f"{fmt.num(steady_spread(last, 'tokens_per_s').median, 0)}.")
+                        f"{fmt_num(steady_spread(baseline, 'tokens_per_s').median, 0)} → "
+                        f"{fmt_num(steady_spread(last, 'tokens_per_s').median, 0)}.")
     for name, _ in steps(plan)[1:]:
         observed.append(f"{name}: {configs[name]['verdict']['text']}.")
     notes = plan.notes("E6")
@@ -133,8 +134,8 @@ def _causes(results: Results) -> list[str]:
                      "the step's shapes static.")
     bf16, cached = results.get("+bf16"), results.get("+KV cache")
     if served(bf16) and served(cached):
-        cause.append(f"+bf16 halves the weight bytes ({fmt.size(cached.weight_bytes)} → "
-                     f"{fmt.size(bf16.weight_bytes)}); latency {versus(bf16, cached).text}: "
+        cause.append(f"+bf16 halves the weight bytes ({fmt_bytes(cached.weight_bytes)} → "
+                     f"{fmt_bytes(bf16.weight_bytes)}); latency {versus(bf16, cached).text}: "
                      "at batch 1 a step only gets faster from fewer bytes when it is "
                      "memory-bound (see Roofline).")
     int8 = results.get("+int8")
@@ -144,7 +145,7 @@ def _causes(results: Results) -> list[str]:
             cause.append("+int8: " + notes[0])
         else:
             cause.append(f"+int8 (torchao weight-only) stores weights in "
-                         f"{fmt.size(int8.weight_bytes)}; the matmuls dequantize on the "
+                         f"{fmt_bytes(int8.weight_bytes)}; the matmuls dequantize on the "
                          "fly, which only pays off when bytes, not operations, bound the step.")
     return cause
 

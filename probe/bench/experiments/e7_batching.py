@@ -12,13 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probe.bench import fmt
 from probe.bench.experiments.base import OpenLoopExperiment, Template
-from probe.bench.openloop import (MAX_BATCH, OpenLoopFigures, OpenLoopStudy, open_loop_figures,
-                                  replay)
-from probe.options import OptConfig
-from probe.records import RequestRecord
-from probe.stats import summarize
+from probe.bench.openloop import (
+    MAX_BATCH,
+    OpenLoopFigures,
+    OpenLoopStudy,
+    open_loop_figures,
+    replay,
+)
+from probe.contract.options import OptConfig
+from probe.contract.records import RequestRecord
+from probe.contract.stats import summarize
+from probe.contract.units import fmt_bytes, fmt_ms, fmt_num, fmt_ratio
 
 MODES = ("off", "dynamic", "continuous")
 # (trace, offered rates as multiples of the measured one-at-a-time capacity)
@@ -45,7 +50,7 @@ TEMPLATE = Template(
 @dataclass(frozen=True)
 class BatchRoofline:
     """The fastest a step of B rows can be: it reads the weights once and each row's KV."""
-    weight_bytes: int               # one decode step's weights (probe.roofline.decode_step_bytes)
+    weight_bytes: int               # one decode step's weights (probe.engine.roofline.decode_step_bytes)
     kv_bytes_per_position: int      # 2 · layers · heads · d_kv · bytes per element
     bandwidth_gb_s: float
 
@@ -99,9 +104,9 @@ class BatchingResults:
 
 def batch_roofline(study: OpenLoopStudy) -> BatchRoofline:
     """From the roofline experiment's bandwidth when it ran, else this machine's cached one."""
-    from probe.bandwidth_cache import machine_bandwidth
-    from probe.kv_cache import used_bytes_formula
-    from probe.roofline import decode_step_bytes
+    from probe.engine.bandwidth_cache import machine_bandwidth
+    from probe.engine.kv_cache import used_bytes_formula
+    from probe.engine.roofline import decode_step_bytes
     model = study.context.loaded.model
     config = model.config
     measured = ((study.environment.get("roofline") or {}).get("bandwidth") or {}).get(
@@ -156,10 +161,10 @@ def build(results: BatchingResults) -> dict:
     for run in results.runs.values():
         f = run.figures
         rows.append([run.trace, f"{run.factor:g}× ({f.offered_rps:.2f})", run.mode, str(f.failed),
-                     fmt.num(f.served_rps, 2), fmt.num(f.tokens_per_s, 0),
-                     fmt.ms(f.latency_ms.p50), fmt.ms(f.latency_ms.p95), fmt.ms(f.latency_ms.p99),
-                     fmt.num(f.occupancy_mean, 2), fmt.size(f.kv_peak_bytes),
-                     fmt.ms(run.step_ms), fmt.ratio(run.roofline_ratio)])
+                     fmt_num(f.served_rps, 2), fmt_num(f.tokens_per_s, 0),
+                     fmt_ms(f.latency_ms.p50), fmt_ms(f.latency_ms.p95), fmt_ms(f.latency_ms.p99),
+                     fmt_num(f.occupancy_mean, 2), fmt_bytes(f.kv_peak_bytes),
+                     fmt_ms(run.step_ms), fmt_ratio(run.roofline_ratio)])
     for trace, capacity in results.capacity_rps.items():
         observed += _observed(results, trace, capacity)
     cause = [
@@ -176,8 +181,8 @@ def build(results: BatchingResults) -> dict:
         r = results.roofline
         cause.append(
             "The batch roofline: a step of B rows reads the weights once "
-            f"({fmt.size(r.weight_bytes)}) and each row's filled KV positions "
-            f"({fmt.size(r.kv_bytes_per_position)} per position: 2 · layers · heads · d_kv · "
+            f"({fmt_bytes(r.weight_bytes)}) and each row's filled KV positions "
+            f"({fmt_bytes(r.kv_bytes_per_position)} per position: 2 · layers · heads · d_kv · "
             f"bytes), at {r.bandwidth_gb_s:.1f} GB/s. Batching spreads the weight bytes over "
             "B tokens, so the per-token floor falls as occupancy rises; a static slot "
             "attends over its whole region, masked, so it reads more than the positions it "
@@ -196,7 +201,7 @@ def build(results: BatchingResults) -> dict:
 def _observed(results: BatchingResults, trace: str, capacity: float) -> list[str]:
     saturations = {mode: saturation_rps(results, trace, mode) for mode in MODES}
     lines = [f"{trace}: one-at-a-time capacity {capacity:.2f} req/s; kept up to "
-             + ", ".join(f"{mode} {fmt.num(rate, 2)} req/s" for mode, rate in saturations.items())]
+             + ", ".join(f"{mode} {fmt_num(rate, 2)} req/s" for mode, rate in saturations.items())]
     mine = [run for run in results.runs.values() if run.trace == trace]
     top = max(run.factor for run in mine)
     at_top = {run.mode: run for run in mine if run.factor == top}
@@ -208,14 +213,14 @@ def _observed(results: BatchingResults, trace: str, capacity: float) -> list[str
     elif off and cont and off.figures.served_rps and cont.figures.served_rps:
         lines.append(f"{trace} at {top:g}× capacity: continuous served "
                      f"{cont.figures.served_rps / off.figures.served_rps:.2f}× the throughput of "
-                     f"off, p95 {fmt.ms(cont.figures.latency_ms.p95)} vs "
-                     f"{fmt.ms(off.figures.latency_ms.p95)}")
+                     f"off, p95 {fmt_ms(cont.figures.latency_ms.p95)} vs "
+                     f"{fmt_ms(off.figures.latency_ms.p95)}")
     for run in at_top.values():
         if run.roofline_ratio:
             lines.append(f"{trace} at {top:g}× capacity, {run.mode}: "
-                         f"{fmt.ms(run.step_ms)} per step at {run.figures.occupancy_mean:.1f} "
+                         f"{fmt_ms(run.step_ms)} per step at {run.figures.occupancy_mean:.1f} "
                          f"rows = {run.roofline_ratio:.1f}× the batch roofline "
-                         f"({fmt.ms(run.roofline_step_ms)})")
+                         f"({fmt_ms(run.roofline_step_ms)})")
     return lines
 
 

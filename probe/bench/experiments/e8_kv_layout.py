@@ -6,15 +6,20 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from probe.bench import fmt
 from probe.bench.experiments.base import OpenLoopExperiment, Template
-from probe.bench.openloop import (MAX_BATCH, OpenLoopFigures, OpenLoopStudy, open_loop_figures,
-                                  replay)
+from probe.bench.openloop import (
+    MAX_BATCH,
+    OpenLoopFigures,
+    OpenLoopStudy,
+    open_loop_figures,
+    replay,
+)
 from probe.bench.runs import calibrate_ms
 from probe.bench.verdict import DRIFT_TOLERANCE, speed_drift
-from probe.options import OptConfig
-from probe.records import KVPool
-from probe.settings import EngineSettings
+from probe.contract.options import OptConfig
+from probe.contract.records import KVPool
+from probe.contract.settings import EngineSettings
+from probe.contract.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num
 
 TRACE = "chat"
 HIGH_LOAD = 16.0                         # offered rate, × the one-at-a-time capacity
@@ -94,16 +99,16 @@ def build(runs: dict[str, LayoutRun], capacity: float, requests: int) -> dict:
     rows, observed = [], []
     for run in runs.values():
         f, pool = run.figures, run.kv_pool
-        rows.append([run.layout, str(run.slots), fmt.size(run.kv_budget_bytes),
-                     fmt.num(f.concurrency_peak, 1), fmt.num(f.occupancy_mean, 2),
-                     fmt.num(f.served_rps, 2), fmt.ms(f.latency_ms.p95), str(f.failed),
+        rows.append([run.layout, str(run.slots), fmt_bytes(run.kv_budget_bytes),
+                     fmt_num(f.concurrency_peak, 1), fmt_num(f.occupancy_mean, 2),
+                     fmt_num(f.served_rps, 2), fmt_ms(f.latency_ms.p95), str(f.failed),
                      _pct(run.kv_waste_pct),
                      f"{pool.blocks_peak} / {pool.blocks_total}" if pool else "—",
                      PAPER_WASTE[run.layout]])
         observed.append(
-            f"{run.layout}: up to {fmt.num(f.concurrency_peak, 1)} requests decoded together "
-            f"(mean {fmt.num(f.occupancy_mean, 2)}) in {run.slots} slots; "
-            f"{fmt.num(f.served_rps, 2)} req/s served, p95 {fmt.ms(f.latency_ms.p95)}; "
+            f"{run.layout}: up to {fmt_num(f.concurrency_peak, 1)} requests decoded together "
+            f"(mean {fmt_num(f.occupancy_mean, 2)}) in {run.slots} slots; "
+            f"{fmt_num(f.served_rps, 2)} req/s served, p95 {fmt_ms(f.latency_ms.p95)}; "
             f"{_pct(run.kv_waste_pct)} of the KV bytes held were never filled"
             + (f"; {pool.blocks_peak} of {pool.blocks_total} blocks at the peak" if pool else "")
             + (f"; {f.failed} requests failed" if f.failed else "") + ".")
@@ -112,8 +117,8 @@ def build(runs: dict[str, LayoutRun], capacity: float, requests: int) -> dict:
         observed.append(
             f"paged vs static at the same budget: "
             f"{paged.figures.served_rps / static.figures.served_rps:.2f}× the served rate, "
-            f"p95 {fmt.ms(paged.figures.latency_ms.p95)} vs "
-            f"{fmt.ms(static.figures.latency_ms.p95)}; waste "
+            f"p95 {fmt_ms(paged.figures.latency_ms.p95)} vs "
+            f"{fmt_ms(static.figures.latency_ms.p95)}; waste "
             f"{_pct(paged.kv_waste_pct)} vs {_pct(static.kv_waste_pct)} "
             f"(the paper: under 4% vs 60–80%).")
         drift = speed_drift(static.calibration_ms + paged.calibration_ms)
@@ -159,7 +164,7 @@ def build(runs: dict[str, LayoutRun], capacity: float, requests: int) -> dict:
 
 
 def _pct(value: float | None) -> str:
-    return fmt.NA if value is None else fmt.pct(value / 100)
+    return NO_DATA if value is None else fmt_fraction(value / 100)
 
 
 def checks(section: dict) -> dict:

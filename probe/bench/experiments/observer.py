@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import time
 
-from probe.bench import fmt
 from probe.bench.experiments.base import REFERENCE, Experiment, Results, Template
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import ObserverFigures, RunResult, section_figures
 from probe.bench.runs import Extra, RunContext, RunHooks, serve_pass
-from probe.bench.spread import Spread
+from probe.bench.spread import Spread, fmt_spread
 from probe.bench.verdict import compare, failed_text
+from probe.contract.units import fmt_fraction, fmt_num
 
 TEMPLATE = Template(
     "observer", "Observer cost",
@@ -111,21 +111,21 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
         observed.append(failed_text(result) or "the observer passes did not run")
     else:
         configs["probed"]["observer"] = observer.as_dict()
-        rows.append(["probes on", fmt.spread(observer.probes_on_tokens_per_s,
-                                             lambda v: fmt.num(v, 1))])
-        rows.append(["probes off", fmt.spread(observer.probes_off_tokens_per_s,
-                                              lambda v: fmt.num(v, 1))])
+        rows.append(["probes on", fmt_spread(observer.probes_on_tokens_per_s,
+                                             lambda v: fmt_num(v, 1))])
+        rows.append(["probes off", fmt_spread(observer.probes_off_tokens_per_s,
+                                              lambda v: fmt_num(v, 1))])
         overhead, share = observer.overhead_fraction, observer.bookkeeping_fraction
         observed.append(f"warm tokens/s with the probes on vs off: {observer.comparison}"
-                        + (f" (overhead {fmt.pct(overhead)} by the medians)"
+                        + (f" (overhead {fmt_fraction(overhead)} by the medians)"
                            if overhead is not None else "")
                         + f", over {len(observer.order)} alternating passes.")
         rows.append(["per-request probe bookkeeping, timed alone",
                      f"{observer.bookkeeping_us_per_request:.1f} µs "
-                     f"({fmt.pct(share)} of a warm request)"])
+                     f"({fmt_fraction(share)} of a warm request)"])
         observed.append(f"the probe's per-request bookkeeping, timed on its own: "
                         f"{observer.bookkeeping_us_per_request:.1f} µs, "
-                        f"{fmt.pct(share)} of a warm request.")
+                        f"{fmt_fraction(share)} of a warm request.")
         mechanism = ("The compile probe is dynamo callbacks and logging handlers: they run when "
                      "dynamo compiles, not when compiled code runs. In steady state what is left "
                      "is the engine's per-request bookkeeping (reading compile metrics and break "
@@ -133,8 +133,8 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
         if observer.verdict in ("within noise", "faster"):
             cause.append(mechanism + " The throughput passes cannot tell it from noise.")
         elif share is not None and share < 0.01 and (overhead or 0) > 0.02:
-            cause.append(mechanism + f" Timed alone it is {fmt.pct(share)} of a request, so the "
-                                     f"{fmt.pct(overhead)} the throughput passes show is not the "
+            cause.append(mechanism + f" Timed alone it is {fmt_fraction(share)} of a request, so the "
+                                     f"{fmt_fraction(overhead)} the throughput passes show is not the "
                                      "probe: it is the spread of short passes on a shared "
                                      "machine.")
         else:

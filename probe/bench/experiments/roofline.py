@@ -3,12 +3,13 @@ HF eager generate against this machine's memory roofline for that precision."""
 
 from __future__ import annotations
 
-from probe.bench import fmt
 from probe.bench.experiments.base import HF_EAGER, REFERENCE, Experiment, Results, Template
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import section_figures, steady_spread
+from probe.bench.spread import fmt_spread
 from probe.bench.verdict import DRIFT_TOLERANCE, failed_text, machine_drift
-from probe.options import OptConfig
+from probe.contract.options import OptConfig
+from probe.contract.units import NO_DATA, fmt_bytes, fmt_ms, fmt_ratio
 
 TEMPLATE = Template(
     "roofline", "Roofline",
@@ -41,8 +42,12 @@ def runs(plan: Plan) -> dict[str, RunSpec]:
 
 def measure_machine(loaded, device) -> dict:
     """Bytes one decode step reads (per precision), gemv bandwidth and GEMM throughput here."""
-    from probe.roofline import (decode_step_bytes, measure_bandwidth, measure_matmul_gflops,
-                                step_bytes_by_precision)
+    from probe.engine.roofline import (
+        decode_step_bytes,
+        measure_bandwidth,
+        measure_matmul_gflops,
+        step_bytes_by_precision,
+    )
     try:
         step = decode_step_bytes(loaded.model, kv_cache=True)
         bandwidth = measure_bandwidth(device)
@@ -55,7 +60,7 @@ def measure_machine(loaded, device) -> dict:
 
 
 def build(plan: Plan, results: Results, env: dict) -> dict:
-    from probe.roofline import classify
+    from probe.engine.roofline import classify
     roof = env.get("roofline") or {}
     configs: dict = {"machine": roof}
     rows, observed, cause = [], [], []
@@ -73,17 +78,17 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
         p: classify(None, b, bandwidth, gflops).roofline_ms
         for p, b in by_precision.items() if isinstance(b, int)}
     if fp32.compute_ms is not None:
-        rows.append(["compute roofline, fp32", "", fmt.ms(fp32.compute_ms), "",
+        rows.append(["compute roofline, fp32", "", fmt_ms(fp32.compute_ms), "",
                      f"2 FLOPs per weight at {gflops:.0f} GFLOP/s (GEMM)"])
     precisions: dict = {}
     for precision, options in PRECISIONS.items():
         nbytes = by_precision.get(precision)
         if not isinstance(nbytes, int):
-            rows.append([precision, "memory roofline", fmt.NA, "", str(nbytes or "not measured")])
+            rows.append([precision, "memory roofline", NO_DATA, "", str(nbytes or "not measured")])
             continue
         roof_ms = configs["roofline_ms_per_token"][precision]
-        rows.append([precision, "memory roofline", fmt.ms(roof_ms), "1.00×",
-                     f"{fmt.size(nbytes)} ÷ {bandwidth:.1f} GB/s"])
+        rows.append([precision, "memory roofline", fmt_ms(roof_ms), "1.00×",
+                     f"{fmt_bytes(nbytes)} ÷ {bandwidth:.1f} GB/s"])
         best = None
         for name in LEVERS:
             role = f"{precision}{name}"
@@ -96,16 +101,16 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
             ratio = measured.median / roof_ms if measured.median else None
             configs[role].update({"ms_per_token": measured.as_dict(),
                                   "ratio_to_roofline": ratio})
-            rows.append([precision, f"compiled{name}", fmt.spread(measured), fmt.ratio(ratio),
+            rows.append([precision, f"compiled{name}", fmt_spread(measured), fmt_ratio(ratio),
                          lever(options, name).label()])
             if ratio and (best is None or ratio < best[1]):
                 best = (role, ratio, measured.median)
         if best:
             precisions[precision] = {"roofline_ms": roof_ms, "compiled_ms": best[2],
                                      "ratio": best[1], "config": best[0]}
-            observed.append(f"{precision}: best compiled step {fmt.ms(best[2])}/token "
+            observed.append(f"{precision}: best compiled step {fmt_ms(best[2])}/token "
                             f"({best[0]}) = {best[1]:.2f}× its memory roofline "
-                            f"({fmt.ms(roof_ms)}).")
+                            f"({fmt_ms(roof_ms)}).")
     configs["precisions"] = precisions
     for role in BASELINES:
         measured = steady_spread(results.get(role), "tpot_ms")
@@ -116,9 +121,9 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     eager = configs["hf eager"]
     if eager["ratio_to_roofline"]:
         rows.append(["fp32", "HF eager generate",
-                     fmt.spread(steady_spread(results.get("hf eager"), "tpot_ms")),
-                     fmt.ratio(eager["ratio_to_roofline"]), "the baseline"])
-        observed.append(f"HF eager generate: {fmt.ms(eager['ms_per_token']['median'])}/token = "
+                     fmt_spread(steady_spread(results.get("hf eager"), "tpot_ms")),
+                     fmt_ratio(eager["ratio_to_roofline"]), "the baseline"])
+        observed.append(f"HF eager generate: {fmt_ms(eager['ms_per_token']['median'])}/token = "
                         f"{eager['ratio_to_roofline']:.1f}× the fp32 roofline.")
     drift = machine_drift(*results.values())
     configs["machine_drift"] = drift
@@ -136,9 +141,9 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
         cause.append(f"compiled fp32 step: {compiled['explanation']}.")
         configs["bound"] = compiled.get("bound")
     sb = roof.get("step_bytes", {})
-    cause.append(f"Bytes per step: decoder layers {fmt.size(sb.get('decoder_layers'))} + lm_head "
-                 f"{fmt.size(sb.get('lm_head'))} (the tied embedding, read once); the "
-                 f"cross-attention k/v projections ({fmt.size(sb.get('cross_kv_skipped'))}) run "
+    cause.append(f"Bytes per step: decoder layers {fmt_bytes(sb.get('decoder_layers'))} + lm_head "
+                 f"{fmt_bytes(sb.get('lm_head'))} (the tied embedding, read once); the "
+                 f"cross-attention k/v projections ({fmt_bytes(sb.get('cross_kv_skipped'))}) run "
                  f"once per request and are cached, so they are not counted. Each precision's "
                  f"bytes are measured on a converted copy of the model (int8: torchao's tensors "
                  f"with their scales).")

@@ -1,0 +1,1 @@
+"""The `infertop` command line: `infertop/cli.py` names every sub-command."""

@@ -1,0 +1,80 @@
+"""`infertop bench`: argparse wiring and the checks that need no torch; the study itself is
+imported when it runs."""
+
+from __future__ import annotations
+
+import argparse
+import stat
+from pathlib import Path
+
+from probe.bench.cluster import INSTALL_HINT as RAY_HINT
+from probe.bench.cluster import require_ray
+from workloads.argtypes import note_fewer_requests, thread_count, whole_number
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    bench = subparsers.add_parser(
+        "bench", help="rerun the controlled study headless and write report.md / report.json")
+    bench.add_argument("--model", default=None,
+                       help="a preset or a local T5 checkpoint (default: t5-small, or t5-tiny "
+                            "with --quick); with --ray, a list (a,b) for a matrix of studies")
+    bench.add_argument("--trace", default="chat",
+                       help="a built-in trace or a file; with --ray, a list (chat,batch)")
+    bench.add_argument("--device", default="auto")
+    bench.add_argument("--requests", type=whole_number(1), default=None, metavar="N",
+                       help="requests per run (default: 40, or 3 with --quick)")
+    bench.add_argument("--out", required=True, metavar="DIR")
+    bench.add_argument("--experiments", default=None, metavar="E1,E4",
+                       help="a subset of E1..E8, roofline, observer (default: all)")
+    bench.add_argument("--quick", action="store_true",
+                       help="minutes, not hours: t5-tiny, 3 requests, 2 repeats, 2 buckets, "
+                            "compile=default only in E1 on a CPU")
+    bench.add_argument("--repeats", type=whole_number(1), default=None,
+                       help="repeated warm passes per config (default 3, or 2 with --quick)")
+    bench.add_argument("--bucket-count", type=whole_number(1), default=None, metavar="K",
+                       help="the planner's bucket count (default 4, or 2 with --quick)")
+    bench.add_argument("--seed", type=whole_number(0), default=0,
+                       help="which requests of the trace are replayed (a fixed-seed sample)")
+    bench.add_argument("--threads", type=thread_count, default=None,
+                       help="torch CPU threads (default: torch's own choice)")
+    bench.add_argument("--compile-backend", default="inductor",
+                       help="torch.compile backend (default inductor; eager/aot_eager test "
+                            "dynamo alone, and their compile times and speeds are not inductor's)")
+    bench.add_argument("--torch-trace", action="store_true",
+                       help="keep a TORCH_TRACE folder for tlparse in DIR/torch_trace")
+    bench.add_argument("--profile", action="store_true",
+                       help="keep a torch.profiler Chrome trace of a few requests")
+    bench.add_argument("--tokens", action="store_true",
+                       help="keep every request's generated token ids in the runs' snapshots")
+    bench.add_argument("--ray", nargs="?", const="", default=None, metavar="local|ADDRESS",
+                       help="spread the runs over a Ray cluster, one whole device per run: "
+                            "`local` starts one on this machine, ADDRESS joins one (alone: "
+                            f"RAY_ADDRESS, else local; needs {RAY_HINT})")
+    bench.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from probe.bench.plan import names
+    from probe.contract.engine_inputs import check_engine_inputs
+    from workloads.atomic import check_output_folder
+
+    check_output_folder(args.out, "--out")
+    if args.ray is not None:
+        require_ray()
+    for model in names(args.model) if args.model else ():
+        check_engine_inputs(model, args.device)
+    for trace in names(args.trace):
+        check_trace(trace, args.requests)
+    from probe.bench.runner import run_bench
+    return run_bench(args)
+
+
+def check_trace(name: str, requests: int | None) -> None:
+    """Read the trace once before the study starts, so a bad one is named in a second; a pipe
+    is left to the study, as it can be read only once."""
+    from workloads.trace import load_trace
+
+    path = Path(name)
+    if path.exists() and stat.S_ISFIFO(path.stat().st_mode):
+        return
+    note_fewer_requests(requests, len(load_trace(name).requests))

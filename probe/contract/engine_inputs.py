@@ -1,0 +1,84 @@
+"""What `--model` and `--device` may be, checked without torch: a bad value is refused in well
+under a second, before the engine's imports (torch, transformers: seconds) start.
+
+The checks are of form only — a preset name or a folder that looks like a checkpoint, a device
+string torch would parse. Whether the folder's weights load and whether CUDA is there is found
+when the engine loads them (probe/engine/models.py, probe/engine/device_probe.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from probe.contract.errors import ConfigError
+from workloads.errors import TraceError
+from workloads.textio import JsonProblem, parse_json, read_text
+
+PRESETS: dict[str, dict[str, int]] = {
+    # The real t5-small shape.
+    "t5-small": dict(d_model=512, d_ff=2048, d_kv=64, num_heads=8, num_layers=6,
+                     num_decoder_layers=6, vocab_size=32128),
+    # For tests: compiles in seconds on two cores; vocab just above the byte tokenizer's.
+    "t5-tiny": dict(d_model=64, d_ff=128, d_kv=16, num_heads=4, num_layers=2,
+                    num_decoder_layers=2, vocab_size=512),
+}
+SUPPORTED_MODEL_TYPES = ("t5", "mt5")
+DEVICE_FORM = re.compile(r"auto|cpu|cuda(:\d{1,4})?")
+HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
+DOWNLOAD_ENV = "INFERTOP_ALLOW_DOWNLOAD"
+
+
+def check_engine_inputs(model: str, device: str) -> None:
+    """ConfigError (exit 2) naming the first of `--model`, `--device` that cannot be served."""
+    check_device(device)
+    check_model(model)
+
+
+def check_device(name: str) -> None:
+    if not DEVICE_FORM.fullmatch(name):
+        raise ConfigError(f"--device {name!r} is not a device; use auto, cpu, cuda or cuda:N")
+
+
+def check_model(name: str) -> None:
+    """A preset, a checkpoint folder (config.json of a T5-family model + *.safetensors), or a
+    hub id already in the Hugging Face cache (any hub id when downloads are allowed)."""
+    if name in PRESETS:
+        return
+    path = Path(name)
+    if path.is_dir():
+        _check_folder(name, path)
+        return
+    if path.exists():
+        raise ConfigError(f"--model {name}: is a file; give a preset ({', '.join(PRESETS)}) or "
+                          f"a checkpoint folder")
+    if HUB_ID.fullmatch(name) and (os.environ.get(DOWNLOAD_ENV) == "1" or _in_hub_cache(name)):
+        return
+    raise ConfigError(f"--model {name!r} is not a preset ({', '.join(PRESETS)}), nor a "
+                      f"checkpoint folder, nor in the Hugging Face cache (offline)")
+
+
+def _check_folder(name: str, folder: Path) -> None:
+    config = folder / "config.json"
+    if not config.is_file():
+        raise ConfigError(f"--model {name}: no config.json in this folder; a checkpoint folder "
+                          f"holds config.json and *.safetensors")
+    try:
+        document = parse_json(read_text(config))
+    except (TraceError, JsonProblem) as exc:
+        raise ConfigError(f"--model {name}: config.json could not be read: {exc}") from None
+    model_type = document.get("model_type") if isinstance(document, dict) else None
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise ConfigError(f"--model {name}: config.json says model_type {model_type!r}; infertop "
+                          f"serves T5-family encoder-decoders "
+                          f"({', '.join(SUPPORTED_MODEL_TYPES)})")
+    if not any(folder.glob("*.safetensors")):
+        raise ConfigError(f"--model {name}: no *.safetensors weights in this folder (pickle "
+                          f"checkpoints such as pytorch_model.bin are not loaded)")
+
+
+def _in_hub_cache(repo_id: str) -> bool:
+    from huggingface_hub.constants import HF_HUB_CACHE  # constants only: milliseconds
+
+    snapshots = Path(HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}" / "snapshots"
+    return any(snapshots.glob("*/config.json"))

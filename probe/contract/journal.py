@@ -1,0 +1,305 @@
+"""The session journal: everything the engine commits to its Session — request records,
+compile events, graph breaks, notices, configs, drift references, KV pools — and each request
+it dispatches, appended as one JSON line at the moment it is committed, in the per-user state
+folder next to the engine logs.
+
+A restarted engine reads it back and continues the session (same clock, same records, the
+crash marked); the dashboard writes the session JSON from it while no engine runs. Torch-free:
+the dashboard's process reads it."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from probe.contract.clock import SessionClock
+from probe.contract.errors import ConfigError
+from probe.contract.options import OptConfig
+from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
+from probe.contract.session import ConfigEntry, Session, SessionData
+from probe.contract.snapshot import session_data, session_document, write_json_atomic
+
+# The session JSON's sections that describe where the session ran, not what it served.
+CONTEXT_SECTIONS = ("environment", "model", "trace", "settings", "live")
+
+
+@dataclass(frozen=True)
+class EngineExit:
+    """How an engine of this session ended: when (wall clock: a session clock is read through
+    time.perf_counter, whose values mean nothing in another process), its exit code when it
+    died, and what the dashboard was told."""
+    at_unix: float
+    exit_code: int | None
+    reason: str
+
+    def said(self) -> str:
+        if self.exit_code is not None:
+            return f"died (exit code {self.exit_code})"
+        return f"stopped ({self.reason})"
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """A request handed to the engine's queue: it has a record once served, or never."""
+    seq: int
+    request_id: str
+    input_tokens: int
+    arrival_s: float
+
+
+class JournalWriter:
+    """Appends to a journal the dashboard created (0o600, O_EXCL|O_NOFOLLOW, like the logs).
+    A write that fails (a full disk) ends journaling, never serving: `error` says why."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.error: str | None = None
+        self._lock = threading.Lock()
+        self._fd: int | None = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
+        size = os.fstat(self._fd).st_size
+        if size and os.pread(self._fd, 1, size - 1) != b"\n":
+            self._write(b"\n")      # a predecessor killed mid-line: start ours on a line of its own
+
+    def write(self, kind: str, value: Any) -> None:
+        self._write(json.dumps({"kind": kind, "value": value}, separators=(",", ":")).encode()
+                    + b"\n")
+
+    def header(self, started_unix: float, context: Mapping[str, Any]) -> None:
+        self.write("session", {"started_unix": started_unix, **context})
+
+    def dispatch(self, dispatch: Dispatch) -> None:
+        self.write("dispatch", asdict(dispatch))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def _write(self, data: bytes) -> None:
+        # One write per line, whole: a kill can tear at most the last line, which readers skip.
+        with self._lock:
+            if self._fd is None:
+                return
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self._fd, view):]
+            except OSError as exc:
+                self.error = f"session journal {self.path}: {exc.strerror or exc}"
+                os.close(self._fd)
+                self._fd = None
+
+
+class JournaledSession(Session):
+    """A Session that journals every change as it is made. Given `restored` (what an earlier
+    engine of the session served), it holds that and goes on from it."""
+
+    def __init__(self, writer: JournalWriter, restored: SessionData | None = None) -> None:
+        super().__init__()
+        self._writer = writer
+        self._guard = threading.Lock()
+        self._earlier_breaks = restored.breaks if restored else ()
+        self._known_configs = set(restored.configs) if restored else set()
+        self._written_breaks: tuple[GraphBreakRecord, ...] = self._earlier_breaks
+        self._written_pools: dict[str, KVPool] = dict(restored.kv_pools) if restored else {}
+        if restored is not None:
+            self.restore(restored)
+
+    def config_id(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
+        with self._guard:
+            config_id = super().config_id(options, notes)
+            if config_id not in self._known_configs:
+                self._known_configs.add(config_id)
+                self._writer.write("config", {"config_id": config_id,
+                                              **ConfigEntry(config_id, options, notes).as_dict()})
+        return config_id
+
+    def add_record(self, record: RequestRecord) -> None:
+        super().add_record(record)
+        self._writer.write("record", asdict(record))
+
+    def add_events(self, events: list[CompileEvent]) -> None:
+        super().add_events(events)
+        for event in events:
+            self._writer.write("compile_event", asdict(event))
+
+    def set_breaks(self, breaks: list[GraphBreakRecord]) -> None:
+        """This engine's compile probe counts from zero: the earlier engines' breaks stay."""
+        merged = merge_breaks(self._earlier_breaks, breaks)
+        with self._guard:
+            super().set_breaks(list(merged))
+            if merged != self._written_breaks:
+                self._written_breaks = merged
+                self._writer.write("graph_breaks", [asdict(b) for b in merged])
+
+    def add_reference(self, request_id: str, tokens: tuple[int, ...]) -> None:
+        super().add_reference(request_id, tokens)
+        self._writer.write("reference", {"request_id": request_id, "tokens": list(tokens)})
+
+    def set_kv_pool(self, config_id: str, pool: KVPool) -> None:
+        with self._guard:
+            super().set_kv_pool(config_id, pool)
+            if self._written_pools.get(config_id) != pool:
+                self._written_pools[config_id] = pool
+                self._writer.write("kv_pool", {"config_id": config_id, "pool": asdict(pool)})
+
+    def add_notice(self, notice: Notice) -> None:
+        super().add_notice(notice)
+        self._writer.write("notice", asdict(notice))
+
+
+def merge_breaks(*parts: tuple[GraphBreakRecord, ...] | list[GraphBreakRecord]
+                 ) -> tuple[GraphBreakRecord, ...]:
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for part in parts:
+        for b in part:
+            counts[(b.config_id, b.reason, b.location)] += b.count
+    return tuple(GraphBreakRecord(config_id=c, reason=r, location=loc, count=n)
+                 for (c, r, loc), n in sorted(counts.items()))
+
+
+@dataclass(frozen=True)
+class Journal:
+    """A journal read back: the session so far and where it ran."""
+    path: str
+    started_unix: float                     # wall-clock time of session time 0
+    context: Mapping[str, Any]              # CONTEXT_SECTIONS of the session JSON
+    data: SessionData
+    dispatches: tuple[Dispatch, ...] = field(default=())
+
+    def clock(self) -> SessionClock:
+        """This session's clock, in this process: it reads on from where the session is now."""
+        return SessionClock(start=time.perf_counter() - (time.time() - self.started_unix))
+
+    @property
+    def next_seq(self) -> int:
+        """Where the replay goes on: after the last request dispatched (or served)."""
+        seqs = [d.seq for d in self.dispatches] + [r.seq for r in self.data.records]
+        return max(seqs, default=-1) + 1
+
+    def crash_marks(self, end: EngineExit, *, restarted: bool
+                    ) -> tuple[tuple[RequestRecord, ...], Notice]:
+        """The requests the engine held when it ended, as failed records, and the notice that
+        marks the moment on the timeline."""
+        at_s = max(end.at_unix - self.started_unix, 0.0)
+        served = {r.seq for r in self.data.records}
+        held = [d for d in self.dispatches if d.seq not in served]
+        config_id = self._config_serving()
+        lost = tuple(_lost_record(d, at_s, config_id, f"lost: the engine {end.said()} before "
+                                                      f"serving it") for d in held)
+        text = f"engine restarted after it {end.said()}" if restarted else f"the engine {end.said()}"
+        if lost:
+            text += f"; {len(lost)} request(s) it held are recorded as failed"
+        return lost, Notice(at_s, "error", text)
+
+    def document(self, end: EngineExit) -> dict[str, Any]:
+        """The session JSON of everything served, the engine's end marked."""
+        lost, notice = self.crash_marks(end, restarted=False)
+        data = replace(self.data, records=self.data.records + lost,
+                       notices=self.data.notices + (notice,))
+        context = dict(self.context)
+        model = context.get("model")
+        config = data.configs.get(self._config_serving())
+        if isinstance(model, dict) and config is not None:  # as the engine writes it: the dtype served
+            context["model"] = {**model, "dtype": config.options.precision}
+        return session_document(data, **{name: context.get(name) or {}
+                                         for name in CONTEXT_SECTIONS})
+
+    def _config_serving(self) -> str:
+        if self.data.records:
+            return self.data.records[-1].config_id
+        return list(self.data.configs)[-1] if self.data.configs else "c1"
+
+
+def _lost_record(dispatch: Dispatch, at_s: float, config_id: str, error: str) -> RequestRecord:
+    waited_ms = max(at_s - dispatch.arrival_s, 0.0) * 1e3
+    return RequestRecord(
+        id=dispatch.request_id, seq=dispatch.seq, config_id=config_id,
+        input_tokens=dispatch.input_tokens, padded_tokens=dispatch.input_tokens, output_tokens=0,
+        arrival_s=dispatch.arrival_s, start_s=max(at_s, dispatch.arrival_s), first_token_s=None,
+        end_s=max(at_s, dispatch.arrival_s), queue_ms=waited_ms, compile_stall_ms=0.0,
+        encoder_ms=0.0, decoder_ms=0.0, ttft_ms=None, tpot_ms=None, latency_ms=waited_ms,
+        kv_cache_bytes=0, kv_cache_used_bytes=0, kv_self_attention_bytes=0,
+        kv_cross_attention_bytes=0, error=error)
+
+
+def read_journal(path: str) -> Journal | None:
+    """The journal at `path`; None when there is no session to continue (the engine ended
+    before it wrote the session's header). ConfigError when it cannot be read."""
+    sections: dict[str, Any] = {"configs": {}, "requests": [], "compile_events": [],
+                                "graph_breaks": [], "notices": [], "reference_tokens": {},
+                                "kv_pools": {}}
+    header: dict[str, Any] | None = None
+    dispatches: list[Dispatch] = []
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as handle:
+            for line in handle:
+                entry = _entry(line)
+                if entry is None:
+                    continue
+                kind, value = entry
+                if kind == "session":
+                    header = value
+                elif kind == "dispatch":
+                    dispatches.append(Dispatch(**value))
+                else:
+                    _add(sections, kind, value)
+    except OSError as exc:
+        raise ConfigError(f"session journal {path}: cannot read: {exc.strerror or exc}") from None
+    except (TypeError, KeyError) as exc:
+        raise ConfigError(f"session journal {path}: not an infertop journal ({exc})") from None
+    if header is None or not isinstance(header.get("started_unix"), (int, float)):
+        return None
+    data = session_data(sections, source=f"session journal {path}")
+    context = MappingProxyType({name: header.get(name) for name in CONTEXT_SECTIONS})
+    return Journal(path, float(header["started_unix"]), context, data, tuple(dispatches))
+
+
+def _entry(line: bytes) -> tuple[str, Any] | None:
+    """(kind, value) of one line; None for a line torn by a kill or otherwise unreadable."""
+    try:
+        entry = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
+        return None
+    return entry["kind"], entry.get("value")
+
+
+def _add(sections: dict[str, Any], kind: str, value: Any) -> None:
+    """One journal entry into the session JSON's sections (which session_data then checks)."""
+    if kind == "config":
+        sections["configs"][value["config_id"]] = value
+    elif kind == "record":
+        sections["requests"].append(value)
+    elif kind == "compile_event":
+        sections["compile_events"].append(value)
+    elif kind == "graph_breaks":
+        sections["graph_breaks"] = value
+    elif kind == "notice":
+        sections["notices"].append(value)
+    elif kind == "reference":
+        sections["reference_tokens"][value["request_id"]] = value["tokens"]
+    elif kind == "kv_pool":
+        sections["kv_pools"][value["config_id"]] = value["pool"]
+
+
+def save_from_journal(journal_path: str, out: str | os.PathLike, end: EngineExit | None) -> Path:
+    """Write the session JSON of what the engine served, from its journal alone (no engine
+    needed: the dashboard's `s` while the engine is down); `end`: how it ended, if known.
+    ConfigError when the engine ended before its session began; OSError when `out` cannot be
+    written."""
+    journal = read_journal(journal_path)
+    if journal is None:
+        raise ConfigError("the engine ended before its session began: nothing to save")
+    end = end or EngineExit(time.time(), None, "not running")
+    return write_json_atomic(out, journal.document(end))

@@ -1,0 +1,227 @@
+"""The live view the engine publishes to the dashboard: one frozen, picklable value, swapped
+whole a few times a second. Panels render only this, so each can be tested with a recorded one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from probe.contract.device_sample import DeviceSample
+from probe.contract.options import OptConfig
+from probe.contract.records import (
+    BreakEven,
+    CompileEvent,
+    CompileInProgress,
+    GraphBreakRecord,
+    Notice,
+    RequestRecord,
+    RooflineStatus,
+)
+from probe.contract.session import ConfigEntry, SessionData
+from probe.contract.stats import (
+    SegmentStats,
+    Summary,
+    break_even,
+    padding_waste,
+    summarize,
+    throughput_rps,
+    tokens_per_s,
+)
+
+RECENT_REQUESTS = 400
+WINDOW_SIZE = 200               # requests in the sliding window
+RECENT_EVENTS = 200
+
+
+@dataclass(frozen=True)
+class KVStatus:
+    now_bytes: int                  # held by the latest request (its cache lives only while it runs)
+    now_used_bytes: int
+    self_attention_bytes: int       # of the latest request
+    cross_attention_bytes: int
+    peak_bytes: int                 # over the session
+    per_request_p95_bytes: int | None   # held per request at the window's p95
+    free_device_bytes: int | None
+    headroom_requests: int | None   # how many such requests fit in free device memory
+
+
+@dataclass(frozen=True)
+class ReplayStatus:
+    trace: str
+    running: bool
+    paused: bool
+    speed: float
+    dispatched: int
+    completed: int
+    failed: int
+    total: int | None               # None when looping
+    queue_depth: int
+    offered_rps: float | None       # arrival rate over the window
+    capacity_rps: float | None      # what the engine can serve: 1 / mean service time (window)
+    overloaded: bool                # offered load exceeds what the engine serves
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    mode: str = "off"                       # the batching option being served
+    max_batch: int = 1                      # rows per batch (dynamic) or slots (continuous)
+    occupancy_mean: float | None = None     # mean rows decoded together, over the window
+    occupancy_recent: tuple[float, ...] = ()  # per request, oldest first (for a sparkline)
+    padding_waste: float | None = None      # padded input tokens that were padding, window
+    per_slot_bytes: int | None = None       # KV bytes one request/slot holds (window p95)
+    headroom_slots: int | None = None       # how many such slots free device memory holds
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    requests: int
+    latency_ms: Summary
+    ttft_ms: Summary
+    tpot_ms: Summary
+    throughput_rps: float | None
+    tokens_per_s: float | None
+
+
+@dataclass(frozen=True)
+class LiveView:
+    t_s: float                                  # session clock when built
+    model: str
+    device: str
+    options: OptConfig                          # what the engine serves now
+    config_id: str
+    configs: tuple[ConfigEntry, ...]
+    segments: tuple[SegmentStats, ...]
+    window: WindowStats
+    recent: tuple[RequestRecord, ...]           # newest last
+    compile_events: tuple[CompileEvent, ...]    # newest last
+    compiling_since_s: float | None             # a compile is running since then
+    compiling_request: str | None
+    graph_breaks: tuple[GraphBreakRecord, ...]
+    device_sample: DeviceSample | None
+    kv: KVStatus
+    replay: ReplayStatus
+    notices: tuple[Notice, ...] = ()
+    read_only: bool = False                     # a loaded snapshot, not a live engine
+    bucket_edges: tuple[int, ...] = field(default=())
+    batch: BatchStatus = field(default_factory=BatchStatus)
+    compiling: CompileInProgress | None = None  # the compile running now, before its event
+    requested_options: OptConfig | None = None  # the options the engine last received
+    options_pending: bool = False               # received, not applied yet
+    roofline: RooflineStatus | None = None      # this machine's limit for the served config
+    break_even: BreakEven | None = None         # requests that repay the served config's compile
+
+    @property
+    def compiles(self) -> int:
+        return sum(s.compiles for s in self.segments)
+
+    @property
+    def recompiles(self) -> int:
+        return sum(s.recompiles for s in self.segments)
+
+
+OFFERED_WINDOW_S = 30.0
+
+
+def offered_rps(arrivals_s, now_s: float) -> float | None:
+    """Arrivals per second over the last OFFERED_WINDOW_S seconds before `now_s`."""
+    recent = [t for t in arrivals_s if now_s - OFFERED_WINDOW_S <= t <= now_s]
+    if len(recent) < 2:
+        return None
+    return len(recent) / max(now_s - min(recent), 1e-9)
+
+
+def overloaded(offered: float | None, capacity: float | None, queue_depth: int) -> bool:
+    """Offered load above what the engine serves (5% slack), with a queue to show for it."""
+    return bool(offered and capacity and offered > capacity * 1.05 and queue_depth > 2)
+
+
+def capacity_rps(records) -> float | None:
+    """Requests/s the engine can serve: one over the mean service time (end − start) of a
+    request, a batch's time shared by its rows."""
+    service_s = summarize((r.end_s - r.start_s) / r.batch_size for r in records if r.ok).mean
+    return 1.0 / service_s if service_s else None
+
+
+def window_stats(records: tuple[RequestRecord, ...]) -> WindowStats:
+    ok = [r for r in records if r.ok]
+    return WindowStats(
+        requests=len(ok), latency_ms=summarize(r.latency_ms for r in ok),
+        ttft_ms=summarize(r.ttft_ms for r in ok), tpot_ms=summarize(r.tpot_ms for r in ok),
+        throughput_rps=throughput_rps(records), tokens_per_s=tokens_per_s(records))
+
+
+def kv_status(records: tuple[RequestRecord, ...], window: tuple[RequestRecord, ...],
+              free_bytes: int | None) -> KVStatus:
+    latest = records[-1] if records else None
+    per_request = summarize(r.kv_cache_bytes for r in window if r.ok).p95
+    per_request_bytes = None if per_request is None else int(per_request)
+    headroom = (free_bytes // per_request_bytes
+                if free_bytes is not None and per_request_bytes else None)
+    return KVStatus(
+        now_bytes=latest.kv_cache_bytes if latest else 0,
+        now_used_bytes=latest.kv_cache_used_bytes if latest else 0,
+        self_attention_bytes=latest.kv_self_attention_bytes if latest else 0,
+        cross_attention_bytes=latest.kv_cross_attention_bytes if latest else 0,
+        peak_bytes=max((r.kv_cache_bytes for r in records), default=0),
+        per_request_p95_bytes=per_request_bytes, free_device_bytes=free_bytes,
+        headroom_requests=headroom)
+
+
+def batch_status(mode: str, max_batch: int, window: tuple[RequestRecord, ...],
+                 kv: KVStatus) -> BatchStatus:
+    ok = [r for r in window if r.ok]
+    return BatchStatus(
+        mode=mode, max_batch=max_batch if mode != "off" else 1,
+        occupancy_mean=summarize(r.batch_size for r in ok).mean,
+        occupancy_recent=tuple(r.batch_size for r in ok[-60:]),
+        padding_waste=padding_waste(ok), per_slot_bytes=kv.per_request_p95_bytes,
+        headroom_slots=kv.headroom_requests)
+
+
+def build_live(data: SessionData, *, t_s: float, model: str, device: str, options: OptConfig,
+               config_id: str, window_start_seq: int, compiling_since_s: float | None,
+               compiling_request: str | None, device_sample: DeviceSample | None,
+               replay: ReplayStatus, bucket_edges: tuple[int, ...] = (),
+               window_size: int = WINDOW_SIZE, read_only: bool = False,
+               max_batch: int = 1, compiling: CompileInProgress | None = None,
+               roofline: RooflineStatus | None = None,
+               requested_options: OptConfig | None = None,
+               options_pending: bool = False) -> LiveView:
+    """The one place a LiveView is computed from raw session data."""
+    records = data.records
+    window = tuple(r for r in records if r.seq >= window_start_seq)[-window_size:]
+    free = device_sample.mem_free_bytes if device_sample else None
+    kv = kv_status(records, window, free)
+    return LiveView(
+        t_s=t_s, model=model, device=device, options=options, config_id=config_id,
+        configs=tuple(data.configs.values()), segments=data.segments(),
+        window=window_stats(window), recent=records[-RECENT_REQUESTS:],
+        compile_events=data.events[-RECENT_EVENTS:], compiling_since_s=compiling_since_s,
+        compiling_request=compiling_request, graph_breaks=data.breaks,
+        device_sample=device_sample, kv=kv, replay=replay,
+        notices=data.notices[-20:], read_only=read_only, bucket_edges=bucket_edges,
+        batch=batch_status(options.batching, max_batch, window, kv), compiling=compiling,
+        roofline=roofline, break_even=break_even_status(data, options, config_id),
+        requested_options=requested_options, options_pending=options_pending)
+
+
+def eager_twin(options: OptConfig) -> OptConfig:
+    """The same options served eager: what a compiled config's break-even is measured against."""
+    return options.with_option("compile", "off").with_option("freezing", "off")
+
+
+def break_even_status(data: SessionData, options: OptConfig, config_id: str) -> BreakEven | None:
+    """For a compiled config: its compile seconds against the time it saves per request over
+    the same options served eager (a segment of this session), once both have served enough."""
+    if not options.compiled:
+        return None
+    eager_options = eager_twin(options)
+    eager_id = next((cid for cid, entry in data.configs.items()
+                     if entry.options == eager_options), None)
+    if eager_id is None:
+        return None
+    compile_s = sum(e.duration_s or 0.0 for e in data.events
+                    if e.config_id == config_id and e.kind in ("compile", "recompile"))
+    return break_even(compile_s, [r for r in data.records if r.config_id == config_id],
+                      [r for r in data.records if r.config_id == eager_id],
+                      compiled_config=config_id, eager_config=eager_id)

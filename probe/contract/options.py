@@ -1,0 +1,149 @@
+"""The optimization switchboard's options, each declared once, and the value that holds them.
+
+`OPTIONS` is the registry: every option's key, values (the first is the default), dashboard
+hotkey, status-bar label, help, and the one place in the engine that applies it. `--opt`
+parsing, the dashboard's key bindings, its status bar and help screen, and the README table
+are all made from it. `OptConfig` is frozen: the engine swaps it whole between requests, never
+inside one, and every request record carries the id of the config that served it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
+from typing import Iterable
+
+from probe.contract.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    values: tuple[str, ...]     # in cycling order; the first is the default
+    hotkey: str
+    label: str                  # the status bar's and footer's short name
+    hint: str                   # the help screen's line
+    help: str                   # the README's: what the engine does with it
+    applied_by: str             # where it acts: module.function, one hop for a reader
+    in_footer: bool = True      # refinements live in the help screen only
+
+    @property
+    def default(self) -> str:
+        return self.values[0]
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("compile", ("off", "default", "reduce-overhead", "max-autotune"), "c", "compile",
+           "torch.compile mode",
+           "torch.compile with that mode; each new config starts cold (torch._dynamo.reset), "
+           "as a fresh deployment would", "probe/engine/switchboard.py: Switchboard._wrap"),
+    Option("decode", ("hf-generate", "fullgraph"), "g", "decode",
+           "HF generate() or the graph-break-free greedy loop",
+           "HF generate() (under compile the whole call is compiled: the graph breaks live "
+           "there) or our greedy loop over a static KV cache whose encode, prefill_step and "
+           "decode_step compile with fullgraph=True: zero breaks",
+           "probe/engine/switchboard.py: Switchboard._build"),
+    Option("dynamic", ("off", "on"), "d", "dyn",
+           "Dynamic shapes for compiled code",
+           "dynamic=False (every new shape recompiles) or dynamic=True",
+           "probe/engine/switchboard.py: Switchboard._wrap"),
+    Option("bucketing", ("off", "on"), "b", "bucket",
+           "Pad inputs up to bucket edges so few shapes compile",
+           "pad inputs up to the next bucket edge (--buckets, or the planner's exact best 4 "
+           "for the trace) so few shapes compile", "probe/engine/engine.py: Engine.rows_for"),
+    Option("kv_cache", ("on", "off"), "k", "kv",
+           "KV cache (off recomputes every step)",
+           "off: the decoder recomputes the whole prefix for every token",
+           "probe/engine/switchboard.py: Switchboard._build"),
+    Option("precision", ("fp32", "bf16", "fp16"), "p", "prec",
+           "Weights and activations",
+           "model and cache dtype (variants are derived from an fp32 master copy)",
+           "probe/engine/switchboard.py: Switchboard._model"),
+    Option("quant", ("off", "int8", "int4"), "i", "quant",
+           "Weight-only quantization (torchao)",
+           "weight-only int8 or int4 through torchao; where it cannot run the engine says why "
+           "and serves with quant off", "probe/engine/switchboard.py: quantize"),
+    Option("prewarm", ("off", "on"), "w", "warm",
+           "Compile the bucket shapes before serving",
+           "compile every bucket shape before serving, so no request waits on a compile",
+           "probe/engine/serving.py: ServingLoop._apply_options"),
+    Option("batching", ("off", "dynamic", "continuous"), "B", "batch",
+           "Batching",
+           "dynamic: up to max_batch requests within a 50 ms window, padded together, all "
+           "returned when the longest is done; continuous: iteration-level scheduling, each "
+           "request leaves its slot the step it is done", "probe/engine/serving.py: ServingLoop.run"),
+    Option("freezing", ("off", "on"), "f", "freeze",
+           "Inductor freezing (needs compile)",
+           "inductor freezing: weights become constants the compiled graph folds (prepacked "
+           "CPU GEMMs); needs compile", "probe/engine/switchboard.py: inductor_arguments",
+           in_footer=False),
+    Option("kv_layout", ("static", "paged"), "l", "layout",
+           "Continuous batching's KV cache, region per slot or blocks",
+           "continuous batching's KV cache: a static region per slot, or blocks of one pool "
+           "taken as tokens come (PagedAttention-style), same memory budget",
+           "probe/engine/switchboard.py: Switchboard.slot_batcher", in_footer=False),
+)
+OPTION_BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}
+CHOICES: dict[str, tuple[str, ...]] = {option.key: option.values for option in OPTIONS}
+
+
+class _Options:
+    """OptConfig's behaviour; its fields come from OPTIONS."""
+
+    def __post_init__(self) -> None:
+        for key, value in asdict(self).items():
+            if value not in CHOICES[key]:
+                raise ConfigError(
+                    f"option {key}={value!r} is not valid; choose one of: {', '.join(CHOICES[key])}"
+                )
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+    def with_option(self, key: str, value: str) -> OptConfig:
+        if key not in CHOICES:
+            raise ConfigError(f"unknown option {key!r}; valid keys: {', '.join(CHOICES)}")
+        return replace(self, **{key: value})
+
+    def cycled(self, key: str) -> OptConfig:
+        """The next value of `key` in its cycling order, wrapping: what a hotkey does."""
+        values = CHOICES[key]
+        return self.with_option(key, values[(values.index(getattr(self, key)) + 1) % len(values)])
+
+    def label(self) -> str:
+        """Only what differs from the defaults, e.g. `compile=default decode=fullgraph`."""
+        changed = [f"{f.name}={getattr(self, f.name)}" for f in fields(self)
+                   if getattr(self, f.name) != OPTION_BY_KEY[f.name].default]
+        return " ".join(changed) or "baseline"
+
+    @property
+    def compiled(self) -> bool:
+        return self.compile != "off"
+
+
+# A frozen dataclass whose fields are the registry's keys, defaulting to each first value.
+OptConfig = make_dataclass(
+    "OptConfig", [(o.key, str, field(default=o.default)) for o in OPTIONS],
+    bases=(_Options,), frozen=True)
+OptConfig.__module__ = __name__     # so pickle (the engine process's pipe) finds it here
+OptConfig.__doc__ = "One value per option in OPTIONS (frozen; swapped whole between requests)."
+
+
+def parse_opts(pairs: Iterable[str], base: OptConfig | None = None) -> OptConfig:
+    """Apply `KEY=VALUE` strings to `base`; a bad one raises ConfigError naming it and the choices."""
+    config = base or OptConfig()
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep:
+            raise ConfigError(f"--opt {pair!r} is not KEY=VALUE; valid keys: {', '.join(CHOICES)}")
+        config = config.with_option(key, value.strip())
+    return config
+
+
+def markdown_table() -> str:
+    """The README's table of options, made from the registry (a test keeps them equal)."""
+    rows = ["| key | values | hotkey | what the engine does | applied in |",
+            "|---|---|---|---|---|"]
+    rows += [f"| `{o.key}` | {' '.join(f'`{v}`' for v in o.values)} | `{o.hotkey}` | "
+             f"{o.help}. | `{o.applied_by}` |" for o in OPTIONS]
+    return "\n".join(rows)

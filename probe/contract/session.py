@@ -1,0 +1,105 @@
+"""The engine's store of raw records, and the frozen view of it that everything else reads."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from probe.contract.options import OptConfig
+from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
+from probe.contract.stats import SegmentStats, segments
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    config_id: str
+    options: OptConfig
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {**self.options.as_dict(), "label": self.options.label(), "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class SessionData:
+    records: tuple[RequestRecord, ...] = ()
+    events: tuple[CompileEvent, ...] = ()
+    breaks: tuple[GraphBreakRecord, ...] = ()
+    configs: Mapping[str, ConfigEntry] = field(default_factory=lambda: MappingProxyType({}))
+    notices: tuple[Notice, ...] = ()
+    # request id → the fp32 eager reference tokens of a drift-sampled request
+    references: Mapping[str, tuple[int, ...]] = field(
+        default_factory=lambda: MappingProxyType({}))
+    kv_pools: Mapping[str, KVPool] = field(default_factory=lambda: MappingProxyType({}))
+
+    def segments(self) -> tuple[SegmentStats, ...]:
+        return segments(list(self.configs), self.records, self.events, self.breaks,
+                        self.references, self.kv_pools)
+
+
+class Session:
+    """Append-only, guarded by a lock: the engine thread writes, reporters read `freeze()`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: list[RequestRecord] = []
+        self._events: list[CompileEvent] = []
+        self._breaks: tuple[GraphBreakRecord, ...] = ()
+        self._configs: dict[str, ConfigEntry] = {}
+        self._notices: list[Notice] = []
+        self._references: dict[str, tuple[int, ...]] = {}
+        self._kv_pools: dict[str, KVPool] = {}
+
+    def config_id(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
+        """Identical options share an id (and a segment); ids are c1, c2, … in order of use."""
+        with self._lock:
+            for entry in self._configs.values():
+                if entry.options == options:
+                    return entry.config_id
+            config_id = f"c{len(self._configs) + 1}"
+            self._configs[config_id] = ConfigEntry(config_id, options, notes)
+            return config_id
+
+    def add_record(self, record: RequestRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def add_events(self, events: list[CompileEvent]) -> None:
+        """Kept in start order: the engine and the live reporter both hand events in."""
+        with self._lock:
+            for event in events:
+                bisect.insort(self._events, event, key=lambda e: e.start_s)
+
+    def set_breaks(self, breaks: list[GraphBreakRecord]) -> None:
+        with self._lock:
+            self._breaks = tuple(breaks)
+
+    def add_reference(self, request_id: str, tokens: tuple[int, ...]) -> None:
+        with self._lock:
+            self._references[request_id] = tokens
+
+    def set_kv_pool(self, config_id: str, pool: KVPool) -> None:
+        with self._lock:
+            self._kv_pools[config_id] = pool
+
+    def add_notice(self, notice: Notice) -> None:
+        with self._lock:
+            self._notices.append(notice)
+
+    def restore(self, data: SessionData) -> None:
+        """Hold `data` instead: a restarted engine goes on from what its predecessor served."""
+        with self._lock:
+            self._records, self._events = list(data.records), list(data.events)
+            self._breaks, self._notices = data.breaks, list(data.notices)
+            self._configs = dict(data.configs)
+            self._references, self._kv_pools = dict(data.references), dict(data.kv_pools)
+
+    def freeze(self) -> SessionData:
+        with self._lock:
+            return SessionData(tuple(self._records), tuple(self._events), self._breaks,
+                               MappingProxyType(dict(self._configs)), tuple(self._notices),
+                               MappingProxyType(dict(self._references)),
+                               MappingProxyType(dict(self._kv_pools)))

@@ -1,0 +1,104 @@
+"""`infertop snapshot export`: a saved session's per-request records and its segments as two
+tables pandas reads in one call (`pd.read_csv` / `pd.read_parquet`).
+
+Columns are the record's fields as the JSON has them; a segment's nested figures are
+flattened with dots (`latency_ms.p95`, `drift.token_agreement`). Token ids, where kept, are one
+space-separated string in CSV and a list column in Parquet.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from probe.contract.errors import ConfigError
+from probe.contract.records import RequestRecord
+from probe.contract.snapshot import read_document, session_data
+from workloads.atomic import atomic_write_lines, check_output_file, replace_atomically
+
+FORMATS = ("csv", "parquet")
+RECORD_COLUMNS = tuple(f.name for f in fields(RequestRecord))
+
+
+def _flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, dict):
+            flat.update(_flatten(item, f"{name}."))
+        else:
+            flat[name] = item
+    return flat
+
+
+def tables(path: str | os.PathLike) -> tuple[list[dict], list[dict]]:
+    """(request rows, segment rows) of a saved session; segments recomputed from its records."""
+    data = session_data(read_document(path), str(path))
+    requests = [{name: getattr(r, name) for name in RECORD_COLUMNS} for r in data.records]
+    for row in requests:
+        if row["tokens"] is not None:
+            row["tokens"] = list(row["tokens"])
+    labels = {cid: entry.options.label() for cid, entry in data.configs.items()}
+    segments = [{"config_id": s.config_id, "label": labels.get(s.config_id, ""),
+                 **_flatten({k: v for k, v in s.as_dict().items() if k != "config_id"})}
+                for s in data.segments()]
+    return requests, segments
+
+
+def output_paths(stem: str | os.PathLike, fmt: str) -> tuple[Path, Path]:
+    stem = Path(stem)
+    return (stem.with_name(f"{stem.name}.requests.{fmt}"),
+            stem.with_name(f"{stem.name}.segments.{fmt}"))
+
+
+def export(path: str | os.PathLike, stem: str | os.PathLike, fmt: str) -> tuple[Path, Path]:
+    """Write `<stem>.requests.<fmt>` and `<stem>.segments.<fmt>`, each atomically; the
+    outputs are checked before anything is read or written."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"export format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    targets = output_paths(stem, fmt)
+    for target in targets:
+        check_output_file(target, "--out")
+    if fmt == "parquet":
+        _pyarrow()
+    requests, segments = tables(path)
+    write = _write_csv if fmt == "csv" else _write_parquet
+    write(targets[0], requests, list(RECORD_COLUMNS))
+    write(targets[1], segments, list(segments[0]) if segments else ["config_id"])
+    return targets
+
+
+def _write_csv(target: Path, rows: list[dict], columns: list[str]) -> None:
+    def lines():
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: (" ".join(map(str, v)) if isinstance(v, list) else v)
+                             for k, v in row.items()})
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+        yield buffer.getvalue()
+    atomic_write_lines(target, lines())
+
+
+def _pyarrow():
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise ConfigError("--parquet needs pyarrow: pip install 'infertop[export]' "
+                          "(or use --csv)") from None
+    return pyarrow
+
+
+def _write_parquet(target: Path, rows: list[dict], columns: list[str]) -> None:
+    pyarrow = _pyarrow()
+    table = pyarrow.Table.from_pylist(rows) if rows else pyarrow.table(
+        {c: pyarrow.array([], pyarrow.null()) for c in columns})
+    replace_atomically(target, lambda path: pyarrow.parquet.write_table(table, path))

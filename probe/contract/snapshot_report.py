@@ -1,0 +1,184 @@
+"""`infertop snapshot show FILE` and `infertop snapshot compare A B`, as plain text.
+
+Figures are recomputed from the snapshot's raw records by probe/contract/stats.py (the one place they
+are computed), so a snapshot written by an older infertop reads the same as a new one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Callable
+
+from probe.contract.options import OptConfig
+from probe.contract.session import SessionData
+from probe.contract.snapshot import read_document, session_data
+from probe.contract.stats import SegmentStats
+from probe.contract.tables import text_table
+from probe.contract.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num, fmt_ratio, fmt_s
+
+# (name, how to read it from a segment, how to show it, lower is better?)
+METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool | None], ...] = (
+    ("latency p50", lambda s: s.latency_ms.p50, fmt_ms, True),
+    ("latency p95", lambda s: s.latency_ms.p95, fmt_ms, True),
+    ("latency p99", lambda s: s.latency_ms.p99, fmt_ms, True),
+    ("ttft p50", lambda s: s.ttft_ms.p50, fmt_ms, True),
+    ("tpot p50", lambda s: s.tpot_ms.p50, fmt_ms, True),
+    ("throughput (req/s)", lambda s: s.throughput_rps, lambda v: fmt_num(v, 2), False),
+    ("tokens/s", lambda s: s.tokens_per_s, lambda v: fmt_num(v, 1), False),
+    ("requests", lambda s: s.requests, lambda v: fmt_num(v, 0), None),
+    ("failed", lambda s: s.failed, lambda v: fmt_num(v, 0), True),
+    ("compiles", lambda s: s.compiles, lambda v: fmt_num(v, 0), True),
+    ("recompiles", lambda s: s.recompiles, lambda v: fmt_num(v, 0), True),
+    ("compile time", lambda s: s.compile_s, fmt_s, True),
+    ("graph breaks", lambda s: s.graph_breaks, lambda v: fmt_num(v, 0), True),
+    ("graphs", lambda s: s.graphs, lambda v: fmt_num(v, 0), True),
+    ("KV cache peak", lambda s: s.kv_cache_peak_bytes, fmt_bytes, True),
+    ("padding waste", lambda s: s.padding_waste, fmt_fraction, True),
+)
+
+
+def _load(path: str) -> tuple[dict, SessionData]:
+    document = read_document(path)
+    return document, session_data(document, source=f"snapshot {path}")
+
+
+def _field(document: dict, section: str, key: str) -> object:
+    """A header value: a JSON scalar as saved, anything else "?" (read_document checked that
+    the sections are objects; what they hold is free-form)."""
+    value = document.get(section, {}).get(key, "?")
+    return value if isinstance(value, (str, int, float, bool)) or value is None else "?"
+
+
+def _label(data: SessionData, config_id: str) -> str:
+    entry = data.configs.get(config_id)
+    return entry.options.label() if entry else config_id
+
+
+def _header(path: str, document: dict) -> list[str]:
+    def model(key: str) -> object:
+        return _field(document, "model", key)
+
+    def env(key: str) -> object:
+        return _field(document, "environment", key)
+
+    parameters = model("parameters")
+    lines = [f"{path}",
+             f"  model {model('name')} ({model('dtype')}, {parameters:,} parameters)"
+             if isinstance(parameters, int) else f"  model {model('name')}",
+             f"  trace {_field(document, 'trace', 'name')}, device {env('device')} "
+             f"({env('device_name')}), torch {env('torch')}"]
+    return lines
+
+
+def show(path: str) -> str:
+    """A saved session's segments (one per config, in order of use) as a table."""
+    document, data = _load(path)
+    segments = data.segments()
+    lines = _header(path, document)
+    if not segments:
+        return "\n".join(lines + ["", "no configs were served in this session"])
+    columns = ["config", "requests", "failed", "p50", "p95", "p99", "ttft p50", "tpot p50",
+               "tokens/s", "compiles", "recompiles", "compile", "breaks", "graphs", "KV peak",
+               "padding"]
+    rows = []
+    for s in segments:
+        rows.append([s.config_id, s.requests, s.failed, fmt_ms(s.latency_ms.p50),
+                     fmt_ms(s.latency_ms.p95), fmt_ms(s.latency_ms.p99), fmt_ms(s.ttft_ms.p50),
+                     fmt_ms(s.tpot_ms.p50), fmt_num(s.tokens_per_s, 1), s.compiles,
+                     s.recompiles, fmt_s(s.compile_s), s.graph_breaks, s.graphs,
+                     fmt_bytes(s.kv_cache_peak_bytes), fmt_fraction(s.padding_waste)])
+    lines += ["", text_table(columns, rows), ""]
+    for s in segments:
+        entry = data.configs.get(s.config_id)
+        notes = f"  ({'; '.join(entry.notes)})" if entry and entry.notes else ""
+        lines.append(f"  {s.config_id}: {_label(data, s.config_id)}{notes}")
+    if data.breaks:
+        lines += ["", "graph breaks:"]
+        for b in sorted(data.breaks, key=lambda b: -b.count)[:10]:
+            lines.append(f"  {b.config_id} ×{b.count} {b.location}: {b.reason[:100]}")
+    return "\n".join(lines)
+
+
+def _pairs(a: SessionData, b: SessionData):
+    """Segments of A and B that served the same options; a single segment each is a pair
+    whatever its options (that is the usual before/after comparison)."""
+    sa, sb = a.segments(), b.segments()
+    if len(sa) == 1 and len(sb) == 1:
+        return [(sa[0], sb[0])], [], [], "the only config of each session"
+    by_options = {a.configs[s.config_id].options: s for s in sa if s.config_id in a.configs}
+    pairs, only_b = [], []
+    matched = set()
+    for s in sb:
+        options = b.configs[s.config_id].options if s.config_id in b.configs else None
+        if options in by_options:
+            pairs.append((by_options[options], s))
+            matched.add(by_options[options].config_id)
+        else:
+            only_b.append(s)
+    only_a = [s for s in sa if s.config_id not in matched]
+    if not pairs and sa and sb:
+        n = min(len(sa), len(sb))
+        return list(zip(sa[:n], sb[:n])), sa[n:], sb[n:], "paired in order of use (no config served by both)"
+    return pairs, only_a, only_b, "configs with the same options"
+
+
+def _option_diff(a: OptConfig | None, b: OptConfig | None) -> list[str]:
+    if a is None or b is None:
+        return []
+    return [f"{f.name}: {getattr(a, f.name)} → {getattr(b, f.name)}" for f in fields(OptConfig)
+            if getattr(a, f.name) != getattr(b, f.name)]
+
+
+def metric_rows(sa: SegmentStats, sb: SegmentStats) -> list[list[str]]:
+    """metric, A, B, B − A, B / A, and which is better where the direction is known."""
+    rows = []
+    for name, read, show_value, lower_better in METRICS:
+        va, vb = read(sa), read(sb)
+        if va is None and vb is None:
+            continue
+        delta = ratio = None
+        if va is not None and vb is not None:
+            delta = vb - va
+            ratio = vb / va if va else None
+        if delta is None:
+            delta_text = NO_DATA
+        elif show_value is fmt_fraction:
+            delta_text = f"{100 * delta:+.1f} pp"
+        else:
+            shown = show_value(abs(delta))
+            delta_text = ("+" if delta > 0 else "−" if delta < 0 else "±") + shown
+        better = ""
+        if lower_better is not None and delta:
+            better = "B" if (delta < 0) == lower_better else "A"
+        rows.append([name, show_value(va), show_value(vb), delta_text, fmt_ratio(ratio), better])
+    return rows
+
+
+def compare(path_a: str, path_b: str) -> str:
+    """Per-metric deltas and ratios (B relative to A) and the config differences."""
+    doc_a, a = _load(path_a)
+    doc_b, b = _load(path_b)
+    lines = ["A: " + "\n   ".join(_header(path_a, doc_a)),
+             "B: " + "\n   ".join(_header(path_b, doc_b)), ""]
+    for name, key in (("model", ("model", "name")), ("dtype", ("model", "dtype")),
+                      ("device", ("environment", "device")),
+                      ("torch", ("environment", "torch")), ("trace", ("trace", "name"))):
+        va, vb = _field(doc_a, *key), _field(doc_b, *key)
+        if va != vb:
+            lines.append(f"{name} differs: {va} → {vb}")
+    pairs, only_a, only_b, how = _pairs(a, b)
+    lines.append(f"compared: {how}")
+    for sa, sb in pairs:
+        oa = a.configs[sa.config_id].options if sa.config_id in a.configs else None
+        ob = b.configs[sb.config_id].options if sb.config_id in b.configs else None
+        lines += ["", f"A {sa.config_id} [{_label(a, sa.config_id)}]  vs  "
+                      f"B {sb.config_id} [{_label(b, sb.config_id)}]"]
+        differences = _option_diff(oa, ob)
+        lines.append("config differences: " + ("; ".join(differences) if differences else "none"))
+        lines += [text_table(["metric", "A", "B", "B − A", "B / A", "better"],
+                                 metric_rows(sa, sb))]
+    for s in only_a:
+        lines.append(f"only in A: {s.config_id} [{_label(a, s.config_id)}]")
+    for s in only_b:
+        lines.append(f"only in B: {s.config_id} [{_label(b, s.config_id)}]")
+    return "\n".join(lines)

@@ -1,0 +1,28 @@
+"""Tables of figures: markdown for reports, aligned plain text for the terminal."""
+
+from __future__ import annotations
+
+
+def cell(text: object) -> str:
+    """A markdown table cell: no pipes, no newlines."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def table(columns: list[str], rows: list[list[object]]) -> str:
+    lines = ["| " + " | ".join(cell(c) for c in columns) + " |",
+             "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def text_table(columns: list[str], rows: list[list[object]]) -> str:
+    """A plain, aligned table for the terminal."""
+    cells = [[str(c) for c in columns]] + [[str(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
+    out = []
+    for n, row in enumerate(cells):
+        out.append("  ".join(v.ljust(widths[i]) if i == 0 else v.rjust(widths[i])
+                             for i, v in enumerate(row)).rstrip())
+        if n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)

@@ -1,0 +1,100 @@
+"""Device load: NVML through pynvml on a GPU, psutil on a CPU. Every NVML call goes through
+`nvml_query`, which turns any NVML failure into None (shown as N/A), never an exception."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import psutil
+import torch
+
+from probe.contract.device_sample import DeviceSample
+
+try:
+    import pynvml
+except ImportError:  # nvidia-ml-py is a dependency, but a broken install must not crash us
+    pynvml = None
+
+_nvml_lock = threading.Lock()
+_nvml_ready: bool | None = None
+
+
+def nvml_query(fn: Callable[..., Any], *args: Any) -> Any:
+    """Call an NVML function; None when NVML, the driver or the query is not available."""
+    global _nvml_ready
+    if pynvml is None:
+        return None
+    with _nvml_lock:
+        if _nvml_ready is None:
+            try:
+                pynvml.nvmlInit()
+                _nvml_ready = True
+            except Exception:
+                _nvml_ready = False
+        if not _nvml_ready:
+            return None
+    try:
+        return fn(*args)
+    except Exception:
+        return None
+
+
+class DeviceProbe:
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self._process = psutil.Process()
+        self._process.cpu_percent(None)
+        psutil.cpu_percent(None)
+        self._handle = None
+        if device.type == "cuda" and pynvml is not None:
+            index = device.index if device.index is not None else torch.cuda.current_device()
+            self._handle = nvml_query(pynvml.nvmlDeviceGetHandleByIndex, index)
+
+    def sample(self) -> DeviceSample:
+        """Each reading covers the time since the previous one (psutil's interval=None)."""
+        if self.device.type == "cuda":
+            return self._gpu()
+        memory = psutil.virtual_memory()
+        return DeviceSample(kind="CPU", name=f"{psutil.cpu_count()} cores",
+                            util_pct=psutil.cpu_percent(None),
+                            mem_used_bytes=self._process.memory_info().rss,
+                            mem_total_bytes=memory.total, mem_free_bytes=memory.available,
+                            process_cpu_pct=self._process.cpu_percent(None))
+
+    def _gpu(self) -> DeviceSample:
+        handle = self._handle
+        name = torch.cuda.get_device_name(self.device)
+        util = nvml_query(pynvml.nvmlDeviceGetUtilizationRates, handle) if handle else None
+        memory = nvml_query(pynvml.nvmlDeviceGetMemoryInfo, handle) if handle else None
+        power = nvml_query(pynvml.nvmlDeviceGetPowerUsage, handle) if handle else None
+        temperature = (nvml_query(pynvml.nvmlDeviceGetTemperature, handle,
+                                  pynvml.NVML_TEMPERATURE_GPU) if handle else None)
+        if memory is None:
+            free, total = torch.cuda.mem_get_info(self.device)
+            used = total - free
+        else:
+            free, total, used = memory.free, memory.total, memory.used
+        return DeviceSample(
+            kind="GPU", name=name, util_pct=None if util is None else float(util.gpu),
+            mem_used_bytes=used, mem_total_bytes=total, mem_free_bytes=free,
+            power_w=None if power is None else power / 1000.0,
+            temperature_c=None if temperature is None else float(temperature),
+            torch_allocated_bytes=torch.cuda.memory_allocated(self.device),
+            torch_reserved_bytes=torch.cuda.memory_reserved(self.device),
+            process_cpu_pct=self._process.cpu_percent(None))
+
+
+def resolve_device(name: str) -> torch.device:
+    from probe.contract.engine_inputs import check_device
+    from probe.contract.errors import ConfigError
+    check_device(name)
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"--device {name}: no CUDA device is available here; use cpu or auto")
+    if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+        raise ConfigError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA "
+                          f"device(s), numbered from 0")
+    return device

@@ -1,0 +1,289 @@
+"""The engine: serves requests under the current OptConfig and records what each one cost.
+
+Synchronous and UI-free. The serving loop (probe/engine/serving.py) feeds it from a replayer; the
+engine process (probe/engine/engine_process.py) runs it away from the dashboard.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Sequence, TypeVar
+
+import torch
+import torch._dynamo
+
+from probe.contract.clock import SessionClock
+from probe.contract.options import OptConfig
+from probe.contract.records import Notice, RequestRecord, RooflineStatus
+from probe.contract.session import Session
+from probe.contract.settings import EngineSettings
+from probe.engine.bandwidth_cache import MachineBandwidth
+from probe.engine.compile_probe import CompileProbe
+from probe.engine.decode_result import DecodeResult
+from probe.engine.device_probe import DeviceProbe, resolve_device
+from probe.engine.models import LoadedModel, load_model
+from probe.engine.requests import EngineRequest, input_ids, pad_batch
+from probe.engine.switchboard import Switchboard
+from workloads.buckets import bucket_for
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+# What drift is measured against: the model as trained, nothing that changes its arithmetic.
+REFERENCE_OPTIONS = OptConfig(decode="fullgraph")
+
+
+def short_error(exc: BaseException, limit: int = 300) -> str:
+    """`Type: message` on one line, the message's lines joined (a backend failure names the
+    real cause on its second line)."""
+    message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+    return f"{type(exc).__name__}: {message}"[:limit]
+
+
+def is_compile_failure(exc: BaseException) -> bool:
+    """A failure of torch.compile itself (dynamo or a backend), as opposed to the model's."""
+    if isinstance(exc, (torch._dynamo.exc.TorchDynamoException,)):
+        return True
+    module = type(exc).__module__ or ""
+    return module.startswith(("torch._dynamo", "torch._inductor"))
+
+
+class Engine:
+    def __init__(self, settings: EngineSettings, options: OptConfig | None = None, *,
+                 clock: SessionClock | None = None, loaded: LoadedModel | None = None) -> None:
+        self.settings = settings
+        self.clock = clock or SessionClock()
+        if settings.threads:
+            torch.set_num_threads(settings.threads)
+        self.device = resolve_device(settings.device)
+        self.loaded = loaded or load_model(settings.model)
+        self.loaded.model.to(self.device)
+        self.session = Session()
+        self.probe = CompileProbe(self.clock)
+        self.probe.install()
+        self.probe.reset_dynamo()
+        self.device_probe = DeviceProbe(self.device)
+        self.switchboard = Switchboard(self.loaded.model, self.device,
+                                       max_new_tokens=settings.max_new_tokens,
+                                       compile_backend=settings.compile_backend)
+        self._awaiting_reference: dict[str, EngineRequest] = {}
+        self.bandwidth: MachineBandwidth | None = None     # set by whoever measured it
+        self._step_bytes: dict[tuple[str, str], int] = {}
+        self.options = OptConfig()
+        self.config_id = ""
+        self.set_options(options or OptConfig())
+
+    # -- configuration ---------------------------------------------------------------------
+    def set_options(self, requested: OptConfig) -> str:
+        """Applies from the next request. Each new config starts cold, as a fresh deployment
+        of it would: compiled code of the previous config is dropped (torch._dynamo.reset)."""
+        variant = self.switchboard.resolve(requested)
+        config_id = self.session.config_id(variant.options, variant.notes)
+        if variant.options != self.options or not self.config_id:
+            if self.config_id:
+                self.probe.reset_dynamo()
+            for note in variant.notes:
+                self.notify("warning", note)
+        self.options, self.config_id = variant.options, config_id
+        return config_id
+
+    def notify(self, level: str, text: str) -> None:
+        self.session.add_notice(Notice(self.clock.now_s(), level, text))
+
+    @property
+    def bucket_edges(self) -> tuple[int, ...]:
+        return self.settings.bucket_edges if self.options.bucketing == "on" else ()
+
+    def close(self) -> None:
+        self.probe.uninstall()
+
+    # -- serving -----------------------------------------------------------------------------
+    def prewarm(self, output_length: int = 2) -> int:
+        """Compile every bucket shape before serving, so no request waits on a compile.
+        Returns the number of shapes warmed."""
+        if not self.options.compiled:
+            return 0
+        shapes = self.bucket_edges or ()
+        if not shapes:
+            self.notify("info", "prewarm without bucketing warms one shape; other lengths "
+                                "still compile when they first arrive")
+            shapes = (min(64, self.settings.max_input_tokens),)
+        for i, width in enumerate(shapes):
+            warm = EngineRequest(id=f"prewarm-{width}", seq=-(i + 1), input_length=width,
+                                 output_length=output_length, arrival_s=self.clock.now_s())
+            self.rehearse([warm])
+        return len(shapes)
+
+    def rehearse(self, requests: list[EngineRequest]) -> None:
+        """Serve without recording (prewarm, calibration): compiles still happen and are
+        recorded as events, with no request waiting on them."""
+        self._run(requests, record=False)
+
+    def serve(self, requests: list[EngineRequest]) -> list[RequestRecord]:
+        """Serve one batch (usually of one). Never raises for a fault inside a request: the
+        records carry the error and the engine goes on."""
+        return self._run(requests, record=True)
+
+    def roofline_status(self) -> RooflineStatus | None:
+        """The memory roofline of the config being served, once the bandwidth is known."""
+        if self.bandwidth is None:
+            return None
+        key = (self.options.precision, self.options.quant)
+        if key not in self._step_bytes:
+            from probe.engine.roofline import decode_step_bytes
+            self._step_bytes[key] = decode_step_bytes(self.switchboard.model_for(self.options)).total
+        nbytes, bandwidth = self._step_bytes[key], self.bandwidth.gemv_read_gb_s
+        return RooflineStatus(precision=self.options.precision
+                              + ("" if self.options.quant == "off" else f"+{self.options.quant}"),
+                              step_bytes=nbytes, bandwidth_gb_s=bandwidth,
+                              measured_unix=self.bandwidth.measured_unix,
+                              roofline_ms=nbytes / (bandwidth * 1e9) * 1e3)
+
+    def drift_sampled(self, request: EngineRequest) -> bool:
+        every = self.settings.drift_every
+        return bool(every) and request.seq >= 0 and request.seq % every == 0
+
+    @property
+    def references_pending(self) -> int:
+        return len(self._awaiting_reference)
+
+    def compute_references(self, limit: int | None = None) -> int:
+        """Decode drift-sampled requests again with REFERENCE_OPTIONS (fp32, eager, batch 1)
+        and keep the tokens: the serving loop calls this when idle, a headless replay at its
+        end. Returns how many were computed."""
+        done = 0
+        while self._awaiting_reference and (limit is None or done < limit):
+            request_id = next(iter(self._awaiting_reference))
+            request = self._awaiting_reference.pop(request_id)
+            row = input_ids(request, self.loaded.tokenizer, self.loaded.model.config.vocab_size,
+                            self.settings.max_input_tokens)
+            ids, mask = pad_batch([row], len(row), self.loaded.model.config.pad_token_id,
+                                  self.device)
+            self.probe.set_context(None, None)
+            try:
+                with torch.inference_mode():
+                    result = self.switchboard.decoder(REFERENCE_OPTIONS)(
+                        ids, mask, request.output_length)
+            except Exception as exc:  # no reference: that request leaves the drift sample
+                log.warning("reference for %s failed: %s", request_id, short_error(exc))
+                continue
+            self.session.add_reference(request_id, tuple(result.tokens[0].tolist()))
+            done += 1
+        return done
+
+    def rows_for(self, requests: list[EngineRequest]) -> tuple[list[list[int]], int]:
+        """Each request's input ids, and the width they are padded to (the bucket edge when
+        bucketing is on, else the longest)."""
+        rows = [self.row_for(r) for r in requests]
+        return rows, self.padded_width(rows)
+
+    def row_for(self, request: EngineRequest) -> list[int]:
+        return input_ids(request, self.loaded.tokenizer, self.loaded.model.config.vocab_size,
+                         self.settings.max_input_tokens)
+
+    def padded_width(self, rows: list[list[int]]) -> int:
+        """The width a batch of rows is padded to: the bucket edge when bucketing is on."""
+        return bucket_for(max(len(row) for row in rows), self.bucket_edges)
+
+    def flush_probes(self) -> None:
+        self.session.add_events(self.probe.collect())
+        self.session.set_breaks(self.probe.graph_breaks())
+
+    def commit(self, records: list[RequestRecord]) -> None:
+        for record in records:
+            self.session.add_record(record)
+
+    def _run(self, requests: list[EngineRequest], *, record: bool) -> list[RequestRecord]:
+        options, config_id = self.options, self.config_id
+        start_s = self.clock.now_s()
+        label = requests[0].id if len(requests) == 1 else f"batch:{requests[0].id}+{len(requests) - 1}"
+        self.probe.set_context(label if record else None, config_id)
+        stall_before = self.probe.compile_seconds
+        rows, width = self.rows_for(requests)
+        new_tokens = max(r.output_length for r in requests)
+        stops = frozenset(r.output_length for r in requests) if len(requests) > 1 else frozenset()
+        error = None
+        result = None
+        try:
+            ids, mask = pad_batch(rows, width, self.loaded.model.config.pad_token_id, self.device)
+            result = self.with_compile_fallback(
+                options, lambda: self.switchboard.decoder(options)(ids, mask, new_tokens, stops))
+        except Exception as exc:  # one request's fault never takes the engine down
+            error = short_error(exc)
+            log.warning("request %s failed: %s", label, error)
+            if isinstance(exc, torch.OutOfMemoryError):
+                torch.cuda.empty_cache()
+        finally:
+            self.probe.set_context(None, config_id)
+            self.flush_probes()
+        if not record:
+            return []
+        stall_ms = (self.probe.compile_seconds - stall_before) * 1000.0
+        records = [self.make_record(
+            r, row=row, width=width, start_s=start_s, config_id=config_id, batch=len(requests),
+            result=result, error=error, stall_ms=stall_ms,
+            tokens=None if result is None else result.tokens[i, :r.output_length])
+            for i, (r, row) in enumerate(zip(requests, rows))]
+        self.commit(records)
+        return records
+
+    def with_compile_fallback(self, options: OptConfig, call: Callable[[], T]) -> T:
+        """Run `call` under inference mode; if torch.compile itself fails, record the fallback,
+        serve this config eager from now on, and run `call` again (it must look up its
+        callable through the switchboard each time)."""
+        try:
+            with torch.inference_mode():
+                return call()
+        except Exception as exc:
+            if not (self.switchboard.is_compiled(options) and is_compile_failure(exc)):
+                raise
+            reason = short_error(exc)
+            self.probe.record_fallback(options.decode, f"compile failed, serving eager: {reason}")
+            self.notify("error", f"compile failed for {options.label()}; this config now runs "
+                                 f"eager ({reason})")
+            self.switchboard.fall_back_to_eager(options)
+            with torch.inference_mode():
+                return call()
+
+    def make_record(self, request: EngineRequest, *, row: list[int], width: int, start_s: float,
+                    config_id: str, batch: float, result: DecodeResult | None = None,
+                    error: str | None = None, stall_ms: float = 0.0,
+                    tokens: Sequence[int] | torch.Tensor | None = None, held_by_rows: int | None = None
+                    ) -> RequestRecord:
+        """`result` holds this request's marks; its KV bytes are shared by the result's rows
+        (or `held_by_rows`). Its tokens are kept only when the settings ask for them."""
+        to_s = self.clock.to_session_s
+        sampled = self.drift_sampled(request)
+        # converted only when kept: most requests keep none (a tensor row or a list comes in)
+        kept = (tuple(int(t) for t in tokens)
+                if tokens is not None and (self.settings.keep_tokens or sampled) else None)
+        if kept is not None and sampled:
+            self._awaiting_reference[request.id] = request
+        common = dict(id=request.id, seq=request.seq, config_id=config_id, input_tokens=len(row),
+                      padded_tokens=width, arrival_s=request.arrival_s, start_s=start_s,
+                      queue_ms=(start_s - request.arrival_s) * 1e3, compile_stall_ms=stall_ms,
+                      batch_size=batch)
+        if result is None:
+            end_s = self.clock.now_s()
+            return RequestRecord(
+                **common, output_tokens=0, first_token_s=None, end_s=end_s, encoder_ms=0.0,
+                decoder_ms=0.0, ttft_ms=None, tpot_ms=None,
+                latency_ms=(end_s - request.arrival_s) * 1e3, kv_cache_bytes=0,
+                kv_cache_used_bytes=0, kv_self_attention_bytes=0, kv_cross_attention_bytes=0,
+                error=error or "unknown error")
+        decode_start = self.clock.start + start_s
+        n = request.output_length
+        first_token_s, end_s = to_s(result.first_token), to_s(result.end)
+        last_token_s = to_s(result.last_token(n))
+        kv = result.kv
+        rows = held_by_rows or result.tokens.shape[0]
+        return RequestRecord(
+            **common, output_tokens=n, first_token_s=first_token_s, end_s=end_s,
+            encoder_ms=(result.encoder_done - decode_start) * 1e3,
+            decoder_ms=(result.end - result.encoder_done) * 1e3,
+            ttft_ms=(first_token_s - request.arrival_s) * 1e3,
+            tpot_ms=(last_token_s - first_token_s) * 1e3 / (n - 1) if n > 1 else None,
+            latency_ms=(end_s - request.arrival_s) * 1e3,
+            kv_cache_bytes=kv.held // rows, kv_cache_used_bytes=kv.used // rows,
+            kv_self_attention_bytes=kv.self_attention // rows,
+            kv_cross_attention_bytes=kv.cross_attention // rows, error=None,
+            last_token_s=last_token_s, tokens=kept)

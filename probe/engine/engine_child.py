@@ -1,0 +1,286 @@
+"""What runs in the engine process: receive the workload, load the engine, continue the
+session from its journal when this is a restart, serve the replay, publish live views,
+obey the dashboard's commands. Started by probe.engine.engine_process.EngineClient; imports torch only
+inside the process."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+from dataclasses import replace
+from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
+
+from probe.contract import protocol
+from probe.contract.errors import ConfigError
+from probe.contract.journal import (
+    CONTEXT_SECTIONS,
+    Dispatch,
+    Journal,
+    JournaledSession,
+    JournalWriter,
+    read_journal,
+)
+from probe.engine.workload_setup import PreparedWorkload
+
+if TYPE_CHECKING:
+    from probe.engine.engine_process import EngineProcessConfig
+
+PUBLISH_INTERVAL_S = 0.5
+
+
+class _Sender:
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+
+    def __call__(self, event) -> bool:
+        try:
+            with self._lock:
+                self._conn.send(event)
+            return True
+        except (BrokenPipeError, EOFError, OSError):
+            return False
+
+
+def _redirect_output(log_path: str) -> None:
+    """The child shares the dashboard's terminal: send its stdout/stderr (torch warnings,
+    compiler output) to its log, or discard them when there is none; never to the screen.
+    The log was created by the dashboard in a private folder; O_NOFOLLOW still refuses a
+    symlink put in its place (the output is then discarded: no log is no reason not to serve)."""
+    try:
+        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW) if log_path else -1
+    except OSError:
+        fd = -1
+    if fd < 0:
+        fd = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def engine_main(config: EngineProcessConfig, conn: Connection) -> None:
+    """The engine process: receive the workload, load, (prewarm), serve the replay, publish
+    live views. Whatever ends it early is told to the dashboard and logged."""
+    _redirect_output(config.log_path)   # before torch/transformers print import warnings
+    if config.torch_trace_dir:          # torch reads it when it is imported, so set it first
+        os.makedirs(config.torch_trace_dir, exist_ok=True)
+        os.environ["TORCH_TRACE"] = config.torch_trace_dir
+    send = _Sender(conn)
+    try:
+        workload = receive_workload(conn)
+        if workload is not None:
+            _serve(replace(config, workload=workload), conn, send)
+    except Exception as exc:
+        traceback.print_exc()
+        send(protocol.EngineFailed(f"the engine stopped: {type(exc).__name__}: {exc}"))
+
+
+def receive_workload(conn: Connection) -> PreparedWorkload | None:
+    """The first message; None when the dashboard shut us down or went away first."""
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):
+            return None
+        if isinstance(message, protocol.Workload):
+            return message.workload
+        if isinstance(message, protocol.Shutdown):
+            return None
+
+
+def _earlier_session(config: EngineProcessConfig) -> tuple[Journal | None, str | None]:
+    """A restart's session so far (None: nothing to continue), and why it could not be read."""
+    if config.predecessor is None or not config.journal_path:
+        return None, None
+    try:
+        return read_journal(config.journal_path), None
+    except ConfigError as exc:
+        return None, f"the session so far could not be read back ({exc}); a new one starts"
+
+
+def _journal(engine, config: EngineProcessConfig, earlier: Journal | None) -> JournalWriter:
+    """Serve into a JournaledSession: `earlier`'s records and then ours, every change appended
+    to the journal as it is made. A restarted engine marks how its predecessor ended and fails
+    the requests it held."""
+    writer = JournalWriter(config.journal_path)
+    session = JournaledSession(writer, earlier.data if earlier else None)
+    # Engine made a Session of its own and registered its options there: register them here.
+    engine.session, engine.config_id = session, ""
+    engine.set_options(config.options)
+    if earlier is not None:
+        lost, notice = earlier.crash_marks(config.predecessor, restarted=True)
+        for record in lost:
+            session.add_record(record)
+        session.add_notice(notice)
+    return writer
+
+
+def _journal_header(writer: JournalWriter, engine, config: EngineProcessConfig) -> None:
+    """The session's start on the wall clock, and where it runs, as its JSON says it."""
+    from probe.engine.headless import document_for
+
+    document = document_for(engine, config.workload, config.trace_name)
+    writer.header(time.time() - engine.clock.now_s(),
+                  {name: document[name] for name in CONTEXT_SECTIONS})
+
+
+def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None:
+    from probe.contract.clock import SessionClock
+    from probe.contract.snapshot import write_json_atomic
+    from probe.engine.engine import Engine
+    from probe.engine.headless import document_for
+    from probe.engine.live_reporter import LiveReporter
+
+    settings, workload = config.settings, config.workload
+    earlier, unreadable = _earlier_session(config)
+    send(protocol.Loading(f"loading {settings.model} on {settings.device}"))
+    try:
+        engine = Engine(settings, config.options,
+                        clock=earlier.clock() if earlier else SessionClock())
+    except Exception as exc:
+        traceback.print_exc()
+        send(protocol.EngineFailed(f"the engine could not start: {type(exc).__name__}: {exc}"))
+        return
+    writer = None
+    if unreadable:
+        engine.notify("error", unreadable)
+    elif config.journal_path:
+        try:
+            writer = _journal(engine, config, earlier)
+        except OSError as exc:
+            engine.notify("warning", f"no session journal ({exc.strerror or exc}): a restarted "
+                                     f"engine will start a new session")
+    speed = _measure(engine, config, send)
+    if writer is not None and earlier is None:   # measured first: the header has the roofline
+        _journal_header(writer, engine, config)
+    replayer, loop = _replay(engine, config, speed, earlier, writer)
+    reporter = LiveReporter(loop, config.trace_name)
+    exporter = _exporter(engine, loop, config.metrics_port)
+    stop = threading.Event()
+
+    def handle(command) -> None:
+        if isinstance(command, protocol.SetOptions):
+            loop.request_options(command.options)
+        elif isinstance(command, protocol.SetSpeed):
+            replayer.set_speed(command.speed)
+        elif isinstance(command, protocol.Pause):
+            replayer.pause()
+        elif isinstance(command, protocol.Resume):
+            replayer.resume()
+        elif isinstance(command, protocol.ResetWindow):
+            reporter.reset_window()
+        elif isinstance(command, protocol.SaveSnapshot):
+            try:
+                write_json_atomic(command.path, document_for(engine, workload, config.trace_name))
+                send(protocol.SnapshotSaved(command.path))
+            except OSError as exc:
+                send(protocol.SnapshotFailed(command.path, f"{exc.strerror or exc}"))
+        elif isinstance(command, protocol.Shutdown):
+            stop.set()
+
+    def commands() -> None:
+        while not stop.is_set():
+            try:
+                if conn.poll(0.2):
+                    handle(conn.recv())
+            except (EOFError, OSError):  # the dashboard went away
+                stop.set()
+
+    def publish() -> None:
+        journal_error_said = False
+        while not stop.wait(PUBLISH_INTERVAL_S):
+            if writer is not None and writer.error and not journal_error_said:
+                engine.notify("error", f"{writer.error}: journaling stopped; a restarted engine "
+                                       f"will start a new session")
+                journal_error_said = True
+            try:
+                view = reporter.build()
+            except Exception:  # a reporting fault must not stop serving
+                traceback.print_exc()
+                continue
+            if not send(protocol.Live(view)):
+                stop.set()
+
+    threading.Thread(target=commands, name="commands", daemon=True).start()
+    threading.Thread(target=publish, name="publisher", daemon=True).start()
+    if config.options.prewarm == "on":     # the serving loop prewarms before it serves
+        send(protocol.Loading("prewarming bucket shapes"))
+    loop.run(stop)
+    if not stop.is_set():
+        send(protocol.Finished())
+        stop.wait()
+    if exporter is not None:
+        exporter.close()
+    engine.close()
+    if writer is not None:
+        writer.close()
+
+
+def _measure(engine, config: EngineProcessConfig, send: _Sender) -> float:
+    """This machine's bandwidth (for the roofline), and the replay speed: the one given (a
+    restart gets the speed last served) or half the engine's measured capacity."""
+    from probe.engine.bandwidth_cache import machine_bandwidth
+    from probe.engine.calibration import choose_speed
+
+    send(protocol.Loading("measuring this machine's memory bandwidth for the roofline (once per "
+                          "machine, then cached)"))
+    try:
+        engine.bandwidth = machine_bandwidth(engine.device)
+    except Exception as exc:  # no roofline is no reason not to serve
+        engine.notify("warning", f"no roofline: bandwidth not measured ({type(exc).__name__})")
+    if config.speed is not None:
+        return config.speed
+    send(protocol.Loading("measuring what the engine serves one at a time, to replay at "
+                          "half of it"))
+    try:
+        choice = choose_speed(engine, config.workload.trace)
+    except Exception as exc:  # a failed measurement leaves the trace's own rate
+        engine.notify("warning", f"capacity not measured ({type(exc).__name__}: {exc}); "
+                                 f"replaying at the trace's rate")
+        return 1.0
+    if choice is None:
+        return 1.0
+    engine.notify("info", choice.text())
+    return choice.speed
+
+
+def _replay(engine, config: EngineProcessConfig, speed: float, earlier: Journal | None,
+            writer: JournalWriter | None):
+    """The replayer (going on after the last request `earlier` dispatched, each dispatch
+    journaled) and the serving loop over it, its counters going on with the session."""
+    from probe.engine.continued_replay import ContinuedReplayer
+    from probe.engine.serving import ServingLoop
+
+    def journal_dispatch(scheduled) -> None:
+        writer.dispatch(Dispatch(scheduled.seq, scheduled.request.id or f"r{scheduled.seq}",
+                                 scheduled.request.input_length,
+                                 engine.clock.to_session_s(scheduled.scheduled_s)))
+
+    replayer = ContinuedReplayer(config.workload.trace,
+                                 first_seq=earlier.next_seq if earlier else 0, speed=speed,
+                                 loop=config.loop, max_requests=config.max_requests,
+                                 on_dispatch=journal_dispatch if writer else None)
+    loop = ServingLoop(engine, replayer)
+    if earlier is not None:
+        records = engine.session.freeze().records
+        loop.dispatched = replayer.first_seq
+        loop.completed = sum(r.ok for r in records)
+        loop.failed = len(records) - loop.completed
+    return replayer, loop
+
+
+def _exporter(engine, loop, port: int | None):
+    if port is None:
+        return None
+    from probe.monitoring.prometheus import PrometheusExporter
+    try:
+        exporter = PrometheusExporter(engine.session, lambda: loop.queue_depth, port=port)
+    except OSError as exc:
+        engine.notify("error", f"--metrics-port {port}: cannot listen ({exc.strerror or exc}); "
+                               f"no metrics this session")
+        return None
+    engine.notify("info", f"Prometheus metrics on http://127.0.0.1:{exporter.port}/metrics")
+    return exporter

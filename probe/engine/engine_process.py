@@ -1,0 +1,314 @@
+"""The engine in a process of its own, so a minute-long CPU compile (which holds the GIL) never
+freezes the dashboard. The dashboard talks to it through `EngineClient`, with the frozen
+messages of probe/contract/protocol.py over a pipe. This is the dashboard's side (the config, the
+per-user state files, EngineClient); what runs in the process is probe/engine/engine_child.py.
+Everything the engine serves is journaled (probe/contract/journal.py): a restart continues the session."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import stat
+import sys
+import threading
+import time
+from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, Callable
+
+from probe.contract import protocol
+from probe.contract.engine_inputs import check_engine_inputs
+from probe.contract.errors import ConfigError
+from probe.contract.journal import EngineExit, save_from_journal
+from probe.contract.options import OptConfig, parse_opts
+from probe.contract.settings import EngineSettings
+from probe.engine.engine_child import engine_main
+from probe.engine.workload_setup import PreparedWorkload, prepare_workload
+
+KEEP_LOGS = 10
+LOG_PREFIX = "engine-"
+KEEP_JOURNALS = 10
+JOURNAL_PREFIX = "session-"
+STOP_WAIT_S = 2.0       # after Shutdown, for the request in progress; then the engine is killed
+KILL_WAIT_S = 2.0
+
+
+@dataclass(frozen=True)
+class EngineProcessConfig:
+    settings: EngineSettings
+    options: OptConfig
+    workload: PreparedWorkload | None   # None in the spawn arguments: it follows over the pipe
+    trace_name: str
+    speed: float | None = None      # None: measure the capacity and offer half of it
+    max_requests: int | None = None
+    loop: bool = True
+    log_path: str = ""      # created by EngineClient.start, one per start; "": output discarded
+    metrics_port: int | None = None     # serve Prometheus metrics from the engine process
+    journal_path: str = ""  # created by EngineClient, one per session; "": not journaled
+    predecessor: EngineExit | None = None   # a restart: how the engine it replaces ended
+    torch_trace_dir: str = ""   # keep a TORCH_TRACE of the session here, for tlparse
+
+
+def dashboard_threads() -> int:
+    """Leave a core to the dashboard: on a small machine two OpenMP threads sharing a core with
+    the UI spin against each other (t5-small eager went from 34 to 132 ms/token here)."""
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+def config_from_args(args) -> EngineProcessConfig:
+    """From the dashboard's CLI arguments; ConfigError/TraceError for bad input (exit 2)."""
+    check_engine_inputs(args.model, args.device)
+    options = parse_opts(args.opt or [])
+    workload = prepare_workload(args.trace, buckets=getattr(args, "buckets", None),
+                                max_input=getattr(args, "max_input", 512),
+                                max_output=getattr(args, "max_output", 512))
+    settings = workload.engine_settings(
+        model=args.model, device=args.device, max_input=getattr(args, "max_input", 512),
+        threads=getattr(args, "threads", None) or dashboard_threads())
+    return EngineProcessConfig(settings, options, workload, args.trace, speed=args.speed,
+                               max_requests=getattr(args, "requests", None),
+                               metrics_port=getattr(args, "metrics_port", None),
+                               torch_trace_dir=torch_trace_dir(args))
+
+
+def torch_trace_dir(args) -> str:
+    """`--torch-trace`: a folder beside the session's snapshots, named by the start time."""
+    if not getattr(args, "torch_trace", False):
+        return ""
+    folder = Path(getattr(args, "snapshot_dir", None) or "snapshots")
+    return str(folder / time.strftime("torch_trace-%Y%m%d-%H%M%S"))
+
+
+def state_dir() -> Path:
+    """infertop's per-user state folder: $XDG_STATE_HOME/infertop, else
+    ~/.local/state/infertop (the XDG spec ignores a relative $XDG_STATE_HOME)."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state"
+    return root / "infertop"
+
+
+def _private_dir(path: Path) -> Path:
+    """Create `path` 0o700 if needed; refuse one that is a symlink or someone else's."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise OSError(f"{path} is not a directory")
+    if info.st_uid != os.getuid():
+        raise PermissionError(f"{path} belongs to another user")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(path, 0o700)
+    return path
+
+
+def _prune(folder: Path, prefix: str, suffix: str, keep: int) -> None:
+    """Delete all but the newest `keep` files named prefix…suffix (by modification time)."""
+    found = []
+    for entry in os.scandir(folder):
+        if entry.name.startswith(prefix) and entry.name.endswith(suffix):
+            try:
+                found.append((entry.stat(follow_symlinks=False).st_mtime, entry.name))
+            except FileNotFoundError:   # another dashboard pruned it first
+                continue
+    found.sort()
+    for _, name in found[:max(len(found) - keep, 0)]:
+        try:
+            os.unlink(folder / name)
+        except FileNotFoundError:
+            pass
+
+
+def _new_state_file(prefix: str, suffix: str, folder: Path | None, keep: int) -> str:
+    """A fresh, empty file in the state folder; the oldest of its kind beyond `keep` go.
+    Created 0o600 with O_EXCL|O_NOFOLLOW: an existing name, or a symlink planted there, is
+    never written through; the next name is tried instead."""
+    folder = _private_dir(folder or state_dir())
+    _prune(folder, prefix, suffix, keep - 1)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    for attempt in range(100):
+        path = folder / f"{prefix}{stamp}-{os.getpid()}-{attempt}{suffix}"
+        try:
+            os.close(os.open(path, flags, 0o600))
+        except FileExistsError:
+            continue
+        return str(path)
+    raise FileExistsError(f"no free {prefix}*{suffix} name in {folder}")
+
+
+def new_log(folder: Path | None = None, keep: int = KEEP_LOGS) -> str:
+    """A fresh engine log (one per engine start)."""
+    return _new_state_file(LOG_PREFIX, ".log", folder, keep)
+
+
+def new_journal(folder: Path | None = None, keep: int = KEEP_JOURNALS) -> str:
+    """A fresh session journal (one per dashboard session, shared by its engine restarts)."""
+    return _new_state_file(JOURNAL_PREFIX, ".jsonl", folder, keep)
+
+
+_CLOSE = object()
+
+
+class _Outbox:
+    """Sends to the engine in order, from a thread of its own: `put` never blocks. A send
+    blocks while the engine does not read (a megabyte workload before the child runs, an engine
+    stuck in a compile), and the dashboard must not wait on that, nor quit only after it."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, args=(conn,), name="engine-outbox",
+                                        daemon=True)
+        self._thread.start()
+
+    def put(self, message: Any) -> None:
+        self._queue.put(message)
+
+    def close(self, timeout: float) -> bool:
+        """Stop sending; True once the thread is done with the connection (it may be closed)."""
+        self._queue.put(_CLOSE)
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _run(self, conn: Connection) -> None:
+        while (message := self._queue.get()) is not _CLOSE:
+            try:
+                conn.send(message)
+            except (OSError, EOFError):   # the engine is gone
+                return
+
+
+class EngineClient:
+    """The dashboard's handle on the engine process (implements tui's EngineHandle). One
+    session: a restart continues it from the session journal."""
+
+    def __init__(self, config: EngineProcessConfig, *,
+                 target: Callable[[EngineProcessConfig, Connection], None] = engine_main) -> None:
+        self.config = config
+        self._target = target
+        self._options = config.options
+        self._speed = config.speed
+        self._process: mp.process.BaseProcess | None = None
+        self._conn: Connection | None = None
+        self._outbox: _Outbox | None = None
+        self._failure_reported = False
+        self._ended: EngineExit | None = None       # how the last engine ended, once it did
+        self.log_path: str | None = None          # this engine start's log
+        self.log_problem: str | None = None       # why there is none
+        self.journal_path: str | None = None      # this session's journal (all its engines)
+        self.journal_problem: str | None = None   # why there is none
+
+    def start(self) -> None:
+        self._spawn(predecessor=None)
+
+    def restart(self) -> None:
+        """Stop the engine if it runs, and start one that continues the session."""
+        ended = self._ended
+        self.stop()
+        self._spawn(ended or EngineExit(time.time(), None, "stopped for a restart"))
+
+    def _spawn(self, predecessor: EngineExit | None) -> None:
+        try:
+            self.log_path, self.log_problem = new_log(), None
+        except OSError as exc:  # no log is no reason not to serve
+            self.log_path, self.log_problem = None, f"no engine log: {exc}"
+        if self.journal_path is None and self.journal_problem is None:
+            try:
+                self.journal_path = new_journal()
+            except OSError as exc:  # nor is no journal: only a restart then starts afresh
+                self.journal_problem = f"no session journal: {exc}"
+        context = mp.get_context("spawn")
+        parent, child = context.Pipe()
+        # The spawn arguments are written into a pipe (64 KiB) before the child runs any of
+        # our code; a child that never gets that far never reads them, and a larger write
+        # blocked here — on "starting the engine…", deaf to ctrl+q. So they stay small, and
+        # the workload (a whole trace: 100 KB to megabytes) follows through the outbox.
+        arguments = replace(self.config, workload=None, options=self._options, speed=self._speed,
+                            log_path=self.log_path or "", journal_path=self.journal_path or "",
+                            predecessor=predecessor)
+        process = context.Process(target=self._target, args=(arguments, child),
+                                  name="infertop-engine", daemon=True)
+        # A running Textual app replaces sys.stdout/stderr with objects that have no file
+        # descriptor, and multiprocessing hands sys.stderr.fileno() to its helper process
+        # ("bad value(s) in fds_to_keep"): give it the real streams while it starts.
+        streams = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+        try:
+            process.start()
+        except BaseException:
+            parent.close()
+            raise
+        finally:
+            sys.stdout, sys.stderr = streams
+            child.close()
+        self._outbox = _Outbox(parent)
+        self._outbox.put(protocol.Workload(self.config.workload))
+        self._process, self._conn = process, parent
+        self._failure_reported, self._ended = False, None
+
+    def send(self, command) -> None:
+        if isinstance(command, protocol.SetOptions):
+            self._options = command.options
+        elif isinstance(command, protocol.SetSpeed):
+            self._speed = command.speed
+        outbox = self._outbox
+        if outbox is not None:
+            outbox.put(command)
+
+    def poll(self, timeout: float):
+        conn = self._conn
+        if conn is None:
+            return None
+        try:
+            if conn.poll(timeout):
+                return self._seen(conn.recv())
+        except (EOFError, OSError):
+            pass
+        if not self.is_alive() and not self._failure_reported:
+            self._failure_reported = True
+            code = self._process.exitcode if self._process else None
+            return self._seen(protocol.EngineFailed(
+                f"the engine process exited (code {code}); its log: "
+                f"{self.log_path or self.log_problem}"))
+        return None
+
+    def _seen(self, event):
+        """Keep what a restart needs: the speed served, and how the engine ended."""
+        if isinstance(event, protocol.Live):
+            self._speed = event.view.replay.speed
+        elif isinstance(event, protocol.EngineFailed) and self._ended is None:
+            process = self._process
+            code = None if process is None or process.is_alive() else process.exitcode
+            self._ended = EngineExit(time.time(), code, event.error)
+        return event
+
+    def is_alive(self) -> bool:
+        return self._process is not None and self._process.is_alive()
+
+    def write_session(self, path: str) -> Path:
+        """The session JSON from the journal, with no engine: what the engine served before it
+        ended (`s` while it is down). ConfigError when there is nothing to save."""
+        if not self.journal_path:
+            raise ConfigError(self.journal_problem or "no session journal")
+        return save_from_journal(self.journal_path, path, self._ended)
+
+    def stop(self) -> None:
+        """Shutdown, STOP_WAIT_S for the engine to end, then kill it: never an unbounded wait."""
+        process, conn, outbox = self._process, self._conn, self._outbox
+        if process is None:
+            return
+        self._process, self._conn, self._outbox = None, None, None
+        if outbox is not None:
+            outbox.put(protocol.Shutdown())
+        process.join(timeout=STOP_WAIT_S)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=KILL_WAIT_S)
+        # The engine is gone, so a send in progress fails at once; close the connection only
+        # after the outbox let go of it (a closed descriptor's number may be reused).
+        if outbox is None or outbox.close(timeout=KILL_WAIT_S):
+            conn.close()

@@ -1,0 +1,132 @@
+"""`make gpu-check`: the checks that need a GPU, as one script to run when a machine has one.
+
+1. The device panel's NVML figures against `nvidia-smi` read at the same moment.
+2. The fullgraph decode step eager, compiled (default) and compiled with reduce-overhead
+   (CUDA graphs), in fp32 and fp16: warm ms/token from CUDA-synchronised marks, and tokens of
+   each against fp32 eager.
+3. The memory roofline at the GPU's measured bandwidth, per precision, and each step's ratio.
+
+Writes OUT/gpu-check.json and prints a table. Without a CUDA device it says so and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from workloads.atomic import write_atomic
+
+CONFIGS = (("fp32", "off"), ("fp32", "default"), ("fp32", "reduce-overhead"),
+           ("fp16", "default"), ("fp16", "reduce-overhead"))
+SMI_FIELDS = ("utilization.gpu", "memory.used", "memory.total", "power.draw", "temperature.gpu")
+
+
+def nvidia_smi() -> dict[str, float] | str:
+    if shutil.which("nvidia-smi") is None:
+        return "nvidia-smi not found"
+    done = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(SMI_FIELDS)}",
+                           "--format=csv,noheader,nounits", "-i", "0"],
+                          capture_output=True, text=True, timeout=30)
+    if done.returncode:
+        return done.stderr.strip() or f"exit {done.returncode}"
+    values = [v.strip() for v in done.stdout.strip().splitlines()[0].split(",")]
+    return {name: float(v) for name, v in zip(SMI_FIELDS, values) if v not in ("[N/A]", "")}
+
+
+def nvml_against_smi(device) -> dict:
+    from probe.engine.device_probe import DeviceProbe
+    sample = DeviceProbe(device).sample()
+    smi = nvidia_smi()
+    ours = {"utilization.gpu": sample.util_pct,
+            "memory.used": None if sample.mem_used_bytes is None else sample.mem_used_bytes / 2**20,
+            "memory.total": None if sample.mem_total_bytes is None else sample.mem_total_bytes / 2**20,
+            "power.draw": sample.power_w, "temperature.gpu": sample.temperature_c}
+    return {"infertop": ours, "nvidia_smi": smi}
+
+
+def decode_timings(model: str, requests: int, output_tokens: int) -> dict:
+    from probe.contract.options import OptConfig
+    from probe.engine.engine import Engine, EngineSettings
+    from probe.engine.requests import EngineRequest
+
+    results, reference = {}, None
+    for precision, compile_mode in CONFIGS:
+        options = OptConfig(decode="fullgraph", precision=precision, compile=compile_mode)
+        engine = Engine(EngineSettings(model=model, device="cuda", max_new_tokens=output_tokens,
+                                       keep_tokens=True), options)
+        served = []
+        for i in range(requests + 1):       # the first warms (and compiles)
+            request = EngineRequest(f"g{i}", i, 64, output_tokens, engine.clock.now_s())
+            served += engine.serve([request])
+        warm = [r for r in served[1:] if r.ok]
+        tpot = sorted(r.tpot_ms for r in warm)[len(warm) // 2] if warm else None
+        tokens = [r.tokens for r in served]
+        reference = reference or tokens
+        results[f"{precision} compile={compile_mode}"] = {
+            "ms_per_token": tpot, "failed": sum(not r.ok for r in served),
+            "first_request_ms": served[0].latency_ms,
+            "compile_s": sum(e.duration_s or 0 for e in engine.session.freeze().events),
+            "tokens_equal_fp32_eager": tokens == reference,
+            "errors": sorted({r.error for r in served if r.error})[:3]}
+        engine.close()
+    return results
+
+
+def roofline(model: str, device, timings: dict) -> dict:
+    from probe.engine.models import load_model
+    from probe.engine.roofline import measure_bandwidth, step_bytes_by_precision
+    bandwidth = measure_bandwidth(device).gemv_read_gb_s
+    loaded = load_model(model).model.to(device)
+    by_precision = step_bytes_by_precision(loaded)
+    by_precision["fp16"] = by_precision["bf16"]
+    out = {"bandwidth_gb_s": bandwidth, "precisions": {}}
+    for name, result in timings.items():
+        precision = name.split()[0]
+        roof_ms = by_precision[precision] / (bandwidth * 1e9) * 1e3
+        tpot = result["ms_per_token"]
+        out["precisions"][name] = {"roofline_ms": roof_ms, "ms_per_token": tpot,
+                                   "ratio": tpot / roof_ms if tpot else None}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m probe.engine.gpu_check", description=__doc__)
+    parser.add_argument("--model", default="t5-small")
+    parser.add_argument("--requests", type=int, default=5)
+    parser.add_argument("--output-tokens", type=int, default=64)
+    parser.add_argument("--out", default="gpu-check-out")
+    args = parser.parse_args(argv)
+    import torch
+    if not torch.cuda.is_available():
+        print("gpu-check: no CUDA device here; nothing to check (run it on a GPU machine)")
+        return 0
+    device = torch.device("cuda:0")
+    started = time.time()
+    report = {"device": torch.cuda.get_device_name(device), "torch": torch.__version__,
+              "nvml": nvml_against_smi(device)}
+    report["decode"] = decode_timings(args.model, args.requests, args.output_tokens)
+    report["roofline"] = roofline(args.model, device, report["decode"])
+    report["wall_s"] = time.time() - started
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "gpu-check.json", [json.dumps(report, indent=1), "\n"])
+    print(f"{report['device']} · torch {report['torch']}")
+    print(f"NVML (infertop) vs nvidia-smi: {json.dumps(report['nvml'])}")
+    for name, row in report["roofline"]["precisions"].items():
+        decode = report["decode"][name]
+        ms, ratio = row["ms_per_token"], row["ratio"]
+        print(f"{name:32} {ms if ms is None else round(ms, 3)} ms/token  "
+              f"{'—' if ratio is None else f'{ratio:.2f}×'} roofline  "
+              f"compile {decode['compile_s']:.1f} s  tokens = fp32 eager: "
+              f"{decode['tokens_equal_fp32_eager']}  failed {decode['failed']}")
+    print(f"bandwidth {report['roofline']['bandwidth_gb_s']:.0f} GB/s; wrote {out / 'gpu-check.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

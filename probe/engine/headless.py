@@ -1,0 +1,68 @@
+"""A replay without the dashboard: serve a workload, return the engine with its session."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict
+from typing import Callable
+
+from probe.contract.options import OptConfig
+from probe.contract.records import RequestRecord
+from probe.contract.snapshot import environment, session_document
+from probe.engine.engine import Engine
+from probe.engine.serving import ServingLoop
+from probe.engine.workload_setup import PreparedWorkload
+from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer
+
+
+def replay_loop(engine: Engine, workload: PreparedWorkload, *, speed: float = 1.0,
+                max_requests: int | None = None, concurrency: int | None = None,
+                on_records: Callable[[list[RequestRecord]], None] | None = None) -> ServingLoop:
+    """Open loop at the trace's times (× speed), or closed loop with `concurrency` outstanding."""
+    if concurrency:
+        replayer = ClosedLoopReplayer(workload.trace, concurrency=concurrency,
+                                      max_requests=max_requests)
+    else:
+        replayer = OpenLoopReplayer(workload.trace, speed=speed, max_requests=max_requests)
+    return ServingLoop(engine, replayer, on_records=on_records)
+
+
+def run_replay(loop: ServingLoop, stop: threading.Event | None = None) -> ServingLoop:
+    """Serve until the replay is over (or `stop`), then compute the drift references the idle
+    moments did not reach."""
+    engine = loop.engine
+    stop = stop or threading.Event()
+    loop.run(stop)
+    if not stop.is_set():
+        engine.compute_references()
+    return loop
+
+
+def engine_for(workload: PreparedWorkload, *, model: str, device: str, options: OptConfig,
+               max_input: int = 512, compile_backend: str = "inductor",
+               keep_tokens: bool = False, threads: int | None = None) -> Engine:
+    settings = workload.engine_settings(model=model, device=device, max_input=max_input,
+                                        compile_backend=compile_backend,
+                                        keep_tokens=keep_tokens, threads=threads)
+    return Engine(settings, options)
+
+
+def document_for(engine: Engine, workload: PreparedWorkload, trace_name: str) -> dict:
+    """The session JSON of a running engine. Besides the raw records it keeps what the
+    dashboard's panels show that records cannot give back (the device at save time, the
+    roofline, the batching slots), so `--load` redraws every panel as it was."""
+    roofline = engine.roofline_status()
+    settings = engine.settings
+    return session_document(
+        engine.session.freeze(), environment=environment(engine.device),
+        model=engine.loaded.info.as_dict(engine.options.precision),
+        trace={"name": trace_name, "requests": len(workload.trace.requests),
+               "fit": workload.fit.summary()},
+        settings={"bucket_edges": list(workload.bucket_edges),
+                  "bucket_source": workload.bucket_source,
+                  "max_new_tokens": workload.max_new_tokens,
+                  "compile_backend": settings.compile_backend,
+                  "max_batch": settings.max_batch, "kv_block_tokens": settings.kv_block_tokens,
+                  "kv_budget_bytes": settings.kv_budget_bytes},
+        live={"device_sample": asdict(engine.device_probe.sample()),
+              "roofline": None if roofline is None else asdict(roofline)})

@@ -1,0 +1,103 @@
+"""Model loading: the embedded random-initialised presets, or a local T5 checkpoint.
+
+Random weights cost exactly what trained ones cost per token, so the presets give true timings
+with no download. A checkpoint is read offline (a local folder or the HF cache), as safetensors,
+never with remote code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import (
+    AutoConfig,
+    AutoTokenizer,
+    PreTrainedTokenizerBase,
+    T5Config,
+    T5ForConditionalGeneration,
+)
+
+from probe.contract.engine_inputs import PRESETS, SUPPORTED_MODEL_TYPES
+from probe.contract.errors import ConfigError
+from probe.engine.tokenizer import BYTE_VOCAB_SIZE, byte_tokenizer
+
+CONFIG_KEYS = ("d_model", "d_kv", "d_ff", "num_heads", "num_layers", "num_decoder_layers",
+               "vocab_size")
+PRESET_SEED = 0
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    source: str                 # "preset" | a folder
+    parameters: int
+    config: dict[str, Any]
+
+    def as_dict(self, dtype: str) -> dict[str, Any]:
+        return {"name": self.name, "source": self.source, "parameters": self.parameters,
+                "dtype": dtype, "config": dict(self.config)}
+
+
+@dataclass
+class LoadedModel:
+    model: T5ForConditionalGeneration
+    tokenizer: PreTrainedTokenizerBase
+    info: ModelInfo
+
+
+def _preset(name: str) -> tuple[T5ForConditionalGeneration, PreTrainedTokenizerBase]:
+    config = T5Config(**PRESETS[name], decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
+                      dropout_rate=0.0)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(PRESET_SEED)
+        model = T5ForConditionalGeneration(config)
+    return model, byte_tokenizer()
+
+
+def _checkpoint(name: str) -> tuple[T5ForConditionalGeneration, PreTrainedTokenizerBase, str]:
+    offline = os.environ.get("INFERTOP_ALLOW_DOWNLOAD") != "1"
+    try:
+        config = AutoConfig.from_pretrained(name, local_files_only=offline, trust_remote_code=False)
+    except OSError as exc:
+        raise ConfigError(
+            f"model {name!r} is not a preset ({', '.join(PRESETS)}), nor a checkpoint folder, "
+            f"nor in the Hugging Face cache (offline): {str(exc).splitlines()[0]}") from None
+    except ValueError as exc:
+        raise ConfigError(f"model {name!r}: its config.json could not be read: {exc}") from None
+    if config.model_type not in SUPPORTED_MODEL_TYPES:
+        raise ConfigError(f"model {name!r} is a {config.model_type!r} model; infertop serves "
+                          f"T5-family encoder-decoders ({', '.join(SUPPORTED_MODEL_TYPES)})")
+    try:
+        model = T5ForConditionalGeneration.from_pretrained(
+            name, config=config, local_files_only=offline, use_safetensors=True,
+            trust_remote_code=False)
+    except Exception as exc:  # safetensors, OS and format errors alike mean "cannot serve this"
+        raise ConfigError(f"checkpoint {name!r} could not be loaded (config + safetensors "
+                          f"expected): {str(exc).splitlines()[0]}") from None
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=offline)
+    except (OSError, ValueError):
+        if config.vocab_size < BYTE_VOCAB_SIZE:
+            raise ConfigError(f"checkpoint {name!r} has no tokenizer and its vocabulary "
+                              f"({config.vocab_size}) is too small for the byte tokenizer") from None
+        tokenizer = byte_tokenizer()
+    source = str(Path(name).resolve()) if Path(name).exists() else "hf-cache"
+    return model, tokenizer, source
+
+
+def load_model(name: str) -> LoadedModel:
+    """A preset name or a checkpoint folder/id; ConfigError on anything that cannot be served."""
+    if name in PRESETS:
+        model, tokenizer = _preset(name)
+        source = "preset"
+    else:
+        model, tokenizer, source = _checkpoint(name)
+    model.eval()
+    model.requires_grad_(False)
+    config = {key: getattr(model.config, key) for key in CONFIG_KEYS}
+    parameters = sum(p.numel() for p in model.parameters())
+    return LoadedModel(model, tokenizer, ModelInfo(name, source, parameters, config))

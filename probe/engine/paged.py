@@ -1,0 +1,326 @@
+"""A PagedAttention-style KV cache for continuous batching (`--opt kv_layout=paged`).
+
+The static layout gives every slot a fixed region (all output positions, all encoder
+positions), so most of what a slot holds is never used and the number of slots is fixed by the
+worst case. Here the self- and cross-attention keys and values of every decoder layer live in
+fixed-size blocks of one pool; each running request has a block table; cross-attention blocks
+are taken at join for its real input length, self-attention blocks as its tokens are produced,
+and all of them return the moment it leaves. A request is admitted only when the pool can hold
+what it will need (its output length is known), so a running request never runs out of blocks
+and, when the pool is full, new requests wait to join instead of failing.
+
+The step keeps static shapes — tables are [slots, blocks per slot] tensors whose unused entries
+point at block 0, a null block every mask hides — so it compiles to one graph with zero breaks.
+Attention reads each slot's blocks through a gather (vLLM does this inside its kernel; a gather
+followed by T5's own attention is the portable equivalent, at the cost of one copy per layer).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from transformers import T5ForConditionalGeneration
+from transformers.cache_utils import CacheLayerMixin, EncoderDecoderCache, StaticCache
+
+from probe.contract.records import KVPool
+from probe.engine.continuous import advance_slots, slot_step
+
+NULL_BLOCK = 0
+
+
+class BlockAllocator:
+    """A free list of block ids 1..total (0 is the null block), with reservations: a request
+    reserves what it will ever need when it is admitted and takes blocks lazily."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self._free = list(range(total, 0, -1))
+        self._reserved = 0
+
+    @property
+    def free(self) -> int:
+        return len(self._free)
+
+    @property
+    def available(self) -> int:
+        """Blocks neither taken nor promised."""
+        return len(self._free) - self._reserved
+
+    @property
+    def used(self) -> int:
+        return self.total - len(self._free)
+
+    def reserve(self, blocks: int) -> bool:
+        if blocks > self.available:
+            return False
+        self._reserved += blocks
+        return True
+
+    def take(self, reserved: bool = True) -> int:
+        """One block, out of a reservation (or unreserved, when one is available)."""
+        if reserved:
+            if self._reserved <= 0:
+                raise RuntimeError("take() without a reservation")
+            self._reserved -= 1
+        elif self.available <= 0:
+            raise RuntimeError("KV block pool exhausted")
+        return self._free.pop()
+
+    def release(self, blocks: list[int], unreserve: int = 0) -> None:
+        if any(b == NULL_BLOCK or b in self._free for b in blocks):
+            raise RuntimeError(f"double free or null block in {blocks}")
+        self._free.extend(blocks)
+        self._reserved -= unreserve
+
+
+class _Pool:
+    """Keys and values of every decoder layer: [layers, blocks + 1, heads, block_tokens, d_kv]."""
+
+    def __init__(self, layers: int, blocks: int, heads: int, block_tokens: int, d_kv: int,
+                 dtype: torch.dtype, device: torch.device) -> None:
+        shape = (layers, blocks + 1, heads, block_tokens, d_kv)
+        self.keys = torch.zeros(shape, dtype=dtype, device=device)
+        self.values = torch.zeros(shape, dtype=dtype, device=device)
+
+    @staticmethod
+    def gather(pool: torch.Tensor, layer: int, table: torch.Tensor) -> torch.Tensor:
+        """[slots, blocks] table → [slots, heads, blocks · block_tokens, d_kv]."""
+        blocks = pool[layer][table]                      # [slots, nb, heads, bt, d]
+        slots, nb, heads, bt, d = blocks.shape
+        return blocks.permute(0, 2, 1, 3, 4).reshape(slots, heads, nb * bt, d)
+
+
+class _PagedLayer(CacheLayerMixin):
+    """What transformers' Cache asks of a layer; the paged layers keep no tensors of their own
+    (positions and lengths live in the batcher's tables), so most answers are trivial."""
+    is_compileable = True
+
+    def lazy_initialization(self, key_states, value_states) -> None:
+        pass
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        return 0, 0     # unused: the step hands the blocks their own masks
+
+    def get_seq_length(self) -> int:
+        return 0        # unused: the step hands the blocks their position bias
+
+    def get_max_length(self) -> int:
+        return -1
+
+
+class _PagedSelfLayer(_PagedLayer):
+    """Self-attention: the new token's k/v go to (its block, its offset), then the slot's
+    blocks are gathered for attention."""
+
+    def __init__(self, layer: int, pool: _Pool, table: torch.Tensor, positions: torch.Tensor,
+                 block_tokens: int) -> None:
+        super().__init__()
+        self.is_initialized = True
+        self.layer, self.pool, self.table, self.positions = layer, pool, table, positions
+        self.block_tokens = block_tokens
+        self.rows = torch.arange(positions.shape[0], device=positions.device)
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        blocks = self.table[self.rows, self.positions // self.block_tokens]
+        offsets = self.positions % self.block_tokens
+        self.pool.keys[self.layer][blocks, :, offsets] = key_states[:, :, 0, :]
+        self.pool.values[self.layer][blocks, :, offsets] = value_states[:, :, 0, :]
+        return (self.pool.gather(self.pool.keys, self.layer, self.table),
+                self.pool.gather(self.pool.values, self.layer, self.table))
+
+
+class _PagedCrossLayer(_PagedLayer):
+    """Cross-attention: filled at join; T5 reads `.keys`/`.values` once it `is_updated`.
+    (No super().__init__: it would assign the two properties.)"""
+    is_initialized = True
+
+    def __init__(self, layer: int, pool: _Pool, table: torch.Tensor) -> None:
+        self.layer, self.pool, self.table = layer, pool, table
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        raise RuntimeError("cross-attention blocks are written at join, never by the step")
+
+    @property
+    def keys(self) -> torch.Tensor:
+        return self.pool.gather(self.pool.keys, self.layer, self.table)
+
+    @property
+    def values(self) -> torch.Tensor:
+        return self.pool.gather(self.pool.values, self.layer, self.table)
+
+
+@dataclass
+class _SlotBlocks:
+    self_blocks: list[int]
+    cross_blocks: list[int]
+    reserved: int               # blocks promised and not yet taken
+
+
+class PagedBatcher:
+    """SlotBatcher's interface (join, leave, step) over a block pool, plus admission."""
+
+    layout = "paged"
+
+    def __init__(self, model: T5ForConditionalGeneration, *, slots: int, max_new_tokens: int,
+                 max_input_tokens: int, wrap: Callable[[Callable], Callable], blocks: int,
+                 block_tokens: int = 16) -> None:
+        config = model.config
+        parameter = next(model.parameters())
+        self.model, self.slots = model, slots
+        self.device, self.dtype = parameter.device, model.decoder.final_layer_norm.weight.dtype
+        self.max_new_tokens, self.max_input_tokens = max_new_tokens, max_input_tokens
+        self.block_tokens = block_tokens
+        self.self_width = math.ceil(max_new_tokens / block_tokens)
+        self.cross_width = math.ceil(max_input_tokens / block_tokens)
+        self.allocator = BlockAllocator(blocks)
+        layers = config.num_decoder_layers
+        self.pool = _Pool(layers, blocks, config.num_heads, block_tokens, config.d_kv,
+                          self.dtype, self.device)
+        long = dict(dtype=torch.long, device=self.device)
+        self.positions = torch.zeros(slots, **long)
+        self.occupied = torch.zeros(slots, **long)
+        self.self_table = torch.full((slots, self.self_width), NULL_BLOCK, **long)
+        self.cross_table = torch.full((slots, self.cross_width), NULL_BLOCK, **long)
+        self.tokens = torch.full((slots, 1), config.decoder_start_token_id, **long)
+        self.self_cache = StaticCache(config=config, max_cache_len=max_new_tokens)
+        self.self_cache.layers = [_PagedSelfLayer(i, self.pool, self.self_table, self.positions,
+                                                  block_tokens) for i in range(layers)]
+        self.cross_cache = StaticCache(config=config, max_cache_len=max_input_tokens)
+        self.cross_cache.layers = [_PagedCrossLayer(i, self.pool, self.cross_table)
+                                   for i in range(layers)]
+        self.cache = EncoderDecoderCache(self.self_cache, self.cross_cache)
+        for layer in range(layers):
+            self.cache.is_updated[layer] = True
+        self._minimum = torch.finfo(self.dtype).min
+        self.cross_mask = torch.full((slots, 1, 1, self.cross_width * block_tokens),
+                                     self._minimum, dtype=self.dtype, device=self.device)
+        self._key_positions = torch.arange(self.self_width * block_tokens, device=self.device)
+        self._attention = model.decoder.block[0].layer[0].SelfAttention
+        self._held: dict[int, _SlotBlocks] = {}
+        self._admitted: deque[int] = deque()      # blocks promised to the next joiners
+        self.blocks_peak = 0
+        self._step = wrap(slot_step)
+
+    @property
+    def block_bytes(self) -> int:
+        config = self.model.config
+        return (2 * config.num_decoder_layers * config.num_heads * self.block_tokens
+                * config.d_kv * torch.finfo(self.dtype).bits // 8)
+
+    def info(self) -> KVPool:
+        static_slot = self.block_bytes // self.block_tokens * (self.max_new_tokens
+                                                               + self.max_input_tokens)
+        return KVPool("paged", self.block_tokens, self.allocator.total, self.blocks_peak,
+                      self.block_bytes, blocks_used=self.allocator.used,
+                      static_slot_bytes=static_slot)
+
+    def blocks_needed(self, input_length: int, output_length: int) -> tuple[int, int]:
+        """(cross, self) blocks a request of these lengths will hold at most."""
+        return (math.ceil(input_length / self.block_tokens),
+                math.ceil(output_length / self.block_tokens))
+
+    def fits(self, input_length: int, output_length: int) -> bool:
+        """Whether a request of these lengths can ever be served: its positions, and its
+        blocks in an empty pool."""
+        return (output_length <= self.max_new_tokens
+                and sum(self.blocks_needed(input_length, output_length)) <= self.allocator.total)
+
+    def capacity_text(self) -> str:
+        return (f"at most {self.max_new_tokens} output positions, "
+                f"{self.allocator.total} blocks in the pool")
+
+    def admit(self, input_length: int, output_length: int) -> bool:
+        """Promise a request everything it will need, or say it must wait. Promises are
+        handed to the next `join`'s joiners in order."""
+        cross, own = self.blocks_needed(input_length, output_length)
+        if not self.allocator.reserve(cross + own):
+            return False
+        self._admitted.append(cross + own)
+        return True
+
+    def join(self, slot_ids: list[int], input_ids: torch.Tensor, attention_mask: torch.Tensor,
+             output_lengths: list[int]) -> None:
+        """Encode the joiners (one padded call) and copy each one's real positions into cross
+        blocks taken from its promise. Each joiner was admitted (`admit`) first."""
+        for slot in slot_ids:     # held from here on, so a failed join gives it all back
+            self._held[slot] = _SlotBlocks([], [], self._admitted.popleft())
+        hidden = self.model.encoder(input_ids=input_ids,
+                                    attention_mask=attention_mask).last_hidden_state
+        config = self.model.config
+        lengths = attention_mask.sum(dim=1).tolist()
+        for index, (slot, length) in enumerate(zip(slot_ids, lengths)):
+            length = int(length)
+            cross_count = math.ceil(length / self.block_tokens)
+            held = self._held[slot]
+            blocks = [self.allocator.take() for _ in range(cross_count)]
+            held.cross_blocks, held.reserved = blocks, held.reserved - cross_count
+            padded = cross_count * self.block_tokens
+            states = hidden[index:index + 1, :length]
+            for layer_idx, block in enumerate(self.model.decoder.block):
+                attention = block.layer[1].EncDecAttention
+                for pool, projection in ((self.pool.keys, attention.k),
+                                         (self.pool.values, attention.v)):
+                    kv = projection(states).view(length, config.num_heads, config.d_kv)
+                    kv = torch.nn.functional.pad(kv, (0, 0, 0, 0, 0, padded - length))
+                    kv = kv.view(cross_count, self.block_tokens, config.num_heads, config.d_kv)
+                    pool[layer_idx][blocks] = kv.permute(0, 2, 1, 3)
+            self.cross_table[slot] = NULL_BLOCK
+            self.cross_table[slot, :cross_count] = torch.tensor(blocks, device=self.device)
+            self.self_table[slot] = NULL_BLOCK
+            self.cross_mask[slot] = self._minimum
+            self.cross_mask[slot, 0, 0, :length] = 0.0
+        rows = torch.tensor(slot_ids, device=self.device)
+        self.positions[rows] = 0
+        self.tokens[rows] = config.decoder_start_token_id
+        self.occupied[rows] = 1
+        self._note_peak()
+
+    def held_bytes(self, slot: int) -> tuple[int, int]:
+        """(self-attention, cross-attention) bytes of the blocks the slot holds now."""
+        held = self._held[slot]
+        return (len(held.self_blocks) * self.block_bytes,
+                len(held.cross_blocks) * self.block_bytes)
+
+    def cancel_admitted(self) -> None:
+        """Promises no join took up (a join that failed before it started) go back."""
+        while self._admitted:
+            self.allocator.release([], unreserve=self._admitted.popleft())
+
+    def leave(self, slot_ids: list[int]) -> None:
+        """Return every block of these slots to the pool, and what they had been promised."""
+        for slot in slot_ids:
+            held = self._held.pop(slot, None)
+            if held is not None:
+                self.allocator.release(held.self_blocks + held.cross_blocks,
+                                       unreserve=held.reserved)
+        if slot_ids:
+            rows = torch.tensor(slot_ids, device=self.device)
+            self.occupied[rows] = 0
+            self.self_table[rows] = NULL_BLOCK
+            self.cross_table[rows] = NULL_BLOCK
+
+    def _take_self_blocks(self) -> None:
+        """Before a step: a slot whose next position starts a block takes one."""
+        positions = self.positions.tolist()
+        for slot, held in self._held.items():
+            needed = positions[slot] // self.block_tokens + 1
+            while len(held.self_blocks) < needed:
+                block = self.allocator.take()
+                held.reserved -= 1
+                self.self_table[slot, len(held.self_blocks)] = block
+                held.self_blocks.append(block)
+        self._note_peak()
+
+    def _note_peak(self) -> None:
+        self.blocks_peak = max(self.blocks_peak, self.allocator.used)
+
+    def step(self) -> torch.Tensor:
+        self._take_self_blocks()
+        return advance_slots(self)
+
+    def rebuild_step(self, wrap: Callable[[Callable], Callable]) -> None:
+        self._step = wrap(slot_step)

@@ -1,0 +1,205 @@
+"""Turns an OptConfig into something that decodes: the model variant (precision, int8) and the
+decode path, compiled or not. Variants and compiled callables are built lazily, once per config.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from transformers import T5ForConditionalGeneration
+
+from probe.contract.options import OptConfig
+from probe.contract.settings import EngineSettings
+from probe.engine import decode_hf
+from probe.engine.continuous import SlotBatcher
+from probe.engine.decode_result import DecodeResult
+from probe.engine.decode_static import StaticGreedyDecoder
+from probe.engine.paged import PagedBatcher
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """What an OptConfig actually got: int8 may be refused by the device or torchao version."""
+    options: OptConfig
+    notes: tuple[str, ...]
+
+
+def _torchao_config(quant: str, device: torch.device):
+    from torchao import quantization
+    if quant == "int8":
+        return quantization.Int8WeightOnlyConfig()
+    # int4: torchao's CUDA kernel wants its tile-packed layout; elsewhere its default one
+    # (which needs the optional mslk kernels on a CPU and says so when they are missing)
+    from torchao.quantization.quantize_.workflows.int4.int4_packing_format import Int4PackingFormat
+    packing = (Int4PackingFormat.TILE_PACKED_TO_4D if device.type == "cuda"
+               else Int4PackingFormat.PLAIN)
+    return quantization.Int4WeightOnlyConfig(group_size=32, int4_packing_format=packing)
+
+
+def quantize(model: torch.nn.Module, quant: str) -> str | None:
+    """Weight-only int8 or int4 through torchao, trying one forward pass; returns why it could
+    not (the model is then unusable: the caller builds a fresh copy), or None when it did."""
+    try:
+        from torchao.quantization import quantize_
+        device = next(model.parameters()).device
+        quantize_(model, _torchao_config(quant, device))
+        probe_ids = torch.ones((1, 2), dtype=torch.long, device=device)
+        with torch.inference_mode():    # some layouts fail only when their kernel runs
+            model(input_ids=probe_ids, decoder_input_ids=probe_ids[:, :1])
+    except Exception as exc:  # any failure means "not here", never a crash
+        reason = " ".join(str(exc).split())[:200]
+        return (f"{quant} weight-only quantization is not available here "
+                f"({type(exc).__name__}: {reason})")
+    return None
+
+
+def inductor_arguments(options: OptConfig) -> dict:
+    """torch.compile's `mode`, or — with freezing, since `mode` and `options` exclude each
+    other — the mode's own inductor options plus `freezing` (weights become constants, so
+    inductor can fold them and use the CPU's prepacked GEMM kernels)."""
+    if options.freezing == "on":
+        from torch._inductor import list_mode_options
+        return {"options": {**list_mode_options(options.compile), "freezing": True}}
+    return {} if options.compile == "default" else {"mode": options.compile}
+
+
+def static_kv_bytes(model: T5ForConditionalGeneration, settings: EngineSettings,
+                    max_new_tokens: int) -> int:
+    """What the static layout holds for max_batch slots: the budget both layouts share."""
+    config = model.config
+    element = torch.finfo(model.decoder.final_layer_norm.weight.dtype).bits // 8
+    per_position = 2 * config.num_decoder_layers * config.num_heads * config.d_kv * element
+    return settings.max_batch * (max_new_tokens + settings.max_input_tokens) * per_position
+
+
+def paged_blocks(model: T5ForConditionalGeneration, settings: EngineSettings,
+                 max_new_tokens: int) -> int:
+    config = model.config
+    element = torch.finfo(model.decoder.final_layer_norm.weight.dtype).bits // 8
+    block_bytes = (2 * config.num_decoder_layers * config.num_heads * settings.kv_block_tokens
+                   * config.d_kv * element)
+    budget = settings.kv_budget_bytes or static_kv_bytes(model, settings, max_new_tokens)
+    return max(1, budget // block_bytes)
+
+
+class Switchboard:
+    def __init__(self, master: T5ForConditionalGeneration, device: torch.device, *,
+                 max_new_tokens: int, compile_backend: str = "inductor") -> None:
+        self.master = master
+        self.device = device
+        self.max_new_tokens = max_new_tokens
+        self.compile_backend = compile_backend
+        self._models: dict[tuple[str, str], T5ForConditionalGeneration] = {}
+        self._decoders: dict[OptConfig, Callable[..., DecodeResult]] = {}
+        self._slot_batchers: dict[OptConfig, SlotBatcher] = {}
+        self._eager_fallback: set[OptConfig] = set()
+
+    def resolve(self, options: OptConfig) -> Variant:
+        """The options that will really be served, and notes on anything refused."""
+        notes: list[str] = []
+        if options.quant != "off":
+            _, refused = self._model(options.precision, options.quant)
+            if refused:
+                notes.append(refused + "; quant stays off")
+                options = options.with_option("quant", "off")
+        if options.batching == "continuous":
+            # Slots decode at their own positions in one static cache: a cached, graph-break-free
+            # step loop by construction.
+            if options.decode != "fullgraph":
+                notes.append("continuous batching runs its own static-cache step loop: "
+                             "decode=fullgraph")
+                options = options.with_option("decode", "fullgraph")
+            if options.kv_cache != "on":
+                notes.append("continuous batching keeps each slot's KV cache: kv_cache=on")
+                options = options.with_option("kv_cache", "on")
+        if options.freezing == "on" and not options.compiled:
+            notes.append("freezing is an inductor option: it does nothing without compile")
+            options = options.with_option("freezing", "off")
+        elif options.freezing == "on" and self.compile_backend != "inductor":
+            notes.append(f"freezing needs the inductor backend (this engine compiles with "
+                         f"{self.compile_backend})")
+        if options.kv_layout == "paged" and options.batching != "continuous":
+            notes.append("the paged KV layout is continuous batching's: kv_layout=static")
+            options = options.with_option("kv_layout", "static")
+        if options.precision == "fp16" and self.device.type == "cpu":
+            notes.append("fp16 on a CPU runs through slow emulated kernels; bf16 is the CPU's "
+                         "half precision")
+        return Variant(options, tuple(notes))
+
+    def _model(self, precision: str, quant: str) -> tuple[T5ForConditionalGeneration, str | None]:
+        key = (precision, quant)
+        if key in self._models:
+            return self._models[key], None
+        model = copy.deepcopy(self.master).to(device=self.device, dtype=DTYPES[precision])
+        if quant != "off":
+            refused = quantize(model, quant)
+            if refused:
+                return self._model(precision, "off")[0], refused
+        self._models[key] = model
+        return model, None
+
+    def model_for(self, options: OptConfig) -> T5ForConditionalGeneration:
+        return self._model(options.precision, options.quant)[0]
+
+    def fall_back_to_eager(self, options: OptConfig) -> None:
+        self._eager_fallback.add(options)
+        self._decoders.pop(options, None)
+        batcher = self._slot_batchers.get(options)
+        if batcher is not None:  # its slots may hold running requests: keep them, swap the step
+            batcher.rebuild_step(self._wrap(options, True))
+
+    def is_compiled(self, options: OptConfig) -> bool:
+        return options.compiled and options not in self._eager_fallback
+
+    def decoder(self, options: OptConfig) -> Callable[..., DecodeResult]:
+        """`decode(input_ids, attention_mask, new_tokens) -> DecodeResult` for these options."""
+        if options not in self._decoders:
+            self._decoders[options] = self._build(options)
+        return self._decoders[options]
+
+    def _wrap(self, options: OptConfig, fullgraph: bool) -> Callable[[Callable], Callable]:
+        if not self.is_compiled(options):
+            return lambda fn: fn
+        kwargs: dict = {"fullgraph": fullgraph, "dynamic": options.dynamic == "on",
+                        "backend": self.compile_backend}
+        if self.compile_backend == "inductor":
+            kwargs.update(inductor_arguments(options))
+        return lambda fn: torch.compile(fn, **kwargs)
+
+    def slot_batcher(self, options: OptConfig, settings: EngineSettings
+                     ) -> SlotBatcher | PagedBatcher:
+        """The continuous-batching slots for these options, built once per config: a region
+        per slot (static), or slots over a block pool of the same KV budget (paged)."""
+        if options not in self._slot_batchers:
+            model, wrap = self.model_for(options), self._wrap(options, True)
+            if options.kv_layout == "paged":
+                self._slot_batchers[options] = PagedBatcher(
+                    model, slots=settings.max_batch * settings.paged_slots_factor,
+                    max_new_tokens=self.max_new_tokens,
+                    max_input_tokens=settings.max_input_tokens, wrap=wrap,
+                    blocks=paged_blocks(model, settings, self.max_new_tokens),
+                    block_tokens=settings.kv_block_tokens)
+            else:
+                self._slot_batchers[options] = SlotBatcher(
+                    model, slots=settings.max_batch, max_new_tokens=self.max_new_tokens,
+                    max_input_tokens=settings.max_input_tokens, wrap=wrap)
+        return self._slot_batchers[options]
+
+    def _build(self, options: OptConfig) -> Callable[..., DecodeResult]:
+        model = self.model_for(options)
+        use_cache = options.kv_cache == "on"
+        if options.decode == "fullgraph":
+            decoder = StaticGreedyDecoder(model, max_new_tokens=self.max_new_tokens,
+                                          use_cache=use_cache, wrap=self._wrap(options, True))
+            return decoder.generate
+        generate_fn = self._wrap(options, False)(model.generate)
+
+        def decode(input_ids, attention_mask, new_tokens, stops=frozenset()):
+            return decode_hf.generate(generate_fn, model, input_ids, attention_mask, new_tokens,
+                                      use_cache, stops)
+        return decode

@@ -1,0 +1,155 @@
+"""`infertop trace import|generate|stats`: argparse wiring. Handlers return an exit status.
+
+The single `infertop` entry point (infertop/cli.py) calls register(); `python -m workloads.trace_commands`
+runs the same commands standalone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from .argtypes import OneLineParser, real_number, whole_number
+from .atomic import check_output_file
+from .errors import TraceError
+from .fitting import POLICIES, fit_to_model
+from .generator import PROFILES, generate, write_builtin
+from .importers import FORMATS, import_trace
+from .rows import MAX_LENGTH
+from .trace import BUILTIN_TRACES, load_trace_with_report, write_trace
+from .trace_stats import format_stats, trace_stats
+
+EXIT_BAD_INPUT = 2
+MAX_GENERATED = 10_000_000  # requests `trace generate` writes at most (about 1 GB of JSONL)
+
+token_limit = whole_number(1, MAX_LENGTH)
+seed_number = whole_number(0)
+arrival_rate = real_number(0.0)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    trace = subparsers.add_parser("trace", help="import, generate and inspect traffic traces")
+    commands = trace.add_subparsers(dest="trace_command", metavar="{import,generate,stats}", required=True)
+
+    imp = commands.add_parser("import", help="convert a public trace (Azure, BurstGPT, mooncake, ShareGPT)")
+    imp.add_argument("file", metavar="FILE")
+    imp.add_argument("--format", required=True, choices=FORMATS)
+    imp.add_argument("-o", "--output", required=True, metavar="OUT.jsonl")
+    imp.add_argument("--max-input", type=token_limit, default=512, help="longest input the model serves (default 512)")
+    imp.add_argument("--max-output", type=token_limit, default=512, help="longest output (default 512)")
+    imp.add_argument("--fit", choices=POLICIES, default="clip", help="how to fit longer requests (default clip)")
+    imp.add_argument("--scale-quantile", type=real_number(0.0, 1.0), default=1.0,
+                     help="with --fit scale: the quantile mapped onto the limit (default 1.0 = the longest)")
+    imp.add_argument("--rate", type=arrival_rate, default=1.0, help="ShareGPT only: Poisson arrival rate, rps (default 1.0)")
+    imp.add_argument("--seed", type=seed_number, default=0, help="ShareGPT only: seed of the arrivals (default 0)")
+    imp.add_argument("--sort", action="store_true", help="sort CSV rows by time first (and say how many moved)")
+    imp.add_argument("--integer-ms", action="store_true",
+                     help="round timestamps to whole ms (AIPerf's mooncake reader wants integers)")
+    _add_skip_bad(imp)
+    imp.set_defaults(func=_guarded(_cmd_import))
+
+    gen = commands.add_parser("generate", help="write a synthetic trace from a workload profile")
+    gen.add_argument("--profile", choices=tuple(PROFILES), help="workload profile")
+    gen.add_argument("-n", "--requests", type=whole_number(1, MAX_GENERATED), default=None,
+                     help="number of requests (default 2000)")
+    gen.add_argument("--seed", type=seed_number, default=0)
+    gen.add_argument("--rate", type=arrival_rate, default=None, help="mean arrival rate, rps (default: the profile's)")
+    gen.add_argument("-o", "--output", metavar="FILE")
+    gen.add_argument("--builtin", action="store_true",
+                     help=f"rewrite the built-in traces ({', '.join(BUILTIN_TRACES)}) inside the package")
+    gen.set_defaults(func=_guarded(_cmd_generate))
+
+    stats = commands.add_parser("stats", help="request count, rate, burstiness, lengths, best buckets")
+    stats.add_argument("file", metavar="FILE", help=f"a trace file or a built-in name ({', '.join(BUILTIN_TRACES)})")
+    stats.add_argument("--buckets", type=int, default=4, metavar="K", help="number of padding buckets (default 4)")
+    stats.add_argument("--json", action="store_true", help="print one JSON object")
+    stats.add_argument("--format", choices=("native", *FORMATS), default="native",
+                       help="read a public trace directly, without fitting (default: infertop's format)")
+    _add_skip_bad(stats)
+    stats.set_defaults(func=_guarded(_cmd_stats))
+
+
+def _add_skip_bad(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--skip-bad", action="store_true",
+                        help="skip malformed rows, bad lengths and backward timestamps, and count them")
+
+
+def _guarded(handler):
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except TraceError as error:
+            print(f"infertop: error: {error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        except OSError as error:
+            where = f"{error.filename}: " if error.filename else ""
+            print(f"infertop: error: {where}{error.strerror or error}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+
+    return run
+
+
+def _cmd_import(args: argparse.Namespace) -> int:
+    check_output_file(args.output, "-o")
+    trace, report = import_trace(
+        args.format, args.file, skip_bad=args.skip_bad, rate=args.rate, seed=args.seed, sort=args.sort
+    )
+    fitted, fit = fit_to_model(
+        trace, max_input=args.max_input, max_output=args.max_output, policy=args.fit,
+        scale_quantile=args.scale_quantile,
+    )
+    write_trace(fitted, args.output, integer_ms=args.integer_ms)
+    print(f"read {report.rows_read} rows from {args.file} ({args.format})")
+    for line in report.summary_lines():
+        print(f"  {line}")
+    print(fit.summary())
+    print(f"wrote {len(fitted.requests)} requests over {fitted.duration_s():.1f} s to {args.output}")
+    return 0
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    if args.builtin:
+        for path in write_builtin():
+            print(f"wrote {path}")
+        return 0
+    if not args.profile or not args.output:
+        raise TraceError("trace generate: give --profile and -o FILE (or --builtin)", skippable=False)
+    check_output_file(args.output, "-o")
+    profile = PROFILES[args.profile]
+    n = args.requests if args.requests is not None else profile.default_requests
+    trace = generate(args.profile, n, args.seed, args.rate)
+    write_trace(trace, args.output)
+    rate = args.rate if args.rate is not None else profile.default_rate_rps
+    print(profile.describe())
+    print(f"wrote {n} requests ({rate:g} rps, seed {args.seed}, {trace.duration_s():.1f} s) to {args.output}")
+    return 0
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    if args.buckets < 1:  # in the handler: the tests drive it through a plain argparse parser
+        raise TraceError(f"--buckets: must be >= 1, got {args.buckets}", skippable=False)
+    if args.format == "native":
+        trace, report = load_trace_with_report(args.file, skip_bad=args.skip_bad)
+    else:
+        trace, report = import_trace(args.format, args.file, skip_bad=args.skip_bad)
+    stats = trace_stats(trace, buckets=args.buckets)
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        print(format_stats(stats, args.buckets))
+        for line in report.summary_lines():
+            print(f"{'note':<19}{line}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = OneLineParser(prog="infertop")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
