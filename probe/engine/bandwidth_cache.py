@@ -1,5 +1,7 @@
-"""This machine's memory bandwidth, measured once and kept per machine (the dashboard's
-roofline needs it at every start; measuring takes a few seconds and a quiet machine)."""
+"""The bandwidth at which this machine re-reads a model's decode working set, measured once and
+kept per machine, thread count and working-set size (the dashboard's roofline needs it at every
+start; measuring takes a second or two and a quiet machine). See probe/engine/roofline.py for
+why the size matters: a working set inside the last-level cache is read about twice as fast."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ class MachineBandwidth:
     machine: str
     gemv_read_gb_s: float
     measured_unix: float
+    working_set_bytes: int
 
 
 def cache_path() -> Path:
@@ -30,9 +33,9 @@ def cache_path() -> Path:
     return base / "infertop" / "bandwidth.json"
 
 
-def machine_key(device) -> str:
-    """What the bandwidth belongs to: the host, its CPU model and the device (on a CPU, with the
-    number of threads reading: one thread does not reach what two do)."""
+def machine_key(device, working_set_bytes: int) -> str:
+    """What the bandwidth belongs to: the host, its CPU model, the device (on a CPU, with the
+    number of threads reading: one thread does not reach what two do) and the working set."""
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -45,7 +48,7 @@ def machine_key(device) -> str:
     name = f"cpu × {torch.get_num_threads()} threads"
     if getattr(device, "type", str(device)) == "cuda":
         name = torch.cuda.get_device_name(device)
-    return f"{platform.node()} · {cpu} · {name}"
+    return f"{platform.node()} · {cpu} · {name} · {working_set_bytes / 2**20:.0f} MiB"
 
 
 def _read(path: Path) -> dict:
@@ -56,11 +59,12 @@ def _read(path: Path) -> dict:
         return {}
 
 
-def machine_bandwidth(device, *, now: float | None = None) -> MachineBandwidth:
-    """The cached measurement for this machine, or a fresh one (then cached)."""
-    from probe.engine.roofline import measure_bandwidth
+def machine_bandwidth(device, working_set_bytes: int, *,
+                      now: float | None = None) -> MachineBandwidth:
+    """The cached measurement for this machine and working set, or a fresh one (then cached)."""
+    from probe.engine.roofline import working_set_bandwidth
     now = time.time() if now is None else now
-    key, path = machine_key(device), cache_path()
+    key, path = machine_key(device, working_set_bytes), cache_path()
     cached = _read(path).get(key)
     found = None
     if isinstance(cached, dict):
@@ -72,9 +76,9 @@ def machine_bandwidth(device, *, now: float | None = None) -> MachineBandwidth:
         found = None
     if found is not None and now - found.measured_unix < RECHECK_S:
         return found
-    gb_s = measure_bandwidth(device).gemv_read_gb_s
-    measured = (MachineBandwidth(key, gb_s, now) if found is None or gb_s > found.gemv_read_gb_s
-                else MachineBandwidth(key, found.gemv_read_gb_s, now))
+    gb_s = working_set_bandwidth(device, working_set_bytes).gemv_read_gb_s
+    best = gb_s if found is None else max(gb_s, found.gemv_read_gb_s)
+    measured = MachineBandwidth(key, best, now, working_set_bytes)
     entries = {**_read(path), key: asdict(measured)}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

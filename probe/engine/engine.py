@@ -123,15 +123,25 @@ class Engine:
         records carry the error and the engine goes on."""
         return self._run(requests, record=True)
 
+    def step_bytes(self, options: OptConfig) -> int:
+        """Bytes of weights one cached decode step of `options`' model variant reads."""
+        key = (options.precision, options.quant)
+        if key not in self._step_bytes:
+            from probe.engine.roofline import decode_step_bytes
+            self._step_bytes[key] = decode_step_bytes(self.switchboard.model_for(options)).total
+        return self._step_bytes[key]
+
+    def fp32_step_bytes(self) -> int:
+        """The working set the roofline's bandwidth is measured on: the fp32 step's weights
+        (half precision and int8 read less, from the same memory level or a faster one)."""
+        return self.step_bytes(self.options.with_option("precision", "fp32")
+                               .with_option("quant", "off"))
+
     def roofline_status(self) -> RooflineStatus | None:
         """The memory roofline of the config being served, once the bandwidth is known."""
         if self.bandwidth is None:
             return None
-        key = (self.options.precision, self.options.quant)
-        if key not in self._step_bytes:
-            from probe.engine.roofline import decode_step_bytes
-            self._step_bytes[key] = decode_step_bytes(self.switchboard.model_for(self.options)).total
-        nbytes, bandwidth = self._step_bytes[key], self.bandwidth.gemv_read_gb_s
+        nbytes, bandwidth = self.step_bytes(self.options), self.bandwidth.gemv_read_gb_s
         return RooflineStatus(precision=self.options.precision
                               + ("" if self.options.quant == "off" else f"+{self.options.quant}"),
                               step_bytes=nbytes, bandwidth_gb_s=bandwidth,

@@ -225,10 +225,10 @@ def _measure(engine, config: EngineProcessConfig, send: _Sender) -> float:
     from probe.engine.bandwidth_cache import machine_bandwidth
     from probe.engine.calibration import choose_speed
 
-    send(protocol.Loading("measuring this machine's memory bandwidth for the roofline (once per "
-                          "machine, then cached)"))
+    send(protocol.Loading("measuring the bandwidth at which this machine re-reads the model's "
+                          "weights, for the roofline (once per machine, then cached)"))
     try:
-        engine.bandwidth = machine_bandwidth(engine.device)
+        engine.bandwidth = machine_bandwidth(engine.device, engine.fp32_step_bytes())
     except Exception as exc:  # no roofline is no reason not to serve
         engine.notify("warning", f"no roofline: bandwidth not measured ({type(exc).__name__})")
     if config.speed is not None:

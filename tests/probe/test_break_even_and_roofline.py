@@ -53,28 +53,41 @@ def test_the_live_break_even_pairs_a_compiled_config_with_its_eager_twin(make_en
 def test_the_engine_roofline_is_its_step_bytes_over_the_bandwidth(make_engine):
     engine = make_engine("decode=fullgraph", "precision=bf16")
     assert engine.roofline_status() is None                  # nothing measured yet
-    engine.bandwidth = MachineBandwidth("here", 20.0, 1.0)
+    engine.bandwidth = MachineBandwidth("here", 20.0, 1.0, engine.fp32_step_bytes())
     status = engine.roofline_status()
     step = decode_step_bytes(engine.switchboard.model_for(engine.options)).total
     assert status.step_bytes == step and status.precision == "bf16"
     assert status.roofline_ms == pytest.approx(step / 20e9 * 1e3)
     assert status.ratio(2 * status.roofline_ms) == pytest.approx(2.0)
+    assert engine.fp32_step_bytes() == pytest.approx(2 * step, rel=0.01)   # bf16: half
 
 
-def test_bandwidth_is_measured_once_per_machine_and_cached(tmp_path, monkeypatch):
+def test_bandwidth_is_measured_once_per_machine_and_working_set_and_cached(tmp_path,
+                                                                           monkeypatch):
     import probe.engine.roofline
     calls = []
+
+    def measuring(gb_s):
+        return lambda device, nbytes: calls.append((device, nbytes)) or type("B", (), {
+            "gemv_read_gb_s": gb_s})()
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(probe.engine.roofline, "measure_bandwidth",
-                        lambda device: calls.append(device) or type("B", (), {
-                            "gemv_read_gb_s": 31.8})())
-    first = machine_bandwidth("cpu", now=1000.0)
-    again = machine_bandwidth("cpu", now=2000.0)
-    assert calls == ["cpu"] and again == first and first.gemv_read_gb_s == 31.8
-    busy = type("B", (), {"gemv_read_gb_s": 12.0})()
-    monkeypatch.setattr(probe.engine.roofline, "measure_bandwidth", lambda device: calls.append(device)
-                        or busy)
-    next_day = machine_bandwidth("cpu", now=1000.0 + 25 * 3600)   # measured again, best kept
-    assert len(calls) == 2 and next_day.gemv_read_gb_s == 31.8
-    later = machine_bandwidth("cpu", now=1000.0 + 25 * 3600 + 31 * 24 * 3600)   # forgotten
-    assert len(calls) == 3 and later.gemv_read_gb_s == 12.0
+    monkeypatch.setattr(probe.engine.roofline, "working_set_bandwidth", measuring(31.8))
+    first = machine_bandwidth("cpu", 150 * 2**20, now=1000.0)
+    again = machine_bandwidth("cpu", 150 * 2**20, now=2000.0)
+    assert calls == [("cpu", 150 * 2**20)] and again == first and first.gemv_read_gb_s == 31.8
+    assert first.working_set_bytes == 150 * 2**20
+    machine_bandwidth("cpu", 600 * 2**20, now=2000.0)        # another model: its own entry
+    assert calls[-1] == ("cpu", 600 * 2**20)
+    monkeypatch.setattr(probe.engine.roofline, "working_set_bandwidth", measuring(12.0))
+    next_day = machine_bandwidth("cpu", 150 * 2**20, now=1000.0 + 25 * 3600)  # best kept
+    assert len(calls) == 3 and next_day.gemv_read_gb_s == 31.8
+    later = machine_bandwidth("cpu", 150 * 2**20, now=1000.0 + 25 * 3600 + 31 * 24 * 3600)
+    assert len(calls) == 4 and later.gemv_read_gb_s == 12.0      # a month on: forgotten
+
+
+def test_the_working_set_bandwidth_reads_a_buffer_of_the_step_s_bytes():
+    from probe.engine.roofline import working_set_bandwidth
+    measured = working_set_bandwidth("cpu", 6 * 2**20, repeats=2)
+    assert measured.buffer_bytes == pytest.approx(6 * 2**20, rel=0.01)
+    assert measured.gemv_read_gb_s > 0.1

@@ -111,12 +111,13 @@ def batch_roofline(study: OpenLoopStudy) -> BatchRoofline:
     config = model.config
     measured = ((study.environment.get("roofline") or {}).get("bandwidth") or {}).get(
         "gemv_read_gb_s")
-    bandwidth = measured or machine_bandwidth(study.context.device).gemv_read_gb_s
+    step_bytes = decode_step_bytes(model).total
+    bandwidth = measured or machine_bandwidth(study.context.device, step_bytes).gemv_read_gb_s
     element = next(model.parameters()).element_size()
     per_position = used_bytes_formula(element_bytes=element, heads=config.num_heads,
                                       d_kv=config.d_kv, decoder_layers=config.num_decoder_layers,
                                       self_positions=1, cross_positions=0)
-    return BatchRoofline(decode_step_bytes(model).total, per_position, bandwidth)
+    return BatchRoofline(step_bytes, per_position, bandwidth)
 
 
 def batching_run(trace: str, factor: float, mode: str, records: list[RequestRecord],
