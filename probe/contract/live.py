@@ -207,7 +207,8 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
 
 def eager_twin(options: OptConfig) -> OptConfig:
     """The same options served eager: what a compiled config's break-even is measured against."""
-    return options.with_option("compile", "off").with_option("freezing", "off")
+    return (options.with_option("compile", "off").with_option("freezing", "off")
+            .with_option("gemv", "library"))
 
 
 def break_even_status(data: SessionData, options: OptConfig, config_id: str) -> BreakEven | None:

@@ -58,13 +58,24 @@ def quantize(model: torch.nn.Module, quant: str) -> str | None:
     return None
 
 
+# Options that only inductor acts on, with their "off" value.
+INDUCTOR_OPTIONS = {"freezing": "off", "gemv": "library"}
+
+
 def inductor_arguments(options: OptConfig) -> dict:
-    """torch.compile's `mode`, or — with freezing, since `mode` and `options` exclude each
-    other — the mode's own inductor options plus `freezing` (weights become constants, so
-    inductor can fold them and use the CPU's prepacked GEMM kernels)."""
+    """torch.compile's `mode`, or — with an inductor option of ours, since `mode` and `options`
+    exclude each other — the mode's own inductor options plus ours: `freezing` (weights become
+    constants, so inductor can fold them and use the CPU's prepacked GEMM kernels), and
+    `gemv=inductor` (its decompose_mm_pass turns each batch-1 matmul into a multiply-and-sum
+    it generates itself; on CPU for M = 1 and K, N ≤ 2048)."""
+    ours: dict = {}
     if options.freezing == "on":
+        ours["freezing"] = True
+    if options.gemv == "inductor":
+        ours["post_grad_fusion_options"] = {"decompose_mm_pass": {}}
+    if ours:
         from torch._inductor import list_mode_options
-        return {"options": {**list_mode_options(options.compile), "freezing": True}}
+        return {"options": {**list_mode_options(options.compile), **ours}}
     return {} if options.compile == "default" else {"mode": options.compile}
 
 
@@ -117,12 +128,13 @@ class Switchboard:
             if options.kv_cache != "on":
                 notes.append("continuous batching keeps each slot's KV cache: kv_cache=on")
                 options = options.with_option("kv_cache", "on")
-        if options.freezing == "on" and not options.compiled:
-            notes.append("freezing is an inductor option: it does nothing without compile")
-            options = options.with_option("freezing", "off")
-        elif options.freezing == "on" and self.compile_backend != "inductor":
-            notes.append(f"freezing needs the inductor backend (this engine compiles with "
-                         f"{self.compile_backend})")
+        for key, off in INDUCTOR_OPTIONS.items():
+            if getattr(options, key) != off and not options.compiled:
+                notes.append(f"{key} is an inductor option: it does nothing without compile")
+                options = options.with_option(key, off)
+            elif getattr(options, key) != off and self.compile_backend != "inductor":
+                notes.append(f"{key} needs the inductor backend (this engine compiles with "
+                             f"{self.compile_backend})")
         if options.kv_layout == "paged" and options.batching != "continuous":
             notes.append("the paged KV layout is continuous batching's: kv_layout=static")
             options = options.with_option("kv_layout", "static")

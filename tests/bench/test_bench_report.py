@@ -15,6 +15,7 @@ from probe.bench.experiments import (
 from probe.bench.experiments.base import REFERENCE, Experiment
 from probe.bench.experiments.e6_combined import STEPS as E6_STEPS
 from probe.bench.experiments.observer import OBSERVER
+from probe.bench.experiments.roofline import LEVERS
 from probe.bench.plan import BenchRequest, Plan
 from probe.bench.report import render_markdown
 from probe.bench.results import FailedRun, ObserverFigures, RunResult
@@ -268,7 +269,7 @@ def test_roofline_holds_each_precision_against_its_own_bytes(plan, make_result) 
         row = precisions[precision]
         assert row["roofline_ms"] == pytest.approx(roof_ms)
         candidates = [section["configs"][f"{precision}{lever}"]["ms_per_token"]["median"]
-                      for lever in ("", " +freezing")]
+                      for lever in LEVERS]
         assert row["compiled_ms"] == pytest.approx(min(candidates))
         assert row["ratio"] == pytest.approx(min(candidates) / roof_ms)
     json.dumps(section)

@@ -25,7 +25,7 @@ from tui.widgets.status_bar import SHORT_NAMES
 
 TOGGLES = {"c": "compile", "g": "decode", "d": "dynamic", "b": "bucketing", "k": "kv_cache",
            "p": "precision", "i": "quant", "w": "prewarm", "B": "batching", "f": "freezing",
-           "l": "kv_layout"}
+           "m": "gemv", "l": "kv_layout"}
 
 
 def status(app) -> str:

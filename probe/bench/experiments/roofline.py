@@ -1,5 +1,6 @@
-"""Roofline: each precision's compiled decode step (with and without inductor's freezing) and
-HF eager generate against this machine's memory roofline for that precision."""
+"""Roofline: each precision's compiled decode step (as it is, with inductor's freezing, with
+inductor's own batch-1 matmuls) and HF eager generate against this machine's memory roofline for
+that precision."""
 
 from __future__ import annotations
 
@@ -24,12 +25,15 @@ PRECISIONS: dict[str, OptConfig] = {
     "bf16": REFERENCE.with_option("precision", "bf16"),
     "int8": REFERENCE.with_option("precision", "bf16").with_option("quant", "int8"),
 }
-LEVERS = ("", " +freezing")
+# Each lever is an option of its own (probe/contract/options.py), so the dashboard shows it too.
+LEVERS: dict[str, tuple[str, str] | None] = {
+    "": None, " +freezing": ("freezing", "on"), " +gemv": ("gemv", "inductor")}
 BASELINES = ("compiled fullgraph", "hf eager")
 
 
 def lever(options: OptConfig, name: str) -> OptConfig:
-    return options.with_option("freezing", "on") if name == " +freezing" else options
+    change = LEVERS[name]
+    return options if change is None else options.with_option(*change)
 
 
 def runs(plan: Plan) -> dict[str, RunSpec]:
