@@ -272,6 +272,10 @@ def test_roofline_holds_each_precision_against_its_own_bytes(plan, make_result) 
                       for lever in LEVERS]
         assert row["compiled_ms"] == pytest.approx(min(candidates))
         assert row["ratio"] == pytest.approx(min(candidates) / roof_ms)
+    effects = [line for line in section["root_cause"] if line.startswith(("freezing", "gemv"))]
+    assert len(effects) == len(LEVERS) - 1            # one line per lever, from the runs
+    for line in effects:                              # the fakes run every lever equally fast
+        assert all(f"{p} within noise" in line for p in ("fp32", "bf16", "int8")), line
     json.dumps(section)
 
 
