@@ -45,7 +45,8 @@ def test_rates(value, text):
 
 def test_the_rest():
     assert fmt_pct(97.6) == "98%"
-    assert fmt_fraction(0.773) == "77%"
+    assert fmt_fraction(0.773) == "77%" and fmt_fraction(0.052) == "5.2%"
+    assert fmt_fraction(0.00034) == "0.034%" and fmt_fraction(0) == "0%"   # small is never 0%
     assert fmt_count(2202) == "2,202"
     assert fmt_clock(83.42) == "83.4 s" and fmt_clock(725) == "12:05" and fmt_clock(3725) == "1:02:05"
     assert fmt_speed(0.125) == "×0.125" and fmt_speed(64.0) == "×64"
