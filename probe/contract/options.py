@@ -78,9 +78,9 @@ OPTIONS: tuple[Option, ...] = (
            in_footer=False),
     Option("gemv", ("library", "inductor"), "m", "gemv",
            "Batch-1 matmuls: BLAS/oneDNN, or inductor's reductions (needs compile)",
-           "batch-1 matrix-vector products (M = 1, K and N ≤ 2048: every t5-small decoder "
-           "linear, not lm_head): the library's GEMM call, or inductor's decompose_mm_pass, "
-           "which makes each a multiply-and-sum it generates and fuses itself; needs compile",
+           "batch-1 matrix-vector products (M = 1, K and N ≤ 65,536: every t5 decoder linear "
+           "and lm_head): the library's GEMM call, or inductor's decompose_mm_pass, which "
+           "makes each a multiply-and-sum it generates and fuses itself; needs compile",
            "probe/engine/switchboard.py: inductor_arguments", in_footer=False),
     Option("kv_layout", ("static", "paged"), "l", "layout",
            "Continuous batching's KV cache, region per slot or blocks",

@@ -4,7 +4,7 @@ batch-1 matmul decomposition really happens in a compiled decode step (inductor'
 import pytest
 
 from probe.contract.options import OptConfig
-from probe.engine.switchboard import inductor_arguments
+from probe.engine.switchboard import GEMV_MAX_DIM, inductor_arguments, widen_gemv_decomposition
 
 
 def test_a_plain_mode_is_passed_as_a_mode():
@@ -18,7 +18,8 @@ def test_our_options_keep_the_mode_s_own_options(mode):
     both = OptConfig(compile=mode, freezing="on", gemv="inductor")
     options = inductor_arguments(both)["options"]
     assert options == {**list_mode_options(mode), "freezing": True,
-                       "post_grad_fusion_options": {"decompose_mm_pass": {}}}
+                       "post_grad_fusion_options": {"decompose_mm_pass": {
+                           "cpu_max_other_dimension_decomposition": GEMV_MAX_DIM}}}
     assert "freezing" not in inductor_arguments(both.with_option("freezing", "off"))["options"]
 
 
@@ -42,4 +43,16 @@ def test_gemv_inductor_decomposes_the_decoder_matmuls(make_engine):
     records = serve(engine, [(7, 4)])
     assert records[0].ok, records[0].error
     assert counters["inductor"]["decompose_mm"] + counters["inductor"]["decompose_addmm"] > 0
+    from torch._inductor.fx_passes import decompose_mem_bound_mm as mm_pass
+    assert mm_pass.cpu_max_other_dimension_decomposition >= GEMV_MAX_DIM   # lm_head included
     assert records[0].tokens == serve(baseline, [(7, 4)])[0].tokens     # the same greedy tokens
+
+
+def test_widening_the_gemv_pass_raises_its_limit_and_never_lowers_it(monkeypatch):
+    from torch._inductor.fx_passes import decompose_mem_bound_mm as mm_pass
+    monkeypatch.setattr(mm_pass, "cpu_max_other_dimension_decomposition", 2048)
+    widen_gemv_decomposition()
+    assert mm_pass.cpu_max_other_dimension_decomposition == GEMV_MAX_DIM
+    monkeypatch.setattr(mm_pass, "cpu_max_other_dimension_decomposition", 10 * GEMV_MAX_DIM)
+    widen_gemv_decomposition()
+    assert mm_pass.cpu_max_other_dimension_decomposition == 10 * GEMV_MAX_DIM
