@@ -59,7 +59,7 @@ def quantize(model: torch.nn.Module, quant: str) -> str | None:
 
 
 # The widest batch-1 matmul gemv=inductor decomposes: above t5's vocabulary (32,128), so lm_head
-# is one of them (measured: the bf16 step 3.85 → 3.07 ms/token on the 2-core VM).
+# is one of them (measured: the bf16 t5-small step 3.85 → 3.02 ms/token on the 2-core VM).
 GEMV_MAX_DIM = 65536
 
 
@@ -87,7 +87,7 @@ def inductor_arguments(options: OptConfig) -> dict:
     exclude each other — the mode's own inductor options plus ours: `freezing` (weights become
     constants, so inductor can fold them and use the CPU's prepacked GEMM kernels), and
     `gemv=inductor` (its decompose_mm_pass turns each batch-1 matmul into a multiply-and-sum
-    it generates itself; on CPU for M = 1 and K, N ≤ 2048)."""
+    it generates itself; on CPU for M = 1 and K, N ≤ GEMV_MAX_DIM)."""
     ours: dict = {}
     if options.freezing == "on":
         ours["freezing"] = True
