@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from probe.contract.device_sample import DeviceSample
-from probe.contract.options import OptConfig
+from probe.contract.options import INDUCTOR_ONLY, OptConfig
 from probe.contract.records import (
     BreakEven,
     CompileEvent,
@@ -207,8 +207,10 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
 
 def eager_twin(options: OptConfig) -> OptConfig:
     """The same options served eager: what a compiled config's break-even is measured against."""
-    return (options.with_option("compile", "off").with_option("freezing", "off")
-            .with_option("gemv", "library"))
+    twin = options.with_option("compile", "off")
+    for key, off in INDUCTOR_ONLY.items():
+        twin = twin.with_option(key, off)
+    return twin
 
 
 def break_even_status(data: SessionData, options: OptConfig, config_id: str) -> BreakEven | None:

@@ -25,6 +25,7 @@ class Option:
     help: str                   # the README's: what the engine does with it
     applied_by: str             # where it acts: module.function, one hop for a reader
     in_footer: bool = True      # refinements live in the help screen only
+    needs_compile: bool = False  # an inductor option: without compile it is served at its default
 
     @property
     def default(self) -> str:
@@ -75,13 +76,14 @@ OPTIONS: tuple[Option, ...] = (
            "Inductor freezing (needs compile)",
            "inductor freezing: weights become constants the compiled graph folds (prepacked "
            "CPU GEMMs); needs compile", "probe/engine/switchboard.py: inductor_arguments",
-           in_footer=False),
+           in_footer=False, needs_compile=True),
     Option("gemv", ("library", "inductor"), "m", "gemv",
            "Batch-1 matmuls: BLAS/oneDNN, or inductor's reductions (needs compile)",
            "batch-1 matrix-vector products (M = 1, K and N ≤ 65,536: every t5 decoder linear "
            "and lm_head): the library's GEMM call, or inductor's decompose_mm_pass, which "
            "makes each a multiply-and-sum it generates and fuses itself; needs compile",
-           "probe/engine/switchboard.py: inductor_arguments", in_footer=False),
+           "probe/engine/switchboard.py: inductor_arguments", in_footer=False,
+           needs_compile=True),
     Option("kv_layout", ("static", "paged"), "l", "layout",
            "Continuous batching's KV cache, region per slot or blocks",
            "continuous batching's KV cache: a static region per slot, or blocks of one pool "
@@ -90,6 +92,9 @@ OPTIONS: tuple[Option, ...] = (
 )
 OPTION_BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}
 CHOICES: dict[str, tuple[str, ...]] = {option.key: option.values for option in OPTIONS}
+# Options only inductor acts on, with the value they are served at without compile.
+INDUCTOR_ONLY: dict[str, str] = {option.key: option.default for option in OPTIONS
+                                 if option.needs_compile}
 
 
 class _Options:

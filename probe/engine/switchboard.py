@@ -11,7 +11,7 @@ from typing import Callable
 import torch
 from transformers import T5ForConditionalGeneration
 
-from probe.contract.options import OptConfig
+from probe.contract.options import INDUCTOR_ONLY, OptConfig
 from probe.contract.settings import EngineSettings
 from probe.engine import decode_hf
 from probe.engine.continuous import SlotBatcher
@@ -76,10 +76,6 @@ def widen_gemv_decomposition() -> None:
     if hasattr(mm_pass, "cpu_max_other_dimension_decomposition"):
         mm_pass.cpu_max_other_dimension_decomposition = max(
             mm_pass.cpu_max_other_dimension_decomposition, GEMV_MAX_DIM)
-
-
-# Options that only inductor acts on, with their "off" value.
-INDUCTOR_OPTIONS = {"freezing": "off", "gemv": "library"}
 
 
 def inductor_arguments(options: OptConfig) -> dict:
@@ -151,7 +147,7 @@ class Switchboard:
             if options.kv_cache != "on":
                 notes.append("continuous batching keeps each slot's KV cache: kv_cache=on")
                 options = options.with_option("kv_cache", "on")
-        for key, off in INDUCTOR_OPTIONS.items():
+        for key, off in INDUCTOR_ONLY.items():
             if getattr(options, key) != off and not options.compiled:
                 notes.append(f"{key} is an inductor option: it does nothing without compile")
                 options = options.with_option(key, off)

@@ -4,6 +4,8 @@ that precision."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from probe.bench.experiments.base import HF_EAGER, REFERENCE, Experiment, Results, Template
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import section_figures, steady_spread
@@ -25,15 +27,30 @@ PRECISIONS: dict[str, OptConfig] = {
     "bf16": REFERENCE.with_option("precision", "bf16"),
     "int8": REFERENCE.with_option("precision", "bf16").with_option("quant", "int8"),
 }
-# Each lever is an option of its own (probe/contract/options.py), so the dashboard shows it too.
-LEVERS: dict[str, tuple[str, str] | None] = {
-    "": None, " +freezing": ("freezing", "on"), " +gemv": ("gemv", "inductor")}
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One option of its own (probe/contract/options.py), so the dashboard shows it too."""
+    key: str
+    value: str
+    what: str                   # the report's line about it
+
+
+# By the suffix of the run's role ("bf16 +gemv"); "" is the precision as it is.
+LEVERS: dict[str, Lever | None] = {
+    "": None,
+    " +freezing": Lever("freezing", "on", "freezing (weights become constants inductor folds; "
+                                          "oneDNN's prepacked GEMMs)"),
+    " +gemv": Lever("gemv", "inductor", "gemv=inductor (each batch-1 decoder matmul becomes "
+                                        "inductor's own multiply-and-sum)"),
+}
 BASELINES = ("compiled fullgraph", "hf eager")
 
 
 def lever(options: OptConfig, name: str) -> OptConfig:
-    change = LEVERS[name]
-    return options if change is None else options.with_option(*change)
+    chosen = LEVERS[name]
+    return options if chosen is None else options.with_option(chosen.key, chosen.value)
 
 
 def runs(plan: Plan) -> dict[str, RunSpec]:
@@ -183,23 +200,19 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause)
 
 
-LEVER_WHAT = {
-    " +freezing": "freezing (weights become constants inductor folds; oneDNN's prepacked GEMMs)",
-    " +gemv": "gemv=inductor (each batch-1 decoder matmul becomes inductor's own multiply-and-sum)",
-}
-
-
 def lever_effects(results: Results) -> list[str]:
     """What each lever did to each precision's compiled step, measured against the same
     precision without it (warm ms/token; overlapping repeats are within noise)."""
     lines = []
-    for name, what in LEVER_WHAT.items():
+    for name, chosen in LEVERS.items():
+        if chosen is None:
+            continue
         effects = []
         for precision in PRECISIONS:
             against = versus(results.get(f"{precision}{name}"), results.get(precision),
                              metric="tpot_ms")
             effects.append(f"{precision} {against.text}")
-        lines.append(f"{what}: {'; '.join(effects)}.")
+        lines.append(f"{chosen.what}: {'; '.join(effects)}.")
     return lines
 
 
