@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from probe.contract.units import fmt_ratio
 from workloads.atomic import write_atomic
 
 CONFIGS = (("fp32", "off"), ("fp32", "default"), ("fp32", "reduce-overhead"),
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         decode = report["decode"][name]
         ms, ratio = row["ms_per_token"], row["ratio"]
         print(f"{name:32} {ms if ms is None else round(ms, 3)} ms/token  "
-              f"{'—' if ratio is None else f'{ratio:.2f}×'} roofline  "
+              f"{fmt_ratio(ratio)} roofline  "
               f"compile {decode['compile_s']:.1f} s  tokens = fp32 eager: "
               f"{decode['tokens_equal_fp32_eager']}  failed {decode['failed']}")
     print(f"bandwidth {report['roofline']['bandwidth_gb_s']:.0f} GB/s; wrote {out / 'gpu-check.json'}")

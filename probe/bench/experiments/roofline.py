@@ -144,7 +144,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
             precisions[precision] = {"roofline_ms": roof_ms, "compiled_ms": best[2],
                                      "ratio": best[1], "config": best[0]}
             observed.append(f"{precision}: best compiled step {fmt_ms(best[2])}/token "
-                            f"({best[0]}) = {best[1]:.2f}× its memory roofline "
+                            f"({best[0]}) = {fmt_ratio(best[1])} its memory roofline "
                             f"({fmt_ms(roof_ms)}).")
     configs["precisions"] = precisions
     for role in BASELINES:
