@@ -24,8 +24,8 @@ FULL_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 QUICK_LEFT_OUT = (
     "E4: --quick computes the powers-of-two row (its shapes and padding follow from the "
     "lengths alone) instead of compiling and serving it; run without --quick to measure it",
-    "E6: --quick stops at +bf16 (the +int8 step is one more cold compile of every shape); "
-    "run without --quick to include it",
+    "E6: --quick stops at +bf16 (+int8 and +lean step are each one more cold compile of "
+    "every shape); run without --quick to include them",
 )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from probe.contract.device_sample import DeviceSample
-from probe.contract.options import INDUCTOR_ONLY, OptConfig
+from probe.contract.options import COMPILE_ONLY, OptConfig
 from probe.contract.records import (
     BreakEven,
     CompileEvent,
@@ -208,7 +208,7 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
 def eager_twin(options: OptConfig) -> OptConfig:
     """The same options served eager: what a compiled config's break-even is measured against."""
     twin = options.with_option("compile", "off")
-    for key, off in INDUCTOR_ONLY.items():
+    for key, off in COMPILE_ONLY.items():
         twin = twin.with_option(key, off)
     return twin
 

@@ -25,11 +25,17 @@ class Option:
     help: str                   # the README's: what the engine does with it
     applied_by: str             # where it acts: module.function, one hop for a reader
     in_footer: bool = True      # refinements live in the help screen only
-    needs_compile: bool = False  # an inductor option: without compile it is served at its default
+    # What acts on it when it only shapes compiled code: "inductor" or "dynamo"; without compile
+    # such an option is served at its default.
+    compiler: str = ""
 
     @property
     def default(self) -> str:
         return self.values[0]
+
+    @property
+    def needs_compile(self) -> bool:
+        return bool(self.compiler)
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -76,14 +82,29 @@ OPTIONS: tuple[Option, ...] = (
            "Inductor freezing (needs compile)",
            "inductor freezing: weights become constants the compiled graph folds (prepacked "
            "CPU GEMMs); needs compile", "probe/engine/switchboard.py: inductor_arguments",
-           in_footer=False, needs_compile=True),
+           in_footer=False, compiler="inductor"),
     Option("gemv", ("library", "inductor"), "m", "gemv",
            "Batch-1 matmuls: BLAS/oneDNN, or inductor's reductions (needs compile)",
            "batch-1 matrix-vector products (M = 1, K and N ≤ 65,536: every t5 decoder linear "
            "and lm_head): the library's GEMM call, or inductor's decompose_mm_pass, which "
            "makes each a multiply-and-sum it generates and fuses itself; needs compile",
            "probe/engine/switchboard.py: inductor_arguments", in_footer=False,
-           needs_compile=True),
+           compiler="inductor"),
+    Option("wrapper", ("python", "cpp"), "W", "wrapper",
+           "Kernels launched from C++, not Python (needs compile)",
+           "inductor's cpp_wrapper: the compiled graph's kernels are launched from generated C++ "
+           "instead of generated Python, which saves the per-kernel Python calls of every step "
+           "for a longer first compile; needs compile",
+           "probe/engine/switchboard.py: inductor_arguments", in_footer=False,
+           compiler="inductor"),
+    Option("guards", ("full", "lean"), "G", "guards",
+           "Dynamo checks only the inputs before each call (needs compile)",
+           "lean: before each compiled call dynamo checks only the inputs' tensors (shapes, "
+           "dtypes, strides) and the global state, not the model's module attributes and the "
+           "libraries' globals it also guarded; a new input length still recompiles. Unsafe "
+           "for code that changes module attributes or globals between calls (this engine "
+           "does not); needs compile", "probe/engine/guards.py: lean_guards", in_footer=False,
+           compiler="dynamo"),
     Option("kv_layout", ("static", "paged"), "l", "layout",
            "Continuous batching's KV cache, region per slot or blocks",
            "continuous batching's KV cache: a static region per slot, or blocks of one pool "
@@ -92,9 +113,9 @@ OPTIONS: tuple[Option, ...] = (
 )
 OPTION_BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}
 CHOICES: dict[str, tuple[str, ...]] = {option.key: option.values for option in OPTIONS}
-# Options only inductor acts on, with the value they are served at without compile.
-INDUCTOR_ONLY: dict[str, str] = {option.key: option.default for option in OPTIONS
-                                 if option.needs_compile}
+# Options that only shape compiled code, with the value they are served at without compile.
+COMPILE_ONLY: dict[str, str] = {option.key: option.default for option in OPTIONS
+                                if option.needs_compile}
 
 
 class _Options:

@@ -78,19 +78,22 @@ def decode_step_bytes(model: torch.nn.Module, *, kv_cache: bool = True) -> StepB
                      total=layers + head)
 
 
-def step_bytes_by_precision(model: torch.nn.Module) -> dict[str, int | str]:
-    """Bytes a cached step reads with the weights in fp32, bf16, and int8 weight-only (on the
-    bf16 model, as the engine serves it), each measured on a converted copy; a precision that
-    cannot be built here gets its reason instead."""
+def precision_copies(model: torch.nn.Module) -> dict[str, torch.nn.Module | str]:
+    """The model in fp32, bf16, and int8 weight-only (on the bf16 model, as the engine serves
+    it), bf16 and int8 as converted copies; a precision that cannot be built here gets its
+    reason instead."""
     import copy
 
     from probe.engine.switchboard import quantize
-    out: dict[str, int | str] = {"fp32": decode_step_bytes(model.float()).total}
     half = copy.deepcopy(model).to(torch.bfloat16)
-    out["bf16"] = decode_step_bytes(half).total
-    refused = quantize(half, "int8")
-    out["int8"] = refused or decode_step_bytes(half).total
-    return out
+    int8 = copy.deepcopy(half)
+    return {"fp32": model.float(), "bf16": half, "int8": quantize(int8, "int8") or int8}
+
+
+def step_bytes_by_precision(model: torch.nn.Module) -> dict[str, int | str]:
+    """Bytes a cached step reads in each precision, measured on its converted copy."""
+    return {precision: copy if isinstance(copy, str) else decode_step_bytes(copy).total
+            for precision, copy in precision_copies(model).items()}
 
 
 def l3_bytes() -> int:

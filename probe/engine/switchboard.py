@@ -11,12 +11,13 @@ from typing import Callable
 import torch
 from transformers import T5ForConditionalGeneration
 
-from probe.contract.options import INDUCTOR_ONLY, OptConfig
+from probe.contract.options import COMPILE_ONLY, OPTION_BY_KEY, OptConfig
 from probe.contract.settings import EngineSettings
 from probe.engine import decode_hf
 from probe.engine.continuous import SlotBatcher
 from probe.engine.decode_result import DecodeResult
 from probe.engine.decode_static import StaticGreedyDecoder
+from probe.engine.guards import guard_filter
 from probe.engine.paged import PagedBatcher
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -79,14 +80,21 @@ def widen_gemv_decomposition() -> None:
 
 
 def inductor_arguments(options: OptConfig) -> dict:
-    """torch.compile's `mode`, or — with an inductor option of ours, since `mode` and `options`
-    exclude each other — the mode's own inductor options plus ours: `freezing` (weights become
-    constants, so inductor can fold them and use the CPU's prepacked GEMM kernels), and
+    """torch.compile's `mode`, or — with an option of ours, since `mode` and `options` exclude
+    each other — the mode's own inductor options plus ours: `freezing` (weights become
+    constants, so inductor can fold them and use the CPU's prepacked GEMM kernels),
     `gemv=inductor` (its decompose_mm_pass turns each batch-1 matmul into a multiply-and-sum
-    it generates itself; on CPU for M = 1 and K, N ≤ GEMV_MAX_DIM)."""
+    it generates itself; on CPU for M = 1 and K, N ≤ GEMV_MAX_DIM), `wrapper=cpp` (kernels
+    launched from generated C++) and `guards=lean` (torch.compile takes a guard_filter_fn in
+    `options`). A fresh dict on every call: torch.compile pops `guard_filter_fn` out of the
+    dict it is given, so a dict shared by several calls loses it after the first."""
     ours: dict = {}
     if options.freezing == "on":
         ours["freezing"] = True
+    if options.wrapper == "cpp":
+        ours["cpp_wrapper"] = True
+    if options.guards != "full":
+        ours["guard_filter_fn"] = guard_filter(options.guards)
     if options.gemv == "inductor":
         # The limit here is what the pass would read if this were set before it is imported
         # (see widen_gemv_decomposition); passing it also keys inductor's FX graph cache.
@@ -147,11 +155,15 @@ class Switchboard:
             if options.kv_cache != "on":
                 notes.append("continuous batching keeps each slot's KV cache: kv_cache=on")
                 options = options.with_option("kv_cache", "on")
-        for key, off in INDUCTOR_ONLY.items():
+        for key, off in COMPILE_ONLY.items():
+            compiler = OPTION_BY_KEY[key].compiler
             if getattr(options, key) != off and not options.compiled:
-                notes.append(f"{key} is an inductor option: it does nothing without compile")
+                article = "an" if compiler[0] in "aeiou" else "a"
+                notes.append(f"{key} is {article} {compiler} option: it does nothing without "
+                             "compile")
                 options = options.with_option(key, off)
-            elif getattr(options, key) != off and self.compile_backend != "inductor":
+            elif (getattr(options, key) != off and compiler == "inductor"
+                  and self.compile_backend != "inductor"):
                 notes.append(f"{key} needs the inductor backend (this engine compiles with "
                              f"{self.compile_backend})")
         if options.kv_layout == "paged" and options.batching != "continuous":
@@ -196,13 +208,18 @@ class Switchboard:
     def _wrap(self, options: OptConfig, fullgraph: bool) -> Callable[[Callable], Callable]:
         if not self.is_compiled(options):
             return lambda fn: fn
+        if self.compile_backend == "inductor" and options.gemv == "inductor":
+            widen_gemv_decomposition()
+        return lambda fn: torch.compile(fn, **self._compile_arguments(options, fullgraph))
+
+    def _compile_arguments(self, options: OptConfig, fullgraph: bool) -> dict:
         kwargs: dict = {"fullgraph": fullgraph, "dynamic": options.dynamic == "on",
                         "backend": self.compile_backend}
         if self.compile_backend == "inductor":
             kwargs.update(inductor_arguments(options))
-            if options.gemv == "inductor":
-                widen_gemv_decomposition()
-        return lambda fn: torch.compile(fn, **kwargs)
+        elif options.guards != "full":     # a dynamo option: any backend takes it
+            kwargs["options"] = {"guard_filter_fn": guard_filter(options.guards)}
+        return kwargs
 
     def slot_batcher(self, options: OptConfig, settings: EngineSettings
                      ) -> SlotBatcher | PagedBatcher:

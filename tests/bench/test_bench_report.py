@@ -23,6 +23,7 @@ from probe.bench.spread import Spread
 from probe.bench.study import collect_runs
 from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
+from probe.contract.units import fmt_ms
 
 # the experiments served back to back (E7 and E8 replay open loop with engines of their own)
 STUDY = tuple(n for n in ALL_EXPERIMENTS if isinstance(EXPERIMENTS[n], Experiment))
@@ -151,6 +152,18 @@ def test_sections_follow_the_template_and_checks_pass(plan, make_result) -> None
     json.dumps(sections)                                  # report.json must serialise
 
 
+def test_e6_p95_is_the_last_step_against_the_baseline_on_the_same_requests(plan, make_result):
+    import numpy as np
+    results = _results(plan, make_result)
+    checks = acceptance_checks(_sections(plan, results))
+
+    def p95(options):                      # the median over warm passes of each pass's p95
+        passes = results[plan.spec(options).key].steady_passes
+        return float(np.median([p.latency_p95_ms for p in passes]))
+    expected = p95(E6_STEPS[0][1]) / p95(E6_STEPS[-1][1])
+    assert checks["e6_p95_times_better"] == pytest.approx(expected)
+
+
 def test_verdicts_come_from_the_numbers(plan, make_result) -> None:
     sections = _sections(plan, _results(plan, make_result))
     e1 = sections["E1"]["configs"]
@@ -160,7 +173,7 @@ def test_verdicts_come_from_the_numbers(plan, make_result) -> None:
     e6 = sections["E6"]["configs"]
     assert [e6[name]["verdict"]["verdict"] for name, _ in E6_STEPS] == [
         "control", "no measurable gain", "keep", "no measurable gain", "keep",
-        "no measurable gain", "no measurable gain"]
+        "no measurable gain", "no measurable gain", "no measurable gain"]
     assert "CUDA graphs" in " ".join(sections["E1"]["root_cause"])
     roofline = sections["roofline"]["configs"]
     assert roofline["roofline_ms_per_token"]["fp32"] == pytest.approx(0.04)
@@ -259,6 +272,8 @@ def test_roofline_holds_each_precision_against_its_own_bytes(plan, make_result) 
         "step_bytes": {"decoder_layers": 600_000, "cross_kv_skipped": 50_000, "lm_head": 200_000,
                        "total": 800_000},
         "step_bytes_by_precision": {"fp32": 800_000, "bf16": 400_000, "int8": 230_000},
+        "matmul_chain_ms": {"fp32": 0.05, "bf16": "not measured (RuntimeError: no kernel)",
+                            "int8": 0.015},
         "bandwidth": {"gemv_read_gb_s": 20.0}, "matmul_gflops": 100.0}}
     results = _results(plan, make_result)
     section = _sections(plan, results, env)["roofline"]
@@ -272,10 +287,17 @@ def test_roofline_holds_each_precision_against_its_own_bytes(plan, make_result) 
                       for lever in LEVERS]
         assert row["compiled_ms"] == pytest.approx(min(candidates))
         assert row["ratio"] == pytest.approx(min(candidates) / roof_ms)
-    effects = [line for line in section["root_cause"] if line.startswith(("freezing", "gemv"))]
+    whats = tuple(lever.what for lever in LEVERS.values() if lever is not None)
+    effects = [line for line in section["root_cause"] if line.startswith(whats)]
     assert len(effects) == len(LEVERS) - 1            # one line per lever, from the runs
     for line in effects:                              # the fakes run every lever equally fast
         assert all(f"{p} within noise" in line for p in ("fp32", "bf16", "int8")), line
+    # The gap split in two where the matmuls alone were measured: kernels, and the rest.
+    assert precisions["fp32"]["matmul_chain_ms"] == 0.05 and "matmul_chain_ms" not in precisions["bf16"]
+    split = [line for line in section["root_cause"] if line.startswith("fp32: the step's matmuls")]
+    rest_ms = precisions["fp32"]["compiled_ms"] - 0.05
+    assert len(split) == 1 and f"takes {fmt_ms(rest_ms)} more" in split[0]
+    assert not any(line.startswith("bf16: the step's matmuls") for line in section["root_cause"])
     json.dumps(section)
 
 

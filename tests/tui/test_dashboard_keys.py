@@ -25,7 +25,7 @@ from tui.widgets.status_bar import SHORT_NAMES
 
 TOGGLES = {"c": "compile", "g": "decode", "d": "dynamic", "b": "bucketing", "k": "kv_cache",
            "p": "precision", "i": "quant", "w": "prewarm", "B": "batching", "f": "freezing",
-           "m": "gemv", "l": "kv_layout"}
+           "m": "gemv", "l": "kv_layout", "W": "wrapper", "G": "guards"}
 
 
 def status(app) -> str:
@@ -41,7 +41,7 @@ async def test_every_toggle_key_sends_the_next_option_and_the_status_bar_shows_i
     app = make_app(engine, apply_delay_s=0)
     served = app.view.options
     expected = app.requested
-    async with app.run_test(size=(200, 40)) as pilot:     # room to show every option pending
+    async with app.run_test(size=(240, 40)) as pilot:     # room to show every option pending
         for key, option in TOGGLES.items():
             await pilot.press(key)
             expected = expected.cycled(option)

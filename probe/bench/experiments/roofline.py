@@ -31,26 +31,38 @@ PRECISIONS: dict[str, OptConfig] = {
 
 @dataclass(frozen=True)
 class Lever:
-    """One option of its own (probe/contract/options.py), so the dashboard shows it too."""
-    key: str
-    value: str
-    what: str                   # the report's line about it
+    """Options of our own (probe/contract/options.py), so the dashboard shows each too."""
+    settings: tuple[tuple[str, str], ...]   # (option, value) pairs
+    what: str                               # the report's line about it
+
+    def apply(self, options: OptConfig) -> OptConfig:
+        for key, value in self.settings:
+            options = options.with_option(key, value)
+        return options
 
 
 # By the suffix of the run's role ("bf16 +gemv"); "" is the precision as it is.
 LEVERS: dict[str, Lever | None] = {
     "": None,
-    " +freezing": Lever("freezing", "on", "freezing (weights become constants inductor folds; "
-                                          "oneDNN's prepacked GEMMs)"),
-    " +gemv": Lever("gemv", "inductor", "gemv=inductor (each batch-1 decoder matmul becomes "
-                                        "inductor's own multiply-and-sum)"),
+    " +freezing": Lever((("freezing", "on"),),
+                        "freezing (weights become constants inductor folds; oneDNN's "
+                        "prepacked GEMMs)"),
+    " +gemv": Lever((("gemv", "inductor"),),
+                    "gemv=inductor (each batch-1 decoder matmul becomes inductor's own "
+                    "multiply-and-sum)"),
+    " +wrapper": Lever((("wrapper", "cpp"),),
+                       "wrapper=cpp (inductor launches the step's kernels from C++, not Python)"),
+    " +guards": Lever((("guards", "lean"),),
+                      "guards=lean (dynamo checks only the inputs' guards before each step)"),
+    " +all": Lever((("gemv", "inductor"), ("wrapper", "cpp"), ("guards", "lean")),
+                   "gemv=inductor, wrapper=cpp and guards=lean together"),
 }
 BASELINES = ("compiled fullgraph", "hf eager")
 
 
 def lever(options: OptConfig, name: str) -> OptConfig:
     chosen = LEVERS[name]
-    return options if chosen is None else options.with_option(chosen.key, chosen.value)
+    return options if chosen is None else chosen.apply(options)
 
 
 def runs(plan: Plan) -> dict[str, RunSpec]:
@@ -65,11 +77,12 @@ def measure_machine(loaded, device) -> dict:
     """Bytes one decode step reads (per precision); the gemv bandwidth re-reading the fp32
     step's working set (the roofline's, as the dashboard measures it) and DRAM's beside it;
     GEMM throughput."""
+    from probe.engine.matmul_chain import matmul_chain_by_precision
     from probe.engine.roofline import (
         decode_step_bytes,
         measure_bandwidth,
         measure_matmul_gflops,
-        step_bytes_by_precision,
+        precision_copies,
         working_set_bandwidth,
     )
     try:
@@ -77,11 +90,15 @@ def measure_machine(loaded, device) -> dict:
         bandwidth = working_set_bandwidth(device, step.total)
         dram = measure_bandwidth(device)
         gflops = measure_matmul_gflops(device)
+        copies = precision_copies(loaded.model)
     except Exception as exc:  # a failed measurement is reported, not fatal
         return {"error": f"{type(exc).__name__}: {exc}"}
     return {"step_bytes": step.as_dict(), "bandwidth": bandwidth.as_dict(),
             "dram_bandwidth": dram.as_dict(), "matmul_gflops": gflops,
-            "step_bytes_by_precision": step_bytes_by_precision(loaded.model)}
+            "step_bytes_by_precision": {
+                p: c if isinstance(c, str) else decode_step_bytes(c).total
+                for p, c in copies.items()},
+            "matmul_chain_ms": matmul_chain_by_precision(copies)}
 
 
 def _memory_level(roof: dict) -> str:
@@ -124,6 +141,11 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
         roof_ms = configs["roofline_ms_per_token"][precision]
         rows.append([precision, "memory roofline", fmt_ms(roof_ms), "1.00×",
                      f"{fmt_bytes(nbytes)} ÷ {bandwidth:.1f} GB/s{where}"])
+        chain = (roof.get("matmul_chain_ms") or {}).get(precision)
+        if isinstance(chain, float):
+            rows.append([precision, "its matmuls alone", fmt_ms(chain),
+                         fmt_ratio(chain / roof_ms), "the step's weight matrices back to back "
+                         "through the library's kernel, no graph (best of 30)"])
         best = None
         for name in LEVERS:
             role = f"{precision}{name}"
@@ -146,6 +168,9 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
             observed.append(f"{precision}: best compiled step {fmt_ms(best[2])}/token "
                             f"({best[0]}) = {fmt_ratio(best[1])} its memory roofline "
                             f"({fmt_ms(roof_ms)}).")
+            if isinstance(chain, float):
+                precisions[precision]["matmul_chain_ms"] = chain
+                cause.append(gap_split(precision, roof_ms, chain, best[2]))
     configs["precisions"] = precisions
     for role in BASELINES:
         measured = steady_spread(results.get(role), "tpot_ms")
@@ -198,6 +223,19 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     table = {"columns": ["precision", "path", "ms/token", "× its roofline", "config / how"],
              "rows": rows}
     return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause)
+
+
+def gap_split(precision: str, roof_ms: float, chain_ms: float, step_ms: float) -> str:
+    """Where a precision's gap to its roofline is: in the matmul kernels themselves, or in the
+    rest of the step (what the step costs beyond its matmuls alone)."""
+    head = (f"{precision}: the step's matmuls alone, through the library's kernel, take "
+            f"{fmt_ms(chain_ms)} ({fmt_ratio(chain_ms / roof_ms)} the roofline: how fast that "
+            f"kernel streams these matrices); ")
+    if step_ms >= chain_ms:
+        return head + (f"the best step takes {fmt_ms(step_ms - chain_ms)} more: the rest of "
+                       f"the step (attention, norms, kernel launches, guards).")
+    return head + (f"the best step is {fmt_ms(chain_ms - step_ms)} faster than that: its "
+                   f"matmuls are not the library's (gemv=inductor writes its own).")
 
 
 def lever_effects(results: Results) -> list[str]:

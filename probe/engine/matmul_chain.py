@@ -1,0 +1,78 @@
+"""The decode step's matmuls alone: every weight matrix a cached batch-1 step multiplies by,
+run back to back through the library kernel the step itself calls (MKL/oneDNN's GEMV for fp32
+and bf16, torchao's int8 weight-only kernel for int8), outside any compiled graph.
+
+It splits the gap between a compiled step and its memory roofline in two: how far these kernels
+are from the roofline on their own (kernel efficiency: small matrices stream slower than the
+one large matrix the bandwidth is measured on), and the rest of the step (attention, norms,
+kernel launches, dynamo's guards), which is the step's time minus this one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+
+CHAIN_REPEATS = 30
+
+
+def step_matrices(model: torch.nn.Module) -> list[torch.Tensor]:
+    """The weights a cached decode step multiplies by, in the order it does: each decoder
+    linear except the cross-attention k/v projections (applied once per request), then
+    lm_head. The same selection as `roofline.decode_step_bytes`."""
+    matrices = []
+    for name, module in model.get_decoder().named_modules():
+        if not isinstance(module, torch.nn.Linear):
+            continue
+        if "EncDecAttention" in name and name.rsplit(".", 1)[-1] in ("k", "v"):
+            continue
+        matrices.append(module.weight)
+    matrices.append(model.get_output_embeddings().weight)
+    return matrices
+
+
+def _gemv(weight: torch.Tensor, dtype: torch.dtype) -> Callable[[torch.Tensor], torch.Tensor]:
+    """x (1 × K) → x @ weightᵀ through the kernel the engine's step uses for this weight."""
+    qdata = getattr(weight, "qdata", None)
+    if qdata is None:
+        plain = weight.detach()
+        return lambda x: torch.mm(x, plain.t())
+    # torchao's Int8Tensor: int8 rows with a scale each; its CPU linear is this aten kernel.
+    scale = weight.scale.reshape(-1).to(dtype)
+    return lambda x: torch.ops.aten._weight_int8pack_mm(x, qdata, scale)
+
+
+def matmul_chain_ms(model: torch.nn.Module, repeats: int = CHAIN_REPEATS) -> float:
+    """Best of `repeats` passes over the step's matmuls (ms), as the roofline's bandwidth is
+    the best of its passes: the floor these kernels set for a step."""
+    dtype = model.get_decoder().final_layer_norm.weight.dtype     # the activations' dtype
+    matrices = step_matrices(model)
+    inputs = {w.shape[1]: torch.randn(1, w.shape[1], dtype=dtype, device=w.device)
+              for w in matrices}
+    calls = [(_gemv(w, dtype), inputs[w.shape[1]]) for w in matrices]
+    best = float("inf")
+    with torch.inference_mode():
+        for _ in range(repeats + 1):            # the first pass brings the weights in
+            start = time.perf_counter()
+            for gemv, x in calls:
+                gemv(x)
+            best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
+def matmul_chain_by_precision(copies: dict[str, torch.nn.Module | str],
+                              repeats: int = CHAIN_REPEATS) -> dict[str, float | str]:
+    """`matmul_chain_ms` for each precision's copy (roofline.precision_copies); a precision
+    whose kernel cannot be called here gets its reason."""
+    out: dict[str, float | str] = {}
+    for precision, model in copies.items():
+        if isinstance(model, str):
+            out[precision] = model
+            continue
+        try:
+            out[precision] = matmul_chain_ms(model, repeats)
+        except Exception as exc:  # a kernel this torch/torchao lacks: say so, do not fail
+            out[precision] = f"not measured ({type(exc).__name__}: {exc})"[:200]
+    return out

@@ -1,0 +1,91 @@
+"""The per-step overhead levers: `guards=lean` (dynamo's guard_filter_fn) and `wrapper=cpp`
+(inductor's cpp_wrapper) — what torch.compile is given, that every compiled function gets it,
+and that a lean compiled step still recompiles for a new input length and decodes the same
+tokens."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from probe.contract.options import OptConfig
+from probe.engine import guards
+from probe.engine.guards import lean_guards
+from probe.engine.switchboard import inductor_arguments
+from tests.conftest import serve, tokens_of
+from tests.probe.test_compile_probes import compiles
+
+
+def entry(guard_type: str, *, is_global: bool = False, module: bool = False):
+    source = SimpleNamespace(is_unspecialized_nn_module=lambda: module)
+    return SimpleNamespace(guard_type=guard_type, is_global=is_global,
+                           orig_guard=SimpleNamespace(source=source))
+
+
+def test_lean_keeps_the_inputs_guards_and_drops_modules_globals_and_dimension_marks():
+    entries = [entry("TENSOR_MATCH"),                          # an input tensor: kept
+               entry("GRAD_MODE"),                              # global state: kept
+               entry("CONSTANT_MATCH"),                         # an int argument: kept
+               entry("TENSOR_MATCH", module=True),              # a parameter: dropped
+               entry("TYPE_MATCH", module=True),                # a module attribute: dropped
+               entry("TYPE_MATCH", is_global=True),             # a library global: dropped
+               entry("DIMENSION_DYNAMIC_MARKING_GUARD")]        # never marked here: dropped
+    assert lean_guards(entries) == [True, True, True, False, False, False, False]
+
+
+def test_wrapper_cpp_and_guards_lean_reach_torch_compile_in_a_fresh_dict_each_time():
+    lean = OptConfig(compile="default", wrapper="cpp", guards="lean")
+    first = inductor_arguments(lean)["options"]
+    assert first["cpp_wrapper"] is True and first["guard_filter_fn"] is lean_guards
+    first.pop("guard_filter_fn")                  # what torch.compile does to the dict it gets
+    assert inductor_arguments(lean)["options"]["guard_filter_fn"] is lean_guards
+    assert "guard_filter_fn" not in inductor_arguments(OptConfig(compile="default",
+                                                                 wrapper="cpp"))["options"]
+
+
+def test_without_compile_the_step_levers_are_off_with_a_note(make_engine):
+    engine = make_engine("decode=fullgraph")
+    variant = engine.switchboard.resolve(OptConfig(decode="fullgraph", wrapper="cpp",
+                                                   guards="lean"))
+    assert variant.options.wrapper == "python" and variant.options.guards == "full"
+    assert "wrapper is an inductor option: it does nothing without compile" in variant.notes
+    assert "guards is a dynamo option: it does nothing without compile" in variant.notes
+
+
+def test_every_compiled_function_gets_the_lean_filter(make_engine, monkeypatch):
+    """torch.compile pops guard_filter_fn from its options: with one dict shared by the
+    decoder's compiled functions only the first (encode) would be filtered."""
+    filtered: list[int] = []
+
+    def spy(entries):
+        filtered.append(len(entries))
+        return lean_guards(entries)
+    monkeypatch.setattr(guards, "lean_guards", spy)
+    engine = make_engine("decode=fullgraph", "compile=default", "guards=lean")
+    assert serve(engine, [(9, 4)])[0].ok
+    assert len(filtered) >= 3          # encode, prefill_step and decode_step
+
+
+def test_lean_guards_still_recompile_for_a_new_length_and_decode_the_same_tokens(make_engine):
+    shapes = [(8, 4), (8, 4), (11, 4), (14, 3)]
+    lean = make_engine("decode=fullgraph", "compile=default", "guards=lean")
+    assert all(r.ok for r in serve(lean, shapes))
+    recompiles = compiles(lean, "recompile", "encode")
+    assert len(recompiles) == 2 and "expected 8, actual 11" in recompiles[0].reason
+    eager = make_engine("decode=fullgraph")     # after: the compile probes are process-wide
+    serve(eager, shapes)
+    assert tokens_of(lean) == tokens_of(eager)
+
+
+@pytest.mark.slow
+def test_the_lean_step_under_inductor_decodes_the_same_tokens(make_engine):
+    """cpp_wrapper, lean guards and inductor's own batch-1 matmuls together, as the roofline's
+    `+all` row serves them."""
+    shapes = [(7, 4), (7, 4)]
+    lean = make_engine("compile=default", "decode=fullgraph", "wrapper=cpp", "guards=lean",
+                       "gemv=inductor", backend="inductor", max_new_tokens=4)
+    records = serve(lean, shapes)
+    assert all(r.ok for r in records), records[0].error
+    assert lean.switchboard.is_compiled(lean.options)        # no fallback to eager
+    eager = make_engine("decode=fullgraph", max_new_tokens=4)
+    serve(eager, shapes)
+    assert tokens_of(lean) == tokens_of(eager)
