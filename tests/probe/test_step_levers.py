@@ -89,3 +89,16 @@ def test_the_lean_step_under_inductor_decodes_the_same_tokens(make_engine):
     eager = make_engine("decode=fullgraph", max_new_tokens=4)
     serve(eager, shapes)
     assert tokens_of(lean) == tokens_of(eager)
+
+
+def test_lean_guards_on_hf_generate_keep_each_output_length_apart(make_engine):
+    """generate()'s compiled frames read the output length from an argument: a guard lean keeps,
+    so a request of another length is never served a graph traced for the first."""
+    shapes = [(9, 5), (9, 3), (12, 6)]
+    lean = make_engine("decode=hf-generate", "compile=default", "guards=lean")
+    records = serve(lean, shapes)
+    assert all(r.ok for r in records)
+    assert [len(r.tokens) for r in records] == [5, 3, 6]
+    eager = make_engine("decode=hf-generate")
+    serve(eager, shapes)
+    assert tokens_of(lean) == tokens_of(eager)
