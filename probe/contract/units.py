@@ -124,5 +124,9 @@ def fmt_num(value: float | None, digits: int = 1, unit: str = "", missing: str =
 
 
 def fmt_ratio(value: float | None, missing: str = NO_DATA) -> str:
-    """1.483 → "1.48×"."""
-    return missing if value is None else f"{value:.2f}×"
+    """Three significant digits: 1.483 → "1.48×", 11.63 → "11.6×", 11631.4 → "11,631×"."""
+    if value is None:
+        return missing
+    if abs(value) < 10:
+        return f"{value:.2f}×"
+    return f"{value:.1f}×" if abs(value) < 100 else f"{value:,.0f}×"

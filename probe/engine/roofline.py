@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from probe.contract.units import fmt_ratio
+
 DEFAULT_L3_BYTES = 32 * 2**20
 MIN_BUFFER_BYTES = 256 * 2**20
 MAX_BUFFER_BYTES = 2 * 2**30
@@ -222,12 +224,12 @@ def classify(measured_ms: float | None, step_bytes: int, bandwidth_gb_s: float,
                f"weights about as fast as this machine can")
     elif ratio <= 4:
         bound = model_bound
-        why = (f"{ratio:.1f}× the memory roofline: {kind}, and it is, in kind; the other "
+        why = (f"{fmt_ratio(ratio)} the memory roofline: {kind}, and it is, in kind; the other "
                f"{1 - 1 / ratio:.0%} of its time is per-operation overhead (dispatch, small "
                f"kernels, Python between them)")
     else:
         bound = "overhead"
-        why = (f"{ratio:.1f}× the memory roofline: {kind}, but the measured step is far above "
+        why = (f"{fmt_ratio(ratio)} the memory roofline: {kind}, but the measured step is far above "
                f"both roofs — its time goes to per-operation overhead, not to moving bytes or "
                f"FLOPs")
     return RooflineVerdict(roof_ms, compute_ms, ratio, bound, why)

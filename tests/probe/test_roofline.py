@@ -72,7 +72,7 @@ def test_classify_overhead_vs_memory_bound() -> None:
     between = classify(24.0, 100_000_000, 10.0, 100.0)
     assert between.bound == "memory" and "58%" in between.explanation   # 1 − 1/2.4
     far = classify(80.0, 100_000_000, 10.0, 100.0)
-    assert far.bound == "overhead" and "8.0×" in far.explanation
+    assert far.bound == "overhead" and "8.00×" in far.explanation
     assert classify(None, 100_000_000, 10.0, None).ratio is None
 
 

@@ -192,10 +192,10 @@ def test_tpot_against_the_roofline(stages):
     c2 = next(s for s in measured.segments if s.config_id == "c2")
     ratio = c2.tpot_ms.p50 / (measured.roofline.step_bytes / (31.8e9) * 1e3)  # recomputed
     shown = text(roofline_line(measured, 80, NOW_UNIX)).strip()
-    assert shown == (f"c2 TPOT 12 ms · {ratio:.1f}× roofline (fp32 · 31.8 GB/s, "
+    assert shown == (f"c2 TPOT 12 ms · {ratio:.2f}× roofline (fp32 · 31.8 GB/s, "
                      "measured 3 d ago)")
     assert text(roofline_line(measured, 60, NOW_UNIX)).strip() == (
-        f"c2 TPOT 12 ms · {ratio:.1f}× roofline (fp32 · 31.8 GB/s, 3 d ago)")
+        f"c2 TPOT 12 ms · {ratio:.2f}× roofline (fp32 · 31.8 GB/s, 3 d ago)")
     none_served = text(roofline_line(replace(measured, config_id="c9"), 80, NOW_UNIX))
     assert "c9 TPOT — · roofline 4.8 ms (fp32" in none_served       # nothing served yet
     assert "not measured" in text(roofline_line(stages["baseline"], 80, NOW_UNIX))
@@ -229,7 +229,7 @@ def test_the_compact_layout_says_both_in_a_few_words(stages):
     measured = stages["measured"]
     ratio = measured.roofline.ratio(derive.segment(measured, "c2").tpot_ms.p50)
     requests = math.ceil(measured.break_even.requests)
-    assert cost_summary(measured) == f"{ratio:.1f}× roofline · repaid ≈{requests} req"
+    assert cost_summary(measured) == f"{ratio:.2f}× roofline · repaid ≈{requests} req"
     assert cost_summary(stages["bucketing"]) == "break-even: no eager twin"
     assert cost_summary(stages["baseline"]) is None
 
@@ -243,7 +243,7 @@ async def test_roofline_and_break_even_fit_both_layouts(make_app, read_screen, s
         async with app.run_test(size=size) as pilot:
             await pilot.pause()
             shown = read_screen(app)
-        assert f"{ratio:.1f}× roofline" in shown, size
+        assert f"{ratio:.2f}× roofline" in shown, size
         assert f"≈{requests} req" in shown, size
     assert "measured 3 d ago" in shown or size == (80, 24)
 

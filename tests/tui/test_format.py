@@ -10,6 +10,7 @@ from probe.contract.units import (
     fmt_ms,
     fmt_pct,
     fmt_rate,
+    fmt_ratio,
     fmt_speed,
 )
 from tui.format import truncate, truncate_left
@@ -52,3 +53,11 @@ def test_the_rest():
     assert fmt_speed(0.125) == "×0.125" and fmt_speed(64.0) == "×64"
     assert truncate("abcdef", 4) == "abc…" and truncate("abc", 4) == "abc"
     assert truncate_left("transformers/x/y.py:12", 10) == "…x/y.py:12"
+
+
+@pytest.mark.parametrize("value, text", [
+    (None, "—"), (1.483, "1.48×"), (0.65, "0.65×"), (9.996, "10.00×"), (11.63, "11.6×"),
+    (99.4, "99.4×"), (11631.4, "11,631×"),
+])
+def test_ratios_keep_three_significant_digits(value, text):
+    assert fmt_ratio(value) == text

@@ -19,7 +19,7 @@ from textual_plotext import PlotextPlot
 from probe.contract.live import LiveView
 from probe.contract.options import OPTION_BY_KEY, OptConfig
 from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS, Summary
-from probe.contract.units import fmt_age, fmt_count, fmt_ms
+from probe.contract.units import fmt_age, fmt_count, fmt_ms, fmt_ratio
 from tui import derive
 from tui.format import fitting
 from tui.widgets.panel import WAITING, Panel
@@ -64,7 +64,7 @@ def roofline_line(view: LiveView, width: int, now_unix: float) -> Text:
         return Text("roofline: this machine's bandwidth is not measured yet", style="dim")
     tpot_ms, ratio = derive.roofline_ratio(view)
     tpot = f"{view.config_id} TPOT {fmt_ms(tpot_ms)}"
-    limit = (f"{ratio:.1f}× roofline" if ratio is not None
+    limit = (f"{fmt_ratio(ratio)} roofline" if ratio is not None
              else f"roofline {fmt_ms(roofline.roofline_ms)}")
     age = fmt_age(now_unix - roofline.measured_unix)
     where = f"{roofline.precision} · {roofline.bandwidth_gb_s:.1f} GB/s"
@@ -105,7 +105,7 @@ def break_even_line(view: LiveView, width: int) -> Text:
 def cost_summary(view: LiveView) -> str | None:
     """The two cost lines in a few words, for the compact layout (None: nothing to say)."""
     _, ratio = derive.roofline_ratio(view)
-    parts = [] if ratio is None else [f"{ratio:.1f}× roofline"]
+    parts = [] if ratio is None else [f"{fmt_ratio(ratio)} roofline"]
     cost = derive.compile_cost(view)
     parts.append({"repaid": f"repaid ≈{fmt_count(cost.requests)} req",
                   "never": "compile never repaid", "measuring": "break-even: measuring",

@@ -220,7 +220,7 @@ def _observed(results: BatchingResults, trace: str, capacity: float) -> list[str
         if run.roofline_ratio:
             lines.append(f"{trace} at {top:g}× capacity, {run.mode}: "
                          f"{fmt_ms(run.step_ms)} per step at {run.figures.occupancy_mean:.1f} "
-                         f"rows = {run.roofline_ratio:.1f}× the batch roofline "
+                         f"rows = {fmt_ratio(run.roofline_ratio)} the batch roofline "
                          f"({fmt_ms(run.roofline_step_ms)})")
     return lines
 

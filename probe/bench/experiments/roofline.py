@@ -184,7 +184,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                      fmt_spread(steady_spread(results.get("hf eager"), "tpot_ms")),
                      fmt_ratio(eager["ratio_to_roofline"]), "the baseline"])
         observed.append(f"HF eager generate: {fmt_ms(eager['ms_per_token']['median'])}/token = "
-                        f"{eager['ratio_to_roofline']:.1f}× the fp32 roofline.")
+                        f"{fmt_ratio(eager['ratio_to_roofline'])} the fp32 roofline.")
     drift = machine_drift(*results.values())
     configs["machine_drift"] = drift
     if drift and drift > DRIFT_TOLERANCE:
