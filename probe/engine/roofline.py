@@ -92,10 +92,14 @@ def precision_copies(model: torch.nn.Module) -> dict[str, torch.nn.Module | str]
     return {"fp32": model.float(), "bf16": half, "int8": quantize(int8, "int8") or int8}
 
 
-def step_bytes_by_precision(model: torch.nn.Module) -> dict[str, int | str]:
-    """Bytes a cached step reads in each precision, measured on its converted copy."""
+def step_bytes_by_precision(model: torch.nn.Module,
+                            copies: dict[str, torch.nn.Module | str] | None = None
+                            ) -> dict[str, int | str]:
+    """Bytes a cached step reads in each precision, measured on its converted copy (made here
+    unless the caller already has them)."""
+    copies = copies if copies is not None else precision_copies(model)
     return {precision: copy if isinstance(copy, str) else decode_step_bytes(copy).total
-            for precision, copy in precision_copies(model).items()}
+            for precision, copy in copies.items()}
 
 
 def l3_bytes() -> int:

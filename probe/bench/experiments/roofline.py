@@ -83,6 +83,7 @@ def measure_machine(loaded, device) -> dict:
         measure_bandwidth,
         measure_matmul_gflops,
         precision_copies,
+        step_bytes_by_precision,
         working_set_bandwidth,
     )
     try:
@@ -95,9 +96,7 @@ def measure_machine(loaded, device) -> dict:
         return {"error": f"{type(exc).__name__}: {exc}"}
     return {"step_bytes": step.as_dict(), "bandwidth": bandwidth.as_dict(),
             "dram_bandwidth": dram.as_dict(), "matmul_gflops": gflops,
-            "step_bytes_by_precision": {
-                p: c if isinstance(c, str) else decode_step_bytes(c).total
-                for p, c in copies.items()},
+            "step_bytes_by_precision": step_bytes_by_precision(loaded.model, copies),
             "matmul_chain_ms": matmul_chain_by_precision(copies)}
 
 
