@@ -10,10 +10,11 @@ kernel launches, dynamo's guards), which is the step's time minus this one.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import torch
+
+from probe.engine.roofline import best_seconds
 
 CHAIN_REPEATS = 30
 
@@ -45,21 +46,19 @@ def _gemv(weight: torch.Tensor, dtype: torch.dtype) -> Callable[[torch.Tensor], 
 
 
 def matmul_chain_ms(model: torch.nn.Module, repeats: int = CHAIN_REPEATS) -> float:
-    """Best of `repeats` passes over the step's matmuls (ms), as the roofline's bandwidth is
-    the best of its passes: the floor these kernels set for a step."""
+    """Best of `repeats` passes over the step's matmuls (ms), timed as the roofline's bandwidth
+    is (after a pass that brings the weights in): the floor these kernels set for a step."""
     dtype = model.get_decoder().final_layer_norm.weight.dtype     # the activations' dtype
     matrices = step_matrices(model)
     inputs = {w.shape[1]: torch.randn(1, w.shape[1], dtype=dtype, device=w.device)
               for w in matrices}
     calls = [(_gemv(w, dtype), inputs[w.shape[1]]) for w in matrices]
-    best = float("inf")
+
+    def one_pass() -> None:
+        for gemv, x in calls:
+            gemv(x)
     with torch.inference_mode():
-        for _ in range(repeats + 1):            # the first pass brings the weights in
-            start = time.perf_counter()
-            for gemv, x in calls:
-                gemv(x)
-            best = min(best, time.perf_counter() - start)
-    return best * 1e3
+        return best_seconds(one_pass, repeats, matrices[0].device) * 1e3
 
 
 def matmul_chain_by_precision(copies: dict[str, torch.nn.Module | str],

@@ -141,7 +141,8 @@ def _available_memory_bytes() -> int:
         return 4 * 2**30
 
 
-def _best_seconds(fn, repeats: int, device: torch.device) -> float:
+def best_seconds(fn, repeats: int, device: torch.device) -> float:
+    """The best of `repeats` timed calls of `fn` after one untimed one, synchronised on CUDA."""
     fn()  # first touch: page faults and lazy init are not bandwidth
     best = float("inf")
     for _ in range(repeats):
@@ -173,9 +174,9 @@ def measure_bandwidth(device: torch.device | str = "cpu", *, buffer_bytes: int |
     with torch.inference_mode():
         matrix = torch.ones((rows, cols), dtype=torch.float32, device=device)
         vector = torch.ones(cols, dtype=torch.float32, device=device)
-        gemv_s = _best_seconds(lambda: torch.mv(matrix, vector), repeats, device)
+        gemv_s = best_seconds(lambda: torch.mv(matrix, vector), repeats, device)
         target = torch.empty_like(matrix)
-        copy_s = _best_seconds(lambda: target.copy_(matrix), repeats, device)
+        copy_s = best_seconds(lambda: target.copy_(matrix), repeats, device)
         nbytes = matrix.numel() * matrix.element_size()
         del matrix, target, vector
     return Bandwidth(gemv_read_gb_s=nbytes / gemv_s / 1e9, copy_gb_s=2 * nbytes / copy_s / 1e9,
@@ -189,7 +190,7 @@ def measure_matmul_gflops(device: torch.device | str = "cpu", *, size: int = 102
     with torch.inference_mode():
         a = torch.randn(size, size, device=device)
         b = torch.randn(size, size, device=device)
-        seconds = _best_seconds(lambda: torch.mm(a, b), repeats, device)
+        seconds = best_seconds(lambda: torch.mm(a, b), repeats, device)
     return 2 * size**3 / seconds / 1e9
 
 
