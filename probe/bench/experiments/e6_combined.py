@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from probe.bench.experiments.base import REFERENCE, Experiment, Results, Template, served
+from probe.bench.experiments.base import (
+    REFERENCE,
+    REFERENCE_BF16,
+    REFERENCE_INT8,
+    Experiment,
+    Results,
+    Template,
+    served,
+)
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import Outcome, section_figures, steady_spread
 from probe.bench.spread import fmt_spread
@@ -29,12 +37,11 @@ STEPS: tuple[tuple[str, OptConfig], ...] = (
     ("+bucketing", OptConfig(compile="default", decode="fullgraph", bucketing="on",
                              kv_cache="off")),
     ("+KV cache", REFERENCE),
-    ("+bf16", REFERENCE.with_option("precision", "bf16")),
-    ("+int8", REFERENCE.with_option("precision", "bf16").with_option("quant", "int8")),
+    ("+bf16", REFERENCE_BF16),
+    ("+int8", REFERENCE_INT8),
     # The per-step overhead levers the roofline experiment measures (gemv=inductor is left
     # out: int8's matmuls are torchao's, not aten.mm, so it has nothing to decompose).
-    ("+lean step", REFERENCE.with_option("precision", "bf16").with_option("quant", "int8")
-     .with_option("wrapper", "cpp").with_option("guards", "lean")),
+    ("+lean step", REFERENCE_INT8.with_option("wrapper", "cpp").with_option("guards", "lean")),
 )
 # --quick stops at +bf16: each later step is one more cold compile of every shape.
 QUICK_STEPS = STEPS[:-2]

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probe.bench.experiments.base import HF_EAGER, REFERENCE, Experiment, Results, Template
+from probe.bench.experiments.base import (
+    HF_EAGER,
+    REFERENCE,
+    REFERENCE_BF16,
+    REFERENCE_INT8,
+    Experiment,
+    Results,
+    Template,
+)
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import section_figures, steady_spread
 from probe.bench.spread import fmt_spread
@@ -24,8 +32,8 @@ TEMPLATE = Template(
     expected="compiled within a small factor of the roofline; eager further away.")
 PRECISIONS: dict[str, OptConfig] = {
     "fp32": REFERENCE,
-    "bf16": REFERENCE.with_option("precision", "bf16"),
-    "int8": REFERENCE.with_option("precision", "bf16").with_option("quant", "int8"),
+    "bf16": REFERENCE_BF16,
+    "int8": REFERENCE_INT8,
 }
 
 
