@@ -53,11 +53,15 @@ def fmt_s(value: float | None, missing: str = NO_DATA) -> str:
     return missing if value is None else fmt_ms(value * 1000.0)
 
 
+def _decimals(magnitude: float) -> int:
+    """Decimals that leave three significant digits up to 999: 2 under 10, 1 under 100."""
+    return 2 if magnitude < 10 else (1 if magnitude < 100 else 0)
+
+
 def fmt_rate(value: float | None, unit: str, missing: str = NO_DATA) -> str:
     if value is None:
         return missing
-    digits = 2 if value < 10 else (1 if value < 100 else 0)
-    return f"{value:.{digits}f} {unit}"
+    return f"{value:.{_decimals(value)}f} {unit}"
 
 
 def fmt_pct(value: float | None, missing: str = NOT_AVAILABLE) -> str:
@@ -125,8 +129,4 @@ def fmt_num(value: float | None, digits: int = 1, unit: str = "", missing: str =
 
 def fmt_ratio(value: float | None, missing: str = NO_DATA) -> str:
     """Three significant digits: 1.483 → "1.48×", 11.63 → "11.6×", 11631.4 → "11,631×"."""
-    if value is None:
-        return missing
-    if abs(value) < 10:
-        return f"{value:.2f}×"
-    return f"{value:.1f}×" if abs(value) < 100 else f"{value:,.0f}×"
+    return missing if value is None else f"{value:,.{_decimals(abs(value))}f}×"
