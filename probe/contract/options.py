@@ -105,6 +105,15 @@ OPTIONS: tuple[Option, ...] = (
            "for code that changes module attributes or globals between calls (this engine "
            "does not); needs compile", "probe/engine/guards.py: lean_guards", in_footer=False,
            compiler="dynamo"),
+    Option("attention", ("sdpa", "inductor"), "a", "attn",
+           "Decode attention: SDPA, or inductor's own kernel (needs compile)",
+           "the decode step's attention (one query against the cache): PyTorch's "
+           "scaled_dot_product_attention, an external call per layer inductor cannot look "
+           "inside, or the same product written as multiply, sum and softmax, which inductor "
+           "generates and fuses with its neighbours; longer queries (the encoder, the uncached "
+           "decoder) keep SDPA; needs compile",
+           "probe/engine/decode_attention.py: one_query_attention", in_footer=False,
+           compiler="inductor"),
     Option("kv_layout", ("static", "paged"), "l", "layout",
            "Continuous batching's KV cache, region per slot or blocks",
            "continuous batching's KV cache: a static region per slot, or blocks of one pool "

@@ -15,6 +15,7 @@ from probe.contract.options import COMPILE_ONLY, OPTION_BY_KEY, OptConfig
 from probe.contract.settings import EngineSettings
 from probe.engine import decode_hf
 from probe.engine.continuous import SlotBatcher
+from probe.engine.decode_attention import set_attention
 from probe.engine.decode_result import DecodeResult
 from probe.engine.decode_static import StaticGreedyDecoder
 from probe.engine.guards import guard_filter
@@ -125,6 +126,13 @@ def paged_blocks(model: T5ForConditionalGeneration, settings: EngineSettings,
     return max(1, budget // block_bytes)
 
 
+def _sharing_weights(model: T5ForConditionalGeneration) -> T5ForConditionalGeneration:
+    """A copy with its own config (so its own attention implementation) over the same weight
+    tensors: no second copy of the weights in memory, nor in the cache a step reads them from."""
+    shared = {id(t): t for t in (*model.parameters(), *model.buffers())}
+    return copy.deepcopy(model, memo=shared)
+
+
 class Switchboard:
     def __init__(self, master: T5ForConditionalGeneration, device: torch.device, *,
                  max_new_tokens: int, compile_backend: str = "inductor") -> None:
@@ -132,7 +140,7 @@ class Switchboard:
         self.device = device
         self.max_new_tokens = max_new_tokens
         self.compile_backend = compile_backend
-        self._models: dict[tuple[str, str], T5ForConditionalGeneration] = {}
+        self._models: dict[tuple[str, str, str], T5ForConditionalGeneration] = {}
         self._decoders: dict[OptConfig, Callable[..., DecodeResult]] = {}
         self._slot_batchers: dict[OptConfig, SlotBatcher] = {}
         self._eager_fallback: set[OptConfig] = set()
@@ -174,10 +182,18 @@ class Switchboard:
                          "half precision")
         return Variant(options, tuple(notes))
 
-    def _model(self, precision: str, quant: str) -> tuple[T5ForConditionalGeneration, str | None]:
-        key = (precision, quant)
+    def _model(self, precision: str, quant: str, attention: str = "sdpa"
+               ) -> tuple[T5ForConditionalGeneration, str | None]:
+        key = (precision, quant, attention)
         if key in self._models:
             return self._models[key], None
+        if attention != "sdpa":
+            weights, refused = self._model(precision, quant)
+            model = _sharing_weights(weights)
+            set_attention(model, attention)
+            if not refused:
+                self._models[key] = model
+            return model, refused
         model = copy.deepcopy(self.master).to(device=self.device, dtype=DTYPES[precision])
         if quant != "off":
             refused = quantize(model, quant)
@@ -187,7 +203,7 @@ class Switchboard:
         return model, None
 
     def model_for(self, options: OptConfig) -> T5ForConditionalGeneration:
-        return self._model(options.precision, options.quant)[0]
+        return self._model(options.precision, options.quant, options.attention)[0]
 
     def fall_back_to_eager(self, options: OptConfig) -> None:
         self._eager_fallback.add(options)

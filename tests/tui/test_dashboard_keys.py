@@ -25,7 +25,8 @@ from tui.widgets.status_bar import SHORT_NAMES
 
 TOGGLES = {"c": "compile", "g": "decode", "d": "dynamic", "b": "bucketing", "k": "kv_cache",
            "p": "precision", "i": "quant", "w": "prewarm", "B": "batching", "f": "freezing",
-           "m": "gemv", "l": "kv_layout", "W": "wrapper", "G": "guards"}
+           "m": "gemv", "l": "kv_layout", "W": "wrapper", "G": "guards",
+           "a": "attention"}
 
 
 def status(app) -> str:

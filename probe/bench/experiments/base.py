@@ -22,8 +22,24 @@ REFERENCE = OptConfig(compile="default", decode="fullgraph", bucketing="on")
 # int8 weight-only as the engine serves it: torchao's int8 weights on the bf16 model.
 REFERENCE_BF16 = REFERENCE.with_option("precision", "bf16")
 REFERENCE_INT8 = REFERENCE_BF16.with_option("quant", "int8")
+# The per-step overhead levers together, the library's matmuls kept: kernels launched from C++,
+# dynamo checking only the inputs, attention inductor fuses (E6's last step; the roofline's).
+LEAN_STEP: tuple[tuple[str, str], ...] = (("wrapper", "cpp"), ("guards", "lean"),
+                                          ("attention", "inductor"))
 EAGER_FULLGRAPH = OptConfig(decode="fullgraph", bucketing="on")
 HF_EAGER = OptConfig()
+
+
+
+def with_settings(options: OptConfig, settings: tuple[tuple[str, str], ...]) -> OptConfig:
+    for key, value in settings:
+        options = options.with_option(key, value)
+    return options
+
+
+def settings_text(settings: tuple[tuple[str, str], ...]) -> str:
+    return ", ".join(f"{key}={value}" for key, value in settings)
+
 
 Results = Mapping[str, Outcome]          # role → its run's outcome
 Checks = Callable[[dict], dict]          # section → the acceptance properties it shows

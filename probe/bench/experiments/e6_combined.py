@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from probe.bench.experiments.base import (
+    LEAN_STEP,
     REFERENCE,
     REFERENCE_BF16,
     REFERENCE_INT8,
@@ -10,6 +11,8 @@ from probe.bench.experiments.base import (
     Results,
     Template,
     served,
+    settings_text,
+    with_settings,
 )
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import Outcome, section_figures, steady_spread
@@ -27,7 +30,7 @@ TEMPLATE = Template(
     hypothesis="The optimizations stack: each step keeps or improves latency, memory and "
                "compile stability.",
     variable="one more optimization per step: baseline → +compile → +graph-break removal → "
-             "+bucketing → +KV cache → +bf16 → +int8 → +lean step (wrapper=cpp, guards=lean)",
+             f"+bucketing → +KV cache → +bf16 → +int8 → +lean step ({settings_text(LEAN_STEP)})",
     control="baseline: HF generate, eager, no KV cache, fp32",
     expected="each step faster or leaner than the last; the final table says which to keep.")
 STEPS: tuple[tuple[str, OptConfig], ...] = (
@@ -41,7 +44,7 @@ STEPS: tuple[tuple[str, OptConfig], ...] = (
     ("+int8", REFERENCE_INT8),
     # The per-step overhead levers the roofline experiment measures (gemv=inductor is left
     # out: int8's matmuls are torchao's, not aten.mm, so it has nothing to decompose).
-    ("+lean step", REFERENCE_INT8.with_option("wrapper", "cpp").with_option("guards", "lean")),
+    ("+lean step", with_settings(REFERENCE_INT8, LEAN_STEP)),
 )
 # --quick stops at +bf16: each later step is one more cold compile of every shape.
 QUICK_STEPS = STEPS[:-2]

@@ -8,12 +8,15 @@ from dataclasses import dataclass
 
 from probe.bench.experiments.base import (
     HF_EAGER,
+    LEAN_STEP,
     REFERENCE,
     REFERENCE_BF16,
     REFERENCE_INT8,
     Experiment,
     Results,
     Template,
+    settings_text,
+    with_settings,
 )
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import section_figures, steady_spread
@@ -44,9 +47,7 @@ class Lever:
     what: str                               # the report's line about it
 
     def apply(self, options: OptConfig) -> OptConfig:
-        for key, value in self.settings:
-            options = options.with_option(key, value)
-        return options
+        return with_settings(options, self.settings)
 
 
 # By the suffix of the run's role ("bf16 +gemv"); "" is the precision as it is.
@@ -62,8 +63,13 @@ LEVERS: dict[str, Lever | None] = {
                        "wrapper=cpp (inductor launches the step's kernels from C++, not Python)"),
     " +guards": Lever((("guards", "lean"),),
                       "guards=lean (dynamo checks only the inputs' guards before each step)"),
-    " +all": Lever((("gemv", "inductor"), ("wrapper", "cpp"), ("guards", "lean")),
-                   "gemv=inductor, wrapper=cpp and guards=lean together"),
+    " +attention": Lever((("attention", "inductor"),),
+                         "attention=inductor (the step's one-query attention as a reduction "
+                         "inductor fuses, not an SDPA call per layer)"),
+    " +lean step": Lever(LEAN_STEP, f"the lean step ({settings_text(LEAN_STEP)}: every per-step "
+                                    f"overhead lever, the library's matmuls kept)"),
+    " +all": Lever((("gemv", "inductor"), *LEAN_STEP),
+                   "the lean step with gemv=inductor as well"),
 }
 BASELINES = ("compiled fullgraph", "hf eager")
 
