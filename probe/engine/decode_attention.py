@@ -60,6 +60,6 @@ AttentionMaskInterface.register(DECODE_ATTENTION, sdpa_mask)
 
 
 def set_attention(model: torch.nn.Module, attention: str) -> None:
-    """Point the model (every submodule reads the shared config) at an attention option's
-    implementation."""
+    """Point the model at an attention option's implementation (transformers sets it on every
+    submodule's config)."""
     model.set_attn_implementation(IMPLEMENTATIONS[attention])
