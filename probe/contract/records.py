@@ -53,6 +53,9 @@ class CompileEvent:
     request_id: str | None      # the request that waited on it (None: prewarm)
     config_id: str | None
     graphs: int = 0             # graphs dynamo produced in it (its counters["stats"]["unique_graphs"])
+    # dynamo's own time to check the compiled code's guards once, as it measured right after
+    # compiling (CompilationMetrics.guard_latency_us): the check every later call pays first
+    guard_us: float | None = None
 
 
 @dataclass(frozen=True)

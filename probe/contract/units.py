@@ -48,6 +48,13 @@ def fmt_ms(value: float | None, missing: str = NO_DATA) -> str:
     return f"{_three_digits(value / 1000)} s"
 
 
+def fmt_us(value: float | None, missing: str = NO_DATA) -> str:
+    """A duration given in µs: "85 µs", "502 µs", "1.2 ms"."""
+    if value is None:
+        return missing
+    return f"{value:.0f} µs" if value < 999.5 else fmt_ms(value / 1000.0)
+
+
 def fmt_s(value: float | None, missing: str = NO_DATA) -> str:
     """A duration given in seconds."""
     return missing if value is None else fmt_ms(value * 1000.0)

@@ -50,6 +50,13 @@ def frame_being_compiled() -> str | None:
     return None
 
 
+def _guard_us(metrics) -> float | None:
+    """dynamo's guard-check time of the compiled code (absent: an older torch, a failed
+    compile)."""
+    value = getattr(metrics, "guard_latency_us", None) if metrics is not None else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def _unique_graphs() -> int:
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
@@ -308,7 +315,8 @@ class CompileProbe:
             compile_id=pending.compile_id, kind=kind, function=function,
             start_s=self._clock.to_session_s(pending.start),
             duration_s=(pending.end or pending.start) - pending.start, reason=reason,
-            request_id=pending.request_id, config_id=pending.config_id, graphs=pending.graphs)
+            request_id=pending.request_id, config_id=pending.config_id, graphs=pending.graphs,
+            guard_us=_guard_us(metrics))
 
     def graph_breaks(self) -> list[GraphBreakRecord]:
         with self._lock:

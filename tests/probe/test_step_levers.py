@@ -102,3 +102,19 @@ def test_lean_guards_on_hf_generate_keep_each_output_length_apart(make_engine):
     eager = make_engine("decode=hf-generate")
     serve(eager, shapes)
     assert tokens_of(lean) == tokens_of(eager)
+
+
+def test_each_compile_carries_dynamos_own_guard_check_time(make_engine):
+    """The feed's "guards" figure is dynamo's CompilationMetrics.guard_latency_us of that very
+    compile, with full and lean guards alike (which is lower is a timing: the bench's job)."""
+    import torch
+
+    for guards_option in ("full", "lean"):
+        engine = make_engine("decode=fullgraph", "compile=default", f"guards={guards_option}")
+        assert serve(engine, [(9, 4)])[0].ok
+        metrics = {str(m.compile_id): m for m in torch._dynamo.utils.get_compilation_metrics()}
+        events = compiles(engine)
+        assert {e.function for e in events} >= {"encode", "prefill_step", "decode_step"}
+        for event in events:
+            assert event.guard_us == metrics[event.compile_id].guard_latency_us > 0
+        engine.close()

@@ -213,3 +213,13 @@ def test_batching_shows_occupancy_padding_and_slots(stages):
     assert "slots" in text(kv_headline(shown))
     assert "per-slot p95 held" in text(kv_detail(shown), width=60)
     assert "batch" not in text(throughput_detail(baseline), width=60)
+
+
+def test_the_feed_shows_each_compiles_guard_check_when_the_engine_measured_it(stages):
+    events = stages["compiled"].compile_events
+    assert "guards" not in text(compile_feed(events), width=140)   # a session saved without it
+    measured = (replace(events[0], guard_us=502.4), replace(events[1], guard_us=1234.0),
+                replace(events[2], guard_us=None))
+    feed = text(compile_feed(measured), width=140).splitlines()
+    assert feed[0].split()[:5] == ["at", "kind", "id", "took", "guards"]
+    assert "—" not in feed[1] and "1.2ms" in feed[2] and "502µs" in feed[3]

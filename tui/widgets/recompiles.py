@@ -16,7 +16,7 @@ from textual.reactive import reactive
 
 from probe.contract.live import LiveView
 from probe.contract.records import CompileEvent, CompileInProgress
-from probe.contract.units import fmt_clock, fmt_s, plural
+from probe.contract.units import fmt_clock, fmt_s, fmt_us, plural
 from tui import derive
 from tui.widgets.compile_clock import TICK_S, CompileClock, whole_seconds
 from tui.widgets.panel import Panel, Parts
@@ -112,22 +112,33 @@ def compile_feed(events: tuple[CompileEvent, ...], rows: int = FEED_ROWS,
     table.add_column("kind", no_wrap=True)
     table.add_column("id", no_wrap=True)
     table.add_column("took", justify="right", no_wrap=True)
+    # Only a live engine measures it (dynamo's figure); sessions saved before it had none.
+    guards = any(event.guard_us is not None for event in events)
+    if guards:
+        table.add_column("guards", justify="right", no_wrap=True)
     table.add_column("request", no_wrap=True)
     table.add_column("function", no_wrap=True, max_width=16, overflow="ellipsis")
     table.add_column("guard failure / reason", no_wrap=True, overflow="ellipsis", ratio=1)
     if running is not None:
-        table.add_row(*running_row(running))
+        table.add_row(*_with_guards(running_row(running), "", guards))
         rows -= 1
     for event in reversed(events[-rows:] if rows > 0 else ()):
         # Text, not str: a guard failure or a function name is data, never markup
-        table.add_row(
-            fmt_clock(event.start_s).replace(" s", "s"),
-            Text(event.kind, style=KIND_STYLES.get(event.kind, "")),
-            Text(event.compile_id),
-            fmt_s(event.duration_s, missing="running").replace(" s", "s"),
-            Text(event.request_id or "prewarm"),
-            Text(event.function), Text(short_reason(event.reason)))
+        row = (fmt_clock(event.start_s).replace(" s", "s"),
+               Text(event.kind, style=KIND_STYLES.get(event.kind, "")),
+               Text(event.compile_id),
+               fmt_s(event.duration_s, missing="running").replace(" s", "s"),
+               Text(event.request_id or "prewarm"),
+               Text(event.function), Text(short_reason(event.reason)))
+        table.add_row(*_with_guards(row, fmt_us(event.guard_us, missing="").replace(" ", ""),
+                                    guards))
     return table
+
+
+def _with_guards(row: tuple[RenderableType, ...], guards_cell: str,
+                 shown: bool) -> tuple[RenderableType, ...]:
+    """The guards cell goes after "took" (the fourth column) when the feed shows it."""
+    return (*row[:4], guards_cell, *row[4:]) if shown else row
 
 
 def running_row(running: Running) -> tuple[RenderableType, ...]:
