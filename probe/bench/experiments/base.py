@@ -30,7 +30,6 @@ EAGER_FULLGRAPH = OptConfig(decode="fullgraph", bucketing="on")
 HF_EAGER = OptConfig()
 
 
-
 def with_settings(options: OptConfig, settings: tuple[tuple[str, str], ...]) -> OptConfig:
     for key, value in settings:
         options = options.with_option(key, value)
