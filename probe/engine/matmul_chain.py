@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import torch
 
-from probe.engine.roofline import best_seconds
+from probe.engine.roofline import best_seconds, is_cached_cross_projection
 
 CHAIN_REPEATS = 30
 
@@ -22,12 +22,12 @@ CHAIN_REPEATS = 30
 def step_matrices(model: torch.nn.Module) -> list[torch.Tensor]:
     """The weights a cached decode step multiplies by, in the order it does: each decoder
     linear except the cross-attention k/v projections (applied once per request), then
-    lm_head. The same selection as `roofline.decode_step_bytes`."""
+    lm_head. The same selection as `roofline.decode_step_bytes` (one predicate for both)."""
     matrices = []
     for name, module in model.get_decoder().named_modules():
         if not isinstance(module, torch.nn.Linear):
             continue
-        if "EncDecAttention" in name and name.rsplit(".", 1)[-1] in ("k", "v"):
+        if is_cached_cross_projection(name):
             continue
         matrices.append(module.weight)
     matrices.append(model.get_output_embeddings().weight)

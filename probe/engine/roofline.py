@@ -61,6 +61,12 @@ def weight_bytes(model: torch.nn.Module) -> int:
     return total
 
 
+def is_cached_cross_projection(module_name: str) -> bool:
+    """A decoder module applied once per request with a KV cache: the cross-attention k and v
+    projections of the encoder's output (their results are cached for every later step)."""
+    return "EncDecAttention" in module_name and module_name.rsplit(".", 1)[-1] in ("k", "v")
+
+
 def decode_step_bytes(model: torch.nn.Module, *, kv_cache: bool = True) -> StepBytes:
     """Bytes a greedy T5 decode step reads. The decoder's input embedding reads one row (not
     counted); with a KV cache the cross-attention k/v projections were applied at the first
@@ -71,7 +77,7 @@ def decode_step_bytes(model: torch.nn.Module, *, kv_cache: bool = True) -> StepB
         if "embed_tokens" in name:
             continue
         size = _tensor_bytes(param)
-        if kv_cache and "EncDecAttention" in name and name.rsplit(".", 2)[-2] in ("k", "v"):
+        if kv_cache and is_cached_cross_projection(name.rsplit(".", 1)[0]):
             skipped += size
             continue
         layers += size
