@@ -17,4 +17,6 @@ class DeviceSample:
     temperature_c: float | None = None
     torch_allocated_bytes: int | None = None
     torch_reserved_bytes: int | None = None
-    process_cpu_pct: float | None = None    # the engine process's CPU % (100 = one core busy)
+    # the engine's CPU % (100 = one core busy): its process and the processes it started (the
+    # compile workers and the C++ compiler, where a CPU compile spends much of its time)
+    process_cpu_pct: float | None = None

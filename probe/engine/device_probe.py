@@ -10,6 +10,7 @@ import psutil
 import torch
 
 from probe.contract.device_sample import DeviceSample
+from probe.engine.process_tree_cpu import TreeCpuMeter
 
 try:
     import pynvml
@@ -44,7 +45,7 @@ class DeviceProbe:
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self._process = psutil.Process()
-        self._process.cpu_percent(None)
+        self._engine_cpu = TreeCpuMeter(self._process)
         psutil.cpu_percent(None)
         self._handle = None
         if device.type == "cuda" and pynvml is not None:
@@ -60,7 +61,7 @@ class DeviceProbe:
                             util_pct=psutil.cpu_percent(None),
                             mem_used_bytes=self._process.memory_info().rss,
                             mem_total_bytes=memory.total, mem_free_bytes=memory.available,
-                            process_cpu_pct=self._process.cpu_percent(None))
+                            process_cpu_pct=self._engine_cpu.percent())
 
     def _gpu(self) -> DeviceSample:
         handle = self._handle
@@ -82,7 +83,7 @@ class DeviceProbe:
             temperature_c=None if temperature is None else float(temperature),
             torch_allocated_bytes=torch.cuda.memory_allocated(self.device),
             torch_reserved_bytes=torch.cuda.memory_reserved(self.device),
-            process_cpu_pct=self._process.cpu_percent(None))
+            process_cpu_pct=self._engine_cpu.percent())
 
 
 def resolve_device(name: str) -> torch.device:

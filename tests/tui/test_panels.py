@@ -115,7 +115,7 @@ def test_device_on_a_gpu_says_na_for_what_nvml_cannot_tell():
     assert text(device_headline(sample)).startswith("GPU N/A · mem 12.0 GiB / 139 GiB")
     assert str(device_title(sample)) == "Device · GPU NVIDIA H200"
     shown = text(device_detail(sample))
-    assert "engine CPU N/A (process)" in shown
+    assert "engine CPU N/A (host)" in shown
     assert "engine 40% of a core" in text(device_detail(replace(sample, process_cpu_pct=40.0)))
     assert "power N/A · temp 61 °C" in shown
     assert "torch alloc 8.00 GiB · reserved N/A" in shown

@@ -1,5 +1,6 @@
 """Device load: NVML figures on a GPU, the whole machine's CPU % and the engine's RSS on a CPU;
-on both, the engine process's own CPU (100% = one core busy). None reads N/A."""
+on both, the engine's own CPU (100% = one core busy), the compilers it starts included. None
+reads N/A."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def device_detail(sample: DeviceSample | None) -> Text:
         return text
     power = NOT_AVAILABLE if sample.power_w is None else f"{sample.power_w:.0f} W"
     temperature = NOT_AVAILABLE if sample.temperature_c is None else f"{sample.temperature_c:.0f} °C"
-    text.append(f"{engine_cpu(sample)} (process)\n")
+    text.append(f"{engine_cpu(sample)} (host)\n")
     text.append(f"power {power} · temp {temperature}\n")
     text.append(f"torch alloc {fmt_bytes(sample.torch_allocated_bytes)} · "
                 f"reserved {fmt_bytes(sample.torch_reserved_bytes)}")

@@ -1,0 +1,107 @@
+"""The engine's CPU figure counts the processes it starts (a CPU compile's g++ and workers), each
+CPU second once. Checked against the kernel's own accounting (getrusage) and CPU time burnt by
+known processes, never against the wall clock's length."""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import psutil
+import torch
+
+from probe.engine.device_probe import DeviceProbe
+from probe.engine.process_tree_cpu import TreeCpuMeter, tree_cpu_seconds
+
+BURN_S = 0.3
+# Burns BURN_S of its own CPU time, says so, then waits (alive) for its stdin to close.
+BURNER = (f"import sys, time\nend = time.process_time() + {BURN_S}\n"
+          "while time.process_time() < end: pass\nprint('burnt', flush=True)\nsys.stdin.read()")
+# Starts the burner as its own child: the burner is the test's grandchild.
+STARTER = ("import subprocess, sys\n"
+           f"subprocess.run([sys.executable, '-c', {BURNER!r}])")
+
+
+def _own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _reaped_children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def test_a_living_grandchilds_cpu_counts_for_the_tree():
+    starter = subprocess.Popen([sys.executable, "-c", STARTER], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert starter.stdout.readline().strip() == "burnt"
+        me = psutil.Process()
+        grandchildren = [p for c in me.children() for p in c.children()]
+        assert len(grandchildren) == 1
+        assert tree_cpu_seconds(me) - _own_cpu_s() - _reaped_children_cpu_s() >= BURN_S * 0.95
+        assert me.cpu_times().user + me.cpu_times().system < tree_cpu_seconds(me) - BURN_S * 0.9
+    finally:
+        starter.stdin.close()
+        starter.wait(timeout=30)
+
+
+def test_a_reaped_trees_cpu_is_counted_once_as_the_kernel_does():
+    before = _reaped_children_cpu_s()
+    starter = subprocess.Popen([sys.executable, "-c", STARTER], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+    assert starter.stdout.readline().strip() == "burnt"
+    starter.stdin.close()
+    starter.wait(timeout=30)
+    reaped = _reaped_children_cpu_s() - before
+    assert reaped >= BURN_S * 0.95                     # the grandchild's time reached us
+    total = tree_cpu_seconds(psutil.Process())
+    own, children = _own_cpu_s(), _reaped_children_cpu_s()
+    # what the kernel says this process and every reaped descendant cost, no more (resolution
+    # of the two readings: a few clock ticks of this process's own time)
+    assert abs(total - (own + children)) < 0.05
+
+
+def test_the_device_probes_engine_cpu_includes_a_finished_compiler_process():
+    started = time.monotonic()
+    probe = DeviceProbe(torch.device("cpu"))
+    burner = subprocess.Popen([sys.executable, "-c", BURNER], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    assert burner.stdout.readline().strip() == "burnt"
+    burner.stdin.close()
+    burner.wait(timeout=30)
+    sample = probe.sample()
+    elapsed = time.monotonic() - started              # at least the meter's own interval
+    assert sample.process_cpu_pct >= BURN_S * 0.95 / elapsed * 100
+
+
+class _FakeProcess:
+    """A process tree whose CPU seconds the test sets, for the meter's arithmetic."""
+
+    def __init__(self) -> None:
+        self.own, self.descendants = 0.0, []
+
+    def cpu_times(self):
+        return SimpleNamespace(user=self.own, system=0.0, children_user=0.0, children_system=0.0)
+
+    def children(self, recursive: bool = False):
+        return self.descendants
+
+
+def test_the_meter_is_cpu_seconds_over_wall_seconds_and_never_negative(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr("probe.engine.process_tree_cpu.time.monotonic", lambda: clock[0])
+    engine, compiler = _FakeProcess(), _FakeProcess()
+    engine.descendants = [compiler]
+    meter = TreeCpuMeter(engine)
+    engine.own, compiler.own, clock[0] = 0.5, 3.0, 102.0
+    assert meter.percent() == (0.5 + 3.0) / 2.0 * 100      # 175%: more than one core
+    engine.descendants, clock[0] = [], 103.0                # orphaned, its time gone with it
+    assert meter.percent() == 0.0
+    engine.own, clock[0] = 1.0, 104.0
+    assert meter.percent() == 50.0
+    assert meter.percent() == 0.0                           # no time passed
