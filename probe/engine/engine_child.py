@@ -61,13 +61,34 @@ def _redirect_output(log_path: str) -> None:
     os.close(fd)
 
 
+def thread_only_progress_lock() -> None:
+    """Inductor's compile draws tqdm progress bars, and tqdm's default lock holds a
+    multiprocessing RLock: a POSIX semaphore registered with the resource tracker this spawned
+    process shares with the dashboard. An engine killed mid-compile (quit during a compile)
+    never unregisters it, and the tracker printed "leaked semaphore" on the user's terminal
+    after the dashboard exited. The bars go to this process's log from its own threads only, so
+    a thread lock is all they need."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # no tqdm, no bars
+        return
+    tqdm.set_lock(threading.RLock())
+
+
+def prepare_engine_process(config: EngineProcessConfig) -> None:
+    """What the process sets up before torch is imported: where its output goes, its progress
+    bars' lock, and torch's trace folder (torch reads it at import)."""
+    _redirect_output(config.log_path)   # before torch/transformers print import warnings
+    thread_only_progress_lock()
+    if config.torch_trace_dir:
+        os.makedirs(config.torch_trace_dir, exist_ok=True)
+        os.environ["TORCH_TRACE"] = config.torch_trace_dir
+
+
 def engine_main(config: EngineProcessConfig, conn: Connection) -> None:
     """The engine process: receive the workload, load, (prewarm), serve the replay, publish
     live views. Whatever ends it early is told to the dashboard and logged."""
-    _redirect_output(config.log_path)   # before torch/transformers print import warnings
-    if config.torch_trace_dir:          # torch reads it when it is imported, so set it first
-        os.makedirs(config.torch_trace_dir, exist_ok=True)
-        os.environ["TORCH_TRACE"] = config.torch_trace_dir
+    prepare_engine_process(config)
     send = _Sender(conn)
     try:
         workload = receive_workload(conn)

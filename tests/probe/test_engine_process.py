@@ -181,3 +181,47 @@ def test_after_kill_9_a_restart_continues_the_session(tmp_path):
     assert set(range(len(down.records))) <= set(seqs)
     lost = [r for r in saved.records if r.error and r.error.startswith("lost:")]
     assert all("died (exit code -9) before serving it" in r.error for r in lost)
+
+
+# Counts the POSIX semaphores a tqdm bar creates in a fresh interpreter, after `setup`.
+_PROGRESS_BAR_SEMAPHORES = """
+import multiprocessing.synchronize as synchronize
+created = []
+original = synchronize.SemLock.__init__
+def counting(self, *args, **kwargs):
+    created.append(args)
+    original(self, *args, **kwargs)
+synchronize.SemLock.__init__ = counting
+{setup}
+from tqdm import tqdm
+for _ in tqdm(range(3), disable=False):
+    pass
+print(len(created))
+"""
+
+
+@pytest.mark.parametrize("setup, semaphores", [
+    ("", 1),   # the control: tqdm's default lock is a multiprocessing RLock
+    ("from probe.engine.engine_child import prepare_engine_process\n"
+     "from tests_engine_config import CONFIG\nprepare_engine_process(CONFIG)", 0),
+])
+def test_the_engine_process_draws_progress_bars_without_a_semaphore(tmp_path, setup, semaphores):
+    """A semaphore made in the engine is registered with the dashboard's resource tracker, and an
+    engine killed mid-compile (inductor draws tqdm bars) leaves it: "leaked semaphore" printed
+    on the terminal after the dashboard quit."""
+    import subprocess
+    import sys
+    (tmp_path / "tests_engine_config.py").write_text(
+        "from probe.engine.engine_process import EngineProcessConfig\n"
+        "from probe.contract.options import OptConfig\n"
+        "from probe.contract.settings import EngineSettings\n"
+        "CONFIG = EngineProcessConfig(EngineSettings(model='t5-tiny', device='cpu'), OptConfig(),"
+        f" None, 'chat', log_path={str(tmp_path / 'engine.log')!r})\n")
+    (tmp_path / "engine.log").touch()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    done = subprocess.run([sys.executable, "-c", _PROGRESS_BAR_SEMAPHORES.format(setup=setup)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # with the engine's set-up, its stdout went to the log
+    printed = (tmp_path / "engine.log").read_text() if setup else done.stdout
+    assert int(printed.strip().splitlines()[-1]) == semaphores
