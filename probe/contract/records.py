@@ -56,6 +56,13 @@ class CompileEvent:
     # dynamo's own time to check the compiled code's guards once, as it measured right after
     # compiling (CompilationMetrics.guard_latency_us): the check every later call pays first
     guard_us: float | None = None
+    # Where the compile's seconds went, as dynamo split them (CompilationMetrics): tracing is
+    # dynamo reading the bytecode into a graph with its guards; aot is AOTAutograd
+    # (functionalization, decompositions); inductor is lowering, code generation and the
+    # C++/Triton compile. They add up to dynamo's own duration of the compile, about `duration_s`.
+    tracing_s: float | None = None
+    aot_s: float | None = None
+    inductor_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,29 @@ def graph_break_sites(breaks: Sequence[GraphBreakRecord]) -> int:
 
 
 @dataclass(frozen=True)
+class CompilePhases:
+    """Where compile seconds went, summed over compiles (each split as dynamo timed it)."""
+    tracing_s: float
+    aot_s: float
+    inductor_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.tracing_s + self.aot_s + self.inductor_s
+
+
+def compile_phases(events: Sequence[CompileEvent]) -> CompilePhases | None:
+    """The compile and recompile events' phases added up; None when none of them was split
+    (a session saved before the split, or no compile)."""
+    split = [e for e in events if e.kind in ("compile", "recompile") and e.tracing_s is not None]
+    if not split:
+        return None
+    return CompilePhases(tracing_s=sum(e.tracing_s or 0.0 for e in split),
+                         aot_s=sum(e.aot_s or 0.0 for e in split),
+                         inductor_s=sum(e.inductor_s or 0.0 for e in split))
+
+
+@dataclass(frozen=True)
 class SegmentStats:
     config_id: str
     requests: int
@@ -85,6 +108,7 @@ class SegmentStats:
     drift: DriftStats | None = None   # tokens against the fp32 eager reference (sampled)
     kv_waste_pct: float | None = None  # 100 · (KV bytes held − used) / held, its requests
     kv_pool: KVPool | None = None     # the paged layout's pool, where there is one
+    compile_phases: CompilePhases | None = None   # compile_s split as dynamo timed it
 
     def as_dict(self) -> dict:
         return {
@@ -99,6 +123,8 @@ class SegmentStats:
             "drift": None if self.drift is None else self.drift.as_dict(),
             "kv_waste_pct": self.kv_waste_pct,
             "kv_pool": None if self.kv_pool is None else asdict(self.kv_pool),
+            "compile_phases": (None if self.compile_phases is None
+                               else asdict(self.compile_phases)),
         }
 
 
@@ -169,6 +195,7 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
         padding_waste=padding_waste(ok),
         drift=drift_stats(records, references or {}),
         kv_waste_pct=kv_waste_pct(records), kv_pool=kv_pool,
+        compile_phases=compile_phases(compile_events),
     )
 
 

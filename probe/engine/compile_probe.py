@@ -57,6 +57,22 @@ def _guard_us(metrics) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def _phases_s(metrics) -> tuple[float | None, float | None, float | None]:
+    """(tracing, aot, inductor) seconds of a compile from dynamo's nested cumulative times
+    (dynamo ⊇ AOTAutograd ⊇ inductor); a backend that does not run AOTAutograd or inductor
+    (eager) leaves them 0. All None when dynamo did not time the compile."""
+    def seconds(name: str) -> float | None:
+        value = getattr(metrics, name, None) if metrics is not None else None
+        return value / 1e6 if isinstance(value, (int, float)) else None
+
+    dynamo = seconds("dynamo_cumulative_compile_time_us")
+    if dynamo is None:
+        return None, None, None
+    aot = seconds("aot_autograd_cumulative_compile_time_us") or 0.0
+    inductor = seconds("inductor_cumulative_compile_time_us") or 0.0
+    return max(0.0, dynamo - aot), max(0.0, aot - inductor), inductor
+
+
 def _unique_graphs() -> int:
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
@@ -311,12 +327,13 @@ class CompileProbe:
         reason = pending.reason
         if metrics is not None and metrics.fail_type:
             reason = f"{metrics.fail_type}: {metrics.fail_reason}"[:500]
+        tracing_s, aot_s, inductor_s = _phases_s(metrics)
         return CompileEvent(
             compile_id=pending.compile_id, kind=kind, function=function,
             start_s=self._clock.to_session_s(pending.start),
             duration_s=(pending.end or pending.start) - pending.start, reason=reason,
             request_id=pending.request_id, config_id=pending.config_id, graphs=pending.graphs,
-            guard_us=_guard_us(metrics))
+            guard_us=_guard_us(metrics), tracing_s=tracing_s, aot_s=aot_s, inductor_s=inductor_s)
 
     def graph_breaks(self) -> list[GraphBreakRecord]:
         with self._lock:

@@ -97,3 +97,31 @@ def test_inductor_fullgraph_decode_matches_eager_tokens(make_engine):
     assert records[0].compile_stall_ms > 0 and records[1].compile_stall_ms == 0
     assert [e.function for e in compiles(compiled, "compile")] == [
         "encode", "prefill_step", "decode_step"]
+    # each compile's split is dynamo's: the phases add up to its whole duration of that compile,
+    # and inductor's part is its own cumulative time
+    metrics = {str(m.compile_id): m for m in torch._dynamo.utils.get_compilation_metrics()}
+    for event in compiles(compiled):
+        dynamo = metrics[event.compile_id]
+        assert event.tracing_s + event.aot_s + event.inductor_s == pytest.approx(
+            dynamo.duration_us / 1e6)
+        # None where the compiled graph came from inductor's caches (a warm machine): then
+        # inductor did not run, and loading the cached graph is AOTAutograd's time
+        assert event.inductor_s == (dynamo.inductor_cumulative_compile_time_us or 0) / 1e6
+        assert event.tracing_s > 0 and event.aot_s > 0
+
+
+def test_an_eager_backend_compile_is_all_tracing_and_the_segment_adds_the_split(make_engine):
+    """The eager backend runs neither AOTAutograd nor inductor: the whole compile is dynamo's."""
+    engine = make_engine("decode=fullgraph", "compile=default", "dynamic=off")
+    serve(engine, [(8, 3), (11, 3)])
+    metrics = {str(m.compile_id): m for m in torch._dynamo.utils.get_compilation_metrics()}
+    events = compiles(engine, "compile") + compiles(engine, "recompile")
+    assert len(events) >= 4
+    for event in events:
+        assert event.inductor_s == 0 and event.aot_s < 0.01 * event.tracing_s
+        assert event.tracing_s + event.aot_s == pytest.approx(
+            metrics[event.compile_id].duration_us / 1e6)
+    (segment,) = engine.session.freeze().segments()
+    assert segment.compile_phases.tracing_s == pytest.approx(sum(e.tracing_s for e in events))
+    assert segment.compile_phases.total_s == pytest.approx(segment.compile_s, rel=0.2)
+    assert segment.as_dict()["compile_phases"]["tracing_s"] == segment.compile_phases.tracing_s

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from probe.contract.device_sample import DeviceSample
 from probe.contract.records import GraphBreakRecord
+from probe.contract.units import fmt_s
 from tui.engine_handle import FakeEngine
 from tui.widgets.device import device_detail, device_headline, device_title
 from tui.widgets.graph_breaks import break_headline, break_reasons
@@ -223,3 +224,19 @@ def test_the_feed_shows_each_compiles_guard_check_when_the_engine_measured_it(st
     feed = text(compile_feed(measured), width=140).splitlines()
     assert feed[0].split()[:5] == ["at", "kind", "id", "took", "guards"]
     assert "—" not in feed[1] and "1.2ms" in feed[2] and "502µs" in feed[3]
+
+
+def test_the_compile_seconds_are_split_as_dynamo_timed_them_when_the_engine_did(stages):
+    from probe.contract.stats import CompilePhases
+    compiled = stages["compiled"]
+    total = sum(s.compile_s for s in compiled.segments)
+    plain = text(compile_counts(compiled), width=140)
+    assert f"({fmt_s(total)})" in plain and "tracing" not in plain   # saved without the split
+    phases = CompilePhases(tracing_s=30.0, aot_s=2.0, inductor_s=8.0)
+    segments = tuple(replace(s, compile_phases=phases if s.config_id == "c2" else None)
+                     for s in compiled.segments)
+    view = replace(compiled, segments=segments)
+    assert f"({fmt_s(total)}: tracing 30.0 s · aot 2.00 s · inductor 8.00 s)" in text(
+        compile_counts(view), width=140)
+    assert f"({fmt_s(total)}, 75% tracing)" in text(compile_counts(view, width=60), width=140)
+    assert f"({fmt_s(total)})" in text(compile_counts(view, width=40), width=140)

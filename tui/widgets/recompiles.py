@@ -18,6 +18,7 @@ from probe.contract.live import LiveView
 from probe.contract.records import CompileEvent, CompileInProgress
 from probe.contract.units import fmt_clock, fmt_s, fmt_us, plural
 from tui import derive
+from tui.format import fitting
 from tui.widgets.compile_clock import TICK_S, CompileClock, whole_seconds
 from tui.widgets.panel import Panel, Parts
 
@@ -49,10 +50,28 @@ def compile_counts(view: LiveView, width: int = 80) -> Text:
             text.append(f" · {kinds[kind]} {kind}", style=KIND_STYLES[kind])
     total_s = sum(s.compile_s for s in view.segments)
     if total_s:
-        text.append(f" ({fmt_s(total_s)})", style="dim")
+        room = width - text.cell_len - (len(COMPILING_NOW) if view.compiling else 0)
+        text.append(fitting(room, *compile_time_texts(total_s, view)), style="dim")
     if view.compiling is not None and text.cell_len + len(COMPILING_NOW) <= width:
         text.append(COMPILING_NOW, style="bold yellow")
     return text
+
+
+def compile_time_texts(total_s: float, view: LiveView) -> tuple[str, ...]:
+    """The compile seconds, richest first: with dynamo's split into tracing, AOTAutograd and
+    inductor (tracing is Python work that graph breaks and recompiles repeat; inductor is code
+    generation), then with the largest part's share, then alone."""
+    phases = [s.compile_phases for s in view.segments if s.compile_phases is not None]
+    plain = f" ({fmt_s(total_s)})"
+    split_s = sum(p.total_s for p in phases)
+    if not split_s:
+        return (plain,)
+    parts = {"tracing": sum(p.tracing_s for p in phases), "aot": sum(p.aot_s for p in phases),
+             "inductor": sum(p.inductor_s for p in phases)}
+    largest = max(parts, key=parts.__getitem__)
+    split = " · ".join(f"{name} {fmt_s(seconds)}" for name, seconds in parts.items())
+    return (f" ({fmt_s(total_s)}: {split})",
+            f" ({fmt_s(total_s)}, {100 * parts[largest] / split_s:.0f}% {largest})", plain)
 
 
 def running_function(running: Running) -> str:
