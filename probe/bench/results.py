@@ -10,7 +10,7 @@ from probe.bench.spread import NO_SPREAD, Spread
 from probe.contract.drift import DriftStats
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, RequestRecord
-from probe.contract.stats import summarize, tokens_per_s
+from probe.contract.stats import CompilePhases, summarize, tokens_per_s
 
 COMPILING = ("compile", "recompile")
 
@@ -163,6 +163,7 @@ class RunResult:
     observer: ObserverFigures | None = None
     profile: ProfileFiles | None = None
     run_wall_s: float | None = None
+    compile_phases: CompilePhases | None = None     # compile_s as dynamo split it
     # the warm passes' records, for figures that need them (E1's break-even); not serialised
     steady_records: tuple[RequestRecord, ...] = field(default=(), repr=False, compare=False)
 
@@ -194,6 +195,8 @@ class RunResult:
                      "padding_waste", "distinct_input_lengths", "distinct_padded_lengths",
                      "failed", "weight_bytes", "group", "run_wall_s"):
             out[name] = getattr(self, name)
+        out["compile_phases"] = (None if self.compile_phases is None
+                                 else asdict(self.compile_phases))
         for name in ("snapshot", "observer", "profile"):     # present only when made
             value = getattr(self, name)
             if value is not None:
@@ -217,6 +220,7 @@ Outcome = Union[RunResult, FailedRun, None]     # None: not run (interrupted, no
 
 # The figures a section keeps per config (every number of the run is under `runs`).
 SECTION_KEYS = ("key", "label", "options", "requests", "bucket_set", "bucket_edges", "compile_s",
+                "compile_phases",
                 "compiles", "recompiles", "graphs", "graphs_per_function",
                 "max_graphs_per_function", "graph_breaks", "graph_break_sites", "cold_start_ms",
                 "cold_start_compile_stall_ms", "steady_compiles", "recompile_limit_hits",
@@ -268,6 +272,7 @@ def summarize_run(spec, data, warmup: PassResult, steady: Sequence[PassResult]) 
         compiles=segment.compiles if segment else 0,
         recompiles=segment.recompiles if segment else 0,
         compile_s=segment.compile_s if segment else 0.0,
+        compile_phases=segment.compile_phases if segment else None,
         graphs=segment.graphs if segment else 0,
         graphs_per_function=per_function,
         max_graphs_per_function=max(per_function.values(), default=0),

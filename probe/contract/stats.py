@@ -74,16 +74,32 @@ class CompilePhases:
     def total_s(self) -> float:
         return self.tracing_s + self.aot_s + self.inductor_s
 
+    def parts(self) -> dict[str, float]:
+        return {"tracing": self.tracing_s, "aot": self.aot_s, "inductor": self.inductor_s}
+
+    def largest_share(self) -> str:
+        """The largest part with its share of the split seconds: "92% tracing"."""
+        parts = self.parts()
+        name = max(parts, key=parts.__getitem__)
+        return f"{100 * parts[name] / self.total_s:.0f}% {name}" if self.total_s else "none"
+
+
+def added_phases(phases: Iterable[CompilePhases | None]) -> CompilePhases | None:
+    """Several splits as one; None when there is none to add."""
+    present = [p for p in phases if p is not None]
+    if not present:
+        return None
+    return CompilePhases(tracing_s=sum(p.tracing_s for p in present),
+                         aot_s=sum(p.aot_s for p in present),
+                         inductor_s=sum(p.inductor_s for p in present))
+
 
 def compile_phases(events: Sequence[CompileEvent]) -> CompilePhases | None:
     """The compile and recompile events' phases added up; None when none of them was split
     (a session saved before the split, or no compile)."""
-    split = [e for e in events if e.kind in ("compile", "recompile") and e.tracing_s is not None]
-    if not split:
-        return None
-    return CompilePhases(tracing_s=sum(e.tracing_s or 0.0 for e in split),
-                         aot_s=sum(e.aot_s or 0.0 for e in split),
-                         inductor_s=sum(e.inductor_s or 0.0 for e in split))
+    return added_phases(
+        CompilePhases(e.tracing_s, e.aot_s or 0.0, e.inductor_s or 0.0)
+        for e in events if e.kind in ("compile", "recompile") and e.tracing_s is not None)
 
 
 @dataclass(frozen=True)

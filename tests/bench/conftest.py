@@ -18,6 +18,11 @@ from tests.conftest import synthetic_record
 record = synthetic_record
 
 
+def phase_fields(phases: tuple[float, float, float] | None) -> dict:
+    """A compile event's (tracing, aot, inductor) seconds, or none (a session saved before)."""
+    return {} if phases is None else dict(zip(("tracing_s", "aot_s", "inductor_s"), phases))
+
+
 @pytest.fixture
 def make_record() -> Callable[..., RequestRecord]:
     return record
@@ -43,7 +48,8 @@ def make_result(make_session) -> Callable[..., RunResult]:
              padded: Sequence[int] | None = None, compiles: Sequence[tuple[str, str, str]] = (),
              breaks: Sequence[tuple[str, str, int]] = (), kv_bytes: int = 0,
              output_tokens: int = 5, edges: tuple[int, ...] = (), edges_name: str = "none",
-             requests_name: str = "replayed") -> RunResult:
+             requests_name: str = "replayed",
+             phases: tuple[float, float, float] | None = None) -> RunResult:
         count = len(pass_latencies[0])
         inputs = list(inputs or [10 + i for i in range(count)])
         padded = list(padded or inputs)
@@ -65,7 +71,8 @@ def make_result(make_session) -> Callable[..., RunResult]:
             events.append(CompileEvent(compile_id=f"{n}/0", kind=kind, function=function,
                                        start_s=0.0, duration_s=1.5, reason="size mismatch"
                                        if kind == "recompile" else None,
-                                       request_id=request, config_id="c1", graphs=1))
+                                       request_id=request, config_id="c1", graphs=1,
+                                       **phase_fields(phases)))
         break_records = [GraphBreakRecord("c1", reason, location, count)
                          for reason, location, count in breaks]
         data = make_session(warm + [r for p in passes for r in p.records],

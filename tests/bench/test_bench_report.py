@@ -313,3 +313,23 @@ def test_a_step_faster_than_its_roofline_is_called_no_measurement(plan, make_res
                for text in section["observed"])
     quiet = _sections(plan, _results(plan, make_result))["roofline"]
     assert not any(text.startswith("Not a measurement") for text in quiet["observed"])
+
+
+def test_a_runs_compile_seconds_carry_dynamos_split_into_the_report(make_result) -> None:
+    """The run's split is its segment's (stats.compile_phases over its compile events), kept
+    in the section's figures and named by its largest share in the observed text."""
+    from probe.bench.experiments.base import compiled_text
+    from probe.bench.results import section_figures
+
+    compiles = [("encode", "compile", "r0@warm-up"), ("encode", "recompile", "r1@warm-up")]
+    split = make_result(pass_latencies=[[50.0, 60.0]], compiles=compiles, phases=(1.2, 0.1, 0.2))
+    phases = split.compile_phases
+    assert (phases.tracing_s, phases.aot_s, phases.inductor_s) == pytest.approx((2.4, 0.2, 0.4))
+    assert compiled_text(split) == "2 compiles (2 graphs) in 3.00 s, 80% tracing"
+    assert section_figures(split)["compile_phases"] == {
+        "tracing_s": pytest.approx(2.4), "aot_s": pytest.approx(0.2),
+        "inductor_s": pytest.approx(0.4)}
+    unsplit = make_result(pass_latencies=[[50.0, 60.0]], compiles=compiles)
+    assert unsplit.compile_phases is None
+    assert compiled_text(unsplit) == "2 compiles (2 graphs) in 3.00 s"
+    assert json.loads(json.dumps(section_figures(unsplit)))["compile_phases"] is None

@@ -16,6 +16,7 @@ from textual.reactive import reactive
 
 from probe.contract.live import LiveView
 from probe.contract.records import CompileEvent, CompileInProgress
+from probe.contract.stats import added_phases
 from probe.contract.units import fmt_clock, fmt_s, fmt_us, plural
 from tui import derive
 from tui.format import fitting
@@ -61,17 +62,13 @@ def compile_time_texts(total_s: float, view: LiveView) -> tuple[str, ...]:
     """The compile seconds, richest first: with dynamo's split into tracing, AOTAutograd and
     inductor (tracing is Python work that graph breaks and recompiles repeat; inductor is code
     generation), then with the largest part's share, then alone."""
-    phases = [s.compile_phases for s in view.segments if s.compile_phases is not None]
+    phases = added_phases(s.compile_phases for s in view.segments)
     plain = f" ({fmt_s(total_s)})"
-    split_s = sum(p.total_s for p in phases)
-    if not split_s:
+    if phases is None or not phases.total_s:
         return (plain,)
-    parts = {"tracing": sum(p.tracing_s for p in phases), "aot": sum(p.aot_s for p in phases),
-             "inductor": sum(p.inductor_s for p in phases)}
-    largest = max(parts, key=parts.__getitem__)
-    split = " · ".join(f"{name} {fmt_s(seconds)}" for name, seconds in parts.items())
-    return (f" ({fmt_s(total_s)}: {split})",
-            f" ({fmt_s(total_s)}, {100 * parts[largest] / split_s:.0f}% {largest})", plain)
+    split = " · ".join(f"{name} {fmt_s(seconds)}" for name, seconds in phases.parts().items())
+    return (f" ({fmt_s(total_s)}: {split})", f" ({fmt_s(total_s)}, {phases.largest_share()})",
+            plain)
 
 
 def running_function(running: Running) -> str:

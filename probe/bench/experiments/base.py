@@ -106,8 +106,11 @@ def warm_row(result: Outcome) -> list[str]:
 
 
 def compiled_text(result: RunResult) -> str:
+    """"54 compiles (36 graphs) in 26.7 s, 92% tracing": the share where dynamo split it."""
+    share = (f", {result.compile_phases.largest_share()}"
+             if result.compile_phases is not None and result.compile_phases.total_s else "")
     return (f"{result.compiles + result.recompiles} compiles ({result.graphs} graphs) "
-            f"in {fmt_s(result.compile_s)}")
+            f"in {fmt_s(result.compile_s)}{share}")
 
 
 def served(result: Outcome) -> bool:
