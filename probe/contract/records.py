@@ -63,6 +63,9 @@ class CompileEvent:
     tracing_s: float | None = None
     aot_s: float | None = None
     inductor_s: float | None = None
+    # every graph of it came from inductor's on-disk caches (AOTAutograd's cache hit): inductor
+    # did not run, and aot_s is the time to load them
+    from_cache: bool | None = None
 
 
 @dataclass(frozen=True)

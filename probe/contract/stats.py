@@ -65,17 +65,20 @@ def graph_break_sites(breaks: Sequence[GraphBreakRecord]) -> int:
 
 @dataclass(frozen=True)
 class CompilePhases:
-    """Where compile seconds went, summed over compiles (each split as dynamo timed it)."""
+    """Where compile seconds went, summed over compiles (each split as dynamo timed it); the
+    AOTAutograd seconds of compiles served whole from inductor's caches are their loading."""
     tracing_s: float
     aot_s: float
     inductor_s: float
+    cache_load_s: float = 0.0
 
     @property
     def total_s(self) -> float:
-        return self.tracing_s + self.aot_s + self.inductor_s
+        return self.tracing_s + self.aot_s + self.inductor_s + self.cache_load_s
 
     def parts(self) -> dict[str, float]:
-        return {"tracing": self.tracing_s, "aot": self.aot_s, "inductor": self.inductor_s}
+        return {"tracing": self.tracing_s, "aot": self.aot_s, "inductor": self.inductor_s,
+                "cache load": self.cache_load_s}
 
     def largest_share(self) -> str:
         """The largest part with its share of the split seconds: "92% tracing"."""
@@ -91,15 +94,24 @@ def added_phases(phases: Iterable[CompilePhases | None]) -> CompilePhases | None
         return None
     return CompilePhases(tracing_s=sum(p.tracing_s for p in present),
                          aot_s=sum(p.aot_s for p in present),
-                         inductor_s=sum(p.inductor_s for p in present))
+                         inductor_s=sum(p.inductor_s for p in present),
+                         cache_load_s=sum(p.cache_load_s for p in present))
+
+
+def event_phases(event: CompileEvent) -> CompilePhases | None:
+    """One compile's split; None for a compile saved without one."""
+    if event.tracing_s is None:
+        return None
+    aot = event.aot_s or 0.0
+    return CompilePhases(tracing_s=event.tracing_s, aot_s=0.0 if event.from_cache else aot,
+                         inductor_s=event.inductor_s or 0.0,
+                         cache_load_s=aot if event.from_cache else 0.0)
 
 
 def compile_phases(events: Sequence[CompileEvent]) -> CompilePhases | None:
     """The compile and recompile events' phases added up; None when none of them was split
     (a session saved before the split, or no compile)."""
-    return added_phases(
-        CompilePhases(e.tracing_s, e.aot_s or 0.0, e.inductor_s or 0.0)
-        for e in events if e.kind in ("compile", "recompile") and e.tracing_s is not None)
+    return added_phases(event_phases(e) for e in events if e.kind in ("compile", "recompile"))
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,19 @@ def _phases_s(metrics) -> tuple[float | None, float | None, float | None]:
     return max(0.0, dynamo - aot), max(0.0, aot - inductor), inductor
 
 
+def _from_cache(metrics) -> bool | None:
+    """Whether every graph of the compile came from AOTAutograd's cache (local or remote):
+    then inductor did not run and the AOTAutograd time is the load. None: not known."""
+    if metrics is None:
+        return None
+    counts = [getattr(metrics, f"aotautograd_{where}_cache_{what}_count", None)
+              for where in ("local", "remote") for what in ("hit", "miss")]
+    if not all(isinstance(c, int) for c in counts):
+        return None
+    local_hit, local_miss, remote_hit, remote_miss = counts
+    return local_hit + remote_hit > 0 and local_miss + remote_miss == 0
+
+
 def _unique_graphs() -> int:
     return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
 
@@ -333,7 +346,8 @@ class CompileProbe:
             start_s=self._clock.to_session_s(pending.start),
             duration_s=(pending.end or pending.start) - pending.start, reason=reason,
             request_id=pending.request_id, config_id=pending.config_id, graphs=pending.graphs,
-            guard_us=_guard_us(metrics), tracing_s=tracing_s, aot_s=aot_s, inductor_s=inductor_s)
+            guard_us=_guard_us(metrics), tracing_s=tracing_s, aot_s=aot_s, inductor_s=inductor_s,
+            from_cache=_from_cache(metrics))
 
     def graph_breaks(self) -> list[GraphBreakRecord]:
         with self._lock:

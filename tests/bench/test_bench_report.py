@@ -328,7 +328,7 @@ def test_a_runs_compile_seconds_carry_dynamos_split_into_the_report(make_result)
     assert compiled_text(split) == "2 compiles (2 graphs) in 3.00 s, 80% tracing"
     assert section_figures(split)["compile_phases"] == {
         "tracing_s": pytest.approx(2.4), "aot_s": pytest.approx(0.2),
-        "inductor_s": pytest.approx(0.4)}
+        "inductor_s": pytest.approx(0.4), "cache_load_s": 0.0}
     unsplit = make_result(pass_latencies=[[50.0, 60.0]], compiles=compiles)
     assert unsplit.compile_phases is None
     assert compiled_text(unsplit) == "2 compiles (2 graphs) in 3.00 s"

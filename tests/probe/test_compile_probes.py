@@ -108,6 +108,7 @@ def test_inductor_fullgraph_decode_matches_eager_tokens(make_engine):
         # inductor did not run, and loading the cached graph is AOTAutograd's time
         assert event.inductor_s == (dynamo.inductor_cumulative_compile_time_us or 0) / 1e6
         assert event.tracing_s > 0 and event.aot_s > 0
+        assert event.from_cache == (dynamo.inductor_cumulative_compile_time_us is None)
 
 
 def test_an_eager_backend_compile_is_all_tracing_and_the_segment_adds_the_split(make_engine):

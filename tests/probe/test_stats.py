@@ -58,3 +58,20 @@ def test_throughput_counts_served_requests_over_the_span_of_all_records(make_eng
     segment = segment_stats("c1", records, [], [])
     assert (segment.throughput_rps, segment.failed) == (throughput_rps(records), 1)
     assert open_loop_figures(records, offered_rps=1.0).served_rps == throughput_rps(records)
+
+
+def test_compile_phases_add_each_compiles_split_and_count_a_cached_ones_aot_as_loading():
+    from probe.contract.records import CompileEvent
+    from probe.contract.stats import compile_phases
+
+    def event(kind="compile", **split):
+        return CompileEvent("0/0", kind, "f", 0.0, 1.0, None, None, "c1", **split)
+
+    built = event(tracing_s=1.0, aot_s=0.5, inductor_s=2.0, from_cache=False)
+    loaded = event("recompile", tracing_s=0.25, aot_s=0.75, inductor_s=0.0, from_cache=True)
+    unknown = event(tracing_s=0.5, aot_s=0.25, inductor_s=0.0)          # no cache counts
+    phases = compile_phases([built, loaded, unknown, event(), event("fallback", tracing_s=9.0)])
+    assert (phases.tracing_s, phases.aot_s, phases.inductor_s, phases.cache_load_s) == (
+        1.75, 0.75, 2.0, 0.75)
+    assert phases.total_s == 5.25 and phases.largest_share() == "38% inductor"
+    assert compile_phases([event(), event("limit")]) is None            # saved before the split

@@ -240,3 +240,9 @@ def test_the_compile_seconds_are_split_as_dynamo_timed_them_when_the_engine_did(
         compile_counts(view), width=140)
     assert f"({fmt_s(total)}, 75% tracing)" in text(compile_counts(view, width=60), width=140)
     assert f"({fmt_s(total)})" in text(compile_counts(view, width=40), width=140)
+    cached = CompilePhases(tracing_s=5.2, aot_s=0.0, inductor_s=0.0, cache_load_s=7.1)
+    view = replace(compiled, segments=tuple(
+        replace(s, compile_phases=cached if s.config_id == "c2" else None)
+        for s in compiled.segments))
+    shown = text(compile_counts(view), width=140)           # only the parts that took time
+    assert f"({fmt_s(total)}: tracing 5.20 s · cache load 7.10 s)" in shown

@@ -59,14 +59,16 @@ def compile_counts(view: LiveView, width: int = 80) -> Text:
 
 
 def compile_time_texts(total_s: float, view: LiveView) -> tuple[str, ...]:
-    """The compile seconds, richest first: with dynamo's split into tracing, AOTAutograd and
-    inductor (tracing is Python work that graph breaks and recompiles repeat; inductor is code
-    generation), then with the largest part's share, then alone."""
+    """The compile seconds, richest first: with dynamo's split into tracing, AOTAutograd,
+    inductor and loading from inductor's caches (tracing is Python work that graph breaks and
+    recompiles repeat; inductor is code generation), the parts that took time; then with the
+    largest part's share; then alone."""
     phases = added_phases(s.compile_phases for s in view.segments)
     plain = f" ({fmt_s(total_s)})"
     if phases is None or not phases.total_s:
         return (plain,)
-    split = " · ".join(f"{name} {fmt_s(seconds)}" for name, seconds in phases.parts().items())
+    split = " · ".join(f"{name} {fmt_s(seconds)}" for name, seconds in phases.parts().items()
+                       if seconds)
     return (f" ({fmt_s(total_s)}: {split})", f" ({fmt_s(total_s)}, {phases.largest_share()})",
             plain)
 
