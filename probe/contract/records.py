@@ -76,6 +76,7 @@ class CompileInProgress:
     request_id: str | None      # the request waiting on it
     since_s: float              # session clock when it started
     waited_before_s: float      # earlier compiles the same request already waited on
+    stage: str | None = None    # "tracing" | "aot" | "inductor" | "kernel compile", read live
 
     def stall_s(self, now_s: float) -> float:
         """The waiting request's compile stall so far: it only grows while the request waits."""

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch._dynamo
@@ -25,6 +25,7 @@ from torch._dynamo.callback import CallbackArgs, CallbackTrigger, callback_handl
 
 from probe.contract.clock import SessionClock
 from probe.contract.records import CompileEvent, CompileInProgress, GraphBreakRecord
+from probe.engine.compile_stage import thread_stage
 
 _RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
 _GRAPH_BREAKS_LOGGER = "torch._dynamo.symbolic_convert.__graph_breaks"
@@ -139,6 +140,7 @@ class _Pending:
     request_id: str | None
     config_id: str | None
     graphs_before: int = 0
+    thread_id: int | None = None    # the thread compiling, whose stack tells the stage
     graphs: int = 0
     reason: str | None = None
     function: str | None = None
@@ -248,18 +250,20 @@ class CompileProbe:
             if pending is None:
                 return None
             frame = pending.compile_id.split("/", 1)[0]
-            return CompileInProgress(
+            running = CompileInProgress(
                 compile_id=pending.compile_id,
                 function=pending.function or self._frame_functions.get(frame),
                 request_id=pending.request_id,
                 since_s=self._clock.to_session_s(pending.start),
                 waited_before_s=self._waited_s if pending.request_id == self._request_id else 0.0)
+        return replace(running, stage=thread_stage(pending.thread_id))   # outside the lock
 
     # -- callbacks (run on the thread that compiles) -------------------------------------------
     def _on_start(self, args: CallbackArgs) -> None:
         with self._lock:
             pending = _Pending(args.compile_id, args.callback_trigger, time.perf_counter(),
-                               self._request_id, self._config_id, _unique_graphs())
+                               self._request_id, self._config_id, _unique_graphs(),
+                               thread_id=threading.get_ident())
             if self._recompile_reason is not None:
                 pending.function, pending.reason = self._recompile_reason
                 self._recompile_reason = None

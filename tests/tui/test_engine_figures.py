@@ -118,6 +118,25 @@ async def test_the_status_bar_shows_the_requests_whole_stall(make_app, stages):
     assert "compiling… 53 s (req-0060 waits)" in first       # 30 s before + 23 s of this one
 
 
+async def test_the_running_compile_says_which_stage_it_is_in(make_app, stages):
+    """The stage the engine read off the compiling thread: in the status bar, the feed's
+    running row and the compact layout's line; a compile with none read shows none."""
+    compiling = stages["compiling"]
+    staged = replace(compiling, compiling=replace(compiling.compiling, stage="inductor"))
+    app = make_app(FakeEngine(), at=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.view = staged
+        await pilot.pause()
+        first = str(app.query_one("#status").render()).splitlines()[0]
+    assert "compiling… 23 s · inductor (req-0060 waits)" in first
+    running = Running(staged.compiling, elapsed_s=23.0, stall_s=23.0)
+    feed = text(compile_feed(staged.compile_events, running=running), width=140).splitlines()
+    assert "in progress · inductor" in feed[1]
+    assert str(latest_event((), running)).endswith("· 23 s · inductor (req-0060 waits)")
+    unstaged = Running(compiling.compiling, elapsed_s=23.0, stall_s=23.0)
+    assert "in progress ·" not in text(compile_feed((), running=unstaged), width=140)
+
+
 async def test_the_feed_ticks_between_snapshots_and_stops_with_the_engine(
         make_app, stages, monkeypatch, read_screen, until):
     now = [0.0]

@@ -84,6 +84,8 @@ def running_event(running: Running) -> Text:
     text.append("compiling", style=KIND_STYLES["compiling"])
     text.append(f" {progress.compile_id} {running_function(running)} · "
                 f"{whole_seconds(running.elapsed_s)}")
+    if progress.stage:
+        text.append(f" · {progress.stage}", style="bold yellow")
     if progress.request_id:
         text.append(f" ({progress.request_id} waits)", style="red")
     return text
@@ -163,6 +165,8 @@ def running_row(running: Running) -> tuple[RenderableType, ...]:
     """The compile in progress as a feed row: its seconds tick, "…" says it is not over."""
     progress = running.progress
     state = Text("in progress", style="yellow")
+    if progress.stage:
+        state.append(f" · {progress.stage}", style="bold yellow")
     if progress.waited_before_s > 0:
         state.append(f" · {progress.request_id or 'prewarm'} stalled "
                      f"{whole_seconds(running.stall_s)} in all", style="red")

@@ -96,6 +96,8 @@ def first_line(view: LiveView | None, state: str, note: str, paused: bool,
         if compiling_s is not None and view.compiling is not None:
             clock = Text(f"compiling… {whole_seconds(compiling_s)}", style="bold reverse red")
             waiting = clock.copy()
+            if view.compiling.stage:
+                waiting.append(f" · {view.compiling.stage}", style="bold reverse red")
             if view.compiling.request_id:
                 waiting.append(f" ({view.compiling.request_id} waits)", style="red")
             parts.append(Part(waiting, clock, 2))
