@@ -10,9 +10,8 @@ from probe.bench.spread import NO_SPREAD, Spread
 from probe.contract.drift import DriftStats
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, RequestRecord
-from probe.contract.stats import CompilePhases, summarize, tokens_per_s
+from probe.contract.stats import COMPILING, CompilePhases, summarize, tokens_per_s
 
-COMPILING = ("compile", "recompile")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from probe.contract.records import (
 )
 from probe.contract.session import ConfigEntry, SessionData
 from probe.contract.stats import (
+    COMPILING,
     SegmentStats,
     Summary,
     break_even,
@@ -224,7 +225,7 @@ def break_even_status(data: SessionData, options: OptConfig, config_id: str) -> 
     if eager_id is None:
         return None
     compile_s = sum(e.duration_s or 0.0 for e in data.events
-                    if e.config_id == config_id and e.kind in ("compile", "recompile"))
+                    if e.config_id == config_id and e.kind in COMPILING)
     return break_even(compile_s, [r for r in data.records if r.config_id == config_id],
                       [r for r in data.records if r.config_id == eager_id],
                       compiled_config=config_id, eager_config=eager_id)

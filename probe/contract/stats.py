@@ -63,6 +63,9 @@ def graph_break_sites(breaks: Sequence[GraphBreakRecord]) -> int:
     return len({b.location for b in breaks})
 
 
+COMPILING = ("compile", "recompile")     # the event kinds that are compiles (their seconds count)
+
+
 @dataclass(frozen=True)
 class CompilePhases:
     """Where compile seconds went, summed over compiles (each split as dynamo timed it); the
@@ -111,7 +114,7 @@ def event_phases(event: CompileEvent) -> CompilePhases | None:
 def compile_phases(events: Sequence[CompileEvent]) -> CompilePhases | None:
     """The compile and recompile events' phases added up; None when none of them was split
     (a session saved before the split, or no compile)."""
-    return added_phases(event_phases(e) for e in events if e.kind in ("compile", "recompile"))
+    return added_phases(event_phases(e) for e in events if e.kind in COMPILING)
 
 
 @dataclass(frozen=True)
@@ -206,7 +209,7 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
                   references: Mapping[str, Sequence[int]] | None = None,
                   kv_pool: KVPool | None = None) -> SegmentStats:
     ok = [r for r in records if r.ok]
-    compile_events = [e for e in events if e.kind in ("compile", "recompile")]
+    compile_events = [e for e in events if e.kind in COMPILING]
     return SegmentStats(
         config_id=config_id, requests=len(ok), failed=len(records) - len(ok),
         latency_ms=summarize(r.latency_ms for r in ok),

@@ -15,6 +15,7 @@ from typing import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from probe.contract.session import Session
+from probe.contract.stats import COMPILING, event_phases
 
 LATENCY_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 TPOT_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1)
@@ -39,6 +40,10 @@ class PrometheusExporter:
                                 ["config", "status"], registry=r)
         self.compiles = Counter("infertop_compiles", "torch.compile events",
                                 ["kind"], registry=r)
+        self.compile_seconds = Counter(
+            "infertop_compile_seconds", "Seconds inside compiles and recompiles, split as "
+            "dynamo timed each (tracing, aot, inductor, cache load)", ["config", "phase"],
+            registry=r)
         self.graph_breaks = Counter("infertop_graph_breaks",
                                     "Graph breaks dynamo logged", registry=r)
         self.kv_cache = Gauge("infertop_kv_cache_bytes",
@@ -81,6 +86,9 @@ class PrometheusExporter:
                 if identity not in self._seen_events:
                     self._seen_events.add(identity)
                     self.compiles.labels(event.kind).inc()
+                    phases = event_phases(event) if event.kind in COMPILING else None
+                    for phase, seconds in (phases.parts() if phases else {}).items():
+                        self.compile_seconds.labels(event.config_id, phase).inc(seconds)
             breaks = sum(b.count for b in data.breaks)
             if breaks > self._seen_breaks:
                 self.graph_breaks.inc(breaks - self._seen_breaks)

@@ -64,3 +64,18 @@ def test_the_grafana_dashboard_queries_only_metrics_the_exporter_serves(exporter
     queried = {name for panel in dashboard["panels"] for target in panel["targets"]
                for name in re.findall(r"infertop_[a-z_]+", target["expr"])}
     assert queried and queried <= served, queried - served
+
+
+def test_compile_seconds_by_phase_are_the_sessions_split(exporter):
+    """infertop_compile_seconds_total{config, phase} adds each compile's split once: the same
+    sums as the session's segment (stats.compile_phases), scraped twice without double counting."""
+    engine, exporter = exporter
+    serve(engine, [(7, 3), (9, 4)])
+    exporter.refresh()
+    exporter.refresh()
+    scraped = scrape(exporter.port)
+    (segment,) = engine.session.freeze().segments()
+    for phase, seconds in segment.compile_phases.parts().items():
+        key = ("infertop_compile_seconds_total", (("config", "c1"), ("phase", phase)))
+        assert scraped[key] == pytest.approx(seconds)
+    assert segment.compile_phases.tracing_s > 0
