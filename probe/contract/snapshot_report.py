@@ -30,6 +30,8 @@ METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool
     ("compiles", lambda s: s.compiles, lambda v: fmt_num(v, 0), True),
     ("recompiles", lambda s: s.recompiles, lambda v: fmt_num(v, 0), True),
     ("compile time", lambda s: s.compile_s, fmt_s, True),
+    *((f"  of it {name}", lambda s, name=name: s.compile_phases and s.compile_phases.parts()[name],
+       fmt_s, True) for name in ("tracing", "aot", "inductor", "cache load")),
     ("graph breaks", lambda s: s.graph_breaks, lambda v: fmt_num(v, 0), True),
     ("graphs", lambda s: s.graphs, lambda v: fmt_num(v, 0), True),
     ("KV cache peak", lambda s: s.kv_cache_peak_bytes, fmt_bytes, True),
@@ -92,6 +94,8 @@ def show(path: str) -> str:
         entry = data.configs.get(s.config_id)
         notes = f"  ({'; '.join(entry.notes)})" if entry and entry.notes else ""
         lines.append(f"  {s.config_id}: {_label(data, s.config_id)}{notes}")
+        if s.compile_phases is not None and s.compile_phases.total_s:
+            lines.append(f"      compile split: {s.compile_phases.split_text()}")
     if data.breaks:
         lines += ["", "graph breaks:"]
         for b in sorted(data.breaks, key=lambda b: -b.count)[:10]:

@@ -13,6 +13,7 @@ import numpy as np
 
 from probe.contract.drift import DriftStats, drift_stats
 from probe.contract.records import BreakEven, CompileEvent, GraphBreakRecord, KVPool, RequestRecord
+from probe.contract.units import fmt_s
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,11 @@ class CompilePhases:
     def parts(self) -> dict[str, float]:
         return {"tracing": self.tracing_s, "aot": self.aot_s, "inductor": self.inductor_s,
                 "cache load": self.cache_load_s}
+
+    def split_text(self) -> str:
+        """The parts that took time: "tracing 24.5 s · cache load 1.77 s"."""
+        return " · ".join(f"{name} {fmt_s(seconds)}" for name, seconds in self.parts().items()
+                          if seconds)
 
     def largest_share(self) -> str:
         """The largest part with its share of the split seconds: "92% tracing"."""

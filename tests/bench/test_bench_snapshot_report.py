@@ -94,3 +94,29 @@ def test_a_bad_file_is_a_config_error(tmp_path) -> None:
     with pytest.raises(ConfigError):
         show(str(bad))
     assert main(["snapshot", "show", str(bad)]) == 2
+
+
+def test_show_and_compare_split_the_compile_time_where_the_session_has_it(
+        tmp_path, make_session, make_record) -> None:
+    def session(name: str, *phases: tuple[float, float, float, bool]) -> str:
+        records = [make_record(f"{name}{i}", i, latency_ms=50.0) for i in range(2)]
+        events = [CompileEvent(f"0/{n}", "compile" if n == 0 else "recompile", "decode_step",
+                               float(n), tracing + aot + inductor, None, f"{name}0", "c1", 1,
+                               tracing_s=tracing, aot_s=aot, inductor_s=inductor,
+                               from_cache=cached)
+                  for n, (tracing, aot, inductor, cached) in enumerate(phases)]
+        return _write(tmp_path / f"{name}.json", make_session(records, events=events))
+
+    built = session("a", (1.0, 0.5, 3.0, False), (1.0, 0.5, 3.0, False))
+    loaded = session("b", (1.0, 0.25, 0.0, True))
+    assert "compile split: tracing 2.00 s · aot 1.00 s · inductor 6.00 s" in show(built)
+    assert "compile split: tracing 1.00 s · cache load 250 ms" in show(loaded)
+    lines = compare(built, loaded).splitlines()
+    rows = {re.split(r"\s{2,}", line.strip())[0]: line for line in lines
+            if line.startswith("  of it")}
+    assert "2.00 s" in rows["of it tracing"] and "0.50×" in rows["of it tracing"]
+    assert "6.00 s" in rows["of it inductor"] and rows["of it inductor"].rstrip().endswith("B")
+    assert "250 ms" in rows["of it cache load"]
+    unsplit = session("c")
+    assert "compile split" not in show(unsplit)
+    assert "of it" not in compare(unsplit, unsplit)

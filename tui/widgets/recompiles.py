@@ -67,9 +67,7 @@ def compile_time_texts(total_s: float, view: LiveView) -> tuple[str, ...]:
     plain = f" ({fmt_s(total_s)})"
     if phases is None or not phases.total_s:
         return (plain,)
-    split = " · ".join(f"{name} {fmt_s(seconds)}" for name, seconds in phases.parts().items()
-                       if seconds)
-    return (f" ({fmt_s(total_s)}: {split})", f" ({fmt_s(total_s)}, {phases.largest_share()})",
+    return (f" ({fmt_s(total_s)}: {phases.split_text()})", f" ({fmt_s(total_s)}, {phases.largest_share()})",
             plain)
 
 
