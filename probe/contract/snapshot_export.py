@@ -46,7 +46,21 @@ def tables(path: str | os.PathLike) -> tuple[list[dict], list[dict]]:
     segments = [{"config_id": s.config_id, "label": labels.get(s.config_id, ""),
                  **_flatten({k: v for k, v in s.as_dict().items() if k != "config_id"})}
                 for s in data.segments()]
-    return requests, segments
+    return requests, _same_columns(segments)
+
+
+def _same_columns(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every row with every column, in first-seen order. A figure that is an object in one
+    segment and None in another (compile_phases of a compiled and an eager config, drift, the
+    paged pool) flattens to `name.part` columns in the one and to `name` in the other: the
+    bare column goes, and the None segment reads empty in the parts. Without this the CSV
+    writer refused a session that served an eager config first, and parquet took its columns
+    from the first row alone."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    nested = {key.split(".", 1)[0] for key in columns if "." in key}
+    columns = [key for key in columns
+               if key not in nested or any(row.get(key) is not None for row in rows)]
+    return [{key: row.get(key) for key in columns} for row in rows]
 
 
 def output_paths(stem: str | os.PathLike, fmt: str) -> tuple[Path, Path]:

@@ -55,3 +55,26 @@ def test_export_refuses_an_output_folder_before_writing(saved, tmp_path):
     with pytest.raises(TraceError):
         export(saved, tmp_path / "out", "csv")
     assert not (tmp_path / "out.segments.csv").exists()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_an_eager_config_then_a_compiled_one_export_every_figure(make_engine, tmp_path, fmt):
+    """The usual dashboard session: c1 eager (no compile split), then c2 compiled. Each
+    segment's figures land in the same columns, the ones a segment lacks empty."""
+    engine = make_engine("decode=fullgraph")
+    serve(engine, [(5 + i, 2) for i in range(3)])
+    engine.set_options(engine.options.with_option("compile", "default"))
+    serve(engine, [(5 + i, 2) for i in range(3)], start_seq=3)
+    path = tmp_path / "run.json"
+    write_json_atomic(path, document_for(engine, prepare_workload("chat"), "chat"))
+    segments = (pd.read_csv if fmt == "csv" else pd.read_parquet)(
+        export(path, tmp_path / "out", fmt)[1])
+    document = json.loads(path.read_text())
+    assert [s["compile_phases"] is None for s in document["segments"]] == [True, False]
+    assert list(segments["config_id"]) == ["c1", "c2"]
+    assert "compile_phases" not in segments.columns
+    phases = document["segments"][1]["compile_phases"]
+    for part, seconds in phases.items():
+        assert np.isnan(segments.loc[0, f"compile_phases.{part}"])
+        assert segments.loc[1, f"compile_phases.{part}"] == pytest.approx(seconds)
+    assert segments.loc[1, "compile_s"] == pytest.approx(document["segments"][1]["compile_s"])
