@@ -13,7 +13,6 @@ from probe.contract.records import CompileEvent, RequestRecord
 from probe.contract.stats import COMPILING, CompilePhases, summarize, tokens_per_s
 
 
-
 @dataclass(frozen=True)
 class PassFigures:
     """One pass over the run's requests."""

@@ -106,7 +106,8 @@ def warm_row(result: Outcome) -> list[str]:
 
 
 def compiled_text(result: RunResult) -> str:
-    """"54 compiles (36 graphs) in 26.7 s, 92% tracing": the share where dynamo split it."""
+    """The compiles and their seconds, with the largest part where dynamo split them:
+    "54 compiles (36 graphs) in 26.7 s, 92% tracing"."""
     share = (f", {result.compile_phases.largest_share()}"
              if result.compile_phases is not None and result.compile_phases.total_s else "")
     return (f"{result.compiles + result.recompiles} compiles ({result.graphs} graphs) "
