@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from probe.contract.snapshot import write_json_atomic
 from probe.contract.snapshot_export import export
@@ -78,3 +80,22 @@ def test_an_eager_config_then_a_compiled_one_export_every_figure(make_engine, tm
         assert np.isnan(segments.loc[0, f"compile_phases.{part}"])
         assert segments.loc[1, f"compile_phases.{part}"] == pytest.approx(seconds)
     assert segments.loc[1, "compile_s"] == pytest.approx(document["segments"][1]["compile_s"])
+
+
+@given(st.lists(st.fixed_dictionaries({
+    "requests": st.integers(0, 9),
+    "drift": st.none() | st.fixed_dictionaries({"token_agreement": st.floats(0, 1)}),
+    "compile_phases": st.none() | st.fixed_dictionaries({"tracing_s": st.floats(0, 60),
+                                                         "aot_s": st.floats(0, 60)}),
+}), min_size=1, max_size=5))
+def test_segment_rows_share_their_columns_and_keep_every_value(segments):
+    from probe.contract.snapshot_export import _flatten, _same_columns
+    flat = [_flatten(segment) for segment in segments]
+    rows = _same_columns(flat)
+    assert len({tuple(row) for row in rows}) == 1                  # one header for all rows
+    for before, after in zip(flat, rows, strict=True):
+        assert {k: v for k, v in before.items() if v is not None} == {
+            k: v for k, v in after.items() if v is not None}       # nothing lost or invented
+    for name in ("drift", "compile_phases"):                        # a bare column only when
+        nested = any(segment[name] is not None for segment in segments)   # no row has parts
+        assert (name in rows[0]) == (not nested)
