@@ -45,8 +45,7 @@ class DeviceProbe:
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self._process = psutil.Process()
-        self._engine_cpu = TreeCpuMeter(self._process)
-        psutil.cpu_percent(None)
+        self._cpu = TreeCpuMeter(self._process)
         self._handle = None
         if device.type == "cuda" and pynvml is not None:
             index = device.index if device.index is not None else torch.cuda.current_device()
@@ -57,11 +56,12 @@ class DeviceProbe:
         if self.device.type == "cuda":
             return self._gpu()
         memory = psutil.virtual_memory()
+        machine_pct, engine_pct = self._cpu.percents()
         return DeviceSample(kind="CPU", name=f"{psutil.cpu_count()} cores",
-                            util_pct=psutil.cpu_percent(None),
+                            util_pct=machine_pct,
                             mem_used_bytes=self._process.memory_info().rss,
                             mem_total_bytes=memory.total, mem_free_bytes=memory.available,
-                            process_cpu_pct=self._engine_cpu.percent())
+                            process_cpu_pct=engine_pct)
 
     def _gpu(self) -> DeviceSample:
         handle = self._handle
@@ -83,7 +83,7 @@ class DeviceProbe:
             temperature_c=None if temperature is None else float(temperature),
             torch_allocated_bytes=torch.cuda.memory_allocated(self.device),
             torch_reserved_bytes=torch.cuda.memory_reserved(self.device),
-            process_cpu_pct=self._engine_cpu.percent())
+            process_cpu_pct=self._cpu.percents()[1])
 
 
 def resolve_device(name: str) -> torch.device:

@@ -11,6 +11,7 @@ import time
 from types import SimpleNamespace
 
 import psutil
+import pytest
 import torch
 
 from probe.engine.device_probe import DeviceProbe
@@ -82,8 +83,8 @@ def test_the_device_probes_engine_cpu_includes_a_finished_compiler_process():
 class _FakeProcess:
     """A process tree whose CPU seconds the test sets, for the meter's arithmetic."""
 
-    def __init__(self) -> None:
-        self.own, self.descendants = 0.0, []
+    def __init__(self, pid: int) -> None:
+        self.pid, self.own, self.descendants = pid, 0.0, []
 
     def cpu_times(self):
         return SimpleNamespace(user=self.own, system=0.0, children_user=0.0, children_system=0.0)
@@ -93,15 +94,36 @@ class _FakeProcess:
 
 
 def test_the_meter_is_cpu_seconds_over_wall_seconds_and_never_negative(monkeypatch):
-    clock = [100.0]
+    clock, machine = [100.0], {"busy": 0.0, "idle": 0.0}
     monkeypatch.setattr("probe.engine.process_tree_cpu.time.monotonic", lambda: clock[0])
-    engine, compiler = _FakeProcess(), _FakeProcess()
+    monkeypatch.setattr("probe.engine.process_tree_cpu.psutil.cpu_times", lambda: SimpleNamespace(
+        user=machine["busy"], system=0.0, idle=machine["idle"], iowait=0.0))
+    engine, compiler = _FakeProcess(1), _FakeProcess(2)
     engine.descendants = [compiler]
     meter = TreeCpuMeter(engine)
     engine.own, compiler.own, clock[0] = 0.5, 3.0, 102.0
-    assert meter.percent() == (0.5 + 3.0) / 2.0 * 100      # 175%: more than one core
+    machine.update(busy=3.8, idle=0.2)                      # 2 cores × 2 s, 95% busy
+    assert meter.percents() == (pytest.approx(95.0), (0.5 + 3.0) / 2.0 * 100)   # 175%
     engine.descendants, clock[0] = [], 103.0                # orphaned, its time gone with it
-    assert meter.percent() == 0.0
+    machine.update(busy=4.8, idle=1.2)
+    assert meter.percents() == (50.0, 0.0)
     engine.own, clock[0] = 1.0, 104.0
-    assert meter.percent() == 50.0
-    assert meter.percent() == 0.0                           # no time passed
+    assert meter.percents()[1] == 50.0
+    assert meter.percents() == (0.0, 0.0)                   # no time passed
+
+
+def test_a_child_reaped_while_the_tree_is_read_is_counted_once():
+    """The engine reaps a finished compiler between reading its own times and the compiler's:
+    that reading would miss the compiler's seconds (and the next interval would show them all
+    at once), so it is taken again."""
+    engine, compiler = _FakeProcess(1), _FakeProcess(2)
+    engine.own, compiler.own, engine.descendants = 1.0, 2.5, [compiler]
+    reaped = SimpleNamespace(user=1.0, system=0.0, children_user=2.5, children_system=0.0)
+
+    def reaped_now():
+        engine.descendants = []                       # the engine waited for it: its time
+        engine.cpu_times = lambda: reaped             # is in the engine's children time
+        raise psutil.NoSuchProcess(2)
+
+    compiler.cpu_times = reaped_now
+    assert tree_cpu_seconds(engine) == 3.5
