@@ -51,27 +51,28 @@ def frame_being_compiled() -> str | None:
     return None
 
 
-def _guard_us(metrics) -> float | None:
-    """dynamo's guard-check time of the compiled code (absent: an older torch, a failed
-    compile)."""
-    value = getattr(metrics, "guard_latency_us", None) if metrics is not None else None
+def _metric(metrics, name: str) -> float | None:
+    """A number dynamo's CompilationMetrics holds for a compile (absent: an older torch, a
+    failed compile, a stage that did not run)."""
+    value = getattr(metrics, name, None) if metrics is not None else None
     return float(value) if isinstance(value, (int, float)) else None
+
+
+def _guard_us(metrics) -> float | None:
+    """dynamo's guard-check time of the compiled code."""
+    return _metric(metrics, "guard_latency_us")
 
 
 def _phases_s(metrics) -> tuple[float | None, float | None, float | None]:
     """(tracing, aot, inductor) seconds of a compile from dynamo's nested cumulative times
     (dynamo ⊇ AOTAutograd ⊇ inductor); a backend that does not run AOTAutograd or inductor
     (eager) leaves them 0. All None when dynamo did not time the compile."""
-    def seconds(name: str) -> float | None:
-        value = getattr(metrics, name, None) if metrics is not None else None
-        return value / 1e6 if isinstance(value, (int, float)) else None
-
-    dynamo = seconds("dynamo_cumulative_compile_time_us")
-    if dynamo is None:
+    dynamo_us = _metric(metrics, "dynamo_cumulative_compile_time_us")
+    if dynamo_us is None:
         return None, None, None
-    aot = seconds("aot_autograd_cumulative_compile_time_us") or 0.0
-    inductor = seconds("inductor_cumulative_compile_time_us") or 0.0
-    return max(0.0, dynamo - aot), max(0.0, aot - inductor), inductor
+    aot = (_metric(metrics, "aot_autograd_cumulative_compile_time_us") or 0.0) / 1e6
+    inductor = (_metric(metrics, "inductor_cumulative_compile_time_us") or 0.0) / 1e6
+    return max(0.0, dynamo_us / 1e6 - aot), max(0.0, aot - inductor), inductor
 
 
 def _from_cache(metrics) -> bool | None:

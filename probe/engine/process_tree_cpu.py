@@ -18,9 +18,8 @@ def tree_cpu_seconds(process: psutil.Process, attempts: int = 5) -> float:
     reaped while the tree is being read would be missed (read after it went) or counted twice
     (read before, then again in its parent's children time), so a reading during which one went
     is taken again."""
-    total = 0.0
+    listed = _descendants(process)
     for _ in range(attempts):
-        listed = _descendants(process)
         total, complete = 0.0, True
         for member in (process, *listed.values()):
             try:
@@ -29,8 +28,10 @@ def tree_cpu_seconds(process: psutil.Process, attempts: int = 5) -> float:
                 complete = False
                 continue
             total += times.user + times.system + times.children_user + times.children_system
-        if complete and listed.keys() <= _descendants(process).keys():
+        after = _descendants(process)       # also the next attempt's listing
+        if complete and listed.keys() <= after.keys():
             return total
+        listed = after
     return total
 
 
