@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -18,7 +19,7 @@ from workloads.argtypes import (
 )
 from workloads.rows import MAX_LENGTH
 
-EXIT_BAD_INPUT = 2
+EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
 
 
 def _add_metrics_argument(parser: argparse.ArgumentParser) -> None:
@@ -89,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     snapshot = commands.add_parser("snapshot", help="inspect saved sessions")
     snapshot_commands = snapshot.add_subparsers(dest="snapshot_command", required=True,
-                                                metavar="{show,compare,export}")
+                                                metavar="{show,compare,export,recover}")
     show = snapshot_commands.add_parser("show", help="a saved session's segments as a table")
     show.add_argument("file", metavar="FILE")
     show.set_defaults(func=_snapshot_show)
@@ -107,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="writes STEM.requests.EXT and STEM.segments.EXT (default: FILE "
                              "without .json)")
     export.set_defaults(func=_snapshot_export)
+    recover = snapshot_commands.add_parser(
+        "recover", help="write the session JSON of a run that died, from its journal")
+    recover.add_argument("journal", metavar="JOURNAL")
+    recover.add_argument("-o", "--out", required=True, metavar="SNAPSHOT.json")
+    recover.set_defaults(func=_snapshot_recover)
     return parser
 
 
@@ -118,39 +124,62 @@ def _dashboard(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from probe.contract.engine_inputs import check_engine_inputs
     from probe.contract.options import parse_opts
+    from probe.contract.output_lock import OutputLock
+    from probe.contract.ports import check_port_free
     from probe.engine.workload_setup import prepare_workload
     from workloads.atomic import check_output_file
 
     # Everything that can be refused without torch is checked before torch is imported.
     options = parse_opts(args.opt)
-    check_output_file(args.out, "--out", make_folders=True)
+    check_output_file(args.out, "--out", inputs=(args.trace, args.model))
     check_engine_inputs(args.model, args.device)
+    check_port_free(args.metrics_port)
     workload = prepare_workload(args.trace, buckets=args.buckets, max_input=args.max_input,
                                 max_output=args.max_output)
     print(workload.fit.summary(), file=sys.stderr)
     note_fewer_requests(args.requests, len(workload.trace.requests))
+    with OutputLock(args.out, "--out"):
+        return _serve_replay(args, options, workload)
 
+
+def _serve_replay(args: argparse.Namespace, options, workload) -> int:
     from probe.engine.headless import document_for, engine_for, replay_loop
-    from probe.engine.replay_command import progress_line, serve_and_save
+    from probe.engine.headless_journal import (
+        JournaledReplayer,
+        dispatch_of,
+        open_headless_journal,
+    )
+    from probe.engine.replay_command import serve_and_save
+    from probe.engine.replay_progress import ReplayProgress
 
     engine = engine_for(workload, model=args.model, device=args.device, options=options,
                         max_input=args.max_input, threads=args.threads,
                         keep_tokens=args.tokens)
-
-    def progress(records) -> None:
-        for record in records:
-            print(progress_line(record), file=sys.stderr)
-
+    journal, problem = open_headless_journal(engine, workload, args.trace, options)
+    if journal is not None:
+        print(f"session journal: {journal.path} (if this run dies: infertop snapshot recover "
+              f"{journal.path} -o OUT.json)", file=sys.stderr)
+    else:
+        print(f"infertop: warning: {problem}: a run killed before it saves loses what it "
+              f"served", file=sys.stderr)
+    total = len(workload.trace.requests)
+    progress = ReplayProgress(min(args.requests, total) if args.requests else total)
     loop = replay_loop(engine, workload, speed=args.speed or 1.0, max_requests=args.requests,
                        concurrency=args.concurrency, on_records=progress)
+    if journal is not None:
+        loop.replayer = JournaledReplayer(
+            loop.replayer, lambda scheduled: journal.dispatch(dispatch_of(engine, scheduled)))
     exporter = _metrics_exporter(args.metrics_port, engine.session, lambda: loop.queue_depth)
     try:
         result = serve_and_save(engine, loop, args.out,
-                                lambda: document_for(engine, workload, args.trace))
+                                lambda: document_for(engine, workload, args.trace),
+                                journal=journal, before_summary=progress.close)
     finally:
         if exporter is not None:
             exporter.close()
         engine.close()
+        if journal is not None:
+            journal.close()
     return result.exit_status
 
 
@@ -176,6 +205,12 @@ def _snapshot_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _snapshot_recover(args: argparse.Namespace) -> int:
+    from probe.contract.recover import recover
+    print(recover(args.journal, args.out))
+    return 0
+
+
 def _snapshot_show(args: argparse.Namespace) -> int:
     from probe.contract.snapshot_report import show
     print(show(args.file))
@@ -190,17 +225,39 @@ def _snapshot_compare(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from probe.contract.errors import ConfigError
+    from probe.contract.interrupts import exit_status, signal_of
     from workloads.errors import TraceError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()      # here, where a closed pipe is still ours to handle
+        return status
+    except BrokenPipeError:
+        return closed_pipe()
     except (ConfigError, TraceError) as exc:
         print(f"infertop: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        return 130
+    except OSError as exc:      # a full disk, an I/O error: said, never a traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"infertop: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt as exc:
+        return exit_status(signal_of(exc))
+
+
+def closed_pipe() -> int:
+    """`infertop … | head`: the reader has what it wanted. End quietly, as coreutils do;
+    stdout goes to /dev/null so the interpreter's own flush at exit finds nothing to say."""
+    try:
+        stdout = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):   # not a file (a test's capture)
+        return 0
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, stdout)
+    os.close(devnull)
+    return 0
 
 
 if __name__ == "__main__":

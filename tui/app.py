@@ -50,7 +50,7 @@ from tui.messages import (
     SessionNotSaved,
     SessionSaved,
 )
-from tui.snapshot_files import snapshot_paths, write_text_atomic
+from tui.snapshot_files import snapshot_folder_problem, snapshot_paths, write_text_atomic
 from tui.widgets.device import DevicePanel
 from tui.widgets.failures import FailuresPanel
 from tui.widgets.graph_breaks import GraphBreakPanel
@@ -167,6 +167,10 @@ class InfertopApp(App[int]):
 
     def on_mount(self) -> None:
         if self.engine is not None:
+            if self.engine.journal_problem:
+                self.say(f"{self.engine.journal_problem}. Should the engine crash, what it "
+                         f"served cannot be saved: press s while it runs to keep it.",
+                         severity="warning", timeout=20)
             self._read_engine()
 
     def on_unmount(self) -> None:
@@ -261,9 +265,9 @@ class InfertopApp(App[int]):
 
     def on_engine_down(self, message: EngineDown) -> None:
         self.engine_state, self.engine_note = "failed", message.error
-        self.say(f"the engine stopped: {message.error}. Everything served is kept: s saves "
-                 "it, R restarts the engine and continues the session.", severity="error",
-                 timeout=15)
+        promise = self.engine.journal_promise() if self.engine is not None else None
+        after = promise.after_crash() if promise is not None else ""
+        self.say(f"the engine stopped: {message.error}. {after}", severity="error", timeout=15)
 
     def on_engine_restarted(self, _: EngineRestarted) -> None:
         self.engine_state, self.engine_note = "starting", ""
@@ -358,12 +362,15 @@ class InfertopApp(App[int]):
         self.say("window reset: figures now cover requests from here on")
 
     def action_save_snapshot(self) -> None:
-        try:
-            self.snapshot_dir.mkdir(parents=True, exist_ok=True)
-            json_path, svg_path = snapshot_paths(self.snapshot_dir)
-        except OSError as exc:
-            self.say(f"cannot save into {self.snapshot_dir}: {exc.strerror or exc}",
-                     severity="error")
+        problem = snapshot_folder_problem(self.snapshot_dir)
+        if problem is None:
+            try:
+                self.snapshot_dir.mkdir(exist_ok=True)
+                json_path, svg_path = snapshot_paths(self.snapshot_dir)
+            except OSError as exc:
+                problem = f"--snapshot-dir {self.snapshot_dir}: cannot write: {exc.strerror or exc}"
+        if problem is not None:
+            self.say(problem, severity="error")
             return
         if not self.read_only:
             if self.engine_state == "failed":

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 class EngineHandle(Protocol):
     log_path: str | None                  # the running engine's log (a fresh one per start)
     log_problem: str | None               # why there is no log, when there is none
+    journal_problem: str | None           # why the session has no journal, when it has none
 
     def start(self) -> None: ...          # spawn the engine process (returns at once)
     def send(self, command: Any) -> None: ...  # never blocks, never raises if the engine died
@@ -25,6 +26,7 @@ class EngineHandle(Protocol):
     def stop(self) -> None: ...           # Shutdown, a bounded wait, then kill if needed
     def write_session(self, path: str) -> Any: ...  # the session JSON without an engine (from
                                                     # its journal); OSError/ConfigError
+    def journal_promise(self) -> Any: ...  # a JournalPromise: what `s` can save, engine down
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class FakeEngine:
         self.log_path: str | None = None
         self.log_problem: str | None = "a fake engine keeps no log"
         self.journal_path = journal_path      # a journal a test wrote, for write_session
+        self.journal_problem: str | None = None if journal_path else "a fake engine keeps none"
         self.ended: Any = None                # how it died (EngineExit), once it did
 
     # -- EngineHandle ------------------------------------------------------------------------
@@ -95,6 +98,10 @@ class FakeEngine:
         if self.journal_path is None:
             raise ConfigError("a fake engine keeps no journal")
         return save_from_journal(self.journal_path, path, self.ended)
+
+    def journal_promise(self) -> Any:
+        from probe.contract.journal_promise import journal_promise
+        return journal_promise(self.journal_path, self.journal_problem)
 
     # -- scripting ---------------------------------------------------------------------------
     def emit(self, event: Any) -> None:

@@ -24,9 +24,20 @@ READER_STOP_WAIT_S = 3.0
 
 def launch(args: argparse.Namespace) -> int:
     snapshot_dir = Path(getattr(args, "snapshot_dir", None) or "snapshots")
+    check_snapshot_dir(snapshot_dir, args)
     if getattr(args, "load", None):
         return _open_saved(Path(args.load), snapshot_dir)
     return _run_live(args, snapshot_dir)
+
+
+def check_snapshot_dir(snapshot_dir: Path, args: argparse.Namespace) -> None:
+    """`--snapshot-dir` refused at the start with the words `s` would use much later."""
+    from tui.snapshot_files import snapshot_folder_problem
+
+    inputs = [getattr(args, name, None) for name in ("trace", "model", "load")]
+    problem = snapshot_folder_problem(snapshot_dir, [i for i in inputs if i])
+    if problem is not None:
+        raise ConfigError(problem)
 
 
 def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
@@ -35,6 +46,7 @@ def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
     config = config_from_args(args)       # validates every input before Textual is imported
     from tui.app import InfertopApp
     engine = EngineClient(config)
+    engine.open_journal()               # a state folder that takes none is said at the start
     app = InfertopApp(engine, options=config.options, snapshot_dir=snapshot_dir,
                       speed=config.speed)
     try:

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
+from typing import Iterable
 
-from workloads.atomic import write_atomic
+from workloads.atomic import check_output_folder, write_atomic
+from workloads.errors import TraceError
+
+
+def snapshot_folder_problem(folder: Path, inputs: Iterable[str | os.PathLike] = ()) -> str | None:
+    """Why `s` cannot save into `folder` (None: it can), in the words the start of the
+    dashboard uses for `--snapshot-dir` too: the output rule every command applies."""
+    try:
+        check_output_folder(folder, "--snapshot-dir", inputs=inputs)
+    except TraceError as exc:
+        return str(exc)
+    return None
 
 
 def snapshot_paths(folder: Path, now: float | None = None) -> tuple[Path, Path]:

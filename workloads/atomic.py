@@ -7,13 +7,17 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .errors import TraceError, file_error
+from .output_rule import check_output_file, check_output_folder, check_writable_file
+
+__all__ = ["atomic_write_lines", "check_output_file", "check_output_folder", "replace_atomically",
+           "write_atomic"]
 
 
 def atomic_write_lines(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
-    """`write_atomic` after `check_output_file`: a path that cannot be written is a TraceError
-    naming it, before anything is written."""
-    write_atomic(check_output_file(path), lines)
+    """`write_atomic` after `check_writable_file`: a path that cannot be written is a
+    TraceError naming it, before anything is written. (Whether it may be written at all, next
+    to the command's inputs, each command checks first with `check_output_file`.)"""
+    write_atomic(check_writable_file(path), lines)
 
 
 def write_atomic(target: Path, lines: Iterable[str]) -> Path:
@@ -44,51 +48,3 @@ def replace_atomically(target: Path, write: Callable[[str], None]) -> Path:
             pass
         raise
     return target
-
-
-def check_output_file(path: str | os.PathLike[str], option: str = "", *, make_folders: bool = False) -> Path:
-    """Refuse, before any work, a file output that could not be written at the end.
-
-    `make_folders`: the writer creates missing folders, so the nearest existing one must be
-    a writable folder; otherwise the file's own folder must exist and be writable.
-    """
-    target = Path(path)
-    if target.is_dir():
-        raise _cannot_write(option, target, "it is a folder; give a file name")
-    if target.exists() and not target.is_file():
-        raise _cannot_write(option, target, "it exists and is not a regular file")
-    _check_folder(target.parent, option, target, make_folders=make_folders)
-    return target
-
-
-def check_output_folder(path: str | os.PathLike[str], option: str = "") -> Path:
-    """Refuse, before any work, an output folder that exists as something else or cannot be made."""
-    target = Path(path)
-    if target.exists() and not target.is_dir():
-        raise _cannot_write(option, target, "it exists and is not a folder")
-    _check_folder(target if target.is_dir() else target.parent, option, target, make_folders=True)
-    return target
-
-
-def _check_folder(folder: Path, option: str, target: Path, *, make_folders: bool) -> None:
-    existing = _nearest_existing(folder) if make_folders else folder
-    if not existing.exists():
-        raise _cannot_write(option, target, f"folder {existing} does not exist")
-    if not existing.is_dir():
-        raise _cannot_write(option, target, f"{existing} is a file, not a folder")
-    try:
-        # The real test (root passes os.access everywhere; a read-only mount does not):
-        # on Linux an O_TMPFILE file, never visible in the folder.
-        with tempfile.TemporaryFile(dir=existing):
-            pass
-    except OSError as exc:
-        raise _cannot_write(option, target, f"folder {existing} takes no new files "
-                                            f"({exc.strerror or exc})") from None
-
-
-def _nearest_existing(folder: Path) -> Path:
-    return next((p for p in (folder, *folder.parents) if p.exists()), Path("."))
-
-
-def _cannot_write(option: str, target: Path, why: str) -> TraceError:
-    return file_error(f"{option + ' ' if option else ''}{target}: cannot write: {why}")

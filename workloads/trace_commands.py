@@ -83,6 +83,8 @@ def _guarded(handler):
         except TraceError as error:
             print(f"infertop: error: {error}", file=sys.stderr)
             return EXIT_BAD_INPUT
+        except BrokenPipeError:     # `| head`: the entry point ends quietly
+            raise
         except OSError as error:
             where = f"{error.filename}: " if error.filename else ""
             print(f"infertop: error: {where}{error.strerror or error}", file=sys.stderr)
@@ -92,7 +94,7 @@ def _guarded(handler):
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    check_output_file(args.output, "-o")
+    check_output_file(args.output, "-o", inputs=(args.file,))
     trace, report = import_trace(
         args.format, args.file, skip_bad=args.skip_bad, rate=args.rate, seed=args.seed, sort=args.sort
     )
@@ -111,6 +113,13 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
 def _cmd_generate(args: argparse.Namespace) -> int:
     if args.builtin:
+        given = [flag for flag, value in (("-o", args.output), ("--profile", args.profile),
+                                          ("-n", args.requests), ("--rate", args.rate))
+                 if value is not None]
+        if given:
+            raise TraceError(f"trace generate --builtin rewrites the package's built-in traces "
+                             f"with their own settings; {', '.join(given)} cannot apply to it "
+                             f"(drop --builtin to write a trace of your own)", skippable=False)
         for path in write_builtin():
             print(f"wrote {path}")
         return 0

@@ -4,6 +4,7 @@ imported when it runs."""
 from __future__ import annotations
 
 import argparse
+import os
 import stat
 from pathlib import Path
 
@@ -54,11 +55,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from probe.bench.bench_checks import check_compile_backend, check_ray_address
+    from probe.bench.experiment_ids import select_experiments
     from probe.bench.plan import names
     from probe.contract.engine_inputs import check_engine_inputs
     from workloads.atomic import check_output_folder
 
-    check_output_folder(args.out, "--out")
+    select_experiments(args.experiments)
+    check_compile_backend(args.compile_backend)
+    if args.ray:
+        check_ray_address(args.ray)
+    elif args.ray == "" and os.environ.get("RAY_ADDRESS"):
+        check_ray_address(os.environ["RAY_ADDRESS"], "RAY_ADDRESS")
+    check_output_folder(args.out, "--out", inputs=(*names(args.trace),
+                                                   *(names(args.model) if args.model else ())))
     if args.ray is not None:
         require_ray()
     for model in names(args.model) if args.model else ():
@@ -66,7 +76,9 @@ def _run(args: argparse.Namespace) -> int:
     for trace in names(args.trace):
         check_trace(trace, args.requests)
     from probe.bench.runner import run_bench
-    return run_bench(args)
+    from probe.contract.output_lock import OutputLock
+    with OutputLock(args.out, "--out"):
+        return run_bench(args)
 
 
 def check_trace(name: str, requests: int | None) -> None:

@@ -63,7 +63,7 @@ def run_on_ray(settings: BenchSettings, started: float) -> int:
     finally:
         cluster.close()
     write_reports(settings, studies, dispatch, interrupted=stop.interrupted, started=started)
-    return 130 if stop.interrupted else 0
+    return stop.exit_status
 
 
 def write_reports(settings: BenchSettings, studies: list[Study], dispatch: Dispatch, *,

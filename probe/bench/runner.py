@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 import warnings
@@ -22,6 +23,7 @@ from probe.bench.study import Study
 from probe.bench.torch_trace import TlparseReport, TorchTrace, TraceFolder, run_tlparse
 from probe.bench.verdict import speed_drift
 from probe.contract.errors import ConfigError
+from probe.contract.interrupts import exit_status, signal_of, signals_as_interrupt
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -65,7 +67,7 @@ def run_bench(args: argparse.Namespace) -> int:
                              tlparse=tlparse)
     write_report(out, report)
     print_written(out, study, report, torch_trace, tlparse)
-    return 130 if stop.interrupted else 0
+    return stop.exit_status
 
 
 def prepare_study(settings: BenchSettings, device: str, loaded: object) -> Study:
@@ -101,20 +103,27 @@ def print_written(out: Path, study: Study, report: dict, torch_trace: TraceFolde
 @dataclass
 class Stop:
     interrupted: bool = False
+    signum: int = signal.SIGINT
+
+    @property
+    def exit_status(self) -> int:
+        """0, or 128 + the signal that stopped the study (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
+        return exit_status(self.signum) if self.interrupted else 0
 
 
 @contextmanager
 def measuring(progress: StatusLine, torch_trace: TorchTrace | None) -> Iterator[Stop]:
     """Warnings muted (torch and transformers warn about their own internals while compiling;
-    none of it changes a measurement, and it would bury the progress line), Ctrl-C turned into
-    a report of what finished, and the progress line and the trace log closed either way."""
+    none of it changes a measurement, and it would bury the progress line), Ctrl-C, SIGTERM
+    and SIGHUP turned into a report of what finished, and the progress line and the trace log
+    closed either way."""
     stop = Stop()
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), signals_as_interrupt():
         warnings.simplefilter("ignore")
         try:
             yield stop
-        except KeyboardInterrupt:
-            stop.interrupted = True
+        except KeyboardInterrupt as exc:
+            stop.interrupted, stop.signum = True, signal_of(exc)
             progress.message("interrupted: writing the report of the runs that finished")
         finally:
             progress.close()

@@ -76,7 +76,7 @@ def export(path: str | os.PathLike, stem: str | os.PathLike, fmt: str) -> tuple[
         raise ConfigError(f"export format {fmt!r}: choose one of {', '.join(FORMATS)}")
     targets = output_paths(stem, fmt)
     for target in targets:
-        check_output_file(target, "--out")
+        check_output_file(target, "--out", inputs=(path,))
     if fmt == "parquet":
         _pyarrow()
     requests, segments = tables(path)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 import traceback
 from dataclasses import replace
 from multiprocessing.connection import Connection
@@ -15,9 +14,8 @@ from typing import TYPE_CHECKING
 
 from probe.contract import protocol
 from probe.contract.errors import ConfigError
+from probe.contract.journal_promise import JOURNAL_STOPPED
 from probe.contract.journal import (
-    CONTEXT_SECTIONS,
-    Dispatch,
     Journal,
     JournaledSession,
     JournalWriter,
@@ -140,12 +138,8 @@ def _journal(engine, config: EngineProcessConfig, earlier: Journal | None) -> Jo
 
 
 def _journal_header(writer: JournalWriter, engine, config: EngineProcessConfig) -> None:
-    """The session's start on the wall clock, and where it runs, as its JSON says it."""
-    from probe.engine.headless import document_for
-
-    document = document_for(engine, config.workload, config.trace_name)
-    writer.header(time.time() - engine.clock.now_s(),
-                  {name: document[name] for name in CONTEXT_SECTIONS})
+    from probe.engine.headless_journal import write_header
+    write_header(writer, engine, config.workload, config.trace_name)
 
 
 def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None:
@@ -214,7 +208,7 @@ def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None
         journal_error_said = False
         while not stop.wait(PUBLISH_INTERVAL_S):
             if writer is not None and writer.error and not journal_error_said:
-                engine.notify("error", f"{writer.error}: journaling stopped; a restarted engine "
+                engine.notify("error", f"{writer.error}: {JOURNAL_STOPPED}; a restarted engine "
                                        f"will start a new session")
                 journal_error_said = True
             try:
@@ -275,10 +269,10 @@ def _replay(engine, config: EngineProcessConfig, speed: float, earlier: Journal 
     from probe.engine.continued_replay import ContinuedReplayer
     from probe.engine.serving import ServingLoop
 
+    from probe.engine.headless_journal import dispatch_of
+
     def journal_dispatch(scheduled) -> None:
-        writer.dispatch(Dispatch(scheduled.seq, scheduled.request.id or f"r{scheduled.seq}",
-                                 scheduled.request.input_length,
-                                 engine.clock.to_session_s(scheduled.scheduled_s)))
+        writer.dispatch(dispatch_of(engine, scheduled))
 
     replayer = ContinuedReplayer(config.workload.trace,
                                  first_seq=earlier.next_seq if earlier else 0, speed=speed,

@@ -21,7 +21,9 @@ from typing import Any, Callable
 from probe.contract import protocol
 from probe.contract.engine_inputs import check_engine_inputs
 from probe.contract.errors import ConfigError
+from probe.contract.ports import check_port_free
 from probe.contract.journal import EngineExit, save_from_journal
+from probe.contract.journal_promise import JOURNAL_STOPPED, JournalPromise, journal_promise
 from probe.contract.options import OptConfig, parse_opts
 from probe.contract.settings import EngineSettings
 from probe.engine.engine_child import engine_main
@@ -31,6 +33,7 @@ KEEP_LOGS = 10
 LOG_PREFIX = "engine-"
 KEEP_JOURNALS = 10
 JOURNAL_PREFIX = "session-"
+REPLAY_JOURNAL_PREFIX = "replay-"  # headless runs': pruned apart from the dashboard's
 STOP_WAIT_S = 2.0       # after Shutdown, for the request in progress; then the engine is killed
 KILL_WAIT_S = 2.0
 
@@ -60,6 +63,7 @@ def dashboard_threads() -> int:
 def config_from_args(args) -> EngineProcessConfig:
     """From the dashboard's CLI arguments; ConfigError/TraceError for bad input (exit 2)."""
     check_engine_inputs(args.model, args.device)
+    check_port_free(getattr(args, "metrics_port", None))
     options = parse_opts(args.opt or [])
     workload = prepare_workload(args.trace, buckets=getattr(args, "buckets", None),
                                 max_input=getattr(args, "max_input", 512),
@@ -151,6 +155,11 @@ def new_journal(folder: Path | None = None, keep: int = KEEP_JOURNALS) -> str:
     return _new_state_file(JOURNAL_PREFIX, ".jsonl", folder, keep)
 
 
+def new_replay_journal(folder: Path | None = None, keep: int = KEEP_JOURNALS) -> str:
+    """A fresh journal for one headless `replay`."""
+    return _new_state_file(REPLAY_JOURNAL_PREFIX, ".jsonl", folder, keep)
+
+
 _CLOSE = object()
 
 
@@ -201,9 +210,26 @@ class EngineClient:
         self.log_problem: str | None = None       # why there is none
         self.journal_path: str | None = None      # this session's journal (all its engines)
         self.journal_problem: str | None = None   # why there is none
+        self._journal_stopped: str | None = None  # the engine's notice that a write failed
 
     def start(self) -> None:
         self._spawn(predecessor=None)
+
+    def open_journal(self) -> str | None:
+        """Make the session's journal now, if it has none yet (the dashboard calls this before
+        it opens, so that a state folder that takes none is said at the start); returns why
+        there is none. No journal is no reason not to serve: only a crash then loses what was
+        served, and a restart starts afresh."""
+        if self.journal_path is None and self.journal_problem is None:
+            try:
+                self.journal_path = new_journal()
+            except OSError as exc:
+                self.journal_problem = f"no session journal: {exc}"
+        return self.journal_problem
+
+    def journal_promise(self) -> JournalPromise:
+        """What `s` can still save once the engine is down."""
+        return journal_promise(self.journal_path, self.journal_problem, self._journal_stopped)
 
     def restart(self) -> None:
         """Stop the engine if it runs, and start one that continues the session."""
@@ -216,11 +242,7 @@ class EngineClient:
             self.log_path, self.log_problem = new_log(), None
         except OSError as exc:  # no log is no reason not to serve
             self.log_path, self.log_problem = None, f"no engine log: {exc}"
-        if self.journal_path is None and self.journal_problem is None:
-            try:
-                self.journal_path = new_journal()
-            except OSError as exc:  # nor is no journal: only a restart then starts afresh
-                self.journal_problem = f"no session journal: {exc}"
+        self.open_journal()
         context = mp.get_context("spawn")
         parent, child = context.Pipe()
         # The spawn arguments are written into a pipe (64 KiB) before the child runs any of
@@ -280,6 +302,9 @@ class EngineClient:
         """Keep what a restart needs: the speed served, and how the engine ended."""
         if isinstance(event, protocol.Live):
             self._speed = event.view.replay.speed
+            stopped = [n.text for n in event.view.notices if JOURNAL_STOPPED in n.text]
+            if stopped and self._journal_stopped is None:
+                self._journal_stopped = stopped[0]
         elif isinstance(event, protocol.EngineFailed) and self._ended is None:
             process = self._process
             code = None if process is None or process.is_alive() else process.exitcode

@@ -1,19 +1,24 @@
 """`infertop replay`: serve a trace headless and save the session, with exit statuses a script
 can trust — 0 every request served, 1 some failed (the snapshot is still written and the last
-line says how many and why), 130 interrupted (what was served is saved first)."""
+line says how many and why) or the snapshot could not be written (the journal keeps what was
+served, and the line says how to recover it), 128 + the signal when stopped by Ctrl-C, SIGTERM
+or SIGHUP (130, 143, 129: what was served is saved first)."""
 
 from __future__ import annotations
 
 import signal
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
+from probe.contract.interrupts import STOP_SIGNALS, Interrupted, exit_status, say, signal_of
+from probe.contract.journal import JournalWriter
 from probe.contract.records import RequestRecord
 from probe.engine.engine import Engine
 
-EXIT_SERVED, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+EXIT_SERVED, EXIT_FAILED = 0, 1
+EXIT_INTERRUPTED = exit_status(signal.SIGINT)
 
 
 @dataclass(frozen=True)
@@ -22,72 +27,111 @@ class ReplayOutcome:
     failed: int
     first_error: str | None
     interrupted: bool
+    signum: int = signal.SIGINT         # what interrupted it, when it was
+    saved: bool = True                  # False: the snapshot could not be written
 
     @property
     def exit_status(self) -> int:
         if self.interrupted:
-            return EXIT_INTERRUPTED
-        return EXIT_FAILED if self.failed else EXIT_SERVED
+            return exit_status(self.signum)
+        return EXIT_FAILED if self.failed or not self.saved else EXIT_SERVED
 
     def summary(self, path: Path) -> str:
         text = f"wrote {path}: {self.served} served"
         if self.failed:
             text += f", {self.failed} failed (first: {self.first_error})"
         if self.interrupted:
-            text = f"interrupted; {text} before the interruption"
+            name = "interrupted" if self.signum == signal.SIGINT else \
+                f"stopped by {signal.Signals(self.signum).name}"
+            text = f"{name}; {text} before the interruption"
         return text
 
 
-def outcome(records: tuple[RequestRecord, ...], interrupted: bool) -> ReplayOutcome:
+def outcome(records: tuple[RequestRecord, ...], interrupted: bool,
+            signum: int = signal.SIGINT, saved: bool = True) -> ReplayOutcome:
     failed = [r for r in records if not r.ok]
     return ReplayOutcome(served=len(records) - len(failed), failed=len(failed),
                          first_error=failed[0].error if failed else None,
-                         interrupted=interrupted)
+                         interrupted=interrupted, signum=signum, saved=saved)
 
 
 class GracefulInterrupt:
-    """The first Ctrl-C sets `stop` (the request in progress finishes, then the replay ends and
-    the session is saved); a second raises KeyboardInterrupt to stop at once (records already
-    made are still saved: a record exists only once its request is done)."""
+    """The first Ctrl-C, SIGTERM or SIGHUP sets `stop` (the request in progress finishes,
+    then the replay ends and the session is saved); a second raises Interrupted to stop at
+    once (records already made are still saved: a record exists only once its request is
+    done). `signum`: the first signal received. Once `saving` is set, a signal only waits:
+    the snapshot being written is what every signal asked for."""
 
     def __init__(self) -> None:
         self.stop = threading.Event()
-        self._previous = None
+        self.signum: int | None = None
+        self.saving = False
+        self._previous: dict[int, object] = {}
 
     def _handle(self, signum, frame) -> None:
+        if self.saving:
+            say("infertop: saving what was served; a moment")
+            return
         if self.stop.is_set():
-            raise KeyboardInterrupt
+            raise Interrupted(self.signum or signum)
+        self.signum = signum
         self.stop.set()
-        print("infertop: interrupted: finishing the request in progress, then saving what "
-              "was served (Ctrl-C again to save now)", file=sys.stderr)
+        what = "interrupted" if signum == signal.SIGINT else signal.Signals(signum).name
+        again = "Ctrl-C" if signum == signal.SIGINT else f"send {what}"
+        say(f"infertop: {what}: finishing the request in progress, then saving what was "
+            f"served ({again} again to save now)")
 
     def __enter__(self) -> GracefulInterrupt:
-        self._previous = signal.signal(signal.SIGINT, self._handle)
+        self._previous = {s: signal.signal(s, self._handle) for s in STOP_SIGNALS}
         return self
 
     def __exit__(self, *exc) -> None:
-        signal.signal(signal.SIGINT, self._previous)
+        for s, handler in self._previous.items():
+            signal.signal(s, handler)
 
 
-def progress_line(record: RequestRecord) -> str:
-    status = record.error or f"{record.latency_ms:9.1f} ms"
-    return (f"{record.id:>16} {record.config_id} in={record.input_tokens:<4} "
-            f"out={record.output_tokens:<4} stall={record.compile_stall_ms:8.1f} ms {status}")
-
-
-def serve_and_save(engine: Engine, loop, out: str | Path, document) -> ReplayOutcome:
-    """Run the replay under GracefulInterrupt and always save what was served."""
+def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[], dict],
+                   journal: JournalWriter | None = None,
+                   before_summary: Callable[[], None] | None = None) -> ReplayOutcome:
+    """Run the replay under GracefulInterrupt and always save what was served. A snapshot
+    that cannot be written (a full disk) is one line naming the journal that keeps it."""
+    from probe.contract.run_summary import run_summary
     from probe.contract.snapshot import write_json_atomic
     from probe.engine.headless import run_replay
+    from probe.engine.headless_journal import remove_journal
 
-    interrupted = False
+    interrupted, signum = False, signal.SIGINT
     with GracefulInterrupt() as interrupt:
         try:
             run_replay(loop, interrupt.stop)
-        except KeyboardInterrupt:
-            interrupted = True
-        interrupted = interrupted or interrupt.stop.is_set()
-    path = write_json_atomic(out, document())
-    result = outcome(engine.session.freeze().records, interrupted)
+        except KeyboardInterrupt as exc:
+            interrupted, signum = True, signal_of(exc)
+        if interrupt.signum is not None:
+            interrupted, signum = True, interrupt.signum
+        interrupt.saving = True
+        records = engine.session.freeze().records
+        if before_summary is not None:
+            before_summary()
+        print(run_summary(records))
+        try:
+            path = write_json_atomic(out, document())
+        except OSError as exc:
+            say(f"infertop: error: --out {out}: cannot write: {exc.strerror or exc}; "
+                + kept_in(journal, len(records)))
+            return outcome(records, interrupted, signum, saved=False)
+    if journal is not None:
+        remove_journal(journal)
+    result = outcome(records, interrupted, signum)
     print(result.summary(path))
     return result
+
+
+def kept_in(journal: JournalWriter | None, served: int) -> str:
+    """Where the requests served are kept when the snapshot is not."""
+    if journal is None:
+        return f"the {served} requests served are lost (this run kept no journal)"
+    text = (f"the {served} requests served are kept in {journal.path}: write them with "
+            f"`infertop snapshot recover {journal.path} -o OTHER.json`")
+    if journal.error:
+        text += f" (which stopped early: {journal.error})"
+    return text

@@ -149,7 +149,7 @@ async def test_r_resets_the_window(make_app):
 
 async def test_s_saves_the_session_json_and_an_svg_screenshot(make_app, tmp_path, until):
     engine = FakeEngine()
-    folder = tmp_path / "new" / "snaps"      # created on demand
+    folder = tmp_path / "snaps"      # created on demand (its parent must exist: the output rule)
     app = make_app(engine, snapshot_dir=folder)
     notes: list[str] = []
     async with app.run_test(size=(120, 40)) as pilot:

@@ -17,6 +17,7 @@ HOSTILE = "[/] [bold]not bold[/bold] [link=x]"
 async def test_s_with_a_markup_path_and_a_markup_notice_keeps_running(
         make_app, stages, tmp_path, monkeypatch, until, read_screen):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs[").mkdir()        # `s` makes the snapshot folder, not its parents
     engine = FakeEngine()
     app = make_app(engine, snapshot_dir=Path("runs[/]"))
     baseline = stages["baseline"]

@@ -16,32 +16,17 @@ from probe.bench.experiments import (
     observer,
     roofline,
 )
+from probe.bench.experiment_ids import EXPERIMENT_IDS, select_experiments
 from probe.bench.experiments.base import Experiment, OpenLoopExperiment
-from probe.contract.errors import ConfigError
+
+__all__ = ["ALL_EXPERIMENTS", "EXPERIMENTS", "acceptance_checks", "select_experiments"]
 
 EXPERIMENTS: dict[str, Experiment | OpenLoopExperiment] = {
     module.EXPERIMENT.template.id: module.EXPERIMENT
     for module in (e1_compile_modes, e2_graph_breaks, e3_dynamic_shapes, e4_bucketing,
                    e5_kv_cache, e6_combined, e7_batching, e8_kv_layout, roofline, observer)}
 ALL_EXPERIMENTS = tuple(EXPERIMENTS)
-
-
-def select_experiments(text: str | None) -> tuple[str, ...]:
-    """`E1,E4,roofline` → those ids in study order."""
-    if not text:
-        return ALL_EXPERIMENTS
-    lookup = {name.lower(): name for name in ALL_EXPERIMENTS}
-    wanted = set()
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        if part.lower() not in lookup:
-            raise ConfigError(f"--experiments: unknown experiment {part!r}; choose from "
-                              f"{', '.join(ALL_EXPERIMENTS)}")
-        wanted.add(lookup[part.lower()])
-    if not wanted:
-        raise ConfigError("--experiments: nothing to run")
-    return tuple(n for n in ALL_EXPERIMENTS if n in wanted)
+assert ALL_EXPERIMENTS == EXPERIMENT_IDS, "experiment_ids.py lists the experiments in study order"
 
 
 def acceptance_checks(sections: dict[str, dict]) -> dict:

@@ -1,0 +1,27 @@
+"""The study's experiment ids in study order, torch-free, so `bench --experiments` is checked
+before torch is imported (probe/bench/experiments/ checks its modules against this list)."""
+
+from __future__ import annotations
+
+from probe.contract.errors import ConfigError
+
+EXPERIMENT_IDS = ("E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8", "roofline", "observer")
+
+
+def select_experiments(text: str | None) -> tuple[str, ...]:
+    """`E1,E4,roofline` → those ids in study order; None (no --experiments) is all of them."""
+    if text is None:
+        return EXPERIMENT_IDS
+    lookup = {name.lower(): name for name in EXPERIMENT_IDS}
+    wanted = set()
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if part.lower() not in lookup:
+            raise ConfigError(f"--experiments: unknown experiment {part!r}; choose from "
+                              f"{', '.join(EXPERIMENT_IDS)}")
+        wanted.add(lookup[part.lower()])
+    if not wanted:
+        raise ConfigError(f"--experiments {text!r}: nothing to run; choose from "
+                          f"{', '.join(EXPERIMENT_IDS)} (or leave it out for all)")
+    return tuple(n for n in EXPERIMENT_IDS if n in wanted)

@@ -1,0 +1,56 @@
+"""The signals that end a headless run (`replay`, `bench`) the way Ctrl-C does: what was
+served is saved first, and the exit status is 128 + the signal's number, as a shell reports
+a process that signal killed (130 Ctrl-C, 129 SIGHUP, 143 SIGTERM: what `timeout`, systemd,
+Kubernetes and CI send). Torch-free."""
+
+from __future__ import annotations
+
+import os
+import signal
+from contextlib import contextmanager
+from typing import Iterator
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal raised where Ctrl-C's KeyboardInterrupt would be: every handler of
+    KeyboardInterrupt treats it as one, and it says which signal it was."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def exit_status(signum: int) -> int:
+    return 128 + signum
+
+
+def signal_of(exc: BaseException) -> int:
+    """The signal a KeyboardInterrupt stands for (a plain one is Ctrl-C's SIGINT)."""
+    return exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+
+
+def say(text: str) -> None:
+    """One line on stderr from a signal handler: os.write, not print, so a handler that runs
+    while the main thread is inside print() never re-enters its buffer; a terminal gone away
+    (SIGHUP) is no reason to fail."""
+    try:
+        os.write(2, (text + "\n").encode(errors="replace"))
+    except OSError:
+        pass
+
+
+@contextmanager
+def signals_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise Interrupted in the main thread, as Ctrl-C raises
+    KeyboardInterrupt (for runs whose Ctrl-C handling is an `except KeyboardInterrupt`)."""
+    def handle(signum, frame) -> None:
+        raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, handle) for s in STOP_SIGNALS if s != signal.SIGINT}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

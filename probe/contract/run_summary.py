@@ -1,0 +1,29 @@
+"""The table `replay` prints when it ends: latency, TTFT and TPOT percentiles, throughput and
+failures over every record of the run, from probe/contract/stats.py's figures (the ones the
+dashboard, `snapshot show` and the bench report use)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from probe.contract.records import RequestRecord
+from probe.contract.stats import summarize, throughput_rps, tokens_per_s
+from probe.contract.tables import text_table
+from probe.contract.units import fmt_ms, fmt_rate, plural
+
+LATENCIES = (("latency", "latency_ms"), ("ttft", "ttft_ms"), ("tpot", "tpot_ms"))
+
+
+def run_summary(records: Sequence[RequestRecord]) -> str:
+    """The percentiles over the served requests, then one line of rates and failures."""
+    served = [r for r in records if r.ok]
+    rows = []
+    for label, field in LATENCIES:
+        summary = summarize(getattr(r, field) for r in served)
+        rows.append([label, fmt_ms(summary.p50), fmt_ms(summary.p95), fmt_ms(summary.p99),
+                     fmt_ms(summary.max)])
+    failed = len(records) - len(served)
+    rates = (f"throughput {fmt_rate(throughput_rps(records), 'req/s')}, "
+             f"{fmt_rate(tokens_per_s(records), 'tokens/s')}; "
+             f"{plural(len(served), 'request')} served, {failed} failed")
+    return "\n".join([text_table(["", "p50", "p95", "p99", "max"], rows), rates])

@@ -1,0 +1,70 @@
+"""`replay`'s progress on stderr. On a terminal: one `N/M served` line rewritten in place, at
+most every PROGRESS_INTERVAL_S; piped (a log, a CI job): one line per request served, as
+before, which a script can read."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Callable, Sequence, TextIO
+
+from probe.contract.records import RequestRecord
+
+PROGRESS_INTERVAL_S = 0.5
+
+
+def progress_line(record: RequestRecord) -> str:
+    status = record.error or f"{record.latency_ms:9.1f} ms"
+    return (f"{record.id:>16} {record.config_id} in={record.input_tokens:<4} "
+            f"out={record.output_tokens:<4} stall={record.compile_stall_ms:8.1f} ms {status}")
+
+
+class ReplayProgress:
+    """Called with each batch of records as it is served (ServingLoop's on_records)."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 interval_s: float = PROGRESS_INTERVAL_S) -> None:
+        self.total = total
+        self._stream = stream or sys.stderr
+        self._tty = _is_terminal(self._stream)
+        self._clock, self._interval_s = clock, interval_s
+        self._shown_at: float | None = None
+        self.served = self.failed = 0
+
+    def __call__(self, records: Sequence[RequestRecord]) -> None:
+        for record in records:
+            if record.ok:
+                self.served += 1
+            else:
+                self.failed += 1
+            if not self._tty:
+                self._write(progress_line(record) + "\n")
+        if self._tty:
+            now = self._clock()
+            if self._shown_at is None or now - self._shown_at >= self._interval_s:
+                self._shown_at = now
+                self._write("\r" + self.counter())
+
+    def counter(self) -> str:
+        text = f"{self.served}/{self.total} served"
+        return text + (f", {self.failed} failed" if self.failed else "")
+
+    def close(self) -> None:
+        """The counter as it ended, and the line ended, so what follows starts on its own."""
+        if self._tty and self._shown_at is not None:
+            self._write("\r" + self.counter() + "\n")
+
+    def _write(self, text: str) -> None:
+        try:
+            self._stream.write(text)
+            self._stream.flush()
+        except (OSError, ValueError):   # the terminal went away (SIGHUP): keep serving
+            pass
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
