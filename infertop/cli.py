@@ -123,6 +123,7 @@ def _dashboard(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     from probe.contract.engine_inputs import check_engine_inputs
+    from probe.contract.interrupts import signals_as_interrupt
     from probe.contract.options import parse_opts
     from probe.contract.output_lock import OutputLock
     from probe.contract.ports import check_port_free
@@ -134,53 +135,14 @@ def _replay(args: argparse.Namespace) -> int:
     check_output_file(args.out, "--out", inputs=(args.trace, args.model))
     check_engine_inputs(args.model, args.device)
     check_port_free(args.metrics_port)
-    workload = prepare_workload(args.trace, buckets=args.buckets, max_input=args.max_input,
-                                max_output=args.max_output)
-    print(workload.fit.summary(), file=sys.stderr)
-    note_fewer_requests(args.requests, len(workload.trace.requests))
-    with OutputLock(args.out, "--out"):
-        return _serve_replay(args, options, workload)
-
-
-def _serve_replay(args: argparse.Namespace, options, workload) -> int:
-    from probe.engine.headless import document_for, engine_for, replay_loop
-    from probe.engine.headless_journal import (
-        JournaledReplayer,
-        dispatch_of,
-        open_headless_journal,
-    )
-    from probe.engine.replay_command import serve_and_save
-    from probe.engine.replay_progress import ReplayProgress
-
-    engine = engine_for(workload, model=args.model, device=args.device, options=options,
-                        max_input=args.max_input, threads=args.threads,
-                        keep_tokens=args.tokens)
-    journal, problem = open_headless_journal(engine, workload, args.trace, options)
-    if journal is not None:
-        print(f"session journal: {journal.path} (if this run dies: infertop snapshot recover "
-              f"{journal.path} -o OUT.json)", file=sys.stderr)
-    else:
-        print(f"infertop: warning: {problem}: a run killed before it saves loses what it "
-              f"served", file=sys.stderr)
-    total = len(workload.trace.requests)
-    progress = ReplayProgress(min(args.requests, total) if args.requests else total)
-    loop = replay_loop(engine, workload, speed=args.speed or 1.0, max_requests=args.requests,
-                       concurrency=args.concurrency, on_records=progress)
-    if journal is not None:
-        loop.replayer = JournaledReplayer(
-            loop.replayer, lambda scheduled: journal.dispatch(dispatch_of(engine, scheduled)))
-    exporter = _metrics_exporter(args.metrics_port, engine.session, lambda: loop.queue_depth)
-    try:
-        result = serve_and_save(engine, loop, args.out,
-                                lambda: document_for(engine, workload, args.trace),
-                                journal=journal, before_summary=progress.close)
-    finally:
-        if exporter is not None:
-            exporter.close()
-        engine.close()
-        if journal is not None:
-            journal.close()
-    return result.exit_status
+    # SIGTERM/SIGHUP while the model loads: exit 128+signal, the lock let go (nothing served)
+    with signals_as_interrupt(), OutputLock(args.out, "--out"):
+        workload = prepare_workload(args.trace, buckets=args.buckets, max_input=args.max_input,
+                                    max_output=args.max_output)
+        print(workload.fit.summary(), file=sys.stderr)
+        note_fewer_requests(args.requests, len(workload.trace.requests))
+        from probe.engine.replay_command import serve_replay
+        return serve_replay(args, options, workload, _metrics_exporter)
 
 
 def _metrics_exporter(port: int | None, session, queue_depth):
@@ -225,7 +187,7 @@ def _snapshot_compare(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from probe.contract.errors import ConfigError
-    from probe.contract.interrupts import exit_status, signal_of
+    from probe.contract.interrupts import Interrupted, exit_status, signal_of
     from workloads.errors import TraceError
 
     parser = build_parser()
@@ -244,6 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"infertop: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt as exc:
+        if isinstance(exc, Interrupted):    # Ctrl-C needs no words; a SIGTERM from afar does
+            print(f"infertop: stopped by {exc}", file=sys.stderr)
         return exit_status(signal_of(exc))
 
 

@@ -27,6 +27,7 @@ class EngineHandle(Protocol):
     def write_session(self, path: str) -> Any: ...  # the session JSON without an engine (from
                                                     # its journal); OSError/ConfigError
     def journal_promise(self) -> Any: ...  # a JournalPromise: what `s` can save, engine down
+    def open_journal(self) -> str | None: ...  # make the journal before the app opens; why not
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class FakeEngine:
         self.log_path: str | None = None
         self.log_problem: str | None = "a fake engine keeps no log"
         self.journal_path = journal_path      # a journal a test wrote, for write_session
-        self.journal_problem: str | None = None if journal_path else "a fake engine keeps none"
+        self.journal_problem: str | None = None   # set to script a state folder that takes none
         self.ended: Any = None                # how it died (EngineExit), once it did
 
     # -- EngineHandle ------------------------------------------------------------------------
@@ -99,9 +100,13 @@ class FakeEngine:
             raise ConfigError("a fake engine keeps no journal")
         return save_from_journal(self.journal_path, path, self.ended)
 
+    def open_journal(self) -> str | None:
+        return self.journal_problem
+
     def journal_promise(self) -> Any:
         from probe.contract.journal_promise import journal_promise
-        return journal_promise(self.journal_path, self.journal_problem)
+        return journal_promise(self.journal_path,
+                               self.journal_problem or "a fake engine keeps no journal")
 
     # -- scripting ---------------------------------------------------------------------------
     def emit(self, event: Any) -> None:

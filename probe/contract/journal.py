@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 import time
 from collections import Counter
@@ -240,7 +241,11 @@ def read_journal(path: str) -> Journal | None:
     header: dict[str, Any] | None = None
     dispatches: list[Dispatch] = []
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # O_NONBLOCK: a FIFO given as a journal is refused below, not waited on
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):     # /dev/zero: one endless line
+            os.close(fd)
+            raise ConfigError(f"session journal {path}: not a regular file")
         with os.fdopen(fd, "rb") as handle:
             for line in handle:
                 entry = _entry(line)

@@ -21,10 +21,10 @@ from typing import Any, Callable
 from probe.contract import protocol
 from probe.contract.engine_inputs import check_engine_inputs
 from probe.contract.errors import ConfigError
-from probe.contract.ports import check_port_free
 from probe.contract.journal import EngineExit, save_from_journal
 from probe.contract.journal_promise import JOURNAL_STOPPED, JournalPromise, journal_promise
 from probe.contract.options import OptConfig, parse_opts
+from probe.contract.ports import check_port_free
 from probe.contract.settings import EngineSettings
 from probe.engine.engine_child import engine_main
 from probe.engine.workload_setup import PreparedWorkload, prepare_workload

@@ -7,6 +7,7 @@ or SIGHUP (130, 143, 129: what was served is saved first)."""
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,8 +15,10 @@ from typing import Callable
 
 from probe.contract.interrupts import STOP_SIGNALS, Interrupted, exit_status, say, signal_of
 from probe.contract.journal import JournalWriter
+from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
 from probe.engine.engine import Engine
+from probe.engine.workload_setup import PreparedWorkload
 
 EXIT_SERVED, EXIT_FAILED = 0, 1
 EXIT_INTERRUPTED = exit_status(signal.SIGINT)
@@ -116,8 +119,8 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
         try:
             path = write_json_atomic(out, document())
         except OSError as exc:
-            say(f"infertop: error: --out {out}: cannot write: {exc.strerror or exc}; "
-                + kept_in(journal, len(records)))
+            print(f"infertop: error: --out {out}: cannot write: {exc.strerror or exc}; "
+                  + kept_in(journal, len(records)), file=sys.stderr)
             return outcome(records, interrupted, signum, saved=False)
     if journal is not None:
         remove_journal(journal)
@@ -135,3 +138,55 @@ def kept_in(journal: JournalWriter | None, served: int) -> str:
     if journal.error:
         text += f" (which stopped early: {journal.error})"
     return text
+
+
+def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
+                 metrics_exporter: Callable) -> int:
+    """The command once its input is checked: the engine, its journal, the progress, the
+    replay, the save; returns the exit status."""
+    from probe.engine.headless import document_for, engine_for, replay_loop
+    from probe.engine.headless_journal import (
+        JournaledReplayer,
+        dispatch_of,
+        open_headless_journal,
+    )
+    from probe.engine.replay_progress import ReplayProgress
+
+    engine = engine_for(workload, model=args.model, device=args.device, options=options,
+                        max_input=args.max_input, threads=args.threads,
+                        keep_tokens=args.tokens)
+    journal, problem = open_headless_journal(engine, workload, args.trace, options)
+    if journal is not None:
+        print(f"session journal: {journal.path} (if this run dies: infertop snapshot recover "
+              f"{journal.path} -o OUT.json)", file=sys.stderr)
+    else:
+        print(f"infertop: warning: {problem}: a run killed before it saves loses what it "
+              f"served", file=sys.stderr)
+    total = len(workload.trace.requests)
+    progress = ReplayProgress(min(args.requests, total) if args.requests else total)
+    journal_said = [journal is None]
+
+    def on_records(records) -> None:
+        progress(records)
+        if not journal_said[0] and journal.error:   # its disk is full: said once, as it happens
+            journal_said[0] = True
+            print(f"infertop: warning: {journal.error}: journaling stopped; serving goes on, "
+                  f"and the snapshot at the end keeps everything", file=sys.stderr)
+
+    loop = replay_loop(engine, workload, speed=args.speed or 1.0, max_requests=args.requests,
+                       concurrency=args.concurrency, on_records=on_records)
+    if journal is not None:
+        loop.replayer = JournaledReplayer(
+            loop.replayer, lambda scheduled: journal.dispatch(dispatch_of(engine, scheduled)))
+    exporter = metrics_exporter(args.metrics_port, engine.session, lambda: loop.queue_depth)
+    try:
+        result = serve_and_save(engine, loop, args.out,
+                                lambda: document_for(engine, workload, args.trace),
+                                journal=journal, before_summary=progress.close)
+    finally:
+        if exporter is not None:
+            exporter.close()
+        engine.close()
+        if journal is not None:
+            journal.close()
+    return result.exit_status

@@ -94,6 +94,7 @@ CASES: list[tuple[list[str], str]] = [
     (["snapshot", "recover", "good.jsonl", "-o", "good.jsonl"], "-o good.jsonl: cannot write: it is the input good.jsonl"),
     (["snapshot", "recover", "missing.jsonl", "-o", "x.json"], "session journal missing.jsonl: cannot read: No such file or directory"),
     (["snapshot", "recover", "good.jsonl", "-o", "x.json"], "session journal good.jsonl: the run ended before its session began"),
+    (["snapshot", "recover", "/dev/zero", "-o", "x.json"], "session journal /dev/zero: not a regular file"),
 ]
 
 # Runs every case in one fresh interpreter, so what each imports is visible.

@@ -176,7 +176,7 @@ async def test_an_unwritable_snapshot_folder_is_a_notification_and_the_session_g
         app.notify = lambda m, severity="information", **kw: notes.append((m, severity))  # type: ignore[method-assign]
         await pilot.press("s")
         await pilot.press("b")                 # still working
-    assert notes and notes[0][1] == "error" and "cannot save" in notes[0][0]
+    assert notes and notes[0][1] == "error" and "cannot write" in notes[0][0]
     assert engine.commands(SaveSnapshot) == []
     assert engine.commands(SetOptions)
 

@@ -1,0 +1,69 @@
+"""replay's summary table uses stats.py's figures; its progress is a throttled counter on a
+terminal and one line per request when piped."""
+
+from __future__ import annotations
+
+import io
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probe.contract.records import RequestRecord
+from probe.contract.run_summary import run_summary
+from probe.contract.stats import summarize, throughput_rps
+from probe.contract.units import fmt_ms, fmt_rate
+from probe.engine.replay_progress import ReplayProgress
+
+
+def record(seq: int, latency_ms: float, error: str | None = None) -> RequestRecord:
+    return RequestRecord(
+        id=f"r{seq}", seq=seq, config_id="c1", input_tokens=10, padded_tokens=16,
+        output_tokens=0 if error else 4, arrival_s=seq * 0.1, start_s=seq * 0.1,
+        first_token_s=None if error else seq * 0.1 + 0.01, end_s=seq * 0.1 + latency_ms / 1e3,
+        queue_ms=0.0, compile_stall_ms=0.0, encoder_ms=1.0, decoder_ms=2.0,
+        ttft_ms=None if error else latency_ms / 2, tpot_ms=None if error else latency_ms / 8,
+        latency_ms=latency_ms, kv_cache_bytes=0, kv_cache_used_bytes=0,
+        kv_self_attention_bytes=0, kv_cross_attention_bytes=0, error=error)
+
+
+@settings(max_examples=30, deadline=None)
+@given(latencies=st.lists(st.floats(0.5, 5e4), min_size=1, max_size=40),
+       failed=st.integers(0, 3))
+def test_the_summary_shows_the_figures_stats_computes(latencies, failed):
+    records = [record(i, ms) for i, ms in enumerate(latencies)]
+    records += [record(len(latencies) + i, 1.0, "boom") for i in range(failed)]
+    text = run_summary(records)
+    latency = summarize(latencies)
+    row = next(line for line in text.splitlines() if line.startswith("latency"))
+    assert row.split()[1:] == " ".join(
+        fmt_ms(v) for v in (latency.p50, latency.p95, latency.p99, latency.max)).split()
+    assert fmt_rate(throughput_rps(records), "req/s") in text
+    assert text.splitlines()[-1].endswith(f"served, {failed} failed")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_on_a_terminal_the_counter_is_throttled_and_ends_its_line():
+    now = [0.0]
+    stream = Terminal()
+    progress = ReplayProgress(10, stream, clock=lambda: now[0], interval_s=0.5)
+    for seq in range(10):
+        now[0] = seq * 0.1
+        progress([record(seq, 5.0, "x" if seq == 3 else None)])
+    progress.close()
+    shown = stream.getvalue()
+    assert shown.count("\r") == 3                        # t=0, 0.5, and the last at close
+    assert shown.endswith("\r9/10 served, 1 failed\n")
+    assert "r0" not in shown                             # no per-request lines
+
+
+def test_piped_it_is_one_line_per_request_and_no_counter():
+    stream = io.StringIO()
+    progress = ReplayProgress(3, stream)
+    progress([record(0, 5.0), record(1, 6.0)])
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2 and "r0" in lines[0] and "\r" not in stream.getvalue()
