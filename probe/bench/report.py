@@ -13,8 +13,8 @@ from probe.bench.nodes import nodes_markdown
 from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder
 from probe.bench.verdict import DRIFT_TOLERANCE
 from probe.contract.tables import table
-from probe.report_charts.markdown import ACROSS_RUNS, figure_file_lines, figure_lines
 from probe.contract.units import NO_DATA, fmt_s
+from probe.report_charts.markdown import ACROSS_RUNS, figure_file_lines, figure_lines
 from workloads.atomic import write_atomic
 
 REPORT_SCHEMA = "infertop-bench/1"

@@ -50,10 +50,10 @@ def e7_curves(results: Mapping) -> dict[str, list[RateCurve]]:
             for trace, modes in panels.items()}
 
 
-def e8_curves(section: Mapping) -> dict[str, list[RateCurve]]:
-    """E8's layouts (section configs), each one replay at one offered rate."""
+def e8_curves(section: Mapping, trace: str) -> dict[str, list[RateCurve]]:
+    """E8's layouts (section configs), each one replay of `trace` at one offered rate."""
     configs = section.get("configs") or {}
-    return {"chat": [_curve(layout, [run]) for layout, run in configs.items()
+    return {trace: [_curve(layout, [run]) for layout, run in configs.items()
                      if isinstance(run, Mapping) and "offered_rps" in run]}
 
 

@@ -132,8 +132,9 @@ def bench_charts(out: Path, report: Mapping) -> Iterator[tuple[str, Callable[[],
             yield sid, lambda: rate_curves(e7_curves(report["runs"]["E7"]), caption,
                                            name="rate_E7", title="E7 — p95 against offered rate")
         if sid == "E8":
-            yield sid, lambda s=section: rate_curves(e8_curves(s), caption, name="rate_E8",
-                                                     title="E8 — p95 against offered rate")
+            trace = ((report.get("runs") or {}).get("E8") or {}).get("trace", "chat")
+            yield sid, lambda s=section, t=trace: rate_curves(
+                e8_curves(s, t), caption, name="rate_E8", title="E8 — p95 against offered rate")
             yield sid, lambda s=section: kv_held_vs_used(s, caption)
         if sid == "roofline" and (section.get("configs") or {}).get("roofline_ms_per_token"):
             yield sid, lambda s=section: roofline_bars(s, caption)

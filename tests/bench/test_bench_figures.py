@@ -154,7 +154,8 @@ def test_bar_charts_plot_the_report_numbers(recorded) -> None:
     for layout in ("static", "paged"):
         assert kv[layout]["kv_waste_pct"] == e8["configs"][layout]["kv_waste_pct"]
         assert kv[layout]["used_pct"] == pytest.approx(100 - e8["configs"][layout]["kv_waste_pct"])
-    rate = rate_curves(e8_curves(e8), caption, name="r", title="t").series
+    rate = rate_curves(e8_curves(e8, report["runs"]["E8"]["trace"]), caption, name="r",
+                       title="t").series
     for layout in ("static", "paged"):
         run = e8["configs"][layout]
         assert rate[f"chat/{layout}"]["offered_rps"] == [run["offered_rps"]]
