@@ -134,9 +134,11 @@ def legend_row(legend_axes, handles_from) -> None:
     """The legend of `handles_from` in an axes of its own under the plot (a long legend would
     cover the data inside it, or squeeze the plot beside it)."""
     handles, labels = handles_from.get_legend_handles_labels()
+    legend_axes.axis("off")
+    if not handles:
+        return
     width = int(legend_axes.figure.get_figwidth() * 11)       # characters of 8 pt text
     labels = [textwrap.shorten(label, width, placeholder=" …") for label in labels]
-    legend_axes.axis("off")
     columns = 1 if max((len(label) for label in labels), default=0) > 45 else 2
     legend_axes.legend(handles, labels, loc="upper left", ncols=columns, frameon=False,
                        borderaxespad=0)
@@ -155,7 +157,8 @@ def save(chart: Chart, path: Path) -> Path:
     """Write the chart as SVG or PNG, by the path's suffix; the folder is made."""
     kind = path.suffix.lower().lstrip(".")
     if kind not in ("svg", "png"):
-        raise ConfigError(f"{path}: a chart is written as .svg or .png, not {path.suffix or 'no suffix'}")
+        raise ConfigError(f"{path}: a chart is written as .svg or .png, "
+                          f"not {path.suffix or 'no suffix'}")
     matplotlib, _, _ = _matplotlib()
     path.parent.mkdir(parents=True, exist_ok=True)
 

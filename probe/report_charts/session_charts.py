@@ -77,7 +77,8 @@ def empirical_cdf(values: Sequence[float]) -> tuple[list[float], list[float]]:
 
 
 def latency_cdfs(latencies: Mapping[str, Sequence[float]], caption: Caption, *, name: str,
-                 title: str, what: str, marks_ms: Mapping[str, float | None] | None = None) -> Chart:
+                 title: str, what: str,
+                 marks_ms: Mapping[str, float | None] | None = None) -> Chart:
     """One CDF per config on one axis (latency in ms, log scale); `marks_ms` puts each
     config's reported p95 on its curve as a filled mark (`what` says which p95 it is)."""
     shown = {label: values for label, values in latencies.items() if values}

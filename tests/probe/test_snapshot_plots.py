@@ -63,3 +63,17 @@ def test_a_bad_plot_is_refused_before_the_table(tmp_path, capsys, plot, message)
     captured = capsys.readouterr()
     assert code == 2 and captured.out == "" and captured.err.count("\n") == 1
     assert "--plot" in captured.err and (message is None or message in captured.err)
+
+
+def test_a_session_with_nothing_served_still_draws_and_says_so(tmp_path) -> None:
+    from probe.contract.session import SessionData
+    from probe.report_charts.canvas import Caption, save
+    from probe.report_charts.session_charts import latency_cdfs, latency_timeline
+    caption = Caption("cpu", "t5-tiny", "chat", "today")
+    chart = latency_timeline(SessionData(), caption)
+    assert chart.series == {"configs": {}, "config_changes": [], "compile_spans": []}
+    ET.parse(save(chart, tmp_path / "t.svg"))
+    assert "no request was served" in (tmp_path / "t.svg").read_text()
+    empty = latency_cdfs({"c1": []}, caption, name="c", title="t", what="w")
+    assert empty.series == {}
+    ET.parse(save(empty, tmp_path / "c.svg"))
