@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 #   make run TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 
-.PHONY: run test bench screenshots gpu-check clean
+.PHONY: run test bench figures screenshots gpu-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,17 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(VENV)/bin/infertop bench --quick --out bench-out $(ARGS)
+
+# The docs' charts from a real run (t5-tiny, --quick; docs/figures.md says which and where)
+FIGURES_OUT ?= /tmp/infertop-figures
+figures: $(STAMP)
+	rm -rf $(FIGURES_OUT)
+	$(VENV)/bin/infertop bench --quick --experiments E1,E3,E4,E6,E7,E8 --out $(FIGURES_OUT) $(ARGS)
+	$(PY) -m probe.report_charts.docs_figures $(FIGURES_OUT) docs/figures
+	$(VENV)/bin/infertop snapshot show screenshots/sessions/4-continuous-paged.json \
+		--plot docs/figures/session_timeline.svg > /dev/null
+	$(VENV)/bin/infertop snapshot compare screenshots/sessions/1-baseline.json \
+		screenshots/sessions/3-bucketing.json --plot docs/figures/compare_cdf.svg > /dev/null
 
 # NVML vs nvidia-smi, CUDA graphs, fp16 and the HBM roofline: run it on a machine with a GPU
 gpu-check: $(STAMP)

@@ -93,10 +93,16 @@ def build_parser() -> argparse.ArgumentParser:
                                                 metavar="{show,compare,export,recover}")
     show = snapshot_commands.add_parser("show", help="a saved session's segments as a table")
     show.add_argument("file", metavar="FILE")
+    show.add_argument("--plot", default=None, metavar="OUT.svg",
+                      help="also draw its per-request latency timeline (.svg or .png; needs "
+                           "pip install 'infertop[plots]')")
     show.set_defaults(func=_snapshot_show)
     compare = snapshot_commands.add_parser("compare", help="per-metric deltas between sessions")
     compare.add_argument("a", metavar="A")
     compare.add_argument("b", metavar="B")
+    compare.add_argument("--plot", default=None, metavar="OUT.svg",
+                         help="also draw each config's latency CDF on one axis (.svg or .png; "
+                              "needs pip install 'infertop[plots]')")
     compare.set_defaults(func=_snapshot_compare)
     export = snapshot_commands.add_parser(
         "export", help="a saved session's records and segments as CSV or Parquet (pandas)")
@@ -175,14 +181,35 @@ def _snapshot_recover(args: argparse.Namespace) -> int:
 
 def _snapshot_show(args: argparse.Namespace) -> int:
     from probe.contract.snapshot_report import show
+    _check_plot(args.plot)
     print(show(args.file))
+    if args.plot:
+        from probe.report_charts.snapshot_plots import plot_show
+        print(f"wrote {plot_show(args.file, args.plot)}")
     return 0
 
 
 def _snapshot_compare(args: argparse.Namespace) -> int:
     from probe.contract.snapshot_report import compare
+    _check_plot(args.plot)
     print(compare(args.a, args.b))
+    if args.plot:
+        from probe.report_charts.snapshot_plots import plot_compare
+        print(f"wrote {plot_compare(args.a, args.b, args.plot)}")
     return 0
+
+
+def _check_plot(out: str | None) -> None:
+    """--plot is refused before anything is read: its suffix, its folder, matplotlib."""
+    if out is None:
+        return
+    from probe.contract.errors import ConfigError
+    from probe.report_charts.canvas import require_matplotlib
+    from workloads.atomic import check_output_file
+    if Path(out).suffix.lower() not in (".svg", ".png"):
+        raise ConfigError(f"--plot {out}: a chart is written as .svg or .png")
+    check_output_file(out, "--plot", make_folders=True)
+    require_matplotlib()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from probe.contract.config_changes import config_changes  # noqa: F401 (the panels call derive.)
 from probe.contract.engine_inputs import PRESETS
 from probe.contract.live import LiveView, eager_twin
 from probe.contract.options import CHOICES, OptConfig
@@ -19,27 +20,10 @@ from probe.contract.stats import SegmentStats
 
 
 @dataclass(frozen=True)
-class ConfigChange:
-    t_s: float                  # start of the first request served under the new config
-    config_id: str
-
-
-@dataclass(frozen=True)
 class KVHeld:
     requests: int
     allocated_bytes: int        # summed over those requests
     used_bytes: int
-
-
-def config_changes(recent: tuple[RequestRecord, ...]) -> list[ConfigChange]:
-    """Where the serving config changed, read from the requests themselves (in seq order)."""
-    changes: list[ConfigChange] = []
-    previous: str | None = None
-    for record in sorted(recent, key=lambda r: r.seq):
-        if previous is not None and record.config_id != previous:
-            changes.append(ConfigChange(record.start_s, record.config_id))
-        previous = record.config_id
-    return changes
 
 
 def previous_config_id(view: LiveView) -> str | None:

@@ -14,6 +14,7 @@ from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder
 from probe.bench.verdict import DRIFT_TOLERANCE
 from probe.contract.tables import table
 from probe.contract.units import NO_DATA, fmt_s
+from probe.report_charts.markdown import ACROSS_RUNS, figure_file_lines, figure_lines
 from workloads.atomic import write_atomic
 
 REPORT_SCHEMA = "infertop-bench/1"
@@ -59,9 +60,22 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
 
 
 def write_report(out: Path, report: dict) -> None:
+    """report.json, report.md, the charts in figures/ and report.html with them inline."""
     from probe.contract.snapshot import write_json_atomic
+    from probe.report_charts.bench_figures import figures_or_reason
+    from probe.report_charts.html_report import html_document
+    report.setdefault("files", {})["figures"] = figures = figures_or_reason(out, report)
+    if figures.get("unavailable"):
+        print(f"infertop: no figures: {figures['unavailable']}", file=sys.stderr)
     write_json_atomic(out / "report.json", report)
-    write_atomic(out / "report.md", [render_markdown(report)])
+    markdown = render_markdown(report)
+    write_atomic(out / "report.md", [markdown])
+    write_atomic(out / "report.html", [html_document(markdown, out, _title(report))])
+
+
+def _title(report: dict) -> str:
+    settings = report.get("settings", {})
+    return f"infertop bench: {settings.get('model')} on {settings.get('trace')}"
 
 
 def _environment_lines(report: dict) -> list[str]:
@@ -148,8 +162,7 @@ def _torch_trace_lines(files: dict) -> list[str]:
 
 
 def render_markdown(report: dict) -> str:
-    settings = report.get("settings", {})
-    out = [f"# infertop bench: {settings.get('model')} on {settings.get('trace')}", ""]
+    out = [f"# {_title(report)}", ""]
     out += _environment_lines(report)
     out += ["",
             "How to read the numbers: **cold start** is the first request a fresh config "
@@ -166,8 +179,13 @@ def render_markdown(report: dict) -> str:
                    f"Planner buckets {plan.get('planner_edges')}, powers of two {plan.get('pow2_edges')}.")
         out.append("")
     out += nodes_markdown(report)
+    figures = (report.get("files") or {}).get("figures") or {}
     for section in report.get("experiments", {}).values():
         out += render_section(section)
+        out += figure_lines(figures, section.get("id"))
+    across = figure_lines(figures, ACROSS_RUNS)
+    if across:
+        out += ["## Across runs", ""] + across
     if report.get("left_out"):
         out += ["## Left out", ""] + [f"- {line}" for line in report["left_out"]] + [""]
     checks = report.get("checks") or {}
@@ -184,6 +202,7 @@ def render_markdown(report: dict) -> str:
             "- `runs/*.json`: the session snapshot of each run (`infertop snapshot show FILE`, "
             "`infertop snapshot compare A B`)"]
     out += _torch_trace_lines(files)
+    out += figure_file_lines(figures)
     if files.get("profile"):
         out.append("- `profile/trace.json`: torch.profiler Chrome trace of a few warm requests "
                    "(open in Perfetto or chrome://tracing); `profile/top_ops.txt` the top operators")

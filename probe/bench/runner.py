@@ -93,6 +93,10 @@ def print_written(out: Path, study: Study, report: dict, torch_trace: TraceFolde
     failed = [k for k, r in study.results.items() if not isinstance(r, RunResult)]
     print(f"wrote {out / 'report.md'} and {out / 'report.json'} "
           f"({len(study.results)} runs, {len(failed)} failed) in {report['wall_s']:.0f} s")
+    charts = (report.get("files") or {}).get("figures") or {}
+    if charts.get("figures"):
+        print(f"wrote {out / 'report.html'} and {len(charts['figures'])} charts in "
+              f"{out / 'figures'}")
     for log_file in torch_trace.logs() if torch_trace else ():
         print(f"TORCH_TRACE log: {log_file} (read it with: tlparse {log_file})")
     for made in tlparse or ():
