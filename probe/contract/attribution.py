@@ -226,7 +226,12 @@ Touched = Sequence[tuple[RequestRecord, RequestSplit]]
 
 def _queue_evidence(touched: Touched, pools, edges) -> str:
     waits = [s.ms["queue"] for _, s in touched]
-    return f"waited {fmt_ms(min(waits))}–{fmt_ms(max(waits))} behind earlier requests"
+    return f"waited {_range_ms(waits)} behind earlier requests"
+
+
+def _range_ms(values: Sequence[float]) -> str:
+    low, high = fmt_ms(min(values)), fmt_ms(max(values))
+    return low if low == high else f"{low}–{high}"
 
 
 def _compile_evidence(touched: Touched, pools, edges) -> str:
@@ -256,7 +261,7 @@ def _padding_evidence(touched: Touched, pools, edges) -> str:
     padded = sorted({r.padded_tokens for r, _ in touched})
     waste = sum(r.padded_tokens - r.input_tokens for r, _ in touched) / max(
         sum(r.padded_tokens for r, _ in touched), 1)
-    text = (f"inputs of {min(real)}–{max(real)} tokens ran at {', '.join(map(str, padded))} "
+    text = (f"inputs of {_range(real)} tokens ran at {', '.join(map(str, padded))} "
             f"({100 * waste:.0f}% pad positions)")
     return text + (f"; bucket edges {', '.join(map(str, edges))}" if edges else "")
 
@@ -283,7 +288,11 @@ def _kv_evidence(touched: Touched, pools: Mapping[str, KVPool], edges) -> str:
 
 def _encode_evidence(touched: Touched, pools, edges) -> str:
     real = [r.input_tokens for r, _ in touched]
-    return f"inputs of {min(real)}–{max(real)} tokens"
+    return f"inputs of {_range(real)} tokens"
+
+
+def _range(values: Sequence[int]) -> str:
+    return str(min(values)) if min(values) == max(values) else f"{min(values)}–{max(values)}"
 
 
 def _decode_evidence(touched: Touched, pools, edges) -> str:
