@@ -112,9 +112,11 @@ def diagnose(data: SessionData, config_id: str, ctx: DoctorContext = DoctorConte
              records: Sequence | None = None, stats: SegmentStats | None = None,
              previous: SegmentDiagnosis | None = None,
              previous_options: OptConfig | None = None,
-             segments: Sequence[SegmentStats] | None = None) -> SegmentDiagnosis:
+             segments: Sequence[SegmentStats] | None = None,
+             live_findings: Sequence[Finding] = ()) -> SegmentDiagnosis:
     """One config's segment (or `records`, e.g. the live window, served under it).
-    `segments`: the session's, when the caller has them already."""
+    `segments`: the session's, when the caller has them already; `live_findings`: what the
+    serving loop sees that records do not yet (a queue growing now), unless already found."""
     entry = data.configs.get(config_id)
     options = entry.options if entry else OptConfig()
     mine = list(records if records is not None else
@@ -138,6 +140,7 @@ def diagnose(data: SessionData, config_id: str, ctx: DoctorContext = DoctorConte
         saturation(mine), cpu_contention(ctx.device_sample, ctx.cpu_count),
         memory_pressure(mine, ctx.device_sample, data.kv_pools.get(config_id)), drift(stats),
         recompile_limit(events), failed(mine)) if f is not None]
+    findings += [f for f in live_findings if f.finding not in {g.finding for g in findings}]
     if previous is not None and previous.next_step is not None and previous_options is not None:
         findings += _prediction(previous, previous_options, options, stats)
     others = {e.options: s for s in (data.segments() if segments is None else segments)

@@ -10,6 +10,7 @@ import pytest
 from probe.contract.device_sample import DeviceSample
 from probe.contract.diagnosis import DoctorContext, diagnose, diagnose_session
 from probe.contract.doctor_compare import cause_moves
+from probe.contract.doctor_live import live_doctor, overload_finding
 from probe.contract.doctor_text import report_text
 from probe.contract.findings import cpu_contention, peak_concurrency, saturation
 from probe.contract.options import parse_opts
@@ -147,3 +148,18 @@ def test_the_text_report_shows_verdict_step_causes_and_checklist():
     text = report_text(diagnose_session(session(serial([(0.01, 0.5)] * 30))))
     assert "verdict: p95" in text and "next step: batching=continuous" in text
     assert "queue" in text and "production-readiness checklist:" in text
+
+
+def test_the_live_window_takes_the_serving_loops_saturation():
+    data = session(calm())
+    loop = overload_finding(offered=2.0, capacity=1.0, queue_depth=12, overloaded=True)
+    diagnosis, checklist = live_doctor(data, "c1", data.records, data.segments(),
+                                       bucket_edges=(), max_batch=8, device_sample=None,
+                                       roofline=None, overloaded=loop)
+    assert [f.finding for f in diagnosis.findings] == ["saturation"]
+    assert "12 queued now" in diagnosis.findings[0].evidence
+    assert not diagnosis.healthy and "saturated" in diagnosis.verdict
+    assert len(checklist) == 10
+    calm_view, _ = live_doctor(data, "c1", data.records, data.segments(), bucket_edges=(),
+                               max_batch=8, device_sample=None, roofline=None)
+    assert calm_view.healthy
