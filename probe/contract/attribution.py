@@ -20,7 +20,7 @@ piece goes to exactly one cause:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from probe.contract.records import CompileEvent, KVPool, RequestRecord
 from probe.contract.stats import summarize
@@ -171,11 +171,16 @@ def attribute(records: Sequence[RequestRecord], events: Sequence[CompileEvent] =
               dynamic_configs: frozenset[str] = frozenset(),
               roofline_ms: Mapping[str, float] | None = None,
               kv_pools: Mapping[str, KVPool] | None = None,
-              bucket_edges: Sequence[int] = ()) -> Attribution:
+              bucket_edges: Sequence[int] = (),
+              select: Callable[[Sequence[RequestRecord]], tuple[tuple[RequestRecord, ...],
+                                                                float | None]] = tail
+              ) -> Attribution:
     """The tail of `records` and its latency by cause. `events`: the session's compile events
     (all of them: a compile of any config blocks whoever waits); `dynamic_configs`: the configs
-    served with batching=dynamic; `roofline_ms`: config id → its roofline per decode step."""
-    chosen, p95 = tail(records)
+    served with batching=dynamic; `roofline_ms`: config id → its roofline per decode step.
+    `select` picks the requests to explain and their threshold: the p95 tail by default; the
+    hook for an SLO (issue #24), where the requests outside it are the ones to explain."""
+    chosen, p95 = select(records)
     spans = compile_spans(events)
     markers = tuple(e for e in events if e.kind in ("fallback", "limit"))
     gathers = gather_starts([r for r in records if r.config_id in dynamic_configs])

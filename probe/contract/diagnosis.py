@@ -168,7 +168,7 @@ def _healthy(result: Attribution, findings: Sequence[Finding]) -> bool:
 def _prediction(previous: SegmentDiagnosis, before: OptConfig, after: OptConfig,
                 stats: SegmentStats) -> list[Finding]:
     step = previous.next_step
-    taken = all(getattr(after, k) == v for k, v in step.options.items())
+    taken = all(getattr(after, k) == v != getattr(before, k) for k, v in step.options.items())
     if not taken:
         return []
     checked = prediction_held(step, stats)
@@ -188,7 +188,8 @@ def _compile_phrase(result: Attribution) -> str:
             kinds[kind] = kinds.get(kind, 0.0) + ms
     parts = [f"{kind} {fmt_ms(ms / max(len(result.splits), 1))}"
              for kind, ms in sorted(kinds.items(), key=lambda kv: -kv[1]) if ms > 0]
-    return "waited on compiles (a request: " + ", ".join(parts) + ")" if parts else \
+    each = "" if len(result.splits) == 1 else "per request: "
+    return f"waited on compiles ({each}" + ", ".join(parts) + ")" if parts else \
         "waited on compiles"
 
 

@@ -95,7 +95,9 @@ def _compile_steps(f: SegmentFacts) -> list[NextStep]:
     if o.compiled and o.bucketing == "off" and (recompiles or limits) and f.bucket_edges \
             and lengths > len(f.bucket_edges):
         k = len(f.bucket_edges)
-        avoided = max(len(recompiles) - (k - 1), 0)
+        # each function that recompiles for a shape compiles K shapes, not D
+        functions = len({e.function for e in recompiles}) or 1
+        avoided = max(len(recompiles) - (k - 1) * functions, 0)
         p95 = p95_without(f, lambda s: _compile_ms(s, RECOMPILE, LIMIT))
         steps.append(NextStep(
             {"bucketing": "on"},

@@ -65,11 +65,10 @@ class DoctorLine(Static):
         self._draw()
 
     def _draw(self) -> None:
-        # At 80×24 the failures panel takes the row this line would: failures come first (the
-        # verdict counts them too, and D still opens the doctor)
-        compact = self.screen.has_class("-narrow") or self.screen.has_class("-short")
-        failing = self.view is not None and self.view.replay.failed > 0
-        self.display = not (compact and failing)
+        # The failures panel takes the row this line would (at 80×24 there is no other, at
+        # 120×40 the recompilations' rows): failures come first; the verdict counts them too,
+        # and D still opens the doctor
+        self.display = self.view is None or self.view.replay.failed == 0
         width = self.content_size.width or 80
         diagnosis = self.view.diagnosis if self.view is not None else None
         key = (None if diagnosis is None else (diagnosis.verdict, diagnosis.next_step), width)
