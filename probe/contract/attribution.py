@@ -249,7 +249,8 @@ def _compile_evidence(touched: Touched, pools, edges) -> str:
     events = list(dict.fromkeys(e for _, s in touched for e in s.events))
     limits = [e for e in events if e.kind == "limit"]
     if limits:
-        parts.append(f"{LIMIT} hit {len(limits)}× ({', '.join(sorted({e.function for e in limits}))})")
+        functions = ", ".join(sorted({e.function for e in limits}))
+        parts.append(f"{LIMIT} hit {len(limits)}× ({functions})")
     timed = [e for e in events if e.kind not in ("fallback", "limit")]
     named = [f"{e.function} {e.compile_id} {(e.duration_s or 0):.1f} s"
              + (f" [{e.reason[:80]}]" if e.reason else "") for e in timed[:4]]

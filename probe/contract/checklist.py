@@ -38,7 +38,7 @@ def _options(data: SessionData, s: SegmentStats) -> OptConfig:
     return entry.options if entry else OptConfig()
 
 
-def traffic(data: SessionData, segments: Sequence[SegmentStats], ctx: DoctorContext) -> ChecklistItem:
+def traffic(data: SessionData, concurrency: int) -> ChecklistItem:
     ok = [r for r in data.records if r.ok]
     name = "traffic measured (lengths, rates, concurrency)"
     if len(ok) < MIN_REQUESTS:
@@ -50,7 +50,7 @@ def traffic(data: SessionData, segments: Sequence[SegmentStats], ctx: DoctorCont
         f"{len(ok)} requests: inputs p50 {inputs.p50:.0f} (max {inputs.max:.0f}) tokens, "
         f"outputs p50 {outputs.p50:.0f} (max {outputs.max:.0f}); offered "
         f"{fmt_rate(offered_rps(data.records), 'req/s')}, up to "
-        f"{peak_concurrency(data.records)} at once"))
+        f"{concurrency} at once"))
 
 
 def bottleneck(diagnoses: Sequence[SegmentDiagnosis]) -> ChecklistItem:
@@ -136,14 +136,13 @@ def latency(data: SessionData, segments: Sequence[SegmentStats]) -> ChecklistIte
     return ChecklistItem(name, PASS, "; ".join(parts))
 
 
-def memory(data: SessionData, ctx: DoctorContext) -> ChecklistItem:
+def memory(data: SessionData, ctx: DoctorContext, concurrency: int) -> ChecklistItem:
     name = "memory watched against concurrency"
     sample = ctx.device_sample
     per_request = summarize(r.kv_cache_bytes for r in data.records if r.ok).p95
     if sample is None or sample.mem_free_bytes is None or not per_request:
         return ChecklistItem(name, NOT_YET, "no memory reading with served requests yet")
     headroom = int(sample.mem_free_bytes // per_request)
-    concurrency = peak_concurrency(data.records)
     text = (f"{fmt_bytes(sample.mem_free_bytes)} free holds {headroom} requests' KV cache "
             f"({fmt_bytes(per_request)} each, p95); up to {concurrency} were in the system")
     return ChecklistItem(name, PASS if headroom >= concurrency else FAIL, text)
@@ -183,7 +182,8 @@ def documented(ctx: DoctorContext) -> ChecklistItem:
 def checklist(data: SessionData, diagnoses: Sequence[SegmentDiagnosis], ctx: DoctorContext,
               segments: Sequence[SegmentStats] | None = None) -> tuple[ChecklistItem, ...]:
     segments = data.segments() if segments is None else segments
-    return (traffic(data, segments, ctx), bottleneck(diagnoses), graph_breaks(data, segments),
+    concurrency = peak_concurrency(data.records)
+    return (traffic(data, concurrency), bottleneck(diagnoses), graph_breaks(data, segments),
             dynamic_shapes(data, segments, ctx), kv_cache(data, segments),
-            one_change(data, segments), latency(data, segments), memory(data, ctx),
+            one_change(data, segments), latency(data, segments), memory(data, ctx, concurrency),
             peak(data, segments, diagnoses), documented(ctx))

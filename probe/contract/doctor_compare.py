@@ -1,4 +1,4 @@
-"""`snapshot compare`'s doctor lines: which cause of the tail's latency moved between two segments."""
+"""`snapshot compare`'s doctor lines: which cause of the tail's latency moved between segments."""
 
 from __future__ import annotations
 

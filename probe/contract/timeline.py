@@ -12,6 +12,8 @@ it (compile_stall_ms counts only the compiles inside the request's own service).
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -43,7 +45,7 @@ class Phases:
     wait: Span          # arrival → start: the queue, a batch window, KV blocks
     encode: Span        # start → encoder done
     decode: Span        # encoder done → its own last token
-    row_wait: Span      # its last token → the batch's end (a batch returns when its longest row ends)
+    row_wait: Span      # its last token → the batch's end (returned when its longest row is)
 
 
 def phases(record: RequestRecord) -> Phases:
@@ -108,13 +110,22 @@ def compile_spans(events: Iterable[CompileEvent]) -> tuple[CompileSpan, ...]:
 
 
 def overlap_s(span: Span, spans: Sequence[CompileSpan]) -> dict[str, float]:
-    """Seconds of `span` inside compiles, by sub-kind."""
+    """Seconds of `span` inside compiles, by sub-kind. `spans` as compile_spans gives them
+    (disjoint, in time order), so only those from the first ending after the span's start on
+    are read."""
     by_kind: dict[str, float] = {}
-    for c in spans:
+    for i in range(bisect.bisect_right(spans, span.start_s, key=_span_end), len(spans)):
+        c = spans[i]
+        if c.start_s >= span.end_s:
+            break
         seconds = min(span.end_s, c.end_s) - max(span.start_s, c.start_s)
         if seconds > 0:
             by_kind[c.sub_kind] = by_kind.get(c.sub_kind, 0.0) + seconds
     return by_kind
+
+
+def _span_end(span: CompileSpan) -> float:
+    return span.end_s
 
 
 def waited_on(record: RequestRecord, spans: Sequence[CompileSpan],
@@ -122,7 +133,8 @@ def waited_on(record: RequestRecord, spans: Sequence[CompileSpan],
     """The compile events that ran while the request was in the system, and the markers
     (fallback, limit) set down in that time."""
     arrival, end = record.arrival_s, record.end_s
-    timed = [c.event for c in spans if c.end_s > arrival and c.start_s < end]
+    first = bisect.bisect_right(spans, arrival, key=_span_end)
+    timed = [c.event for c in itertools.takewhile(lambda c: c.start_s < end, spans[first:])]
     marked = [e for e in markers if arrival <= e.start_s <= end]
     return tuple(dict.fromkeys(timed + marked))
 
