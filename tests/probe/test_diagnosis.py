@@ -163,3 +163,12 @@ def test_the_live_window_takes_the_serving_loops_saturation():
     calm_view, _ = live_doctor(data, "c1", data.records, data.segments(), bucket_edges=(),
                                max_batch=8, device_sample=None, roofline=None)
     assert calm_view.healthy
+
+
+def test_the_doctor_command_refuses_what_is_not_a_session(tmp_path, capsys):
+    from infertop.cli import main
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert main(["doctor", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("infertop: error: snapshot") and len(err.strip().splitlines()) == 1
