@@ -87,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     from probe.bench.command import register as register_bench
     register_bench(commands)
     trace_cli.register(commands)
+    from infertop.doctor import register as register_doctor
+    register_doctor(commands)
 
     snapshot = commands.add_parser("snapshot", help="inspect saved sessions")
     snapshot_commands = snapshot.add_subparsers(dest="snapshot_command", required=True,

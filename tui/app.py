@@ -39,6 +39,8 @@ from probe.contract.protocol import (
     SnapshotFailed,
     SnapshotSaved,
 )
+from tui import derive
+from tui.doctor_screen import DoctorScreen
 from tui.engine_handle import EngineHandle
 from tui.help_screen import HelpScreen
 from tui.messages import (
@@ -52,6 +54,7 @@ from tui.messages import (
 )
 from tui.snapshot_files import snapshot_folder_problem, snapshot_paths, write_text_atomic
 from tui.widgets.device import DevicePanel
+from tui.widgets.doctor_line import DoctorLine
 from tui.widgets.failures import FailuresPanel
 from tui.widgets.graph_breaks import GraphBreakPanel
 from tui.widgets.kv_cache import KVCachePanel
@@ -102,6 +105,8 @@ class InfertopApp(App[int]):
         Binding("r", "reset_window", "reset", tooltip="Restart the sliding window of requests."),
         Binding("s", "save_snapshot", "save", tooltip="Save the session JSON and an SVG "
                 "screenshot into the snapshot folder."),
+        Binding("D", "doctor", "doctor", show=False, tooltip="Why the slowest requests were "
+                "slow, cause by cause, the next step, and the readiness checklist."),
     ]
 
     view: reactive[LiveView | None] = reactive(None, init=False)
@@ -163,6 +168,7 @@ class InfertopApp(App[int]):
                 yield GraphBreakPanel(id="breaks").data_bind(app.view)
             yield FailuresPanel(id="failures").data_bind(app.view)
             yield SegmentsPanel(id="segments").data_bind(app.view)
+            yield DoctorLine(id="doctor").data_bind(app.view)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -401,6 +407,13 @@ class InfertopApp(App[int]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(list(self.BINDINGS), self.log_line()))
+
+    def action_doctor(self) -> None:
+        if not isinstance(self.screen, DoctorScreen):
+            view = self.view
+            label = derive.config_label(view, view.config_id) if view is not None else ""
+            self.push_screen(DoctorScreen(view.diagnosis if view else None,
+                                          view.checklist if view else (), label))
 
     def log_line(self) -> str:
         if self.engine is None:

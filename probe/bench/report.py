@@ -8,6 +8,7 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from probe.bench.doctor_section import doctor_by_run, doctor_markdown
 from probe.bench.experiments import acceptance_checks
 from probe.bench.nodes import nodes_markdown
 from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder
@@ -28,6 +29,7 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
                     tlparse: list[TlparseReport] | None, executor: dict | None = None) -> dict:
     sections = study.sections(environment)
     out = settings.out
+    runs = study.runs_json()
     return {
         "schema": REPORT_SCHEMA,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -47,7 +49,8 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
                  "compile_modes": list(plan.compile_modes)},
         "left_out": list(plan.left_out),
         "experiments": sections,
-        "runs": study.runs_json(),
+        "runs": runs,
+        "doctor": doctor_by_run(out, runs),
         "checks": acceptance_checks(sections),
         "wall_s": wall_s,
         "incomplete": interrupted,
@@ -186,6 +189,7 @@ def render_markdown(report: dict) -> str:
     across = figure_lines(figures, ACROSS_RUNS)
     if across:
         out += ["## Across runs", ""] + across
+    out += doctor_markdown(report)
     if report.get("left_out"):
         out += ["## Left out", ""] + [f"- {line}" for line in report["left_out"]] + [""]
     checks = report.get("checks") or {}

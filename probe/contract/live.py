@@ -5,6 +5,7 @@ whole a few times a second. Panels render only this, so each can be tested with 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from probe.contract.device_sample import DeviceSample
 from probe.contract.options import COMPILE_ONLY, OptConfig
@@ -110,6 +111,10 @@ class LiveView:
     options_pending: bool = False               # received, not applied yet
     roofline: RooflineStatus | None = None      # this machine's limit for the served config
     break_even: BreakEven | None = None         # requests that repay the served config's compile
+    # the doctor on the window's requests of the served config (diagnosis.SegmentDiagnosis),
+    # and the readiness checklist (checklist.ChecklistItem, …)
+    diagnosis: Any = None
+    checklist: tuple = ()
 
     @property
     def compiles(self) -> int:
@@ -193,9 +198,16 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
     window = tuple(r for r in records if r.seq >= window_start_seq)[-window_size:]
     free = device_sample.mem_free_bytes if device_sample else None
     kv = kv_status(records, window, free)
+    segments = data.segments()
+    from probe.contract.doctor_live import live_doctor, overload_finding  # it reads this module
+    diagnosis, checklist = live_doctor(
+        data, config_id, window, segments, bucket_edges=bucket_edges, max_batch=max_batch,
+        device_sample=device_sample, roofline=roofline,
+        overloaded=overload_finding(replay.offered_rps, replay.capacity_rps, replay.queue_depth,
+                                    replay.overloaded))
     return LiveView(
         t_s=t_s, model=model, device=device, options=options, config_id=config_id,
-        configs=tuple(data.configs.values()), segments=data.segments(),
+        configs=tuple(data.configs.values()), segments=segments,
         window=window_stats(window), recent=records[-RECENT_REQUESTS:],
         compile_events=data.events[-RECENT_EVENTS:], compiling_since_s=compiling_since_s,
         compiling_request=compiling_request, graph_breaks=data.breaks,
@@ -203,7 +215,8 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         notices=data.notices[-20:], read_only=read_only, bucket_edges=bucket_edges,
         batch=batch_status(options.batching, max_batch, window, kv), compiling=compiling,
         roofline=roofline, break_even=break_even_status(data, options, config_id),
-        requested_options=requested_options, options_pending=options_pending)
+        requested_options=requested_options, options_pending=options_pending,
+        diagnosis=diagnosis, checklist=checklist)
 
 
 def eager_twin(options: OptConfig) -> OptConfig:

@@ -36,6 +36,7 @@ class RequestRecord:
     error: str | None = None
     last_token_s: float | None = None   # its own last token (in a batch, before the batch ends)
     tokens: tuple[int, ...] | None = None   # generated ids, kept only when asked (--tokens)
+    kv_wait_ms: float = 0.0     # of queue_ms: taken from the queue, waiting for KV blocks (paged)
 
     @property
     def ok(self) -> bool:

@@ -53,7 +53,7 @@ def environment(device) -> dict[str, Any]:
 
 def session_document(data: SessionData, *, environment: dict, model: dict, trace: dict,
                      settings: dict | None = None, live: dict | None = None) -> dict[str, Any]:
-    return {
+    document = {
         "schema_version": SCHEMA_VERSION,
         "environment": environment,
         "model": model,
@@ -69,6 +69,8 @@ def session_document(data: SessionData, *, environment: dict, model: dict, trace
         "kv_pools": {cid: asdict(pool) for cid, pool in data.kv_pools.items()},
         "live": live or {},
     }
+    from probe.contract.diagnosis import attach_diagnoses   # it reads this module's readers
+    return attach_diagnoses(document, data)
 
 
 def saved_live_parts(document: dict[str, Any], source: str = "snapshot"

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Callable
 
+from probe.contract.diagnosis import SessionDiagnosis, context_from_document, diagnose_session
+from probe.contract.doctor_compare import cause_moves
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
 from probe.contract.snapshot import read_document, session_data
@@ -158,6 +160,10 @@ def metric_rows(sa: SegmentStats, sb: SegmentStats) -> list[list[str]]:
     return rows
 
 
+def _doctor(document: dict, data: SessionData, path: str) -> SessionDiagnosis:
+    return diagnose_session(data, context_from_document(document, saved=path))
+
+
 def compare(path_a: str, path_b: str) -> str:
     """Per-metric deltas and ratios (B relative to A) and the config differences."""
     doc_a, a = _load(path_a)
@@ -172,6 +178,7 @@ def compare(path_a: str, path_b: str) -> str:
             lines.append(f"{name} differs: {va} → {vb}")
     pairs, only_a, only_b, how = _pairs(a, b)
     lines.append(f"compared: {how}")
+    doctor_a, doctor_b = _doctor(doc_a, a, path_a), _doctor(doc_b, b, path_b)
     for sa, sb in pairs:
         oa = a.configs[sa.config_id].options if sa.config_id in a.configs else None
         ob = b.configs[sb.config_id].options if sb.config_id in b.configs else None
@@ -181,6 +188,9 @@ def compare(path_a: str, path_b: str) -> str:
         lines.append("config differences: " + ("; ".join(differences) if differences else "none"))
         lines += [text_table(["metric", "A", "B", "B − A", "B / A", "better"],
                                  metric_rows(sa, sb))]
+        da, db = doctor_a.segment(sa.config_id), doctor_b.segment(sb.config_id)
+        if da is not None and db is not None:
+            lines += cause_moves(da, db)
     for s in only_a:
         lines.append(f"only in A: {s.config_id} [{_label(a, s.config_id)}]")
     for s in only_b:

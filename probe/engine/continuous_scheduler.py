@@ -28,6 +28,7 @@ class _Running:
     first_token: float | None = None
     tokens: list[int] = field(default_factory=list)
     occupancy_sum: int = 0
+    kv_wait_ms: float = 0.0
 
 
 class ContinuousScheduler:
@@ -38,9 +39,9 @@ class ContinuousScheduler:
         self.batcher.cancel_admitted()                        # a stopped run may have left
         self.batcher.leave(list(range(self.batcher.slots)))   # promises and slots behind
         self.running: dict[int, _Running] = {}
-        # taken off the queue, waiting for KV blocks (paged layout), with their input ids;
-        # their queue time goes on
-        self.waiting: deque[tuple[EngineRequest, list[int]]] = deque()
+        # taken off the queue, waiting for KV blocks (paged layout), with their input ids and
+        # when they were taken; their queue time goes on
+        self.waiting: deque[tuple[EngineRequest, list[int], float]] = deque()
 
     @property
     def free_slots(self) -> int:
@@ -61,26 +62,26 @@ class ContinuousScheduler:
         for request in requests:
             row = engine.row_for(request)      # its ids are made once, however long it waits
             if self.batcher.fits(len(row), request.output_length):
-                self.waiting.append((request, row))
+                self.waiting.append((request, row, start_s))
             else:
                 never.append((request, row))
         failed = self._fail(never, start_s, f"ValueError: the request needs more than the KV "
                                             f"cache holds ({self.batcher.capacity_text()})")
-        admitted: list[tuple[EngineRequest, list[int]]] = []
+        admitted: list[tuple[EngineRequest, list[int], float]] = []
         while self.waiting and len(admitted) < self.free_slots:
-            request, row = self.waiting[0]
+            request, row, _ = self.waiting[0]
             if not self.batcher.admit(len(row), request.output_length):
                 break        # first come, first served: no one overtakes the head
             admitted.append(self.waiting.popleft())
         return failed + (self._encode(admitted, start_s) if admitted else [])
 
-    def _encode(self, admitted: list[tuple[EngineRequest, list[int]]],
+    def _encode(self, admitted: list[tuple[EngineRequest, list[int], float]],
                 start_s: float) -> list[RequestRecord]:
         engine = self.engine
         stall = engine.probe.compile_seconds
         free = [s for s in range(self.batcher.slots) if s not in self.running][:len(admitted)]
-        requests = [request for request, _ in admitted]
-        rows = [row for _, row in admitted]
+        requests = [request for request, _, _ in admitted]
+        rows = [row for _, row, _ in admitted]
         width = engine.padded_width(rows)
         engine.probe.set_context(requests[0].id, self.config_id)
         try:
@@ -93,10 +94,12 @@ class ContinuousScheduler:
             engine.flush_probes()
             self.batcher.cancel_admitted()
             self.batcher.leave(free)
-            return self._fail(admitted, start_s, short_error(exc), width)
+            return self._fail([(r, row) for r, row, _ in admitted], start_s, short_error(exc),
+                              width)
         encoder_done = mark(engine.device)
-        for slot, request, row in zip(free, requests, rows):
-            self.running[slot] = _Running(request, row, width, start_s, stall, encoder_done)
+        for slot, (request, row, taken_s) in zip(free, admitted):
+            self.running[slot] = _Running(request, row, width, start_s, stall, encoder_done,
+                                          kv_wait_ms=(start_s - taken_s) * 1e3)
         engine.flush_probes()
         return []
 
@@ -159,7 +162,7 @@ class ContinuousScheduler:
         return engine.make_record(request, row=running.row, width=running.width,
                                   start_s=running.start_s, config_id=self.config_id,
                                   batch=occupancy, result=result, stall_ms=stall_ms,
-                                  tokens=running.tokens)
+                                  tokens=running.tokens, kv_wait_ms=running.kv_wait_ms)
 
     def _fail(self, failing: list[tuple[EngineRequest, list[int]]], start_s: float,
               error: str, width: int | None = None) -> list[RequestRecord]:

@@ -257,8 +257,8 @@ class Engine:
     def make_record(self, request: EngineRequest, *, row: list[int], width: int, start_s: float,
                     config_id: str, batch: float, result: DecodeResult | None = None,
                     error: str | None = None, stall_ms: float = 0.0,
-                    tokens: Sequence[int] | torch.Tensor | None = None, held_by_rows: int | None = None
-                    ) -> RequestRecord:
+                    tokens: Sequence[int] | torch.Tensor | None = None, held_by_rows: int | None = None,
+                    kv_wait_ms: float = 0.0) -> RequestRecord:
         """`result` holds this request's marks; its KV bytes are shared by the result's rows
         (or `held_by_rows`). Its tokens are kept only when the settings ask for them."""
         to_s = self.clock.to_session_s
@@ -271,7 +271,7 @@ class Engine:
         common = dict(id=request.id, seq=request.seq, config_id=config_id, input_tokens=len(row),
                       padded_tokens=width, arrival_s=request.arrival_s, start_s=start_s,
                       queue_ms=(start_s - request.arrival_s) * 1e3, compile_stall_ms=stall_ms,
-                      batch_size=batch)
+                      batch_size=batch, kv_wait_ms=kv_wait_ms)
         if result is None:
             end_s = self.clock.now_s()
             return RequestRecord(

@@ -1,0 +1,36 @@
+"""`infertop doctor SESSION.json [--json]`: every slow request of a saved session explained by its
+cause, the next step, and the production-readiness checklist (probe/contract/diagnosis.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(commands) -> None:
+    doctor = commands.add_parser(
+        "doctor", help="why a saved session's slowest requests were slow, and what to do next")
+    doctor.add_argument("file", metavar="SESSION.json")
+    doctor.add_argument("--json", action="store_true",
+                        help="the diagnosis as JSON ({segments: [...], checklist: [...]})")
+    doctor.set_defaults(func=run)
+
+
+def diagnosis_of(path: str):
+    from probe.contract.diagnosis import context_from_document, diagnose_session
+    from probe.contract.snapshot import read_document, session_data
+    document = read_document(path)
+    data = session_data(document, source=f"snapshot {path}")
+    return data, diagnose_session(data, context_from_document(document, saved=path))
+
+
+def run(args: argparse.Namespace) -> int:
+    from probe.contract.doctor_text import report_text
+    data, report = diagnosis_of(args.file)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=1, ensure_ascii=False))
+    else:
+        labels = {cid: entry.options.label() for cid, entry in data.configs.items()}
+        print(f"{args.file}\n")
+        print(report_text(report, labels))
+    return 0

@@ -1,0 +1,50 @@
+"""`D`: the doctor's full report on the window's requests of the served config — the verdict,
+the next step, the tail's latency by cause with its evidence, the findings, and the
+production-readiness checklist (probe/contract/doctor_text.py writes the same for the CLI)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from probe.contract.checklist import ChecklistItem
+from probe.contract.diagnosis import SegmentDiagnosis
+from probe.contract.doctor_text import segment_lines
+
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "not yet": "yellow"}
+
+
+def report_text(diagnosis: SegmentDiagnosis | None, checklist: tuple[ChecklistItem, ...],
+                label: str = "") -> Text:
+    text = Text()
+    if diagnosis is None:
+        text.append("No request of the served config has finished in the window yet.\n",
+                    style="dim")
+    else:
+        text.append("\n".join(segment_lines(diagnosis, label)) + "\n")
+    if checklist:
+        text.append("\nproduction-readiness checklist\n", style="bold")
+        for item in checklist:
+            text.append(f"  {item.status:<8}", style=STATUS_STYLE.get(item.status, ""))
+            text.append(f" {item.item}: ", style="bold")
+            text.append(f"{item.evidence}\n")
+    return text
+
+
+class DoctorScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,D", "dismiss", "close the doctor")]
+
+    def __init__(self, diagnosis: SegmentDiagnosis | None, checklist: tuple[ChecklistItem, ...],
+                 label: str = "") -> None:
+        super().__init__()
+        self._text = report_text(diagnosis, checklist, label)
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="doctor-body") as body:
+            body.border_title = "the doctor: why the slowest requests were slow"
+            body.border_subtitle = "esc or D closes"
+            yield Static(self._text, id="doctor-report")   # a Text: ids and errors are data

@@ -1,0 +1,77 @@
+"""The doctor's line on the dashboard: the verdict and the next step for the served config's
+requests in the window, cut to one row (D opens the full doctor screen)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widgets import Static
+
+from probe.contract.diagnosis import LABELS, SegmentDiagnosis
+from probe.contract.live import LiveView
+from probe.contract.units import fmt_ms
+
+KEY = "D"
+WAITING = "doctor: waiting for requests to finish"
+
+
+def short_verdict(diagnosis: SegmentDiagnosis) -> str:
+    """"p95 33.1 s: 91% compile stall" or "healthy: p95 1.2 s, 96% decode"."""
+    top, p95 = diagnosis.tail.top, fmt_ms(diagnosis.tail.latency_p95_ms)
+    if top is None:
+        return diagnosis.verdict
+    share = f"{100 * top.share:.0f}% {LABELS[top.cause]}"
+    return f"healthy: p95 {p95}, {share}" if diagnosis.healthy else f"p95 {p95}: {share}"
+
+
+def short_step(diagnosis: SegmentDiagnosis) -> str:
+    step = diagnosis.next_step
+    if step is None:
+        return "no change advised" if diagnosis.healthy else "no option addresses it"
+    return "next: " + " ".join(f"{k}={v}" for k, v in step.options.items())
+
+
+def doctor_line(view: LiveView | None, width: int) -> Text:
+    diagnosis = view.diagnosis if view is not None else None
+    hint = f" ({KEY}: why)"
+    if diagnosis is None:
+        return Text(WAITING, style="dim", no_wrap=True, overflow="ellipsis")
+    text = Text("doctor ", style="bold", no_wrap=True, overflow="ellipsis")
+    text.append(short_verdict(diagnosis),
+                style="green" if diagnosis.healthy else "bold yellow")
+    text.append(" · ")
+    text.append(short_step(diagnosis), style="bold cyan")
+    step = diagnosis.next_step
+    room = width - len(text.plain) - len(hint)
+    if step is not None and room > 12:
+        predicted = f" ({step.predicted})"
+        text.append(predicted if len(predicted) <= room else predicted[:room - 2] + "…)",
+                    style="dim")
+    text.append(hint, style="dim")
+    return text
+
+
+class DoctorLine(Static):
+    view: reactive[LiveView | None] = reactive(None)
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(WAITING, id=id, markup=False)
+        self._drawn: object = None
+
+    def watch_view(self, view: LiveView | None) -> None:
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        # The failures panel takes the row this line would (at 80×24 there is no other, at
+        # 120×40 the recompilations' rows): failures come first; the verdict counts them too,
+        # and D still opens the doctor
+        self.display = self.view is None or self.view.replay.failed == 0
+        width = self.content_size.width or 80
+        diagnosis = self.view.diagnosis if self.view is not None else None
+        key = (None if diagnosis is None else (diagnosis.verdict, diagnosis.next_step), width)
+        if key != self._drawn:
+            self._drawn = key
+            self.update(doctor_line(self.view, width), layout=False)
