@@ -22,6 +22,7 @@ from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS, Summary
 from probe.contract.units import fmt_age, fmt_count, fmt_ms, fmt_ratio
 from tui import derive
 from tui.format import fitting
+from tui.steady_text import BACKLOG_MARK, backlog_caption
 from tui.widgets.panel import WAITING, Panel
 
 # plotext's names for the markers, and Rich's for the legend
@@ -29,24 +30,50 @@ COMPILE_COLOR, COMPILE_RICH = "red", "red"
 CONFIG_COLOR, CONFIG_RICH = "orange", "dark_orange"
 
 
-def latency_table(view: LiveView) -> Table:
+WARM_COLUMNS_WIDE = 60          # below this many cells: p50 and p95, and warm's p50
+
+
+def latency_table(view: LiveView, width: int = 66) -> Table:
+    """p50/p95/p99 over all requests, and beside them over the warm ones (those that waited
+    on no compile, probe.contract.steady_state): window and current config."""
     segment = derive.segment(view, view.config_id)
     window = view.window
+    wide = width >= WARM_COLUMNS_WIDE
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
     table.add_column("", style="bold", no_wrap=True)
     table.add_column("over", style="dim", no_wrap=True)
-    for name in ("p50", "p95", "p99"):
+    for name in ("p50", "p95", "p99") if wide else ("p50", "p95"):
         table.add_column(name, justify="right", min_width=6, no_wrap=True)
-    rows = (("latency", window.latency_ms, segment.latency_ms if segment else Summary()),
-            ("TTFT", window.ttft_ms, segment.ttft_ms if segment else Summary()),
-            ("TPOT", window.tpot_ms, segment.tpot_ms if segment else Summary()))
-    for name, over_window, over_segment in rows:
-        table.add_row(name, "window", *_percentiles(over_window))
-        table.add_row("", Text(view.config_id), *_percentiles(over_segment))
+    for name in ("warm", "p95", "p99") if wide else ("warm",):    # warm's p50, p95, p99
+        table.add_column(name, justify="right", min_width=6, no_wrap=True, style="green")
+    warm_window, warm_segment = window.warm, segment.warm if segment else None
+    rows = (("latency", window.latency_ms, segment.latency_ms if segment else Summary(),
+             lambda w: w.latency_ms),
+            ("TTFT", window.ttft_ms, segment.ttft_ms if segment else Summary(),
+             lambda w: w.ttft_ms),
+            ("TPOT", window.tpot_ms, segment.tpot_ms if segment else Summary(),
+             lambda w: w.tpot_ms))
+    marked = window.backlog_dominated
+    label = Text(f"window{BACKLOG_MARK}" if marked else "window",
+                 style="yellow" if marked else "")
+    for name, over_window, over_segment, warm_of in rows:
+        table.add_row(name, label, *_percentiles(over_window)[:3 if wide else 2],
+                      *_warm(warm_of, warm_window, wide))
+        table.add_row("", Text(view.config_id), *_percentiles(over_segment)[:3 if wide else 2],
+                      *_warm(warm_of, warm_segment, wide))
     return table
 
 
+def _warm(read, warm, wide: bool) -> tuple[str, ...]:
+    summary = read(warm) if warm is not None else Summary()
+    return _percentiles(summary) if wide else (fmt_ms(summary.p50),)
+
+
 def counts_subtitle(view: LiveView) -> str:
+    """How many requests the figures are over; when the backlog dominates the window, that."""
+    caption = backlog_caption(view)
+    if caption is not None:
+        return caption
     segment = derive.segment(view, view.config_id)
     return (f"window {fmt_count(view.window.requests)} req · {view.config_id} "
             f"{fmt_count(segment.requests if segment else 0)} req")
@@ -189,12 +216,13 @@ class LatencyPanel(Panel):
     def watch_view(self, view: LiveView | None) -> None:
         if view is None:
             return
-        numbers_key = (view.window, view.config_id,
+        numbers_key = (view.window, view.config_id, self.content_size,
                        derive.segment(view, view.config_id))
         if numbers_key != self._numbers_key:
             self._numbers_key = numbers_key
-            self.query_one("#latency-numbers", Static).update(latency_table(view),
-                                                              layout=False)
+            numbers = self.query_one("#latency-numbers", Static)
+            width = self.content_size.width or numbers.content_size.width or 66
+            numbers.update(latency_table(view, width), layout=False)
         self.show_cost(view)
         if plot_key(view) != self._plot_key:
             self._plot_key = plot_key(view)
