@@ -41,6 +41,7 @@ from probe.contract.protocol import (
 )
 from tui.engine_handle import EngineHandle
 from tui.help_screen import HelpScreen
+from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
 from tui.messages import (
     EngineDown,
     EngineLive,
@@ -102,6 +103,10 @@ class InfertopApp(App[int]):
         Binding("r", "reset_window", "reset", tooltip="Restart the sliding window of requests."),
         Binding("s", "save_snapshot", "save", tooltip="Save the session JSON and an SVG "
                 "screenshot into the snapshot folder."),
+        Binding(GIVE_UP_KEY, "give_up_compile", "give up compile", show=False,
+                tooltip="Give up the running compile: the engine process restarts (a compile "
+                "cannot be stopped safely inside it) serving the previous config, and the "
+                "session continues as after R."),
     ]
 
     view: reactive[LiveView | None] = reactive(None, init=False)
@@ -407,6 +412,29 @@ class InfertopApp(App[int]):
         and the engine is stopped (killed if it does not stop) once the app has exited."""
         self._stopping.set()
         self.exit()
+
+    def action_give_up_compile(self) -> None:
+        """Abandon the running compile: the previous config is asked for (the engine process
+        keeps it for its restart) and the engine restarts; a compile holds the GIL in the
+        engine and cannot be interrupted there safely."""
+        if self._read_only_says_so() or self.engine is None:
+            return
+        view = self.view
+        if view is None or view.compiling is None or self.engine_state != "live":
+            self.say(f"no compile is running: {GIVE_UP_KEY} gives up a running compile")
+            return
+        _, options = fallback_options(view)
+        label, who = fallback_label(view), view.compiling.request_id or "a prewarm"
+        if self._apply_timer is not None:
+            self._apply_timer.stop()
+            self._apply_timer = None
+        self.requested = options
+        self._send(SetOptions(options))
+        self.options_sent_s = None          # the restarted engine starts with these
+        self.engine_state, self.engine_note = "starting", ""
+        self._restart.set()
+        self.say(f"gave up {view.config_id}'s compile ({who} waited): restarting the engine "
+                 f"on {label}; the session continues")
 
     def action_restart_engine(self) -> None:
         if self.engine is None or self.engine_state != "failed":
