@@ -12,7 +12,7 @@ from typing import Callable
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
 from probe.contract.snapshot import read_document, session_data
-from probe.contract.stats import SegmentStats
+from probe.contract.stats import SegmentStats, phases_within
 from probe.contract.tables import text_table
 from probe.contract.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num, fmt_ratio, fmt_s
 
@@ -32,13 +32,18 @@ METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool
     ("compiles", lambda s: s.compiles, lambda v: fmt_num(v, 0), True),
     ("recompiles", lambda s: s.recompiles, lambda v: fmt_num(v, 0), True),
     ("compile time", lambda s: s.compile_s, fmt_s, True),
-    *((f"  of it {name}", lambda s, name=name: s.compile_phases and s.compile_phases.parts()[name],
+    *((f"  of it {name}", lambda s, name=name: _split(s) and _split(s).parts()[name],
        fmt_s, True) for name in ("tracing", "aot", "inductor", "cache load")),
     ("graph breaks", lambda s: s.graph_breaks, lambda v: fmt_num(v, 0), True),
     ("graphs", lambda s: s.graphs, lambda v: fmt_num(v, 0), True),
     ("KV cache peak", lambda s: s.kv_cache_peak_bytes, fmt_bytes, True),
     ("padding waste", lambda s: s.padding_waste, fmt_fraction, True),
 )
+
+
+def _split(segment: SegmentStats):
+    """The segment's compile split, within its compile seconds (stats.phases_within)."""
+    return phases_within(segment.compile_phases, segment.compile_s)
 
 
 def _load(path: str) -> tuple[dict, SessionData]:
@@ -102,8 +107,9 @@ def show(path: str) -> str:
         entry = data.configs.get(s.config_id)
         notes = f"  ({'; '.join(entry.notes)})" if entry and entry.notes else ""
         lines.append(f"  {s.config_id}: {_label(data, s.config_id)}{notes}")
-        if s.compile_phases is not None and s.compile_phases.total_s:
-            lines.append(f"      compile split: {s.compile_phases.split_text()}")
+        phases = phases_within(s.compile_phases, s.compile_s)
+        if phases is not None and phases.total_s:
+            lines.append(f"      compile split: {phases.split_text()}")
     if data.breaks:
         lines += ["", "graph breaks:"]
         for b in sorted(data.breaks, key=lambda b: -b.count)[:10]:

@@ -110,6 +110,19 @@ def added_phases(phases: Iterable[CompilePhases | None]) -> CompilePhases | None
                          cache_load_s=sum(p.cache_load_s for p in present))
 
 
+def phases_within(phases: CompilePhases | None, total_s: float) -> CompilePhases | None:
+    """A split shown beside a total: dynamo times its phases on its own clock, and their sum
+    can exceed the wall-clock compile seconds ("4.35 s: tracing 4.37 s"); then the parts are
+    scaled down to add up to the total, each keeping its share. A split under its total is
+    left as timed (the rest is work outside dynamo's phases)."""
+    if phases is None or phases.total_s <= total_s or phases.total_s <= 0:
+        return phases
+    scale = total_s / phases.total_s
+    return CompilePhases(tracing_s=phases.tracing_s * scale, aot_s=phases.aot_s * scale,
+                         inductor_s=phases.inductor_s * scale,
+                         cache_load_s=phases.cache_load_s * scale)
+
+
 def event_phases(event: CompileEvent) -> CompilePhases | None:
     """One compile's split; None for a compile saved without one."""
     if event.tracing_s is None:
