@@ -94,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("file", metavar="FILE")
     show.set_defaults(func=_snapshot_show)
     compare = snapshot_commands.add_parser("compare", help="per-metric deltas between sessions")
-    compare.add_argument("a", metavar="A")
-    compare.add_argument("b", metavar="B")
+    compare.add_argument("a", metavar="A", help="a session JSON, or FILE:cN for one config")
+    compare.add_argument("b", metavar="B", help="a session JSON, or FILE:cN for one config")
     compare.set_defaults(func=_snapshot_compare)
     export = snapshot_commands.add_parser(
         "export", help="a saved session's records and segments as CSV or Parquet (pandas)")

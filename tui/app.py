@@ -41,6 +41,7 @@ from probe.contract.protocol import (
 )
 from tui.engine_handle import EngineHandle
 from tui.help_screen import HelpScreen
+from tui.reasons_screen import REASONS_KEY, ReasonsScreen
 from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
 from tui.messages import (
     EngineDown,
@@ -103,6 +104,9 @@ class InfertopApp(App[int]):
         Binding("r", "reset_window", "reset", tooltip="Restart the sliding window of requests."),
         Binding("s", "save_snapshot", "save", tooltip="Save the session JSON and an SVG "
                 "screenshot into the snapshot folder."),
+        Binding(REASONS_KEY, "reasons", "reasons", show=False,
+                tooltip="Every compile event's guard failures and reasons in full (the feed "
+                "cuts them to a line)."),
         Binding(GIVE_UP_KEY, "give_up_compile", "give up compile", show=False,
                 tooltip="Give up the running compile: the engine process restarts (a compile "
                 "cannot be stopped safely inside it) serving the previous config, and the "
@@ -399,6 +403,10 @@ class InfertopApp(App[int]):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(list(self.BINDINGS), self.log_line()))
+
+    def action_reasons(self) -> None:
+        if not isinstance(self.screen, ReasonsScreen):
+            self.push_screen(ReasonsScreen(self.view.compile_events if self.view else ()))
 
     def log_line(self) -> str:
         if self.engine is None:

@@ -18,6 +18,7 @@ from probe.contract.live import (
 )
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
+from tui.terminal_size import adopt_terminal_size
 
 READER_STOP_WAIT_S = 3.0
 
@@ -37,6 +38,7 @@ def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
     engine = EngineClient(config)
     app = InfertopApp(engine, options=config.options, snapshot_dir=snapshot_dir,
                       speed=config.speed)
+    adopt_terminal_size()
     try:
         app.run()
     finally:
@@ -53,6 +55,7 @@ def _open_saved(path: Path, snapshot_dir: Path) -> int:
     app = InfertopApp(None, initial=view, options=view.options,
                       snapshot_dir=snapshot_dir, speed=view.replay.speed, read_only=True,
                       source=str(path))
+    adopt_terminal_size()
     app.run()
     return app.return_code or 0
 

@@ -6,9 +6,12 @@ are computed), so a snapshot written by an older infertop reads the same as a ne
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import fields
 from typing import Callable
 
+from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
 from probe.contract.snapshot import read_document, session_data
@@ -63,7 +66,19 @@ def _label(data: SessionData, config_id: str) -> str:
     return entry.options.label() if entry else config_id
 
 
-def _header(path: str, document: dict) -> list[str]:
+def served_precisions(data: SessionData) -> str:
+    """What the session's requests were served in, most first: "fp32 180 req · bf16 20 req"
+    (the model's dtype when it was saved says only what the last config loaded)."""
+    counts: dict[str, int] = {}
+    for record in data.records:
+        entry = data.configs.get(record.config_id)
+        precision = entry.options.precision if entry else "?"
+        counts[precision] = counts.get(precision, 0) + 1
+    return " · ".join(f"{name} {count:,} req" for name, count in
+                      sorted(counts.items(), key=lambda item: -item[1]))
+
+
+def _header(path: str, document: dict, data: SessionData | None = None) -> list[str]:
     def model(key: str) -> object:
         return _field(document, "model", key)
 
@@ -71,9 +86,11 @@ def _header(path: str, document: dict) -> list[str]:
         return _field(document, "environment", key)
 
     parameters = model("parameters")
+    served = served_precisions(data) if data is not None and data.records else ""
+    precision = f"served {served}" if served else f"{model('dtype')}"
     lines = [f"{path}",
-             f"  model {model('name')} ({model('dtype')}, {parameters:,} parameters)"
-             if isinstance(parameters, int) else f"  model {model('name')}",
+             f"  model {model('name')} ({precision}, {parameters:,} parameters)"
+             if isinstance(parameters, int) else f"  model {model('name')} ({precision})",
              f"  trace {_field(document, 'trace', 'name')}, device {env('device')} "
              f"({env('device_name')}), torch {env('torch')}"]
     return lines
@@ -83,7 +100,7 @@ def show(path: str) -> str:
     """A saved session's segments (one per config, in order of use) as a table."""
     document, data = _load(path)
     segments = data.segments()
-    lines = _header(path, document)
+    lines = _header(path, document, data)
     if not segments:
         return "\n".join(lines + ["", "no configs were served in this session"])
     columns = ["config", "requests", "failed", "p50", "p95", "p99", "warm", "warm p50",
@@ -172,19 +189,55 @@ def metric_rows(sa: SegmentStats, sb: SegmentStats) -> list[list[str]]:
     return rows
 
 
+CONFIG_SUFFIX = re.compile(r"^(?P<path>.+):(?P<config>c\d+)$")
+
+
+def split_config(argument: str) -> tuple[str, str | None]:
+    """ "S.json:c2" → ("S.json", "c2"); a path that exists as written is a path (a file may
+    be named "x:c1")."""
+    found = CONFIG_SUFFIX.match(argument)
+    if found is None or os.path.exists(argument):
+        return argument, None
+    return found["path"], found["config"]
+
+
+def _chosen(data: SessionData, config_id: str, argument: str) -> SegmentStats:
+    segment = next((s for s in data.segments() if s.config_id == config_id), None)
+    if segment is None:
+        served = ", ".join(s.config_id for s in data.segments()) or "none"
+        raise ConfigError(f"{argument}: no config {config_id} in that session "
+                          f"(its configs: {served})")
+    return segment
+
+
+def _first_config(data: SessionData, path: str) -> str:
+    if not data.configs:
+        raise ConfigError(f"{path}: no configs were served in this session")
+    return next(iter(data.configs))
+
+
 def compare(path_a: str, path_b: str) -> str:
-    """Per-metric deltas and ratios (B relative to A) and the config differences."""
+    """Per-metric deltas and ratios (B relative to A) and the config differences. "FILE:c2"
+    chooses one config of a session, so two configs of one session compare too
+    (`snapshot compare S.json:c1 S.json:c2`)."""
+    (path_a, config_a), (path_b, config_b) = split_config(path_a), split_config(path_b)
     doc_a, a = _load(path_a)
     doc_b, b = _load(path_b)
-    lines = ["A: " + "\n   ".join(_header(path_a, doc_a)),
-             "B: " + "\n   ".join(_header(path_b, doc_b)), ""]
+    lines = ["A: " + "\n   ".join(_header(path_a, doc_a, a)),
+             "B: " + "\n   ".join(_header(path_b, doc_b, b)), ""]
     for name, key in (("model", ("model", "name")), ("dtype", ("model", "dtype")),
                       ("device", ("environment", "device")),
                       ("torch", ("environment", "torch")), ("trace", ("trace", "name"))):
         va, vb = _field(doc_a, *key), _field(doc_b, *key)
         if va != vb:
             lines.append(f"{name} differs: {va} → {vb}")
-    pairs, only_a, only_b, how = _pairs(a, b)
+    if config_a is not None or config_b is not None:
+        first = _chosen(a, config_a or _first_config(a, path_a), path_a)
+        second = _chosen(b, config_b or _first_config(b, path_b), path_b)
+        pairs, only_a, only_b = [(first, second)], [], []
+        how = f"the configs chosen: {first.config_id} vs {second.config_id}"
+    else:
+        pairs, only_a, only_b, how = _pairs(a, b)
     lines.append(f"compared: {how}")
     for sa, sb in pairs:
         oa = a.configs[sa.config_id].options if sa.config_id in a.configs else None

@@ -184,6 +184,7 @@ class RecompilePanel(Panel):
                  id: str | None = None) -> None:
         super().__init__(id=id)
         self._compile_clock = CompileClock(clock or self.default_clock)
+        self.border_subtitle = "e: reasons in full"
 
     def on_mount(self) -> None:
         self.set_interval(TICK_S, self._tick)
