@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from probe.contract.live import LiveView
+from probe.contract.load_check import NEAR_CAPACITY, load_share
 from probe.contract.units import NO_DATA, fmt_count, fmt_fraction, fmt_rate
 from tui.format import fitting
 from tui.steady_text import backlog_line
@@ -29,7 +30,11 @@ def throughput_detail(view: LiveView, width: int = 80) -> Text:
     replay, window = view.replay, view.window
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f"offered {fmt_rate(replay.offered_rps, 'req/s')} · "
-                f"capacity {fmt_rate(replay.capacity_rps, 'req/s')}\n")
+                f"capacity {fmt_rate(replay.capacity_rps, 'req/s')}")
+    share = load_share(replay.offered_rps, replay.capacity_rps)
+    if share is not None:
+        text.append(f" · {share:.0%}", style="bold yellow" if share > NEAR_CAPACITY else "dim")
+    text.append("\n")
     text.append(f"tokens  {fmt_rate(window.tokens_per_s, 'tok/s')}\n")
     total = "" if replay.total is None else f" of {fmt_count(replay.total)}"
     text.append(f"done {fmt_count(replay.completed)}{total} · ")
