@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
+from probe.contract.batch_roofline import BATCHED
 from probe.contract.live import LiveView
 from probe.contract.options import OPTION_BY_KEY, OptConfig
 from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS, Summary
@@ -90,14 +91,24 @@ def roofline_line(view: LiveView, width: int, now_unix: float) -> Text:
     if roofline is None:
         return Text("roofline: this machine's bandwidth is not measured yet", style="dim")
     tpot_ms, ratio = derive.roofline_ratio(view)
+    limit_ms, rows = derive.roofline_limit(view)
+    batched = rows > BATCHED and limit_ms != roofline.roofline_ms
+    which = f"batch-{rows:.1f} roofline" if batched else "roofline"
     tpot = f"{view.config_id} TPOT {fmt_ms(tpot_ms)}"
-    limit = (f"{fmt_ratio(ratio)} roofline" if ratio is not None
-             else f"roofline {fmt_ms(roofline.roofline_ms)}")
+    limit = (f"{fmt_ratio(ratio)} {which}" if ratio is not None
+             else f"{which} {fmt_ms(limit_ms)}")
     age = fmt_age(now_unix - roofline.measured_unix)
+    measured = f"another run's, {age}" if roofline.from_earlier_run else f"measured {age}"
     where = f"{roofline.precision} · {roofline.bandwidth_gb_s:.1f} GB/s"
-    return Text(fitting(width, f"{tpot} · {limit} ({where}, measured {age})",
-                        f"{tpot} · {limit} ({where}, {age})",
-                        f"{tpot} · {limit} ({roofline.precision})", f"{tpot} · {limit}"))
+    note = roofline.lever_note
+    earlier = " (another run's GB/s)" if roofline.from_earlier_run else ""
+    choices = [f"{tpot} · {limit} ({where}, {measured})",
+               f"{tpot} · {limit} ({where}, {age})",
+               f"{tpot} · {limit} ({roofline.precision}){earlier}", f"{tpot} · {limit}"]
+    if note:       # why the precision is slow here comes before where the bandwidth came from
+        choices = [f"{choices[0]} · {note}", f"{tpot} · {limit} · {note}{earlier}",
+                   f"{tpot} · {limit} · {note}", *choices[2:]]
+    return Text(fitting(width, *choices))
 
 
 def twin_keys(served: OptConfig, twin: OptConfig) -> str:
