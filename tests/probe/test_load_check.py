@@ -27,11 +27,11 @@ def test_contention_is_the_machines_busy_cores_beyond_the_engines(machine, engin
 
 def test_the_device_panel_says_when_figures_are_unreliable():
     busy = cpu(100.0, 60.0)                      # 2 cores busy, the engine 0.6 of one
-    assert "contention: others use 1.4 of 2 cores — figures unreliable" in device_detail(
+    assert "others use 1.4 of 2 cores: figures unreliable" in device_detail(
         busy).plain
     assert "contended" in device_headline(busy, width=80).plain
     calm = cpu(50.0, 95.0)
-    assert contention(calm) is None and "contention" not in device_detail(calm).plain
+    assert contention(calm) is None and "unreliable" not in device_detail(calm).plain
     gpu = DeviceSample(kind="GPU", name="x", util_pct=100.0, mem_used_bytes=1,
                        mem_total_bytes=2, mem_free_bytes=1, process_cpu_pct=0.0, cpu_cores=2)
     assert contention(gpu) is None

@@ -55,8 +55,8 @@ def device_detail(sample: DeviceSample | None) -> Text:
         text.append(f"machine free {fmt_bytes(sample.mem_free_bytes)}\n")
         busy = contention(sample)
         if busy is not None:
-            text.append(f"contention: others use {busy.others_cores:.1f} of {busy.cores} "
-                        "cores — figures unreliable", style="bold yellow")
+            text.append(f"others use {busy.others_cores:.1f} of {busy.cores} cores: "
+                        "figures unreliable", style="bold yellow")
         else:
             text.append("machine CPU: 100% = all cores busy", style="dim")
         return text

@@ -103,7 +103,7 @@ def roofline_line(view: LiveView, width: int, now_unix: float) -> Text:
     note = roofline.lever_note
     earlier = " (another run's GB/s)" if roofline.from_earlier_run else ""
     choices = [f"{tpot} · {limit} ({where}, {measured})",
-               f"{tpot} · {limit} ({where}, {age})",
+               f"{tpot} · {limit} ({where}, {'another run' if roofline.from_earlier_run else age})",
                f"{tpot} · {limit} ({roofline.precision}){earlier}", f"{tpot} · {limit}"]
     if note:       # why the precision is slow here comes before where the bandwidth came from
         choices = [f"{choices[0]} · {note}", f"{tpot} · {limit} · {note}{earlier}",

@@ -30,12 +30,13 @@ def throughput_detail(view: LiveView, width: int = 80) -> Text:
     replay, window = view.replay, view.window
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f"offered {fmt_rate(replay.offered_rps, 'req/s')} · "
-                f"capacity {fmt_rate(replay.capacity_rps, 'req/s')}")
+                f"capacity {fmt_rate(replay.capacity_rps, 'req/s')}\n")
+    text.append(f"tokens  {fmt_rate(window.tokens_per_s, 'tok/s')}")
     share = load_share(replay.offered_rps, replay.capacity_rps)
-    if share is not None:
-        text.append(f" · {share:.0%}", style="bold yellow" if share > NEAR_CAPACITY else "dim")
+    if share is not None:      # re-read at every view: the calibration's 50% is measured once
+        text.append(f" · offered {share:.0%} of capacity",
+                    style="bold yellow" if share > NEAR_CAPACITY else "dim")
     text.append("\n")
-    text.append(f"tokens  {fmt_rate(window.tokens_per_s, 'tok/s')}\n")
     total = "" if replay.total is None else f" of {fmt_count(replay.total)}"
     text.append(f"done {fmt_count(replay.completed)}{total} · ")
     text.append(f"failed {fmt_count(replay.failed)}", style="bold red" if replay.failed else "")
