@@ -41,8 +41,6 @@ from probe.contract.protocol import (
 )
 from tui.engine_handle import EngineHandle
 from tui.help_screen import HelpScreen
-from tui.reasons_screen import REASONS_KEY, ReasonsScreen
-from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
 from tui.messages import (
     EngineDown,
     EngineLive,
@@ -52,6 +50,8 @@ from tui.messages import (
     SessionNotSaved,
     SessionSaved,
 )
+from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
+from tui.reasons_screen import REASONS_KEY, ReasonsScreen
 from tui.snapshot_files import snapshot_paths, write_text_atomic
 from tui.widgets.device import DevicePanel
 from tui.widgets.failures import FailuresPanel

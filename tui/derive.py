@@ -11,8 +11,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from probe.contract.batch_roofline import live_roofline_ms
 from probe.contract.engine_inputs import PRESETS
-from probe.contract.batch_roofline import BATCHED, live_roofline_ms
 from probe.contract.live import LiveView, eager_twin
 from probe.contract.options import CHOICES, OptConfig
 from probe.contract.records import KVPool, RequestRecord

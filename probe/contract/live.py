@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from probe.contract import steady_state
 from probe.contract.device_sample import DeviceSample
 from probe.contract.options import COMPILE_ONLY, OptConfig
 from probe.contract.records import (
@@ -18,8 +19,6 @@ from probe.contract.records import (
     RooflineStatus,
 )
 from probe.contract.session import ConfigEntry, SessionData
-from probe.contract import steady_state
-from probe.contract.steady_state import Backlog, ColdChain, WarmStats, cold_chain, warm_stats
 from probe.contract.stats import (
     COMPILING,
     SegmentStats,
@@ -29,6 +28,13 @@ from probe.contract.stats import (
     summarize,
     throughput_rps,
     tokens_per_s,
+)
+from probe.contract.steady_state import (
+    Backlog,
+    ColdChain,
+    WarmStats,
+    cold_chain,
+    warm_stats,
 )
 
 RECENT_REQUESTS = 400

@@ -212,7 +212,8 @@ class StatusBar(Static):
         changes = changes_line(states, width)
         if changes is not None:
             lines.append(changes)
-        waits = pending_wait(self.view, states, self.compiling_s())
+        waits = (pending_wait(self.view, states, self.compiling_s())
+                 if self.engine_state == "live" else None)
         if waits is not None:
             line = Text(f"→ {waits}", style="yellow", no_wrap=True, overflow="ellipsis")
             line.truncate(width, overflow="ellipsis")

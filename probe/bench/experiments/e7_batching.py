@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probe.contract.batch_roofline import batch_step_ms, kv_bytes_per_row_step
-
 from probe.bench.experiments.base import OpenLoopExperiment, Template
 from probe.bench.openloop import (
     MAX_BATCH,
@@ -22,6 +20,7 @@ from probe.bench.openloop import (
     open_loop_figures,
     replay,
 )
+from probe.contract.batch_roofline import batch_step_ms, kv_bytes_per_row_step
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
 from probe.contract.stats import summarize
