@@ -100,8 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "pip install 'infertop[plots]')")
     show.set_defaults(func=_snapshot_show)
     compare = snapshot_commands.add_parser("compare", help="per-metric deltas between sessions")
-    compare.add_argument("a", metavar="A")
-    compare.add_argument("b", metavar="B")
+    compare.add_argument("a", metavar="A", help="a session JSON, or FILE:cN for one config")
+    compare.add_argument("b", metavar="B", help="a session JSON, or FILE:cN for one config")
     compare.add_argument("--plot", default=None, metavar="OUT.svg",
                          help="also draw each config's latency CDF on one axis (.svg or .png; "
                               "needs pip install 'infertop[plots]')")

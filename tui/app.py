@@ -53,6 +53,9 @@ from tui.messages import (
     SessionSaved,
 )
 from tui.snapshot_files import snapshot_folder_problem, snapshot_paths, write_text_atomic
+from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
+from tui.reasons_screen import REASONS_KEY, ReasonsScreen
+from tui.snapshot_files import snapshot_paths, write_text_atomic
 from tui.widgets.device import DevicePanel
 from tui.widgets.doctor_line import DoctorLine
 from tui.widgets.failures import FailuresPanel
@@ -107,6 +110,13 @@ class InfertopApp(App[int]):
                 "screenshot into the snapshot folder."),
         Binding("D", "doctor", "doctor", show=False, tooltip="Why the slowest requests were "
                 "slow, cause by cause, the next step, and the readiness checklist."),
+        Binding(REASONS_KEY, "reasons", "reasons", show=False,
+                tooltip="Every compile event's guard failures and reasons in full (the feed "
+                "cuts them to a line)."),
+        Binding(GIVE_UP_KEY, "give_up_compile", "give up compile", show=False,
+                tooltip="Give up the running compile: the engine process restarts (a compile "
+                "cannot be stopped safely inside it) serving the previous config, and the "
+                "session continues as after R."),
     ]
 
     view: reactive[LiveView | None] = reactive(None, init=False)
@@ -414,6 +424,9 @@ class InfertopApp(App[int]):
             label = derive.config_label(view, view.config_id) if view is not None else ""
             self.push_screen(DoctorScreen(view.diagnosis if view else None,
                                           view.checklist if view else (), label))
+    def action_reasons(self) -> None:
+        if not isinstance(self.screen, ReasonsScreen):
+            self.push_screen(ReasonsScreen(self.view.compile_events if self.view else ()))
 
     def log_line(self) -> str:
         if self.engine is None:
@@ -427,6 +440,29 @@ class InfertopApp(App[int]):
         and the engine is stopped (killed if it does not stop) once the app has exited."""
         self._stopping.set()
         self.exit()
+
+    def action_give_up_compile(self) -> None:
+        """Abandon the running compile: the previous config is asked for (the engine process
+        keeps it for its restart) and the engine restarts; a compile holds the GIL in the
+        engine and cannot be interrupted there safely."""
+        if self._read_only_says_so() or self.engine is None:
+            return
+        view = self.view
+        if view is None or view.compiling is None or self.engine_state != "live":
+            self.say(f"no compile is running: {GIVE_UP_KEY} gives up a running compile")
+            return
+        _, options = fallback_options(view)
+        label, who = fallback_label(view), view.compiling.request_id or "a prewarm"
+        if self._apply_timer is not None:
+            self._apply_timer.stop()
+            self._apply_timer = None
+        self.requested = options
+        self._send(SetOptions(options))
+        self.options_sent_s = None          # the restarted engine starts with these
+        self.engine_state, self.engine_note = "starting", ""
+        self._restart.set()
+        self.say(f"gave up {view.config_id}'s compile ({who} waited): restarting the engine "
+                 f"on {label}; the session continues")
 
     def action_restart_engine(self) -> None:
         if self.engine is None or self.engine_state != "failed":

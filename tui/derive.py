@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from probe.contract.config_changes import config_changes  # noqa: F401 (the panels call derive.)
+from probe.contract.batch_roofline import live_roofline_ms
 from probe.contract.engine_inputs import PRESETS
 from probe.contract.live import LiveView, eager_twin
 from probe.contract.options import CHOICES, OptConfig
@@ -81,11 +82,22 @@ def kv_budget(view: LiveView) -> KVBudget | None:
 
 def roofline_ratio(view: LiveView) -> tuple[float | None, float | None]:
     """(the current config's TPOT p50, that over this machine's roofline for the config's
-    precision): the config's own requests, as the roofline is its precision's."""
+    precision): the config's own requests, as the roofline is its precision's; a batched
+    config's against the batch's roofline (probe.contract.batch_roofline)."""
     current = segment(view, view.config_id)
     tpot_ms = current.tpot_ms.p50 if current is not None else None
-    ratio = view.roofline.ratio(tpot_ms) if view.roofline is not None else None
-    return tpot_ms, ratio
+    if view.roofline is None or tpot_ms is None:
+        return tpot_ms, None
+    limit_ms, _ = roofline_limit(view)
+    return tpot_ms, tpot_ms / limit_ms if limit_ms else None
+
+
+def roofline_limit(view: LiveView) -> tuple[float | None, float]:
+    """(the roofline the current config's TPOT is held against, its mean rows per step)."""
+    if view.roofline is None:
+        return None, 1.0
+    mine = [r for r in view.recent if r.config_id == view.config_id]
+    return live_roofline_ms(view.roofline, mine)
 
 
 def engine_now_s(view: LiveView, since_arrival_s: float) -> float:

@@ -18,6 +18,7 @@ from probe.contract.live import (
 )
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
+from tui.terminal_size import adopt_terminal_size
 
 READER_STOP_WAIT_S = 3.0
 
@@ -49,6 +50,7 @@ def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
     engine.open_journal()               # a state folder that takes none is said at the start
     app = InfertopApp(engine, options=config.options, snapshot_dir=snapshot_dir,
                       speed=config.speed)
+    adopt_terminal_size()
     try:
         app.run()
     finally:
@@ -65,6 +67,7 @@ def _open_saved(path: Path, snapshot_dir: Path) -> int:
     app = InfertopApp(None, initial=view, options=view.options,
                       snapshot_dir=snapshot_dir, speed=view.replay.speed, read_only=True,
                       source=str(path))
+    adopt_terminal_size()
     app.run()
     return app.return_code or 0
 

@@ -20,3 +20,4 @@ class DeviceSample:
     # the engine's CPU % (100 = one core busy): its process and the processes it started (the
     # compile workers and the C++ compiler, where a CPU compile spends much of its time)
     process_cpu_pct: float | None = None
+    cpu_cores: int | None = None        # logical CPUs: what util_pct's 100% is

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from probe.contract import steady_state
 from probe.contract.device_sample import DeviceSample
 from probe.contract.options import COMPILE_ONLY, OptConfig
 from probe.contract.records import (
@@ -28,6 +29,13 @@ from probe.contract.stats import (
     summarize,
     throughput_rps,
     tokens_per_s,
+)
+from probe.contract.steady_state import (
+    Backlog,
+    ColdChain,
+    WarmStats,
+    cold_chain,
+    warm_stats,
 )
 
 RECENT_REQUESTS = 400
@@ -82,6 +90,8 @@ class WindowStats:
     tpot_ms: Summary
     throughput_rps: float | None
     tokens_per_s: float | None
+    warm: WarmStats | None = None           # the same over its warm requests (steady_state)
+    backlog_dominated: bool = False         # its figures over all read a compile's backlog
 
 
 @dataclass(frozen=True)
@@ -115,6 +125,7 @@ class LiveView:
     # and the readiness checklist (checklist.ChecklistItem, …)
     diagnosis: Any = None
     checklist: tuple = ()
+    backlog: Backlog | None = None              # the queue a compile left, while it drains
 
     @property
     def compiles(self) -> int:
@@ -141,19 +152,19 @@ def overloaded(offered: float | None, capacity: float | None, queue_depth: int) 
     return bool(offered and capacity and offered > capacity * 1.05 and queue_depth > 2)
 
 
-def capacity_rps(records) -> float | None:
-    """Requests/s the engine can serve: one over the mean service time (end − start) of a
-    request, a batch's time shared by its rows."""
-    service_s = summarize((r.end_s - r.start_s) / r.batch_size for r in records if r.ok).mean
-    return 1.0 / service_s if service_s else None
+capacity_rps = steady_state.capacity_rps     # the one definition: warm service times
 
 
-def window_stats(records: tuple[RequestRecord, ...]) -> WindowStats:
+def window_stats(records: tuple[RequestRecord, ...], chain: ColdChain | None = None,
+                 backlog: Backlog | None = None) -> WindowStats:
     ok = [r for r in records if r.ok]
+    warm = None if chain is None else warm_stats(records, chain)
     return WindowStats(
         requests=len(ok), latency_ms=summarize(r.latency_ms for r in ok),
         ttft_ms=summarize(r.ttft_ms for r in ok), tpot_ms=summarize(r.tpot_ms for r in ok),
-        throughput_rps=throughput_rps(records), tokens_per_s=tokens_per_s(records))
+        throughput_rps=throughput_rps(records), tokens_per_s=tokens_per_s(records),
+        warm=warm, backlog_dominated=(warm is not None
+                                      and steady_state.backlog_dominated(warm, backlog)))
 
 
 def kv_status(records: tuple[RequestRecord, ...], window: tuple[RequestRecord, ...],
@@ -198,6 +209,9 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
     window = tuple(r for r in records if r.seq >= window_start_seq)[-window_size:]
     free = device_sample.mem_free_bytes if device_sample else None
     kv = kv_status(records, window, free)
+    chain = cold_chain(records, data.events)
+    draining = steady_state.backlog(records, chain, replay.queue_depth, replay.offered_rps,
+                                    replay.capacity_rps, compiling, config_id)
     segments = data.segments()
     from probe.contract.doctor_live import live_doctor, overload_finding  # it reads this module
     diagnosis, checklist = live_doctor(
@@ -208,7 +222,7 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
     return LiveView(
         t_s=t_s, model=model, device=device, options=options, config_id=config_id,
         configs=tuple(data.configs.values()), segments=segments,
-        window=window_stats(window), recent=records[-RECENT_REQUESTS:],
+        window=window_stats(window, chain, draining), recent=records[-RECENT_REQUESTS:],
         compile_events=data.events[-RECENT_EVENTS:], compiling_since_s=compiling_since_s,
         compiling_request=compiling_request, graph_breaks=data.breaks,
         device_sample=device_sample, kv=kv, replay=replay,
@@ -216,7 +230,7 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         batch=batch_status(options.batching, max_batch, window, kv), compiling=compiling,
         roofline=roofline, break_even=break_even_status(data, options, config_id),
         requested_options=requested_options, options_pending=options_pending,
-        diagnosis=diagnosis, checklist=checklist)
+        diagnosis=diagnosis, checklist=checklist, backlog=draining)
 
 
 def eager_twin(options: OptConfig) -> OptConfig:

@@ -117,6 +117,9 @@ class RooflineStatus:
     bandwidth_gb_s: float       # matrix-vector read bandwidth, measured on this machine
     measured_unix: float        # when (the measurement is cached per machine)
     roofline_ms: float          # step_bytes / bandwidth
+    kv_bytes_per_position: int = 0      # K and V of one position, every decoder layer
+    from_earlier_run: bool = False      # the bandwidth was measured before this engine started
+    lever_note: str | None = None       # what this CPU lacks for the served precision/quant
 
     def ratio(self, tpot_ms: float | None) -> float | None:
         """Measured time per output token over the roofline (1.0 = at the hardware limit)."""

@@ -6,15 +6,18 @@ are computed), so a snapshot written by an older infertop reads the same as a ne
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import fields
 from typing import Callable
 
 from probe.contract.diagnosis import SessionDiagnosis, context_from_document, diagnose_session
 from probe.contract.doctor_compare import cause_moves
+from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
 from probe.contract.snapshot import read_document, session_data
-from probe.contract.stats import SegmentStats
+from probe.contract.stats import SegmentStats, phases_within
 from probe.contract.tables import text_table
 from probe.contract.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num, fmt_ratio, fmt_s
 
@@ -23,6 +26,8 @@ METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool
     ("latency p50", lambda s: s.latency_ms.p50, fmt_ms, True),
     ("latency p95", lambda s: s.latency_ms.p95, fmt_ms, True),
     ("latency p99", lambda s: s.latency_ms.p99, fmt_ms, True),
+    ("warm latency p50", lambda s: s.warm and s.warm.latency_ms.p50, fmt_ms, True),
+    ("warm latency p95", lambda s: s.warm and s.warm.latency_ms.p95, fmt_ms, True),
     ("ttft p50", lambda s: s.ttft_ms.p50, fmt_ms, True),
     ("tpot p50", lambda s: s.tpot_ms.p50, fmt_ms, True),
     ("throughput (req/s)", lambda s: s.throughput_rps, lambda v: fmt_num(v, 2), False),
@@ -32,13 +37,18 @@ METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool
     ("compiles", lambda s: s.compiles, lambda v: fmt_num(v, 0), True),
     ("recompiles", lambda s: s.recompiles, lambda v: fmt_num(v, 0), True),
     ("compile time", lambda s: s.compile_s, fmt_s, True),
-    *((f"  of it {name}", lambda s, name=name: s.compile_phases and s.compile_phases.parts()[name],
+    *((f"  of it {name}", lambda s, name=name: _split(s) and _split(s).parts()[name],
        fmt_s, True) for name in ("tracing", "aot", "inductor", "cache load")),
     ("graph breaks", lambda s: s.graph_breaks, lambda v: fmt_num(v, 0), True),
     ("graphs", lambda s: s.graphs, lambda v: fmt_num(v, 0), True),
     ("KV cache peak", lambda s: s.kv_cache_peak_bytes, fmt_bytes, True),
     ("padding waste", lambda s: s.padding_waste, fmt_fraction, True),
 )
+
+
+def _split(segment: SegmentStats):
+    """The segment's compile split, within its compile seconds (stats.phases_within)."""
+    return phases_within(segment.compile_phases, segment.compile_s)
 
 
 def _load(path: str) -> tuple[dict, SessionData]:
@@ -58,7 +68,19 @@ def _label(data: SessionData, config_id: str) -> str:
     return entry.options.label() if entry else config_id
 
 
-def _header(path: str, document: dict) -> list[str]:
+def served_precisions(data: SessionData) -> str:
+    """What the session's requests were served in, most first: "fp32 180 req · bf16 20 req"
+    (the model's dtype when it was saved says only what the last config loaded)."""
+    counts: dict[str, int] = {}
+    for record in data.records:
+        entry = data.configs.get(record.config_id)
+        precision = entry.options.precision if entry else "?"
+        counts[precision] = counts.get(precision, 0) + 1
+    return " · ".join(f"{name} {count:,} req" for name, count in
+                      sorted(counts.items(), key=lambda item: -item[1]))
+
+
+def _header(path: str, document: dict, data: SessionData | None = None) -> list[str]:
     def model(key: str) -> object:
         return _field(document, "model", key)
 
@@ -66,9 +88,11 @@ def _header(path: str, document: dict) -> list[str]:
         return _field(document, "environment", key)
 
     parameters = model("parameters")
+    served = served_precisions(data) if data is not None and data.records else ""
+    precision = f"served {served}" if served else f"{model('dtype')}"
     lines = [f"{path}",
-             f"  model {model('name')} ({model('dtype')}, {parameters:,} parameters)"
-             if isinstance(parameters, int) else f"  model {model('name')}",
+             f"  model {model('name')} ({precision}, {parameters:,} parameters)"
+             if isinstance(parameters, int) else f"  model {model('name')} ({precision})",
              f"  trace {_field(document, 'trace', 'name')}, device {env('device')} "
              f"({env('device_name')}), torch {env('torch')}"]
     return lines
@@ -78,26 +102,33 @@ def show(path: str) -> str:
     """A saved session's segments (one per config, in order of use) as a table."""
     document, data = _load(path)
     segments = data.segments()
-    lines = _header(path, document)
+    lines = _header(path, document, data)
     if not segments:
         return "\n".join(lines + ["", "no configs were served in this session"])
-    columns = ["config", "requests", "failed", "p50", "p95", "p99", "ttft p50", "tpot p50",
+    columns = ["config", "requests", "failed", "p50", "p95", "p99", "warm", "warm p50",
+               "warm p95", "ttft p50", "tpot p50",
                "tokens/s", "compiles", "recompiles", "compile", "breaks", "graphs", "KV peak",
                "padding"]
     rows = []
     for s in segments:
+        warm = s.warm.latency_ms if s.warm else None
         rows.append([s.config_id, s.requests, s.failed, fmt_ms(s.latency_ms.p50),
-                     fmt_ms(s.latency_ms.p95), fmt_ms(s.latency_ms.p99), fmt_ms(s.ttft_ms.p50),
+                     fmt_ms(s.latency_ms.p95), fmt_ms(s.latency_ms.p99),
+                     s.warm.requests if s.warm else NO_DATA, fmt_ms(warm and warm.p50),
+                     fmt_ms(warm and warm.p95), fmt_ms(s.ttft_ms.p50),
                      fmt_ms(s.tpot_ms.p50), fmt_num(s.tokens_per_s, 1), s.compiles,
                      s.recompiles, fmt_s(s.compile_s), s.graph_breaks, s.graphs,
                      fmt_bytes(s.kv_cache_peak_bytes), fmt_fraction(s.padding_waste)])
-    lines += ["", text_table(columns, rows), ""]
+    lines += ["", text_table(columns, rows),
+              "  warm: requests that waited on no compile, directly or queued behind one "
+              "(docs/steady-state.md)", ""]
     for s in segments:
         entry = data.configs.get(s.config_id)
         notes = f"  ({'; '.join(entry.notes)})" if entry and entry.notes else ""
         lines.append(f"  {s.config_id}: {_label(data, s.config_id)}{notes}")
-        if s.compile_phases is not None and s.compile_phases.total_s:
-            lines.append(f"      compile split: {s.compile_phases.split_text()}")
+        phases = phases_within(s.compile_phases, s.compile_s)
+        if phases is not None and phases.total_s:
+            lines.append(f"      compile split: {phases.split_text()}")
     if data.breaks:
         lines += ["", "graph breaks:"]
         for b in sorted(data.breaks, key=lambda b: -b.count)[:10]:
@@ -162,21 +193,55 @@ def metric_rows(sa: SegmentStats, sb: SegmentStats) -> list[list[str]]:
 
 def _doctor(document: dict, data: SessionData, path: str) -> SessionDiagnosis:
     return diagnose_session(data, context_from_document(document, saved=path))
+CONFIG_SUFFIX = re.compile(r"^(?P<path>.+):(?P<config>c\d+)$")
+
+
+def split_config(argument: str) -> tuple[str, str | None]:
+    """ "S.json:c2" → ("S.json", "c2"); a path that exists as written is a path (a file may
+    be named "x:c1")."""
+    found = CONFIG_SUFFIX.match(argument)
+    if found is None or os.path.exists(argument):
+        return argument, None
+    return found["path"], found["config"]
+
+
+def _chosen(data: SessionData, config_id: str, argument: str) -> SegmentStats:
+    segment = next((s for s in data.segments() if s.config_id == config_id), None)
+    if segment is None:
+        served = ", ".join(s.config_id for s in data.segments()) or "none"
+        raise ConfigError(f"{argument}: no config {config_id} in that session "
+                          f"(its configs: {served})")
+    return segment
+
+
+def _first_config(data: SessionData, path: str) -> str:
+    if not data.configs:
+        raise ConfigError(f"{path}: no configs were served in this session")
+    return next(iter(data.configs))
 
 
 def compare(path_a: str, path_b: str) -> str:
-    """Per-metric deltas and ratios (B relative to A) and the config differences."""
+    """Per-metric deltas and ratios (B relative to A) and the config differences. "FILE:c2"
+    chooses one config of a session, so two configs of one session compare too
+    (`snapshot compare S.json:c1 S.json:c2`)."""
+    (path_a, config_a), (path_b, config_b) = split_config(path_a), split_config(path_b)
     doc_a, a = _load(path_a)
     doc_b, b = _load(path_b)
-    lines = ["A: " + "\n   ".join(_header(path_a, doc_a)),
-             "B: " + "\n   ".join(_header(path_b, doc_b)), ""]
+    lines = ["A: " + "\n   ".join(_header(path_a, doc_a, a)),
+             "B: " + "\n   ".join(_header(path_b, doc_b, b)), ""]
     for name, key in (("model", ("model", "name")), ("dtype", ("model", "dtype")),
                       ("device", ("environment", "device")),
                       ("torch", ("environment", "torch")), ("trace", ("trace", "name"))):
         va, vb = _field(doc_a, *key), _field(doc_b, *key)
         if va != vb:
             lines.append(f"{name} differs: {va} → {vb}")
-    pairs, only_a, only_b, how = _pairs(a, b)
+    if config_a is not None or config_b is not None:
+        first = _chosen(a, config_a or _first_config(a, path_a), path_a)
+        second = _chosen(b, config_b or _first_config(b, path_b), path_b)
+        pairs, only_a, only_b = [(first, second)], [], []
+        how = f"the configs chosen: {first.config_id} vs {second.config_id}"
+    else:
+        pairs, only_a, only_b, how = _pairs(a, b)
     lines.append(f"compared: {how}")
     doctor_a, doctor_b = _doctor(doc_a, a, path_a), _doctor(doc_b, b, path_b)
     for sa, sb in pairs:

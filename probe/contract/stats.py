@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from probe.contract.drift import DriftStats, drift_stats
 from probe.contract.records import BreakEven, CompileEvent, GraphBreakRecord, KVPool, RequestRecord
 from probe.contract.units import fmt_s
+
+if TYPE_CHECKING:
+    from probe.contract.steady_state import ColdChain, WarmStats
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,19 @@ def added_phases(phases: Iterable[CompilePhases | None]) -> CompilePhases | None
                          cache_load_s=sum(p.cache_load_s for p in present))
 
 
+def phases_within(phases: CompilePhases | None, total_s: float) -> CompilePhases | None:
+    """A split shown beside a total: dynamo times its phases on its own clock, and their sum
+    can exceed the wall-clock compile seconds ("4.35 s: tracing 4.37 s"); then the parts are
+    scaled down to add up to the total, each keeping its share. A split under its total is
+    left as timed (the rest is work outside dynamo's phases)."""
+    if phases is None or phases.total_s <= total_s or phases.total_s <= 0:
+        return phases
+    scale = total_s / phases.total_s
+    return CompilePhases(tracing_s=phases.tracing_s * scale, aot_s=phases.aot_s * scale,
+                         inductor_s=phases.inductor_s * scale,
+                         cache_load_s=phases.cache_load_s * scale)
+
+
 def event_phases(event: CompileEvent) -> CompilePhases | None:
     """One compile's split; None for a compile saved without one."""
     if event.tracing_s is None:
@@ -146,6 +162,7 @@ class SegmentStats:
     kv_waste_pct: float | None = None  # 100 · (KV bytes held − used) / held, its requests
     kv_pool: KVPool | None = None     # the paged layout's pool, where there is one
     compile_phases: CompilePhases | None = None   # compile_s split as dynamo timed it
+    warm: WarmStats | None = None     # the same figures over its warm requests (steady_state)
 
     def as_dict(self) -> dict:
         return {
@@ -162,6 +179,7 @@ class SegmentStats:
             "kv_pool": None if self.kv_pool is None else asdict(self.kv_pool),
             "compile_phases": (None if self.compile_phases is None
                                else asdict(self.compile_phases)),
+            "warm": None if self.warm is None else self.warm.as_dict(),
         }
 
 
@@ -213,7 +231,10 @@ def padding_waste(records: Sequence[RequestRecord]) -> float | None:
 def segment_stats(config_id: str, records: Sequence[RequestRecord],
                   events: Sequence[CompileEvent], breaks: Sequence[GraphBreakRecord],
                   references: Mapping[str, Sequence[int]] | None = None,
-                  kv_pool: KVPool | None = None) -> SegmentStats:
+                  kv_pool: KVPool | None = None,
+                  chain: ColdChain | None = None) -> SegmentStats:
+    from probe.contract.steady_state import warm_stats   # it builds on this module's Summary
+
     ok = [r for r in records if r.ok]
     compile_events = [e for e in events if e.kind in COMPILING]
     return SegmentStats(
@@ -233,6 +254,7 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
         drift=drift_stats(records, references or {}),
         kv_waste_pct=kv_waste_pct(records), kv_pool=kv_pool,
         compile_phases=compile_phases(compile_events),
+        warm=None if chain is None else warm_stats(records, chain),
     )
 
 
@@ -240,10 +262,14 @@ def segments(config_ids: Sequence[str], records: Sequence[RequestRecord],
              events: Sequence[CompileEvent], breaks: Sequence[GraphBreakRecord],
              references: Mapping[str, Sequence[int]] | None = None,
              kv_pools: Mapping[str, KVPool] | None = None) -> tuple[SegmentStats, ...]:
-    """One SegmentStats per config, in the order the configs were first used."""
+    """One SegmentStats per config, in the order the configs were first used. Warm and cold are
+    decided over the whole session (a compile of one config leaves a backlog the next serves)."""
+    from probe.contract.steady_state import cold_chain
+
+    chain = cold_chain(records, events)
     return tuple(
         segment_stats(cid, [r for r in records if r.config_id == cid],
                       [e for e in events if e.config_id == cid],
                       [b for b in breaks if b.config_id == cid], references,
-                      (kv_pools or {}).get(cid))
+                      (kv_pools or {}).get(cid), chain)
         for cid in config_ids)

@@ -109,6 +109,16 @@ def fmt_clock(t_s: float | None, missing: str = NO_DATA) -> str:
     return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
 
 
+def fmt_clock_column(t_s: float | None, missing: str = NO_DATA) -> str:
+    """A session-clock time in a column, one format from the start: "0:07", "9:58", "10:20",
+    "1:02:05" (fmt_clock switches from "598.5 s" to "10:00", which a column must not)."""
+    if t_s is None:
+        return missing
+    hours, rest = divmod(int(max(t_s, 0.0)), 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
+
+
 def fmt_age(age_s: float | None, missing: str = NO_DATA) -> str:
     """How long ago something was measured: "just now", "40 s ago", "12 min ago", "5 h ago",
     "3 d ago" (whole units, rounded down; a clock set back reads "just now")."""

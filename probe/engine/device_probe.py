@@ -61,7 +61,7 @@ class DeviceProbe:
                             util_pct=machine_pct,
                             mem_used_bytes=self._process.memory_info().rss,
                             mem_total_bytes=memory.total, mem_free_bytes=memory.available,
-                            process_cpu_pct=engine_pct)
+                            process_cpu_pct=engine_pct, cpu_cores=psutil.cpu_count())
 
     def _gpu(self) -> DeviceSample:
         handle = self._handle

@@ -7,12 +7,14 @@ engine process (probe/engine/engine_process.py) runs it away from the dashboard.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Callable, Sequence, TypeVar
 
 import torch
 import torch._dynamo
 
 from probe.contract.clock import SessionClock
+from probe.contract.cpu_levers import cpu_flags, lever_note
 from probe.contract.options import OptConfig
 from probe.contract.records import Notice, RequestRecord, RooflineStatus
 from probe.contract.session import Session
@@ -21,6 +23,7 @@ from probe.engine.bandwidth_cache import MachineBandwidth
 from probe.engine.compile_probe import CompileProbe
 from probe.engine.decode_result import DecodeResult
 from probe.engine.device_probe import DeviceProbe, resolve_device
+from probe.engine.kv_cache import used_bytes_formula
 from probe.engine.models import LoadedModel, load_model
 from probe.engine.requests import EngineRequest, input_ids, pad_batch
 from probe.engine.switchboard import Switchboard
@@ -28,6 +31,7 @@ from workloads.buckets import bucket_for
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}   # the KV cache's element, per precision
 # What drift is measured against: the model as trained, nothing that changes its arithmetic.
 REFERENCE_OPTIONS = OptConfig(decode="fullgraph")
 
@@ -67,6 +71,8 @@ class Engine:
                                        compile_backend=settings.compile_backend)
         self._awaiting_reference: dict[str, EngineRequest] = {}
         self.bandwidth: MachineBandwidth | None = None     # set by whoever measured it
+        self.started_unix = time.time()     # a bandwidth measured before: another run's
+        self._cpu_flags = cpu_flags() if self.device.type == "cpu" else frozenset()
         self._step_bytes: dict[tuple[str, str], int] = {}
         self.options = OptConfig()
         self.config_id = ""
@@ -142,11 +148,20 @@ class Engine:
         if self.bandwidth is None:
             return None
         nbytes, bandwidth = self.step_bytes(self.options), self.bandwidth.gemv_read_gb_s
+        config = self.loaded.model.config
+        per_position = used_bytes_formula(
+            element_bytes=ELEMENT_BYTES.get(self.options.precision, 4), heads=config.num_heads,
+            d_kv=config.d_kv, decoder_layers=config.num_decoder_layers, self_positions=1,
+            cross_positions=0)
         return RooflineStatus(precision=self.options.precision
                               + ("" if self.options.quant == "off" else f"+{self.options.quant}"),
                               step_bytes=nbytes, bandwidth_gb_s=bandwidth,
                               measured_unix=self.bandwidth.measured_unix,
-                              roofline_ms=nbytes / (bandwidth * 1e9) * 1e3)
+                              roofline_ms=nbytes / (bandwidth * 1e9) * 1e3,
+                              kv_bytes_per_position=per_position,
+                              from_earlier_run=self.bandwidth.measured_unix < self.started_unix,
+                              lever_note=lever_note(self.options.precision, self.options.quant,
+                                                    self._cpu_flags))
 
     def drift_sampled(self, request: EngineRequest) -> bool:
         every = self.settings.drift_every

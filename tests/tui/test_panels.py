@@ -77,13 +77,22 @@ def test_graph_breaks_per_config_with_locations(stages):
     bucketing = stages["bucketing"]
     extra = GraphBreakRecord("c1", "Unsupported: call_function", "probe/engine/decode_hf.py:40", 1)
     view = replace(bucketing, graph_breaks=bucketing.graph_breaks + (extra,))
-    shown = text(break_reasons(view, width=80))
-    assert shown.index("c3 compile=default bucketing=on: 12") < shown.index("c2 compile=default: 12")
-    assert shown.index("c2 compile=default: 12") < shown.index("c1 baseline: 1")
+    shown = text(break_reasons(view, width=120))
+    # the current config's reasons; the others only counted, newest first (issue 22)
+    assert "earlier: c2 12 breaks at 3 sites · c1 1 break" in shown
+    assert "Unsupported: call_function" not in shown
     assert "×6 Data-dependent branching" in shown
     assert "transformers/generation/stopping_criteria.py:512" in shown
     assert "c3 compile=default bucketing=on: 12 breaks at 3 sites" in shown
     assert text(break_headline(view)).startswith("12 breaks at 3 sites · 35 graphs in c3")
+
+
+def test_graph_breaks_of_a_config_without_any_are_not_an_old_configs(stages):
+    bucketing = stages["bucketing"]
+    view = replace(bucketing, config_id="c4")
+    shown = text(break_reasons(view, width=120))
+    assert shown.startswith("no graph breaks in c4")
+    assert "×6 Data-dependent branching" not in shown and "earlier: c3 12 breaks" in shown
 
 
 def test_graph_breaks_count_sites_not_log_lines(stages):

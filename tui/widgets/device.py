@@ -8,6 +8,7 @@ from rich.text import Text
 
 from probe.contract.device_sample import DeviceSample
 from probe.contract.live import LiveView
+from probe.contract.load_check import contention
 from probe.contract.units import NOT_AVAILABLE, fmt_bytes, fmt_pct
 from tui.format import fitting
 from tui.widgets.panel import Panel, Parts
@@ -37,7 +38,10 @@ def device_headline(sample: DeviceSample | None, width: int = 80) -> Text:
         # psutil's system-wide % (100 = every core) beside the process's (100 = one core)
         long = f"machine CPU {fmt_pct(sample.util_pct)} · {engine_cpu(sample)}"
         short = f"machine {fmt_pct(sample.util_pct)} · {engine_cpu(sample, 0)}"
-        return Text(fitting(width, long, short), no_wrap=True, overflow="ellipsis")
+        text = Text(fitting(width, long, short), no_wrap=True, overflow="ellipsis")
+        if contention(sample) is not None and text.cell_len + 12 <= width:
+            text.append(" · contended", style="bold yellow")
+        return text
     return Text(f"GPU {fmt_pct(sample.util_pct)} · mem {_memory(sample)}", no_wrap=True,
                 overflow="ellipsis")
 
@@ -49,7 +53,12 @@ def device_detail(sample: DeviceSample | None) -> Text:
     if sample.kind == "CPU":
         text.append(f"engine RSS {_memory(sample)}\n")
         text.append(f"machine free {fmt_bytes(sample.mem_free_bytes)}\n")
-        text.append("machine CPU: 100% = all cores busy", style="dim")
+        busy = contention(sample)
+        if busy is not None:
+            text.append(f"others use {busy.others_cores:.1f} of {busy.cores} cores: "
+                        "figures unreliable", style="bold yellow")
+        else:
+            text.append("machine CPU: 100% = all cores busy", style="dim")
         return text
     power = NOT_AVAILABLE if sample.power_w is None else f"{sample.power_w:.0f} W"
     temperature = NOT_AVAILABLE if sample.temperature_c is None else f"{sample.temperature_c:.0f} °C"

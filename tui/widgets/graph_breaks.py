@@ -40,29 +40,44 @@ def top_reason(view: LiveView) -> Text:
 
 
 def break_reasons(view: LiveView, width: int = 80) -> RenderableType:
+    """The current config's breaks with their reasons and locations; other configs' only as a
+    count on one dim line (they are not what is served now)."""
     if not view.graph_breaks:
         return Text("no graph breaks", style="dim")
-    config_ids = [view.config_id] + sorted(
-        {b.config_id for b in view.graph_breaks} - {view.config_id}, reverse=True)
+    breaks = sorted((b for b in view.graph_breaks if b.config_id == view.config_id),
+                    key=lambda b: -b.count)
     lines: list[Text] = []
-    for config_id in config_ids:
-        breaks = sorted((b for b in view.graph_breaks if b.config_id == config_id),
-                        key=lambda b: -b.count)
-        if not breaks:
-            continue
-        total = sum(b.count for b in breaks)
+    if breaks:
+        segment = derive.segment(view, view.config_id)
+        sites = f" at {plural(segment.graph_break_sites, 'site')}" if segment else ""
+        lines.append(Text(f"{view.config_id} {derive.config_label(view, view.config_id)}: "
+                          f"{plural(sum(b.count for b in breaks), 'break')}{sites}",
+                          style="bold", no_wrap=True, overflow="ellipsis"))
+    else:
+        lines.append(Text(f"no graph breaks in {view.config_id}", style="green"))
+    for record in breaks:
+        line = Text(f" ×{record.count} ", style="red", no_wrap=True, overflow="ellipsis")
+        line.append(record.reason, style="")
+        lines.append(line)
+        lines.append(Text(f"    {truncate_left(record.location, width - 4)}",
+                          style="dim", no_wrap=True, overflow="ellipsis"))
+    others = earlier_breaks(view)
+    if others:
+        lines.append(Text(f"earlier: {others}", style="dim", no_wrap=True,
+                          overflow="ellipsis"))
+    return Group(*lines)
+
+
+def earlier_breaks(view: LiveView) -> str:
+    """The other configs' breaks as counts, newest first: "c3 1 break · c2 12 breaks at 6 sites"."""
+    parts = []
+    for config_id in sorted({b.config_id for b in view.graph_breaks} - {view.config_id},
+                            reverse=True):                       # newest first
+        total = sum(b.count for b in view.graph_breaks if b.config_id == config_id)
         segment = derive.segment(view, config_id)
         sites = f" at {plural(segment.graph_break_sites, 'site')}" if segment else ""
-        lines.append(Text(f"{config_id} {derive.config_label(view, config_id)}: "
-                          f"{plural(total, 'break')}{sites}",
-                          style="bold", no_wrap=True, overflow="ellipsis"))
-        for record in breaks:
-            line = Text(f" ×{record.count} ", style="red", no_wrap=True, overflow="ellipsis")
-            line.append(record.reason, style="")
-            lines.append(line)
-            lines.append(Text(f"    {truncate_left(record.location, width - 4)}",
-                              style="dim", no_wrap=True, overflow="ellipsis"))
-    return Group(*lines)
+        parts.append(f"{config_id} {plural(total, 'break')}{sites}")
+    return " · ".join(parts)
 
 
 class GraphBreakPanel(Panel):

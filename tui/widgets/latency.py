@@ -16,12 +16,14 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
+from probe.contract.batch_roofline import BATCHED
 from probe.contract.live import LiveView
 from probe.contract.options import OPTION_BY_KEY, OptConfig
 from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS, Summary
 from probe.contract.units import fmt_age, fmt_count, fmt_ms, fmt_ratio
 from tui import derive
 from tui.format import fitting
+from tui.steady_text import BACKLOG_MARK, backlog_caption
 from tui.widgets.panel import WAITING, Panel
 
 # plotext's names for the markers, and Rich's for the legend
@@ -29,24 +31,50 @@ COMPILE_COLOR, COMPILE_RICH = "red", "red"
 CONFIG_COLOR, CONFIG_RICH = "orange", "dark_orange"
 
 
-def latency_table(view: LiveView) -> Table:
+WARM_COLUMNS_WIDE = 60          # below this many cells: p50 and p95, and warm's p50
+
+
+def latency_table(view: LiveView, width: int = 66) -> Table:
+    """p50/p95/p99 over all requests, and beside them over the warm ones (those that waited
+    on no compile, probe.contract.steady_state): window and current config."""
     segment = derive.segment(view, view.config_id)
     window = view.window
+    wide = width >= WARM_COLUMNS_WIDE
     table = Table(box=None, padding=(0, 1), show_edge=False, header_style="bold")
     table.add_column("", style="bold", no_wrap=True)
     table.add_column("over", style="dim", no_wrap=True)
-    for name in ("p50", "p95", "p99"):
+    for name in ("p50", "p95", "p99") if wide else ("p50", "p95"):
         table.add_column(name, justify="right", min_width=6, no_wrap=True)
-    rows = (("latency", window.latency_ms, segment.latency_ms if segment else Summary()),
-            ("TTFT", window.ttft_ms, segment.ttft_ms if segment else Summary()),
-            ("TPOT", window.tpot_ms, segment.tpot_ms if segment else Summary()))
-    for name, over_window, over_segment in rows:
-        table.add_row(name, "window", *_percentiles(over_window))
-        table.add_row("", Text(view.config_id), *_percentiles(over_segment))
+    for name in ("warm", "p95", "p99") if wide else ("warm",):    # warm's p50, p95, p99
+        table.add_column(name, justify="right", min_width=6, no_wrap=True, style="green")
+    warm_window, warm_segment = window.warm, segment.warm if segment else None
+    rows = (("latency", window.latency_ms, segment.latency_ms if segment else Summary(),
+             lambda w: w.latency_ms),
+            ("TTFT", window.ttft_ms, segment.ttft_ms if segment else Summary(),
+             lambda w: w.ttft_ms),
+            ("TPOT", window.tpot_ms, segment.tpot_ms if segment else Summary(),
+             lambda w: w.tpot_ms))
+    marked = window.backlog_dominated
+    label = Text(f"window{BACKLOG_MARK}" if marked else "window",
+                 style="yellow" if marked else "")
+    for name, over_window, over_segment, warm_of in rows:
+        table.add_row(name, label, *_percentiles(over_window)[:3 if wide else 2],
+                      *_warm(warm_of, warm_window, wide))
+        table.add_row("", Text(view.config_id), *_percentiles(over_segment)[:3 if wide else 2],
+                      *_warm(warm_of, warm_segment, wide))
     return table
 
 
+def _warm(read, warm, wide: bool) -> tuple[str, ...]:
+    summary = read(warm) if warm is not None else Summary()
+    return _percentiles(summary) if wide else (fmt_ms(summary.p50),)
+
+
 def counts_subtitle(view: LiveView) -> str:
+    """How many requests the figures are over; when the backlog dominates the window, that."""
+    caption = backlog_caption(view)
+    if caption is not None:
+        return caption
     segment = derive.segment(view, view.config_id)
     return (f"window {fmt_count(view.window.requests)} req · {view.config_id} "
             f"{fmt_count(segment.requests if segment else 0)} req")
@@ -63,14 +91,24 @@ def roofline_line(view: LiveView, width: int, now_unix: float) -> Text:
     if roofline is None:
         return Text("roofline: this machine's bandwidth is not measured yet", style="dim")
     tpot_ms, ratio = derive.roofline_ratio(view)
+    limit_ms, rows = derive.roofline_limit(view)
+    batched = rows > BATCHED and limit_ms != roofline.roofline_ms
+    which = f"batch-{rows:.1f} roofline" if batched else "roofline"
     tpot = f"{view.config_id} TPOT {fmt_ms(tpot_ms)}"
-    limit = (f"{fmt_ratio(ratio)} roofline" if ratio is not None
-             else f"roofline {fmt_ms(roofline.roofline_ms)}")
+    limit = (f"{fmt_ratio(ratio)} {which}" if ratio is not None
+             else f"{which} {fmt_ms(limit_ms)}")
     age = fmt_age(now_unix - roofline.measured_unix)
+    measured = f"another run's, {age}" if roofline.from_earlier_run else f"measured {age}"
     where = f"{roofline.precision} · {roofline.bandwidth_gb_s:.1f} GB/s"
-    return Text(fitting(width, f"{tpot} · {limit} ({where}, measured {age})",
-                        f"{tpot} · {limit} ({where}, {age})",
-                        f"{tpot} · {limit} ({roofline.precision})", f"{tpot} · {limit}"))
+    note = roofline.lever_note
+    earlier = " (another run's GB/s)" if roofline.from_earlier_run else ""
+    choices = [f"{tpot} · {limit} ({where}, {measured})",
+               f"{tpot} · {limit} ({where}, {'another run' if roofline.from_earlier_run else age})",
+               f"{tpot} · {limit} ({roofline.precision}){earlier}", f"{tpot} · {limit}"]
+    if note:       # why the precision is slow here comes before where the bandwidth came from
+        choices = [f"{choices[0]} · {note}", f"{tpot} · {limit} · {note}{earlier}",
+                   f"{tpot} · {limit} · {note}", *choices[2:]]
+    return Text(fitting(width, *choices))
 
 
 def twin_keys(served: OptConfig, twin: OptConfig) -> str:
@@ -189,12 +227,13 @@ class LatencyPanel(Panel):
     def watch_view(self, view: LiveView | None) -> None:
         if view is None:
             return
-        numbers_key = (view.window, view.config_id,
+        numbers_key = (view.window, view.config_id, self.content_size,
                        derive.segment(view, view.config_id))
         if numbers_key != self._numbers_key:
             self._numbers_key = numbers_key
-            self.query_one("#latency-numbers", Static).update(latency_table(view),
-                                                              layout=False)
+            numbers = self.query_one("#latency-numbers", Static)
+            width = self.content_size.width or numbers.content_size.width or 66
+            numbers.update(latency_table(view, width), layout=False)
         self.show_cost(view)
         if plot_key(view) != self._plot_key:
             self._plot_key = plot_key(view)

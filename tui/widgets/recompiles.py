@@ -16,8 +16,8 @@ from textual.reactive import reactive
 
 from probe.contract.live import LiveView
 from probe.contract.records import CompileEvent, CompileInProgress
-from probe.contract.stats import added_phases
-from probe.contract.units import fmt_clock, fmt_s, fmt_us, plural
+from probe.contract.stats import added_phases, phases_within
+from probe.contract.units import fmt_clock_column, fmt_s, fmt_us, plural
 from tui import derive
 from tui.format import fitting
 from tui.widgets.compile_clock import TICK_S, CompileClock, whole_seconds
@@ -63,7 +63,7 @@ def compile_time_texts(total_s: float, view: LiveView) -> tuple[str, ...]:
     inductor and loading from inductor's caches (tracing is Python work that graph breaks and
     recompiles repeat; inductor is code generation), the parts that took time; then with the
     largest part's share; then alone."""
-    phases = added_phases(s.compile_phases for s in view.segments)
+    phases = phases_within(added_phases(s.compile_phases for s in view.segments), total_s)
     plain = f" ({fmt_s(total_s)})"
     if phases is None or not phases.total_s:
         return (plain,)
@@ -142,7 +142,7 @@ def compile_feed(events: tuple[CompileEvent, ...], rows: int = FEED_ROWS,
         rows -= 1
     for event in reversed(events[-rows:] if rows > 0 else ()):
         # Text, not str: a guard failure or a function name is data, never markup
-        row = (fmt_clock(event.start_s).replace(" s", "s"),
+        row = (fmt_clock_column(event.start_s),
                Text(event.kind, style=KIND_STYLES.get(event.kind, "")),
                Text(event.compile_id),
                fmt_s(event.duration_s, missing="running").replace(" s", "s"),
@@ -168,7 +168,7 @@ def running_row(running: Running) -> tuple[RenderableType, ...]:
     if progress.waited_before_s > 0:
         state.append(f" · {progress.request_id or 'prewarm'} stalled "
                      f"{whole_seconds(running.stall_s)} in all", style="red")
-    return (fmt_clock(progress.since_s).replace(" s", "s"),
+    return (fmt_clock_column(progress.since_s),
             Text("compiling", style=KIND_STYLES["compiling"]), Text(progress.compile_id),
             whole_seconds(running.elapsed_s).replace(" s", "s…"),
             Text(progress.request_id or "prewarm"), Text(running_function(running)), state)
@@ -184,6 +184,7 @@ class RecompilePanel(Panel):
                  id: str | None = None) -> None:
         super().__init__(id=id)
         self._compile_clock = CompileClock(clock or self.default_clock)
+        self.border_subtitle = "e: reasons in full"
 
     def on_mount(self) -> None:
         self.set_interval(TICK_S, self._tick)

@@ -19,6 +19,7 @@ from probe.contract.options import OPTIONS, OptConfig
 from probe.contract.units import fmt_speed
 from tui import derive
 from tui.derive import OptionState
+from tui.pending_wait import pending_wait
 from tui.widgets.compile_clock import TICK_S, CompileClock, whole_seconds
 from tui.widgets.throughput import OVERLOADED, OVERLOADED_SHORT
 
@@ -211,6 +212,12 @@ class StatusBar(Static):
         changes = changes_line(states, width)
         if changes is not None:
             lines.append(changes)
+        waits = (pending_wait(self.view, states, self.compiling_s())
+                 if self.engine_state == "live" else None)
+        if waits is not None:
+            line = Text(f"→ {waits}", style="yellow", no_wrap=True, overflow="ellipsis")
+            line.truncate(width, overflow="ellipsis")
+            lines.append(line)
         if len(lines) != self._lines:   # the bar's height is auto: one more line, a relayout
             self._lines = len(lines)
             self.call_after_refresh(self.refresh, layout=True)

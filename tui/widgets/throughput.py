@@ -6,8 +6,10 @@ from __future__ import annotations
 from rich.text import Text
 
 from probe.contract.live import LiveView
+from probe.contract.load_check import NEAR_CAPACITY, load_share
 from probe.contract.units import NO_DATA, fmt_count, fmt_fraction, fmt_rate
 from tui.format import fitting
+from tui.steady_text import backlog_line
 from tui.widgets.panel import Panel, Parts
 
 OVERLOADED = "offered load exceeds capacity — queue growing"
@@ -19,6 +21,8 @@ def throughput_headline(view: LiveView) -> Text:
     text = Text(f"{fmt_rate(view.window.throughput_rps, 'req/s')} served · ",
                 no_wrap=True, overflow="ellipsis")
     text.append(f"queue {replay.queue_depth}", style="bold red" if replay.overloaded else "")
+    if view.backlog is not None:
+        text.append(f" ({view.backlog.source_config}'s compiles)", style="yellow")
     return text
 
 
@@ -27,10 +31,18 @@ def throughput_detail(view: LiveView, width: int = 80) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f"offered {fmt_rate(replay.offered_rps, 'req/s')} · "
                 f"capacity {fmt_rate(replay.capacity_rps, 'req/s')}\n")
-    text.append(f"tokens  {fmt_rate(window.tokens_per_s, 'tok/s')}\n")
+    text.append(f"tokens  {fmt_rate(window.tokens_per_s, 'tok/s')}")
+    share = load_share(replay.offered_rps, replay.capacity_rps)
+    if share is not None:      # re-read at every view: the calibration's 50% is measured once
+        text.append(f" · offered {share:.0%} of capacity",
+                    style="bold yellow" if share > NEAR_CAPACITY else "dim")
+    text.append("\n")
     total = "" if replay.total is None else f" of {fmt_count(replay.total)}"
     text.append(f"done {fmt_count(replay.completed)}{total} · ")
     text.append(f"failed {fmt_count(replay.failed)}", style="bold red" if replay.failed else "")
+    left = backlog_line(view, width)
+    if left is not None:
+        text.append(f"\n{left}", style="yellow")
     if replay.overloaded:
         text.append(f"\n{fitting(width, OVERLOADED, OVERLOADED_SHORT)}", style="bold red")
     batch = view.batch
@@ -59,7 +71,7 @@ class ThroughputPanel(Panel):
 
     def render_key(self, view: LiveView) -> object:
         return (view.replay, view.window.tokens_per_s, view.window.throughput_rps,
-                view.batch)
+                view.batch, view.backlog)
 
     def render_parts(self, view: LiveView, width: int) -> Parts:
         return Parts(throughput_headline(view), throughput_detail(view, width))

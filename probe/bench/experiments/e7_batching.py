@@ -20,6 +20,7 @@ from probe.bench.openloop import (
     open_loop_figures,
     replay,
 )
+from probe.contract.batch_roofline import batch_step_ms, kv_bytes_per_row_step
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
 from probe.contract.stats import summarize
@@ -55,16 +56,11 @@ class BatchRoofline:
     bandwidth_gb_s: float
 
     def kv_bytes_per_row_step(self, record: RequestRecord) -> float:
-        """A row reads its filled positions each step: the encoder's c and its own t, for
-        t = 1..n, so c + (n + 1) / 2 on average; used bytes hold c + n positions."""
-        n = record.output_tokens
-        return record.kv_cache_used_bytes - self.kv_bytes_per_position * (n - 1) / 2
+        return kv_bytes_per_row_step(record, self.kv_bytes_per_position)
 
     def step_ms(self, records: list[RequestRecord], rows: float) -> float | None:
-        kv = summarize(self.kv_bytes_per_row_step(r) for r in records if r.ok).mean
-        if kv is None:
-            return None
-        return (self.weight_bytes + rows * kv) / (self.bandwidth_gb_s * 1e9) * 1e3
+        return batch_step_ms(self.weight_bytes, self.kv_bytes_per_position,
+                             self.bandwidth_gb_s, records, rows)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,36 @@
+"""Giving up a compile on a real t5-tiny engine (what the dashboard's `x` does): ask for the
+previous options, restart the engine process; it serves them again and the session goes on."""
+
+from __future__ import annotations
+
+import pytest
+
+from probe.contract import protocol
+from probe.contract.options import OptConfig
+from probe.engine.engine_process import EngineClient
+from tests.probe.test_engine_process import config, wait_for
+
+
+@pytest.mark.slow
+def test_a_compile_given_up_serves_the_previous_config_and_continues_the_session():
+    client = EngineClient(config(speed=20.0))
+    client.start()
+    try:
+        before = wait_for(client, lambda e: isinstance(e, protocol.Live)
+                          and len(e.view.recent) >= 3).view
+        client.send(protocol.SetOptions(OptConfig(compile="default")))
+        compiling = wait_for(client, lambda e: isinstance(e, protocol.Live)
+                             and e.view.compiling is not None).view
+        assert compiling.config_id != before.config_id
+        served = max(r.seq for r in compiling.recent)
+
+        client.send(protocol.SetOptions(before.options))     # what `x` sends, then restarts
+        client.restart()
+        after = wait_for(client, lambda e: isinstance(e, protocol.Live) and any(
+            r.seq > served and r.config_id == before.config_id for r in e.view.recent)).view
+    finally:
+        client.stop()
+    assert after.options == before.options and after.config_id == before.config_id
+    assert after.compiling is None
+    assert after.t_s > compiling.t_s                          # the same session clock
+    assert {r.id for r in before.recent} <= {r.id for r in after.recent}

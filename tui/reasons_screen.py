@@ -1,0 +1,48 @@
+"""`e`: every compile event's guard failures and reasons in full, newest first — the feed cuts
+them to one line."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from probe.contract.records import CompileEvent
+from probe.contract.units import fmt_clock_column, fmt_s
+
+REASONS_KEY = "e"
+
+
+def reasons_text(events: tuple[CompileEvent, ...]) -> Text:
+    """Each event with a reason, newest first: its header line, then the reason whole (one
+    guard failure a line: dynamo joins them with "; ")."""
+    text = Text()
+    shown = [e for e in reversed(events) if e.reason]
+    if not shown:
+        return Text("no compile event has a reason yet", style="dim")
+    for event in shown:
+        text.append(f"{fmt_clock_column(event.start_s)} {event.kind} {event.compile_id} "
+                    f"{event.function} · {event.request_id or 'prewarm'} · "
+                    f"{event.config_id or '?'} · took {fmt_s(event.duration_s)}\n",
+                    style="bold")
+        for part in (event.reason or "").split("; "):
+            text.append(f"  {part}\n")          # data, never markup
+        text.append("\n")
+    return text
+
+
+class ReasonsScreen(ModalScreen[None]):
+    BINDINGS = [Binding(f"escape,{REASONS_KEY}", "dismiss", "close")]
+
+    def __init__(self, events: tuple[CompileEvent, ...]) -> None:
+        super().__init__()
+        self._events = events
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body") as body:
+            body.border_title = "compile reasons in full"
+            body.border_subtitle = f"esc or {REASONS_KEY} closes · ↑↓ scroll"
+            yield Static(reasons_text(self._events), id="reasons-text", markup=False)
