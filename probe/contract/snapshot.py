@@ -8,13 +8,14 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import types
 import typing
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Callable
 
 from probe.contract.device_sample import DeviceSample
 from probe.contract.errors import ConfigError
@@ -109,17 +110,23 @@ RECORD_SECTIONS = (("requests", RequestRecord), ("compile_events", CompileEvent)
                    ("graph_breaks", GraphBreakRecord), ("notices", Notice))
 OPTION_NAMES = frozenset(f.name for f in fields(OptConfig))
 MAX_SAVED_INT = 2 ** 53
+# read_text refused undecodable bytes, so a parsed string holds a surrogate only from a
+# \\uD800-\\uDFFF escape: without one in the text, the document-wide walk is skipped.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def read_document(path: str | os.PathLike) -> dict[str, Any]:
     """The parsed snapshot, its version and its sections' types checked: ConfigError naming
     what is wrong and where (the file, its line for JSON syntax, the section)."""
     try:
-        document = parse_json(read_text(Path(path)))
+        text = read_text(Path(path))
+        document = parse_json(text)
     except TraceError as exc:  # unreadable, a device, not UTF-8 text
         raise ConfigError(f"snapshot {exc}") from None
     except JsonProblem as exc:
         raise ConfigError(f"snapshot {exc.located(path)}: {exc}") from None
+    may_hold_surrogates = _SURROGATE_ESCAPE.search(text) is not None
+    del text  # the document alone from here: a large session is held once
     version = document.get("schema_version") if isinstance(document, dict) else None
     if type(version) is not int or version != SCHEMA_VERSION:
         raise ConfigError(f"snapshot {path}: schema_version {shown(version)} is not supported "
@@ -129,7 +136,7 @@ def read_document(path: str | os.PathLike) -> dict[str, Any]:
             raise ConfigError(f"snapshot {path}: not an infertop session: {section!r} must be a "
                               f"JSON {'object' if kind is dict else 'list'}, got "
                               f"{type(document[section]).__name__}")
-    surrogate = _unpaired_surrogate(document)
+    surrogate = _unpaired_surrogate(document) if may_hold_surrogates else None
     if surrogate is not None:
         raise ConfigError(f"snapshot {path}: not an infertop session: {surrogate}: holds an "
                           f"unpaired surrogate (a lone \\ud800-\\udfff escape)")
@@ -175,17 +182,61 @@ def _config(config_id: str, raw: Any) -> ConfigEntry:
 
 def _build(cls: type, raw: Any, where: str) -> Any:
     """One record from its saved dict: every field of `cls` checked against its annotation;
-    unknown keys (from a newer infertop) are ignored, a missing field without a default is not."""
-    if not isinstance(raw, dict):
+    unknown keys (from a newer infertop) are ignored, a missing field without a default is not.
+    The checks are compiled once per class (`_plan`): a 300,000-record session is read in
+    seconds, not minutes; a value that fails is named by the slow, general `_value`."""
+    if type(raw) is not dict:
         raise _ShapeError(f"{where}: expected an object, got {type(raw).__name__}")
-    hints = _hints(cls)
     values = {}
-    for field in fields(cls):
-        if field.name in raw:
-            values[field.name] = _value(raw[field.name], hints[field.name], f"{where}.{field.name}")
-        elif field.default is MISSING and field.default_factory is MISSING:
-            raise _ShapeError(f"{where}: field {field.name!r} is missing")
+    for name, accept, required in _plan(cls):
+        if name in raw:
+            value = accept(raw[name])
+            if value is _REFUSED:
+                value = _value(raw[name], _hints(cls)[name], f"{where}.{name}")
+            values[name] = value
+        elif required:
+            raise _ShapeError(f"{where}: field {name!r} is missing")
     return cls(**values)
+
+
+_REFUSED = object()
+
+
+@functools.lru_cache(maxsize=None)
+def _plan(cls: type) -> tuple[tuple[str, Callable[[Any], Any], bool], ...]:
+    """(field, its acceptor, required) for each field of `cls`."""
+    hints = _hints(cls)
+    return tuple((f.name, _acceptor(hints[f.name]),
+                  f.default is MISSING and f.default_factory is MISSING) for f in fields(cls))
+
+
+def _acceptor(hint: Any) -> Callable[[Any], Any]:
+    """A function returning the value as the record holds it (lists as tuples), or _REFUSED:
+    the same rule as `_value`, for the types JSON produces (so `type(v) is int` excludes bool)."""
+    kinds = _kinds(hint)
+    if any(typing.get_origin(kind) is tuple for kind in kinds):
+        return lambda value: _tuple_or_refused(value, hint)
+    exact = {kind for kind in kinds if kind in (str, type(None), bool)}
+    numbers = float in kinds
+    whole = int in kinds or numbers
+
+    def accept(value: Any) -> Any:
+        kind = type(value)
+        if kind in exact:
+            return value
+        if kind is int and whole:
+            return value if -MAX_SAVED_INT <= value <= MAX_SAVED_INT else _REFUSED
+        if kind is float and numbers:
+            return value if math.isfinite(value) else _REFUSED
+        return _REFUSED
+    return accept
+
+
+def _tuple_or_refused(value: Any, hint: Any) -> Any:
+    try:
+        return _value(value, hint, "")
+    except _ShapeError:
+        return _REFUSED
 
 
 @functools.lru_cache(maxsize=None)
