@@ -17,6 +17,7 @@ from workloads.argtypes import (
     whole_number,
 )
 from workloads.rows import MAX_LENGTH
+from workloads.terminal_text import terminal_text
 
 EXIT_BAD_INPUT = 2
 
@@ -172,19 +173,19 @@ def _snapshot_export(args: argparse.Namespace) -> int:
     from probe.contract.snapshot_export import export
     stem = args.out or str(Path(args.file).with_suffix(""))
     for path in export(args.file, stem, args.format):
-        print(f"wrote {path}")
+        print(f"wrote {terminal_text(path)}")
     return 0
 
 
 def _snapshot_show(args: argparse.Namespace) -> int:
     from probe.contract.snapshot_report import show
-    print(show(args.file))
+    print(terminal_text(show(args.file), keep_newlines=True))
     return 0
 
 
 def _snapshot_compare(args: argparse.Namespace) -> int:
     from probe.contract.snapshot_report import compare
-    print(compare(args.a, args.b))
+    print(terminal_text(compare(args.a, args.b), keep_newlines=True))
     return 0
 
 
@@ -197,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except (ConfigError, TraceError) as exc:
-        print(f"infertop: error: {exc}", file=sys.stderr)
+        print(f"infertop: error: {terminal_text(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130

@@ -13,13 +13,14 @@ import sys
 from typing import Callable, NoReturn
 
 from .rows import shown
+from .terminal_text import terminal_text
 
 MAX_THREADS = 1024
 
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"infertop: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"infertop: error: {terminal_text(message)} (see {self.prog} --help)\n")
 
 
 def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:

@@ -18,6 +18,7 @@ from .fitting import POLICIES, fit_to_model
 from .generator import PROFILES, generate, write_builtin
 from .importers import FORMATS, import_trace
 from .rows import MAX_LENGTH
+from .terminal_text import terminal_text
 from .trace import BUILTIN_TRACES, load_trace_with_report, write_trace
 from .trace_stats import format_stats, trace_stats
 
@@ -81,11 +82,12 @@ def _guarded(handler):
         try:
             return handler(args)
         except TraceError as error:
-            print(f"infertop: error: {error}", file=sys.stderr)
+            print(f"infertop: error: {terminal_text(error)}", file=sys.stderr)
             return EXIT_BAD_INPUT
         except OSError as error:
             where = f"{error.filename}: " if error.filename else ""
-            print(f"infertop: error: {where}{error.strerror or error}", file=sys.stderr)
+            print(f"infertop: error: {terminal_text(f'{where}{error.strerror or error}')}",
+                  file=sys.stderr)
             return EXIT_BAD_INPUT
 
     return run
@@ -103,7 +105,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
     write_trace(fitted, args.output, integer_ms=args.integer_ms)
     print(f"read {report.rows_read} rows from {args.file} ({args.format})")
     for line in report.summary_lines():
-        print(f"  {line}")
+        print(f"  {terminal_text(line)}")
     print(fit.summary())
     print(f"wrote {len(fitted.requests)} requests over {fitted.duration_s():.1f} s to {args.output}")
     return 0
@@ -138,9 +140,9 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(stats))
     else:
-        print(format_stats(stats, args.buckets))
+        print(terminal_text(format_stats(stats, args.buckets), keep_newlines=True))
         for line in report.summary_lines():
-            print(f"{'note':<19}{line}")
+            print(f"{'note':<19}{terminal_text(line)}")
     return 0
 
 

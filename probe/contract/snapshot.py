@@ -32,6 +32,7 @@ from probe.contract.session import ConfigEntry, SessionData
 from workloads.atomic import write_atomic
 from workloads.errors import TraceError
 from workloads.rows import shown
+from workloads.terminal_text import terminal_text
 from workloads.textio import JsonProblem, parse_json, read_text
 
 SCHEMA_VERSION = 1
@@ -72,14 +73,18 @@ def session_document(data: SessionData, *, environment: dict, model: dict, trace
     }
 
 
-def saved_live_parts(document: dict[str, Any], source: str = "snapshot"
+def saved_live_parts(document: dict[str, Any], source: str = "snapshot", *,
+                     for_terminal: bool = False
                      ) -> tuple[DeviceSample | None, RooflineStatus | None]:
     """The device sample and roofline a session was saved with (None when it has none)."""
     live = document.get("live", {})
+    clean = terminal_text if for_terminal else None
     try:
         sample, roofline = live.get("device_sample"), live.get("roofline")
-        return (None if sample is None else _build(DeviceSample, sample, "live.device_sample"),
-                None if roofline is None else _build(RooflineStatus, roofline, "live.roofline"))
+        return (None if sample is None else
+                _build(DeviceSample, sample, "live.device_sample", clean),
+                None if roofline is None else
+                _build(RooflineStatus, roofline, "live.roofline", clean))
     except _ShapeError as exc:
         raise ConfigError(f"{source}: not an infertop session: {exc}") from None
 
@@ -143,18 +148,24 @@ def read_document(path: str | os.PathLike) -> dict[str, Any]:
     return document
 
 
-def session_data(document: dict[str, Any], source: str = "snapshot") -> SessionData:
+def session_data(document: dict[str, Any], source: str = "snapshot", *,
+                 for_terminal: bool = False) -> SessionData:
     """Rebuild the raw records of a saved session (for --load, show and compare) from a
-    read_document() result; a record of the wrong shape is a ConfigError naming it and its field."""
+    read_document() result; a record of the wrong shape is a ConfigError naming it and its field.
+    `for_terminal`: every string (ids, reasons, notes, errors) through terminal_text, for a
+    session that is shown (not for `export`, which keeps the data as saved)."""
+    clean = terminal_text if for_terminal else None
+    key = clean or str
     try:
-        configs = {cid: _config(cid, raw) for cid, raw in document.get("configs", {}).items()}
+        configs = {key(cid): _config(cid, raw, clean)
+                   for cid, raw in document.get("configs", {}).items()}
         records, events, breaks, notices = (
-            tuple(_build(cls, raw, f"{section}[{index}]")
+            tuple(_build(cls, raw, f"{section}[{index}]", clean)
                   for index, raw in enumerate(document.get(section, [])))
             for section, cls in RECORD_SECTIONS)
-        references = {rid: _value(tokens, tuple[int, ...], f"reference_tokens.{rid}")
+        references = {key(rid): _value(tokens, tuple[int, ...], f"reference_tokens.{rid}")
                       for rid, tokens in document.get("reference_tokens", {}).items()}
-        pools = {cid: _build(KVPool, raw, f"kv_pools.{cid}")
+        pools = {key(cid): _build(KVPool, raw, f"kv_pools.{cid}", clean)
                  for cid, raw in document.get("kv_pools", {}).items()}
     except _ShapeError as exc:
         raise ConfigError(f"{source}: not an infertop session: {exc}") from None
@@ -168,7 +179,7 @@ class _ShapeError(ValueError):
     """A value of a saved session that is not what the records hold; the message says where."""
 
 
-def _config(config_id: str, raw: Any) -> ConfigEntry:
+def _config(config_id: str, raw: Any, clean: Callable[[str], str] | None) -> ConfigEntry:
     where = f"configs.{config_id}"
     if not isinstance(raw, dict):
         raise _ShapeError(f"{where}: expected an object, got {type(raw).__name__}")
@@ -177,22 +188,27 @@ def _config(config_id: str, raw: Any) -> ConfigEntry:
     except ConfigError as exc:
         raise _ShapeError(f"{where}: {exc}") from None
     notes = _value(raw.get("notes", []), tuple[str, ...], f"{where}.notes")
+    if clean is not None:
+        config_id, notes = clean(config_id), tuple(map(clean, notes))
     return ConfigEntry(config_id, options, notes)
 
 
-def _build(cls: type, raw: Any, where: str) -> Any:
+def _build(cls: type, raw: Any, where: str, clean: Callable[[str], str] | None = None) -> Any:
     """One record from its saved dict: every field of `cls` checked against its annotation;
     unknown keys (from a newer infertop) are ignored, a missing field without a default is not.
     The checks are compiled once per class (`_plan`): a 300,000-record session is read in
-    seconds, not minutes; a value that fails is named by the slow, general `_value`."""
+    seconds, not minutes; a value that fails is named by the slow, general `_value`. `clean`
+    is applied to every string field (terminal_text, for a session that is shown)."""
     if type(raw) is not dict:
         raise _ShapeError(f"{where}: expected an object, got {type(raw).__name__}")
     values = {}
-    for name, accept, required in _plan(cls):
+    for name, accept, required in _plan(cls, clean):
         if name in raw:
             value = accept(raw[name])
             if value is _REFUSED:
                 value = _value(raw[name], _hints(cls)[name], f"{where}.{name}")
+                if clean is not None and isinstance(value, tuple):
+                    value = tuple(clean(v) if isinstance(v, str) else v for v in value)
             values[name] = value
         elif required:
             raise _ShapeError(f"{where}: field {name!r} is missing")
@@ -203,14 +219,15 @@ _REFUSED = object()
 
 
 @functools.lru_cache(maxsize=None)
-def _plan(cls: type) -> tuple[tuple[str, Callable[[Any], Any], bool], ...]:
+def _plan(cls: type, clean: Callable[[str], str] | None
+          ) -> tuple[tuple[str, Callable[[Any], Any], bool], ...]:
     """(field, its acceptor, required) for each field of `cls`."""
     hints = _hints(cls)
-    return tuple((f.name, _acceptor(hints[f.name]),
+    return tuple((f.name, _acceptor(hints[f.name], clean),
                   f.default is MISSING and f.default_factory is MISSING) for f in fields(cls))
 
 
-def _acceptor(hint: Any) -> Callable[[Any], Any]:
+def _acceptor(hint: Any, clean: Callable[[str], str] | None) -> Callable[[Any], Any]:
     """A function returning the value as the record holds it (lists as tuples), or _REFUSED:
     the same rule as `_value`, for the types JSON produces (so `type(v) is int` excludes bool)."""
     kinds = _kinds(hint)
@@ -222,6 +239,8 @@ def _acceptor(hint: Any) -> Callable[[Any], Any]:
 
     def accept(value: Any) -> Any:
         kind = type(value)
+        if kind is str and clean is not None and str in exact:
+            return clean(value)
         if kind in exact:
             return value
         if kind is int and whole:
