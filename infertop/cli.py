@@ -10,13 +10,16 @@ from pathlib import Path
 from typing import Sequence
 
 from workloads.argtypes import (
+    MAX_CONCURRENCY,
     OneLineParser,
+    check_replay_span,
+    model_length,
     note_fewer_requests,
-    real_number,
+    request_count,
+    speed_factor,
     thread_count,
     whole_number,
 )
-from workloads.rows import MAX_LENGTH
 from workloads.terminal_text import terminal_text
 
 EXIT_BAD_INPUT = 2
@@ -41,18 +44,18 @@ def _add_engine_arguments(parser: argparse.ArgumentParser, *,
                         help="an optimization setting, e.g. compile=default (repeatable)")
     parser.add_argument("--buckets", default=None, metavar="EDGES",
                         help="bucket edges, e.g. 64,128,256 (default: the planner's best 4)")
-    parser.add_argument("--speed", type=real_number(0.0), default=default_speed,
+    parser.add_argument("--speed", type=speed_factor, default=default_speed,
                         help="replay speed factor (default: " + (
                             f"{default_speed:g})" if default_speed else
                             "measure the engine's capacity and offer half of it)"))
-    parser.add_argument("--requests", type=whole_number(1), default=None, metavar="N",
+    parser.add_argument("--requests", type=request_count, default=None, metavar="N",
                         help="stop after N requests")
     parser.add_argument("--threads", type=thread_count, default=None, metavar="N",
                         help="torch threads for the engine (default: torch's; the dashboard "
                              "leaves one core to itself)")
-    parser.add_argument("--max-input", type=whole_number(1, MAX_LENGTH), default=512,
+    parser.add_argument("--max-input", type=model_length, default=512,
                         help="longest input (default 512)")
-    parser.add_argument("--max-output", type=whole_number(1, MAX_LENGTH), default=512,
+    parser.add_argument("--max-output", type=model_length, default=512,
                         help="longest output (default 512)")
 
 
@@ -76,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay = commands.add_parser("replay", help="replay a trace headless and save the session")
     _add_engine_arguments(replay, default_speed=1.0)
-    replay.add_argument("--concurrency", type=whole_number(1), default=None, metavar="N",
+    replay.add_argument("--concurrency", type=whole_number(1, MAX_CONCURRENCY), default=None,
+                        metavar="N",
                         help="closed loop: keep N requests outstanding instead of trace times")
     replay.add_argument("--out", required=True, metavar="SNAPSHOT.json")
     replay.add_argument("--tokens", action="store_true",
@@ -125,9 +129,13 @@ def _replay(args: argparse.Namespace) -> int:
     # Everything that can be refused without torch is checked before torch is imported.
     options = parse_opts(args.opt)
     check_output_file(args.out, "--out", make_folders=True)
-    check_engine_inputs(args.model, args.device)
+    check_engine_inputs(args.model, args.device, positions=args.max_input + args.max_output)
     workload = prepare_workload(args.trace, buckets=args.buckets, max_input=args.max_input,
                                 max_output=args.max_output)
+    if not args.concurrency:
+        served = workload.trace.requests[:args.requests or None]
+        check_replay_span(served[0].timestamp_ms, served[-1].timestamp_ms, args.speed or 1.0,
+                          f"--trace {args.trace}")
     print(workload.fit.summary(), file=sys.stderr)
     note_fewer_requests(args.requests, len(workload.trace.requests))
 

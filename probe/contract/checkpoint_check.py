@@ -170,7 +170,7 @@ def kv_bytes_per_request(shape: T5Shape, positions: int) -> int:
 
 
 def check_fits_memory(folder: str, shape: T5Shape, positions: int,
-                      available: int | None = None) -> None:
+                      available: int | None = None, *, source: str = "config.json ") -> None:
     """The fp32 weights and one request's KV cache against the memory available now."""
     available = psutil.virtual_memory().available if available is None else available
     parameters = parameter_count(shape)
@@ -179,9 +179,9 @@ def check_fits_memory(folder: str, shape: T5Shape, positions: int,
         return
     field = max(REFERENCE, key=lambda k: getattr(shape, k) / REFERENCE[k])
     raise ConfigError(
-        f"--model {folder}: config.json {field}={getattr(shape, field):,} makes "
+        f"--model {folder}: {source}{field}={getattr(shape, field):,} makes "
         f"{parameters:.3g} parameters ({weights / 1e9:,.1f} GB as fp32) and "
-        f"{kv / 1e9:,.2f} GB of KV cache per request; this machine has "
+        f"{kv / 1e9:,.2f} GB of KV cache per request of {positions:,} tokens; this machine has "
         f"{available / 1e9:,.1f} GB of memory available")
 
 
