@@ -66,11 +66,11 @@ def saved_session_app(path: Path, snapshot_dir: Path):
 
 def load_snapshot(path: Path) -> LiveView:
     """A saved session as the dashboard shows it: the last config served is "now"."""
-    from probe.contract.snapshot import read_document, session_data
+    from probe.contract.snapshot import read_document, saved_session
 
     document = read_document(path)
     try:
-        data = session_data(document, for_terminal=True)
+        data = saved_session(document, f"snapshot {path}", for_terminal=True)
         return _live_from(document, data)
     except ConfigError:
         raise

@@ -16,6 +16,7 @@ from .atomic import check_output_file
 from .errors import TraceError
 from .fitting import POLICIES, fit_to_model
 from .generator import PROFILES, generate, write_builtin
+from .import_flags import import_flags
 from .importers import FORMATS, import_trace
 from .rows import MAX_LENGTH
 from .terminal_text import terminal_text
@@ -42,10 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("--max-input", type=token_limit, default=512, help="longest input the model serves (default 512)")
     imp.add_argument("--max-output", type=token_limit, default=512, help="longest output (default 512)")
     imp.add_argument("--fit", choices=POLICIES, default="clip", help="how to fit longer requests (default clip)")
-    imp.add_argument("--scale-quantile", type=real_number(0.0, 1.0), default=1.0,
+    imp.add_argument("--scale-quantile", type=real_number(0.0, 1.0), default=None,
                      help="with --fit scale: the quantile mapped onto the limit (default 1.0 = the longest)")
-    imp.add_argument("--rate", type=arrival_rate, default=1.0, help="ShareGPT only: Poisson arrival rate, rps (default 1.0)")
-    imp.add_argument("--seed", type=seed_number, default=0, help="ShareGPT only: seed of the arrivals (default 0)")
+    imp.add_argument("--rate", type=arrival_rate, default=None, help="ShareGPT only: Poisson arrival rate, rps (default 1.0)")
+    imp.add_argument("--seed", type=seed_number, default=None, help="ShareGPT only: seed of the arrivals (default 0)")
     imp.add_argument("--sort", action="store_true", help="sort CSV rows by time first (and say how many moved)")
     imp.add_argument("--integer-ms", action="store_true",
                      help="round timestamps to whole ms (AIPerf's mooncake reader wants integers)")
@@ -95,13 +96,14 @@ def _guarded(handler):
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
+    flags = import_flags(args)   # before anything is read or written
     check_output_file(args.output, "-o")
     trace, report = import_trace(
-        args.format, args.file, skip_bad=args.skip_bad, rate=args.rate, seed=args.seed, sort=args.sort
+        args.format, args.file, skip_bad=args.skip_bad, rate=flags.rate, seed=flags.seed, sort=flags.sort
     )
     fitted, fit = fit_to_model(
         trace, max_input=args.max_input, max_output=args.max_output, policy=args.fit,
-        scale_quantile=args.scale_quantile,
+        scale_quantile=flags.scale_quantile,
     )
     write_trace(fitted, args.output, integer_ms=args.integer_ms)
     print(f"read {report.rows_read} rows from {args.file} ({args.format})")

@@ -175,6 +175,38 @@ def session_data(document: dict[str, Any], source: str = "snapshot", *,
                        kv_pools=MappingProxyType(pools))
 
 
+# the counts and sizes a record holds: a negative one contradicts what was served
+COUNT_FIELDS = ("seq", "input_tokens", "padded_tokens", "output_tokens", "kv_cache_bytes",
+                "kv_cache_used_bytes", "kv_self_attention_bytes", "kv_cross_attention_bytes")
+
+
+def saved_session(document: dict[str, Any], source: str = "snapshot", *,
+                  for_terminal: bool = False) -> SessionData:
+    """session_data() of a saved snapshot, refused where its records contradict the session:
+    a record, compile event or graph break naming a config the session does not have, a
+    negative count or size. (A journal recovered after a kill is read by session_data alone.)"""
+    data = session_data(document, source, for_terminal=for_terminal)
+    known = data.configs
+    shown_ids = ", ".join(known) or "none"
+    for section, items in (("requests", data.records), ("compile_events", data.events),
+                           ("graph_breaks", data.breaks)):
+        for index, item in enumerate(items):
+            if item.config_id is not None and item.config_id not in known:
+                raise ConfigError(f"{source}: not an infertop session: {section}[{index}]."
+                                  f"config_id {shown(item.config_id)} is not one of the "
+                                  f"session's configs ({shown_ids})")
+    for index, record in enumerate(data.records):
+        for name in COUNT_FIELDS:
+            if getattr(record, name) < 0:
+                raise ConfigError(f"{source}: not an infertop session: requests[{index}].{name}"
+                                  f": expected a count >= 0, got {getattr(record, name)}")
+    for index, graph_break in enumerate(data.breaks):
+        if graph_break.count < 0:
+            raise ConfigError(f"{source}: not an infertop session: graph_breaks[{index}].count: "
+                              f"expected a count >= 0, got {graph_break.count}")
+    return data
+
+
 class _ShapeError(ValueError):
     """A value of a saved session that is not what the records hold; the message says where."""
 

@@ -11,7 +11,7 @@ from typing import Callable
 
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
-from probe.contract.snapshot import read_document, session_data
+from probe.contract.snapshot import read_document, saved_session
 from probe.contract.stats import SegmentStats
 from probe.contract.tables import text_table
 from probe.contract.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num, fmt_ratio, fmt_s
@@ -42,7 +42,7 @@ METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool
 
 def _load(path: str) -> tuple[dict, SessionData]:
     document = read_document(path)
-    return document, session_data(document, source=f"snapshot {path}", for_terminal=True)
+    return document, saved_session(document, source=f"snapshot {path}", for_terminal=True)
 
 
 def _field(document: dict, section: str, key: str) -> object:
