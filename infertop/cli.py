@@ -11,13 +11,17 @@ from pathlib import Path
 from typing import Sequence
 
 from workloads.argtypes import (
+    MAX_CONCURRENCY,
     OneLineParser,
+    check_replay_span,
+    model_length,
     note_fewer_requests,
-    real_number,
+    request_count,
+    speed_factor,
     thread_count,
     whole_number,
 )
-from workloads.rows import MAX_LENGTH
+from workloads.terminal_text import terminal_text
 
 EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
 
@@ -41,18 +45,18 @@ def _add_engine_arguments(parser: argparse.ArgumentParser, *,
                         help="an optimization setting, e.g. compile=default (repeatable)")
     parser.add_argument("--buckets", default=None, metavar="EDGES",
                         help="bucket edges, e.g. 64,128,256 (default: the planner's best 4)")
-    parser.add_argument("--speed", type=real_number(0.0), default=default_speed,
+    parser.add_argument("--speed", type=speed_factor, default=default_speed,
                         help="replay speed factor (default: " + (
                             f"{default_speed:g})" if default_speed else
                             "measure the engine's capacity and offer half of it)"))
-    parser.add_argument("--requests", type=whole_number(1), default=None, metavar="N",
+    parser.add_argument("--requests", type=request_count, default=None, metavar="N",
                         help="stop after N requests")
     parser.add_argument("--threads", type=thread_count, default=None, metavar="N",
                         help="torch threads for the engine (default: torch's; the dashboard "
                              "leaves one core to itself)")
-    parser.add_argument("--max-input", type=whole_number(1, MAX_LENGTH), default=512,
+    parser.add_argument("--max-input", type=model_length, default=512,
                         help="longest input (default 512)")
-    parser.add_argument("--max-output", type=whole_number(1, MAX_LENGTH), default=512,
+    parser.add_argument("--max-output", type=model_length, default=512,
                         help="longest output (default 512)")
 
 
@@ -76,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay = commands.add_parser("replay", help="replay a trace headless and save the session")
     _add_engine_arguments(replay, default_speed=1.0)
-    replay.add_argument("--concurrency", type=whole_number(1), default=None, metavar="N",
+    replay.add_argument("--concurrency", type=whole_number(1, MAX_CONCURRENCY), default=None,
+                        metavar="N",
                         help="closed loop: keep N requests outstanding instead of trace times")
     replay.add_argument("--out", required=True, metavar="SNAPSHOT.json")
     replay.add_argument("--tokens", action="store_true",
@@ -141,12 +146,16 @@ def _replay(args: argparse.Namespace) -> int:
     # Everything that can be refused without torch is checked before torch is imported.
     options = parse_opts(args.opt)
     check_output_file(args.out, "--out", inputs=(args.trace, args.model))
-    check_engine_inputs(args.model, args.device)
+    check_engine_inputs(args.model, args.device, positions=args.max_input + args.max_output)
     check_port_free(args.metrics_port)
     # SIGTERM/SIGHUP while the model loads: exit 128+signal, the lock let go (nothing served)
     with signals_as_interrupt(), OutputLock(args.out, "--out"):
         workload = prepare_workload(args.trace, buckets=args.buckets, max_input=args.max_input,
                                     max_output=args.max_output)
+        if not args.concurrency:
+            served = workload.trace.requests[:args.requests or None]
+            check_replay_span(served[0].timestamp_ms, served[-1].timestamp_ms,
+                              args.speed or 1.0, f"--trace {args.trace}")
         print(workload.fit.summary(), file=sys.stderr)
         note_fewer_requests(args.requests, len(workload.trace.requests))
         from probe.engine.replay_command import serve_replay
@@ -171,7 +180,7 @@ def _snapshot_export(args: argparse.Namespace) -> int:
     from probe.contract.snapshot_export import export
     stem = args.out or str(Path(args.file).with_suffix(""))
     for path in export(args.file, stem, args.format):
-        print(f"wrote {path}")
+        print(f"wrote {terminal_text(path)}")
     return 0
 
 
@@ -184,20 +193,20 @@ def _snapshot_recover(args: argparse.Namespace) -> int:
 def _snapshot_show(args: argparse.Namespace) -> int:
     from probe.contract.snapshot_report import show
     _check_plot(args.plot)
-    print(show(args.file))
+    print(terminal_text(show(args.file), keep_newlines=True))
     if args.plot:
         from probe.report_charts.snapshot_plots import plot_show
-        print(f"wrote {plot_show(args.file, args.plot)}")
+        print(f"wrote {terminal_text(str(plot_show(args.file, args.plot)))}")
     return 0
 
 
 def _snapshot_compare(args: argparse.Namespace) -> int:
     from probe.contract.snapshot_report import compare
     _check_plot(args.plot)
-    print(compare(args.a, args.b))
+    print(terminal_text(compare(args.a, args.b), keep_newlines=True))
     if args.plot:
         from probe.report_charts.snapshot_plots import plot_compare
-        print(f"wrote {plot_compare(args.a, args.b, args.plot)}")
+        print(f"wrote {terminal_text(str(plot_compare(args.a, args.b, args.plot)))}")
     return 0
 
 
@@ -228,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return closed_pipe()
     except (ConfigError, TraceError) as exc:
-        print(f"infertop: error: {exc}", file=sys.stderr)
+        print(f"infertop: error: {terminal_text(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except OSError as exc:      # a full disk, an I/O error: said, never a traceback
         where = f"{exc.filename}: " if exc.filename else ""

@@ -19,6 +19,7 @@ from probe.contract.live import (
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
 from tui.terminal_size import adopt_terminal_size
+from workloads.terminal_text import terminal_text
 
 READER_STOP_WAIT_S = 3.0
 
@@ -61,24 +62,30 @@ def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
 
 
 def _open_saved(path: Path, snapshot_dir: Path) -> int:
-    from tui.app import InfertopApp
-
-    view = load_snapshot(path)
-    app = InfertopApp(None, initial=view, options=view.options,
-                      snapshot_dir=snapshot_dir, speed=view.replay.speed, read_only=True,
-                      source=str(path))
+    app = saved_session_app(path, snapshot_dir)
     adopt_terminal_size()
     app.run()
     return app.return_code or 0
 
 
+def saved_session_app(path: Path, snapshot_dir: Path):
+    """The read-only dashboard over a saved session, every string from the file (and its
+    path) terminal-safe."""
+    from tui.app import InfertopApp
+
+    view = load_snapshot(path)
+    return InfertopApp(None, initial=view, options=view.options,
+                       snapshot_dir=snapshot_dir, speed=view.replay.speed, read_only=True,
+                       source=terminal_text(path))
+
+
 def load_snapshot(path: Path) -> LiveView:
     """A saved session as the dashboard shows it: the last config served is "now"."""
-    from probe.contract.snapshot import read_document, session_data
+    from probe.contract.snapshot import read_document, saved_session
 
     document = read_document(path)
     try:
-        data = session_data(document)
+        data = saved_session(document, f"snapshot {path}", for_terminal=True)
         return _live_from(document, data)
     except ConfigError:
         raise
@@ -97,20 +104,21 @@ def _live_from(document: dict, data: SessionData) -> LiveView:
     model, environment = _section(document, "model"), _section(document, "environment")
     trace, settings = _section(document, "trace"), _section(document, "settings")
     from probe.contract.snapshot import saved_live_parts
-    device_sample, roofline = saved_live_parts(document)
+    device_sample, roofline = saved_live_parts(document, for_terminal=True)
     end_s = max((r.end_s for r in records), default=0.0)
     window = records[-WINDOW_SIZE:]
     offered, capacity = offered_rps([r.arrival_s for r in records], end_s), capacity_rps(window)
     # the queue when it was saved: requests that had arrived and were not finished yet
     queued = sum(1 for r in records if r.arrival_s <= end_s < r.end_s)
     replay = ReplayStatus(
-        trace=str(trace.get("name", "?")), running=False, paused=False, speed=1.0,
+        trace=terminal_text(trace.get("name", "?")), running=False, paused=False, speed=1.0,
         dispatched=len(records), completed=ok, failed=len(records) - ok, total=len(records),
         queue_depth=queued, offered_rps=offered, capacity_rps=capacity,
         overloaded=overloaded(offered, capacity, queued))
     return build_live(
         data, t_s=end_s,
-        model=str(model.get("name", "?")), device=str(environment.get("device", "?")),
+        model=terminal_text(model.get("name", "?")),
+        device=terminal_text(environment.get("device", "?")),
         options=options, config_id=config_id, window_start_seq=0, compiling_since_s=None,
         compiling_request=None, device_sample=device_sample, replay=replay,
         bucket_edges=tuple(int(e) for e in settings.get("bucket_edges", ()) or ()),

@@ -12,14 +12,23 @@ import math
 import sys
 from typing import Callable, NoReturn
 
+from .errors import file_error
 from .rows import shown
+from .terminal_text import terminal_text
 
 MAX_THREADS = 1024
+# Bounds on what a run is asked to do, so that every run can finish (docs/bad-input.md):
+MIN_SPEED, MAX_SPEED = 1e-3, 1e6        # --speed: 1000× slower to a million× faster
+MIN_RATE_RPS, MAX_RATE_RPS = 1e-4, 1e6  # --rate: one request every ~3 h to a million a second
+MAX_REQUESTS = 10_000_000               # --requests: a replay or a bench run
+MAX_CONCURRENCY = 1024                  # --concurrency: requests outstanding at once
+MAX_MODEL_LENGTH = 65_536               # --max-input/--max-output of the engine (its KV)
+MAX_REPLAY_S = 31 * 86_400              # the longest replay: the trace's span ÷ --speed
 
 
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"infertop: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"infertop: error: {terminal_text(message)} (see {self.prog} --help)\n")
 
 
 def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
@@ -54,7 +63,38 @@ def real_number(above: float, at_most: float | None = None) -> Callable[[str], f
     return parse
 
 
+def ranged_real(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a finite number from `low` to `high`, both included."""
+    valid = f"a number from {low:g} to {high:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}")
+        return value
+
+    return parse
+
+
 thread_count = whole_number(1, MAX_THREADS)  # --threads: torch's CPU threads
+speed_factor = ranged_real(MIN_SPEED, MAX_SPEED)
+arrival_rate = ranged_real(MIN_RATE_RPS, MAX_RATE_RPS)
+request_count = whole_number(1, MAX_REQUESTS)
+model_length = whole_number(1, MAX_MODEL_LENGTH)
+
+
+def check_replay_span(first_ms: float, last_ms: float, speed: float, what: str) -> None:
+    """A replay whose arrivals span more than MAX_REPLAY_S at this speed would not finish:
+    refused before the model loads (a trace with timestamps a century apart, a tiny --speed)."""
+    span_s = (last_ms - first_ms) / 1000.0 / speed
+    if span_s > MAX_REPLAY_S:
+        raise file_error(
+            f"{what}: its arrivals span {span_s / 86_400:,.0f} days at --speed {speed:g}; "
+            f"the longest replay is {MAX_REPLAY_S // 86_400} days (raise --speed or use "
+            f"--concurrency)")
 
 
 def note_fewer_requests(requested: int | None, available: int) -> None:

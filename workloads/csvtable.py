@@ -28,6 +28,11 @@ def csv_rows(
         except csv.Error as exc:
             raise file_error(f"{path}:1: cannot parse the CSV header: {exc}") from None
         names = [h.strip() for h in header]
+        twice = _repeated(names)
+        if twice is not None:
+            first, second = [n + 1 for n, name in enumerate(names) if name == twice][:2]
+            raise file_error(f"{path}:1: column {twice!r} appears twice (columns {first} and "
+                             f"{second}): which one holds the values is ambiguous")
         missing = [c for c in required if c not in names]
         if any_of and not any(c in names for c in any_of):
             missing.append(" or ".join(any_of))
@@ -56,3 +61,15 @@ def csv_rows(
                 )
                 continue
             yield where, {c: fields[i] for c, i in index.items()}
+
+
+def _repeated(names: Sequence[str]) -> str | None:
+    """The first column name the header holds twice (empty names, a spreadsheet's trailing
+    commas, are not columns)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        if name:
+            seen.add(name)
+    return None

@@ -21,12 +21,14 @@ from .rows import (
     parse_length,
     parse_timestamp_ms,
     row_error,
+    shown,
 )
 from .textio import JsonProblem, checked_lines, open_text, parse_json
 from .tokens import TokenCounter, estimate_tokens
 from .trace_records import LoadReport, Trace, TraceRequest
 
 NATIVE_FIELDS = ("timestamp", "input_length", "output_length", "text", "id", "tag")
+NUMBER_FIELDS = ("timestamp", "input_length", "output_length")
 
 
 def read_native(
@@ -104,5 +106,10 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[str, dict[str, Any] | TraceError]]
                 continue
             if not isinstance(row, dict):
                 yield where, TraceError(f"{where}: expected a JSON object per line, got {type(row).__name__}")
+                continue
+            quoted = next((key for key in NUMBER_FIELDS if isinstance(row.get(key), str)), None)
+            if quoted is not None:  # CSV cells are text; in JSON a number is written as one
+                yield where, row_error(where, quoted, f"expected a JSON number, got the string "
+                                                      f"{shown(row[quoted])}")
                 continue
             yield where, row

@@ -44,6 +44,8 @@ def open_text(path: Path) -> TextIO:
 
 def check_text(text: str, path: Path, first_line: int = 1) -> None:
     """Raise a file error naming path:line if `text` holds an undecodable byte or a NUL."""
+    if text.isascii() and "\x00" not in text:  # isascii is O(1): the usual JSON fast path
+        return
     match = _NOT_TEXT.search(text)
     if match is None:
         return

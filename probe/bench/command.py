@@ -10,7 +10,10 @@ from pathlib import Path
 
 from probe.bench.cluster import INSTALL_HINT as RAY_HINT
 from probe.bench.cluster import require_ray
-from workloads.argtypes import note_fewer_requests, thread_count, whole_number
+from workloads.argtypes import note_fewer_requests, request_count, thread_count, whole_number
+
+MAX_REPEATS = 1000   # warm passes per config
+MAX_BUCKETS = 64     # the planner's bucket count (more edges than shapes worth compiling)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.add_argument("--trace", default="chat",
                        help="a built-in trace or a file; with --ray, a list (chat,batch)")
     bench.add_argument("--device", default="auto")
-    bench.add_argument("--requests", type=whole_number(1), default=None, metavar="N",
+    bench.add_argument("--requests", type=request_count, default=None, metavar="N",
                        help="requests per run (default: 40, or 3 with --quick)")
     bench.add_argument("--out", required=True, metavar="DIR")
     bench.add_argument("--experiments", default=None, metavar="E1,E4",
@@ -30,9 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.add_argument("--quick", action="store_true",
                        help="minutes, not hours: t5-tiny, 3 requests, 2 repeats, 2 buckets, "
                             "compile=default only in E1 on a CPU")
-    bench.add_argument("--repeats", type=whole_number(1), default=None,
+    bench.add_argument("--repeats", type=whole_number(1, MAX_REPEATS), default=None,
                        help="repeated warm passes per config (default 3, or 2 with --quick)")
-    bench.add_argument("--bucket-count", type=whole_number(1), default=None, metavar="K",
+    bench.add_argument("--bucket-count", type=whole_number(1, MAX_BUCKETS), default=None,
+                       metavar="K",
                        help="the planner's bucket count (default 4, or 2 with --quick)")
     bench.add_argument("--seed", type=whole_number(0), default=0,
                        help="which requests of the trace are replayed (a fixed-seed sample)")

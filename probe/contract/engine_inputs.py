@@ -11,6 +11,7 @@ import os
 import re
 from pathlib import Path
 
+from probe.contract.checkpoint_check import check_checkpoint, check_fits_memory, checked_shape
 from probe.contract.errors import ConfigError
 from workloads.errors import TraceError
 from workloads.textio import JsonProblem, parse_json, read_text
@@ -27,12 +28,14 @@ SUPPORTED_MODEL_TYPES = ("t5", "mt5")
 DEVICE_FORM = re.compile(r"auto|cpu|cuda(:\d{1,4})?")
 HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 DOWNLOAD_ENV = "INFERTOP_ALLOW_DOWNLOAD"
+CHECKED_POSITIONS = 1024  # one request of the default --max-input 512 + --max-output 512
 
 
-def check_engine_inputs(model: str, device: str) -> None:
-    """ConfigError (exit 2) naming the first of `--model`, `--device` that cannot be served."""
+def check_engine_inputs(model: str, device: str, positions: int = CHECKED_POSITIONS) -> None:
+    """ConfigError (exit 2) naming the first of `--model`, `--device` that cannot be served;
+    `positions`: the longest request (input + output), for the memory check."""
     check_device(device)
-    check_model(model)
+    check_model(model, positions)
 
 
 def check_device(name: str) -> None:
@@ -40,25 +43,32 @@ def check_device(name: str) -> None:
         raise ConfigError(f"--device {name!r} is not a device; use auto, cpu, cuda or cuda:N")
 
 
-def check_model(name: str) -> None:
+def check_model(name: str, positions: int = CHECKED_POSITIONS) -> None:
     """A preset, a checkpoint folder (config.json of a T5-family model + *.safetensors), or a
-    hub id already in the Hugging Face cache (any hub id when downloads are allowed)."""
+    hub id already in the Hugging Face cache (any hub id when downloads are allowed); its
+    weights and one request of `positions` tokens must fit in the memory available."""
     if name in PRESETS:
+        check_fits_memory(name, checked_shape(name, "t5", PRESETS[name]), positions,
+                          source="")
         return
     path = Path(name)
     if path.is_dir():
-        _check_folder(name, path)
+        _check_folder(name, path, positions)
         return
     if path.exists():
         raise ConfigError(f"--model {name}: is a file; give a preset ({', '.join(PRESETS)}) or "
                           f"a checkpoint folder")
-    if HUB_ID.fullmatch(name) and (os.environ.get(DOWNLOAD_ENV) == "1" or _in_hub_cache(name)):
+    if HUB_ID.fullmatch(name) and os.environ.get(DOWNLOAD_ENV) == "1":
+        return
+    cached = _hub_snapshot(name) if HUB_ID.fullmatch(name) else None
+    if cached is not None:
+        _check_folder(name, cached, positions)
         return
     raise ConfigError(f"--model {name!r} is not a preset ({', '.join(PRESETS)}), nor a "
                       f"checkpoint folder, nor in the Hugging Face cache (offline)")
 
 
-def _check_folder(name: str, folder: Path) -> None:
+def _check_folder(name: str, folder: Path, positions: int) -> None:
     config = folder / "config.json"
     if not config.is_file():
         raise ConfigError(f"--model {name}: no config.json in this folder; a checkpoint folder "
@@ -75,10 +85,13 @@ def _check_folder(name: str, folder: Path) -> None:
     if not any(folder.glob("*.safetensors")):
         raise ConfigError(f"--model {name}: no *.safetensors weights in this folder (pickle "
                           f"checkpoints such as pytorch_model.bin are not loaded)")
+    check_checkpoint(name, folder, model_type, document, positions)
 
 
-def _in_hub_cache(repo_id: str) -> bool:
+def _hub_snapshot(repo_id: str) -> Path | None:
+    """The cached snapshot folder of a hub id (the newest), or None when it is not cached."""
     from huggingface_hub.constants import HF_HUB_CACHE  # constants only: milliseconds
 
     snapshots = Path(HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}" / "snapshots"
-    return any(snapshots.glob("*/config.json"))
+    found = sorted(snapshots.glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+    return found[-1].parent if found else None

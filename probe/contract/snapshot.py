@@ -8,13 +8,14 @@ import json
 import math
 import os
 import platform
+import re
 import sys
 import types
 import typing
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Callable
 
 from probe.contract.device_sample import DeviceSample
 from probe.contract.errors import ConfigError
@@ -31,6 +32,7 @@ from probe.contract.session import ConfigEntry, SessionData
 from workloads.atomic import write_atomic
 from workloads.errors import TraceError
 from workloads.rows import shown
+from workloads.terminal_text import terminal_text
 from workloads.textio import JsonProblem, parse_json, read_text
 
 SCHEMA_VERSION = 1
@@ -73,14 +75,18 @@ def session_document(data: SessionData, *, environment: dict, model: dict, trace
     return attach_diagnoses(document, data)
 
 
-def saved_live_parts(document: dict[str, Any], source: str = "snapshot"
+def saved_live_parts(document: dict[str, Any], source: str = "snapshot", *,
+                     for_terminal: bool = False
                      ) -> tuple[DeviceSample | None, RooflineStatus | None]:
     """The device sample and roofline a session was saved with (None when it has none)."""
     live = document.get("live", {})
+    clean = terminal_text if for_terminal else None
     try:
         sample, roofline = live.get("device_sample"), live.get("roofline")
-        return (None if sample is None else _build(DeviceSample, sample, "live.device_sample"),
-                None if roofline is None else _build(RooflineStatus, roofline, "live.roofline"))
+        return (None if sample is None else
+                _build(DeviceSample, sample, "live.device_sample", clean),
+                None if roofline is None else
+                _build(RooflineStatus, roofline, "live.roofline", clean))
     except _ShapeError as exc:
         raise ConfigError(f"{source}: not an infertop session: {exc}") from None
 
@@ -111,17 +117,23 @@ RECORD_SECTIONS = (("requests", RequestRecord), ("compile_events", CompileEvent)
                    ("graph_breaks", GraphBreakRecord), ("notices", Notice))
 OPTION_NAMES = frozenset(f.name for f in fields(OptConfig))
 MAX_SAVED_INT = 2 ** 53
+# read_text refused undecodable bytes, so a parsed string holds a surrogate only from a
+# \\uD800-\\uDFFF escape: without one in the text, the document-wide walk is skipped.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def read_document(path: str | os.PathLike) -> dict[str, Any]:
     """The parsed snapshot, its version and its sections' types checked: ConfigError naming
     what is wrong and where (the file, its line for JSON syntax, the section)."""
     try:
-        document = parse_json(read_text(Path(path)))
+        text = read_text(Path(path))
+        document = parse_json(text)
     except TraceError as exc:  # unreadable, a device, not UTF-8 text
         raise ConfigError(f"snapshot {exc}") from None
     except JsonProblem as exc:
         raise ConfigError(f"snapshot {exc.located(path)}: {exc}") from None
+    may_hold_surrogates = _SURROGATE_ESCAPE.search(text) is not None
+    del text  # the document alone from here: a large session is held once
     version = document.get("schema_version") if isinstance(document, dict) else None
     if type(version) is not int or version != SCHEMA_VERSION:
         raise ConfigError(f"snapshot {path}: schema_version {shown(version)} is not supported "
@@ -131,25 +143,31 @@ def read_document(path: str | os.PathLike) -> dict[str, Any]:
             raise ConfigError(f"snapshot {path}: not an infertop session: {section!r} must be a "
                               f"JSON {'object' if kind is dict else 'list'}, got "
                               f"{type(document[section]).__name__}")
-    surrogate = _unpaired_surrogate(document)
+    surrogate = _unpaired_surrogate(document) if may_hold_surrogates else None
     if surrogate is not None:
         raise ConfigError(f"snapshot {path}: not an infertop session: {surrogate}: holds an "
                           f"unpaired surrogate (a lone \\ud800-\\udfff escape)")
     return document
 
 
-def session_data(document: dict[str, Any], source: str = "snapshot") -> SessionData:
+def session_data(document: dict[str, Any], source: str = "snapshot", *,
+                 for_terminal: bool = False) -> SessionData:
     """Rebuild the raw records of a saved session (for --load, show and compare) from a
-    read_document() result; a record of the wrong shape is a ConfigError naming it and its field."""
+    read_document() result; a record of the wrong shape is a ConfigError naming it and its field.
+    `for_terminal`: every string (ids, reasons, notes, errors) through terminal_text, for a
+    session that is shown (not for `export`, which keeps the data as saved)."""
+    clean = terminal_text if for_terminal else None
+    key = clean or str
     try:
-        configs = {cid: _config(cid, raw) for cid, raw in document.get("configs", {}).items()}
+        configs = {key(cid): _config(cid, raw, clean)
+                   for cid, raw in document.get("configs", {}).items()}
         records, events, breaks, notices = (
-            tuple(_build(cls, raw, f"{section}[{index}]")
+            tuple(_build(cls, raw, f"{section}[{index}]", clean)
                   for index, raw in enumerate(document.get(section, [])))
             for section, cls in RECORD_SECTIONS)
-        references = {rid: _value(tokens, tuple[int, ...], f"reference_tokens.{rid}")
+        references = {key(rid): _value(tokens, tuple[int, ...], f"reference_tokens.{rid}")
                       for rid, tokens in document.get("reference_tokens", {}).items()}
-        pools = {cid: _build(KVPool, raw, f"kv_pools.{cid}")
+        pools = {key(cid): _build(KVPool, raw, f"kv_pools.{cid}", clean)
                  for cid, raw in document.get("kv_pools", {}).items()}
     except _ShapeError as exc:
         raise ConfigError(f"{source}: not an infertop session: {exc}") from None
@@ -159,11 +177,43 @@ def session_data(document: dict[str, Any], source: str = "snapshot") -> SessionD
                        kv_pools=MappingProxyType(pools))
 
 
+# the counts and sizes a record holds: a negative one contradicts what was served
+COUNT_FIELDS = ("seq", "input_tokens", "padded_tokens", "output_tokens", "kv_cache_bytes",
+                "kv_cache_used_bytes", "kv_self_attention_bytes", "kv_cross_attention_bytes")
+
+
+def saved_session(document: dict[str, Any], source: str = "snapshot", *,
+                  for_terminal: bool = False) -> SessionData:
+    """session_data() of a saved snapshot, refused where its records contradict the session:
+    a record, compile event or graph break naming a config the session does not have, a
+    negative count or size. (A journal recovered after a kill is read by session_data alone.)"""
+    data = session_data(document, source, for_terminal=for_terminal)
+    known = data.configs
+    shown_ids = ", ".join(known) or "none"
+    for section, items in (("requests", data.records), ("compile_events", data.events),
+                           ("graph_breaks", data.breaks)):
+        for index, item in enumerate(items):
+            if item.config_id is not None and item.config_id not in known:
+                raise ConfigError(f"{source}: not an infertop session: {section}[{index}]."
+                                  f"config_id {shown(item.config_id)} is not one of the "
+                                  f"session's configs ({shown_ids})")
+    for index, record in enumerate(data.records):
+        for name in COUNT_FIELDS:
+            if getattr(record, name) < 0:
+                raise ConfigError(f"{source}: not an infertop session: requests[{index}].{name}"
+                                  f": expected a count >= 0, got {getattr(record, name)}")
+    for index, graph_break in enumerate(data.breaks):
+        if graph_break.count < 0:
+            raise ConfigError(f"{source}: not an infertop session: graph_breaks[{index}].count: "
+                              f"expected a count >= 0, got {graph_break.count}")
+    return data
+
+
 class _ShapeError(ValueError):
     """A value of a saved session that is not what the records hold; the message says where."""
 
 
-def _config(config_id: str, raw: Any) -> ConfigEntry:
+def _config(config_id: str, raw: Any, clean: Callable[[str], str] | None) -> ConfigEntry:
     where = f"configs.{config_id}"
     if not isinstance(raw, dict):
         raise _ShapeError(f"{where}: expected an object, got {type(raw).__name__}")
@@ -172,22 +222,74 @@ def _config(config_id: str, raw: Any) -> ConfigEntry:
     except ConfigError as exc:
         raise _ShapeError(f"{where}: {exc}") from None
     notes = _value(raw.get("notes", []), tuple[str, ...], f"{where}.notes")
+    if clean is not None:
+        config_id, notes = clean(config_id), tuple(map(clean, notes))
     return ConfigEntry(config_id, options, notes)
 
 
-def _build(cls: type, raw: Any, where: str) -> Any:
+def _build(cls: type, raw: Any, where: str, clean: Callable[[str], str] | None = None) -> Any:
     """One record from its saved dict: every field of `cls` checked against its annotation;
-    unknown keys (from a newer infertop) are ignored, a missing field without a default is not."""
-    if not isinstance(raw, dict):
+    unknown keys (from a newer infertop) are ignored, a missing field without a default is not.
+    The checks are compiled once per class (`_plan`): a 300,000-record session is read in
+    seconds, not minutes; a value that fails is named by the slow, general `_value`. `clean`
+    is applied to every string field (terminal_text, for a session that is shown)."""
+    if type(raw) is not dict:
         raise _ShapeError(f"{where}: expected an object, got {type(raw).__name__}")
-    hints = _hints(cls)
     values = {}
-    for field in fields(cls):
-        if field.name in raw:
-            values[field.name] = _value(raw[field.name], hints[field.name], f"{where}.{field.name}")
-        elif field.default is MISSING and field.default_factory is MISSING:
-            raise _ShapeError(f"{where}: field {field.name!r} is missing")
+    for name, accept, required in _plan(cls, clean):
+        if name in raw:
+            value = accept(raw[name])
+            if value is _REFUSED:
+                value = _value(raw[name], _hints(cls)[name], f"{where}.{name}")
+                if clean is not None and isinstance(value, tuple):
+                    value = tuple(clean(v) if isinstance(v, str) else v for v in value)
+            values[name] = value
+        elif required:
+            raise _ShapeError(f"{where}: field {name!r} is missing")
     return cls(**values)
+
+
+_REFUSED = object()
+
+
+@functools.lru_cache(maxsize=None)
+def _plan(cls: type, clean: Callable[[str], str] | None
+          ) -> tuple[tuple[str, Callable[[Any], Any], bool], ...]:
+    """(field, its acceptor, required) for each field of `cls`."""
+    hints = _hints(cls)
+    return tuple((f.name, _acceptor(hints[f.name], clean),
+                  f.default is MISSING and f.default_factory is MISSING) for f in fields(cls))
+
+
+def _acceptor(hint: Any, clean: Callable[[str], str] | None) -> Callable[[Any], Any]:
+    """A function returning the value as the record holds it (lists as tuples), or _REFUSED:
+    the same rule as `_value`, for the types JSON produces (so `type(v) is int` excludes bool)."""
+    kinds = _kinds(hint)
+    if any(typing.get_origin(kind) is tuple for kind in kinds):
+        return lambda value: _tuple_or_refused(value, hint)
+    exact = {kind for kind in kinds if kind in (str, type(None), bool)}
+    numbers = float in kinds
+    whole = int in kinds or numbers
+
+    def accept(value: Any) -> Any:
+        kind = type(value)
+        if kind is str and clean is not None and str in exact:
+            return clean(value)
+        if kind in exact:
+            return value
+        if kind is int and whole:
+            return value if -MAX_SAVED_INT <= value <= MAX_SAVED_INT else _REFUSED
+        if kind is float and numbers:
+            return value if math.isfinite(value) else _REFUSED
+        return _REFUSED
+    return accept
+
+
+def _tuple_or_refused(value: Any, hint: Any) -> Any:
+    try:
+        return _value(value, hint, "")
+    except _ShapeError:
+        return _REFUSED
 
 
 @functools.lru_cache(maxsize=None)

@@ -17,7 +17,7 @@ from typing import Any
 
 from probe.contract.errors import ConfigError
 from probe.contract.records import RequestRecord
-from probe.contract.snapshot import read_document, session_data
+from probe.contract.snapshot import read_document, saved_session
 from workloads.atomic import atomic_write_lines, check_output_file, replace_atomically
 
 FORMATS = ("csv", "parquet")
@@ -37,7 +37,7 @@ def _flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def tables(path: str | os.PathLike) -> tuple[list[dict], list[dict]]:
     """(request rows, segment rows) of a saved session; segments recomputed from its records."""
-    data = session_data(read_document(path), str(path))
+    data = saved_session(read_document(path), str(path))
     requests = [{name: getattr(r, name) for name in RECORD_COLUMNS} for r in data.records]
     for row in requests:
         if row["tokens"] is not None:

@@ -16,10 +16,11 @@ from probe.contract.doctor_compare import cause_moves
 from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
-from probe.contract.snapshot import read_document, session_data
+from probe.contract.snapshot import read_document, saved_session
 from probe.contract.stats import SegmentStats, phases_within
 from probe.contract.tables import text_table
 from probe.contract.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num, fmt_ratio, fmt_s
+from workloads.terminal_text import terminal_text
 
 # (name, how to read it from a segment, how to show it, lower is better?)
 METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool | None], ...] = (
@@ -53,14 +54,16 @@ def _split(segment: SegmentStats):
 
 def _load(path: str) -> tuple[dict, SessionData]:
     document = read_document(path)
-    return document, session_data(document, source=f"snapshot {path}")
+    return document, saved_session(document, source=f"snapshot {path}", for_terminal=True)
 
 
 def _field(document: dict, section: str, key: str) -> object:
-    """A header value: a JSON scalar as saved, anything else "?" (read_document checked that
-    the sections are objects; what they hold is free-form)."""
+    """A header value: a JSON scalar as saved (a string made terminal-safe), anything else "?"
+    (read_document checked that the sections are objects; what they hold is free-form)."""
     value = document.get(section, {}).get(key, "?")
-    return value if isinstance(value, (str, int, float, bool)) or value is None else "?"
+    if isinstance(value, str):
+        return terminal_text(value)
+    return value if isinstance(value, (int, float, bool)) or value is None else "?"
 
 
 def _label(data: SessionData, config_id: str) -> str:
@@ -90,7 +93,7 @@ def _header(path: str, document: dict, data: SessionData | None = None) -> list[
     parameters = model("parameters")
     served = served_precisions(data) if data is not None and data.records else ""
     precision = f"served {served}" if served else f"{model('dtype')}"
-    lines = [f"{path}",
+    lines = [terminal_text(path),
              f"  model {model('name')} ({precision}, {parameters:,} parameters)"
              if isinstance(parameters, int) else f"  model {model('name')} ({precision})",
              f"  trace {_field(document, 'trace', 'name')}, device {env('device')} "

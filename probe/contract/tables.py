@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from workloads.terminal_text import terminal_text
+
 
 def cell(text: object) -> str:
     """A markdown table cell: no pipes, no newlines."""
@@ -16,8 +18,8 @@ def table(columns: list[str], rows: list[list[object]]) -> str:
 
 
 def text_table(columns: list[str], rows: list[list[object]]) -> str:
-    """A plain, aligned table for the terminal."""
-    cells = [[str(c) for c in columns]] + [[str(v) for v in row] for row in rows]
+    """A plain, aligned table for the terminal (every cell through terminal_text)."""
+    cells = [[terminal_text(c) for c in columns]] + [[terminal_text(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     out = []
     for n, row in enumerate(cells):

@@ -47,7 +47,7 @@ def slot_step(model: T5ForConditionalGeneration, tokens: torch.Tensor, self_bias
                              encoder_hidden_states=placeholder,
                              encoder_attention_mask=cross_mask, cache=cache)
     hidden = decoder.final_layer_norm(hidden)
-    if model.config.scale_decoder_outputs:
+    if getattr(model.config, "scale_decoder_outputs", False):  # T5's; mt5 never scales
         hidden = hidden * (model.model_dim ** -0.5)
     return model.lm_head(hidden)[:, -1, :].argmax(-1, keepdim=True)
 

@@ -62,7 +62,8 @@ def dashboard_threads() -> int:
 
 def config_from_args(args) -> EngineProcessConfig:
     """From the dashboard's CLI arguments; ConfigError/TraceError for bad input (exit 2)."""
-    check_engine_inputs(args.model, args.device)
+    check_engine_inputs(args.model, args.device, positions=getattr(args, "max_input", 512)
+                        + getattr(args, "max_output", 512))
     check_port_free(getattr(args, "metrics_port", None))
     options = parse_opts(args.opt or [])
     workload = prepare_workload(args.trace, buckets=getattr(args, "buckets", None),

@@ -7,6 +7,7 @@ never with remote code.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +17,12 @@ import torch
 from transformers import (
     AutoConfig,
     AutoTokenizer,
+    MT5ForConditionalGeneration,
     PreTrainedTokenizerBase,
     T5Config,
     T5ForConditionalGeneration,
 )
+from transformers.utils import logging as transformers_logging
 
 from probe.contract.engine_inputs import PRESETS, SUPPORTED_MODEL_TYPES
 from probe.contract.errors import ConfigError
@@ -34,6 +37,11 @@ PRESET_SEED = 0
 # tokens depend on the input (docs/steady-state.md has the measurement). Same shapes, same
 # dtype: the cost per token is unchanged.
 PRESET_WEIGHT_SCALE = 3.2
+# mt5 is T5 with its own config class (no scale_decoder_outputs): each type its own model class
+MODEL_CLASSES = {"t5": T5ForConditionalGeneration, "mt5": MT5ForConditionalGeneration}
+T5_DEFAULT_START = 0   # T5's decoder starts from the pad token, id 0
+TIED = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -87,13 +95,10 @@ def _checkpoint(name: str) -> tuple[T5ForConditionalGeneration, PreTrainedTokeni
     if config.model_type not in SUPPORTED_MODEL_TYPES:
         raise ConfigError(f"model {name!r} is a {config.model_type!r} model; infertop serves "
                           f"T5-family encoder-decoders ({', '.join(SUPPORTED_MODEL_TYPES)})")
-    try:
-        model = T5ForConditionalGeneration.from_pretrained(
-            name, config=config, local_files_only=offline, use_safetensors=True,
-            trust_remote_code=False)
-    except Exception as exc:  # safetensors, OS and format errors alike mean "cannot serve this"
-        raise ConfigError(f"checkpoint {name!r} could not be loaded (config + safetensors "
-                          f"expected): {str(exc).splitlines()[0]}") from None
+    _start_token(name, config)
+    model = _weights(name, config, offline)
+    if getattr(model.generation_config, "decoder_start_token_id", None) is None:
+        model.generation_config.decoder_start_token_id = config.decoder_start_token_id
     try:
         tokenizer = AutoTokenizer.from_pretrained(name, local_files_only=offline)
     except (OSError, ValueError):
@@ -103,6 +108,43 @@ def _checkpoint(name: str) -> tuple[T5ForConditionalGeneration, PreTrainedTokeni
         tokenizer = byte_tokenizer()
     source = str(Path(name).resolve()) if Path(name).exists() else "hf-cache"
     return model, tokenizer, source
+
+
+def _start_token(name: str, config: T5Config) -> None:
+    """Generation starts from decoder_start_token_id: without one, T5's own (the pad token)."""
+    pad = getattr(config, "pad_token_id", None)   # transformers 5: absent, not None
+    if pad is None:
+        config.pad_token_id = pad = T5_DEFAULT_START
+    if getattr(config, "decoder_start_token_id", None) is None:
+        config.decoder_start_token_id = pad
+        log.warning("infertop: note: model %s has no decoder_start_token_id; using %d "
+                    "(T5's default, the pad token)", name, pad)
+
+
+def _weights(name: str, config: T5Config, offline: bool) -> T5ForConditionalGeneration:
+    """The checkpoint's weights; transformers' load report goes to the log. Any tensor of the
+    model not in the checkpoint is refused (it would be served with random weights)."""
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        model, info = MODEL_CLASSES[config.model_type].from_pretrained(
+            name, config=config, local_files_only=offline, use_safetensors=True,
+            trust_remote_code=False, output_loading_info=True)
+    except Exception as exc:  # safetensors, OS and format errors alike mean "cannot serve this"
+        raise ConfigError(f"checkpoint {name!r} could not be loaded (config + safetensors "
+                          f"expected): {str(exc).splitlines()[0]}") from None
+    finally:
+        transformers_logging.set_verbosity(verbosity)
+    log.info("checkpoint %s load report: %s", name, info)
+    missing = sorted(set(info.get("missing_keys", ())) - set(TIED))
+    mismatched = list(info.get("mismatched_keys", ()))
+    if missing or mismatched:
+        total = len(model.state_dict()) - len(TIED)
+        detail = (f"holds {total - len(missing)} of the model's {total} tensors (missing: "
+                  f"{', '.join(missing[:3])})" if missing else
+                  f"has tensors of the wrong shape ({', '.join(map(str, mismatched[:3]))})")
+        raise ConfigError(f"checkpoint {name!r} {detail}; it would be served with random weights")
+    return model
 
 
 def load_model(name: str) -> LoadedModel:

@@ -25,6 +25,24 @@ def test_other_devices_are_refused_in_one_line(device):
                                  f"cuda:N")
 
 
+def headers_only(folder, config: dict):
+    """A checkpoint folder whose safetensors header names every tensor of `config`'s model at
+    its shape (no data: the checks read headers only), built without torch."""
+    from probe.contract.checkpoint_check import checked_shape, expected_tensors
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    tensors = expected_tensors(checked_shape(str(folder), config["model_type"], config))
+    header = json.dumps({name: {"dtype": "F32", "shape": list(dims), "data_offsets": [0, 0]}
+                         for name, dims in tensors.items()}).encode()
+    (folder / "model.safetensors").write_bytes(len(header).to_bytes(8, "little") + header)
+    return folder
+
+
+TINY_MT5 = {"model_type": "mt5", "d_model": 8, "d_ff": 16, "d_kv": 4, "num_heads": 2,
+            "num_layers": 1, "vocab_size": 300}
+
+
 def checkpoint(folder, config: object = None, weights: str = "model.safetensors"):
     folder.mkdir()
     if config is not None:
@@ -38,7 +56,7 @@ def checkpoint(folder, config: object = None, weights: str = "model.safetensors"
 def test_presets_and_checkpoint_folders_pass(tmp_path):
     check_model("t5-small")
     check_model("t5-tiny")
-    check_model(str(checkpoint(tmp_path / "mt5", {"model_type": "mt5"})))
+    check_model(str(headers_only(tmp_path / "mt5", TINY_MT5)))
 
 
 @pytest.mark.parametrize("make, said", [
@@ -69,6 +87,9 @@ def test_a_hub_id_passes_when_cached_or_when_downloads_are_allowed(tmp_path, mon
     snapshot = tmp_path / "models--google--t5-efficient-tiny" / "snapshots" / "abc123"
     snapshot.mkdir(parents=True)
     (snapshot / "config.json").write_text("{}")
+    with pytest.raises(ConfigError, match="model_type None"):   # the cached config is checked
+        check_model("google/t5-efficient-tiny")
+    headers_only(snapshot, {**TINY_MT5, "model_type": "t5"})
     check_model("google/t5-efficient-tiny")
     monkeypatch.setenv("INFERTOP_ALLOW_DOWNLOAD", "1")
     check_model("google/flan-t5-base")

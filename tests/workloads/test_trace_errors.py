@@ -132,9 +132,9 @@ def test_a_number_too_long_for_python_is_a_named_row_error(tmp_path: Path) -> No
 @pytest.mark.parametrize("field, value, message", [
     ("input_length", 1e30, "expected at most 10,000,000 tokens, got 1e+30"),
     ("output_length", 10**40, "expected at most 10,000,000 tokens"),
-    ("input_length", "NaN", "expected a positive whole number of tokens, got 'NaN'"),
+    ("input_length", "NaN", "expected a JSON number, got the string 'NaN'"),
     ("timestamp", 1e300, "from 0 to 1e+15), got 1e+300"),
-    ("timestamp", "inf", "got 'inf'"),
+    ("timestamp", "inf", "got the string 'inf'"),
     ("text", "\ud800 lone", "holds an unpaired surrogate (\\ud800 at character 0)"),
     ("id", "\udfff", "holds an unpaired surrogate"),
 ])
