@@ -129,7 +129,12 @@ def _replay(args: argparse.Namespace) -> int:
                                 max_output=args.max_output)
     print(workload.fit.summary(), file=sys.stderr)
     note_fewer_requests(args.requests, len(workload.trace.requests))
+    from probe.engine.third_party_output import third_party_output_to_engine_log
+    with third_party_output_to_engine_log():
+        return _serve_replay(args, options, workload)
 
+
+def _serve_replay(args: argparse.Namespace, options, workload) -> int:
     from probe.engine.headless import document_for, engine_for, replay_loop
     from probe.engine.replay_command import progress_line, serve_and_save
 

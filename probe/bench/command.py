@@ -66,7 +66,9 @@ def _run(args: argparse.Namespace) -> int:
     for trace in names(args.trace):
         check_trace(trace, args.requests)
     from probe.bench.runner import run_bench
-    return run_bench(args)
+    from probe.engine.third_party_output import third_party_output_to_engine_log
+    with third_party_output_to_engine_log():
+        return run_bench(args)
 
 
 def check_trace(name: str, requests: int | None) -> None:
