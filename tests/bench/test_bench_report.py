@@ -90,7 +90,7 @@ def _results(plan, make_result, *, fail: bool = False) -> dict[str, RunResult]:
     do not grow, no bucketing, the cache slows long outputs, and one E6 step lost requests."""
     results = {}
     for name in STUDY:
-        for role, spec in EXPERIMENTS[name].runs(plan).items():
+        for spec in EXPERIMENTS[name].runs(plan).values():
             if spec.key in results:
                 continue
             o = spec.options
