@@ -7,8 +7,6 @@ import functools
 import json
 import math
 import os
-import platform
-import sys
 import types
 import typing
 from dataclasses import MISSING, asdict, fields
@@ -34,21 +32,6 @@ from workloads.rows import shown
 from workloads.textio import JsonProblem, parse_json, read_text
 
 SCHEMA_VERSION = 1
-
-
-def environment(device) -> dict[str, Any]:
-    """Where a session ran. torch is imported here, not at the top: reading a snapshot
-    (`--load`, `snapshot show`) must not pay for it."""
-    import torch
-    import transformers
-    if device.type == "cuda":
-        name = torch.cuda.get_device_name(device)
-    else:
-        name = platform.processor() or platform.machine()
-    return {"python": sys.version.split()[0], "torch": torch.__version__,
-            "transformers": transformers.__version__, "device": str(device),
-            "device_name": name, "cpu_count": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(), "platform": platform.platform()}
 
 
 def session_document(data: SessionData, *, environment: dict, model: dict, trace: dict,

@@ -11,7 +11,6 @@ import time
 import traceback
 from dataclasses import replace
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING
 
 from probe.contract import protocol
 from probe.contract.errors import ConfigError
@@ -23,10 +22,8 @@ from probe.contract.journal import (
     JournalWriter,
     read_journal,
 )
+from probe.engine.process_config import EngineProcessConfig
 from probe.engine.workload_setup import PreparedWorkload
-
-if TYPE_CHECKING:
-    from probe.engine.engine_process import EngineProcessConfig
 
 PUBLISH_INTERVAL_S = 0.5
 
