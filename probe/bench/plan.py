@@ -26,6 +26,8 @@ QUICK_LEFT_OUT = (
     "lengths alone) instead of compiling and serving it; run without --quick to measure it",
     "E6: --quick stops at +bf16 (+int8 and +lean step are each one more cold compile of "
     "every shape); run without --quick to include them",
+    "roofline: --quick tries each lever on fp32 only, and bf16 and int8 as they are (each "
+    "lever on each precision is one more cold compile); run without --quick for the grid",
 )
 
 
