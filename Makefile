@@ -1,5 +1,6 @@
 # The whole set-up on a fresh machine is `make run` (the dashboard) or `make test`
-# (the suite); either creates the virtual environment on first use.
+# (the suite); either creates the virtual environment on first use. `make check` is the fast
+# lane while working: lint, types and the pure tests (no engine), in about a minute.
 VENV ?= .venv
 PYTHON ?= python3
 PY := $(VENV)/bin/python
@@ -9,7 +10,7 @@ STAMP := $(VENV)/.installed
 #   make run TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 
-.PHONY: run test bench figures screenshots gpu-check clean
+.PHONY: run test check lint bench figures screenshots gpu-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +24,14 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -ra $(ARGS)
+
+# ruff and mypy, configured in pyproject.toml
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+check: lint
+	$(PY) -m pytest -q -m pure $(ARGS)
 
 bench: $(STAMP)
 	$(VENV)/bin/infertop bench --quick --out bench-out $(ARGS)
@@ -46,4 +55,4 @@ screenshots: $(STAMP)
 	$(PY) -m tui.screenshots screenshots/sessions/*.json --size 80x24
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

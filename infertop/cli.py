@@ -159,7 +159,9 @@ def _replay(args: argparse.Namespace) -> int:
         print(workload.fit.summary(), file=sys.stderr)
         note_fewer_requests(args.requests, len(workload.trace.requests))
         from probe.engine.replay_command import serve_replay
-        return serve_replay(args, options, workload, _metrics_exporter)
+        from probe.engine.third_party_output import third_party_output_to_engine_log
+        with third_party_output_to_engine_log():
+            return serve_replay(args, options, workload, _metrics_exporter)
 
 
 def _metrics_exporter(port: int | None, session, queue_depth):
@@ -219,7 +221,7 @@ def _check_plot(out: str | None) -> None:
     from workloads.atomic import check_output_file
     if Path(out).suffix.lower() not in (".svg", ".png"):
         raise ConfigError(f"--plot {out}: a chart is written as .svg or .png")
-    check_output_file(out, "--plot", make_folders=True)
+    check_output_file(out, "--plot")
     require_matplotlib()
 
 

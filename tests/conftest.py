@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from hypothesis import HealthCheck, settings
@@ -28,6 +30,15 @@ def varied_tiny_model(seed: int = 1) -> LoadedModel:
         for parameter in loaded.model.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.3)
     return loaded
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the pure tests (tests/layers.py): `pytest -m pure` is the fast lane."""
+    from layers import is_pure
+    for item in items:
+        if is_pure(Path(str(item.fspath)), list(getattr(item, "fixturenames", ())),
+                   item.get_closest_marker("slow") is not None):
+            item.add_marker(pytest.mark.pure)
 
 
 @pytest.fixture(autouse=True)

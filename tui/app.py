@@ -52,10 +52,9 @@ from tui.messages import (
     SessionNotSaved,
     SessionSaved,
 )
-from tui.snapshot_files import snapshot_folder_problem, snapshot_paths, write_text_atomic
 from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
 from tui.reasons_screen import REASONS_KEY, ReasonsScreen
-from tui.snapshot_files import snapshot_paths, write_text_atomic
+from tui.snapshot_files import snapshot_folder_problem, snapshot_paths, write_text_atomic
 from tui.widgets.device import DevicePanel
 from tui.widgets.doctor_line import DoctorLine
 from tui.widgets.failures import FailuresPanel

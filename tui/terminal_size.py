@@ -41,7 +41,7 @@ def terminal_size(fds: Iterable[int],
 
 
 def adopt_terminal_size(environ: MutableMapping[str, str] = os.environ,
-                        stdout_is_tty: Callable[[], bool] = lambda: sys.__stdout__.isatty(),
+                        stdout_is_tty: Callable[[], bool] = lambda: bool(sys.__stdout__ and sys.__stdout__.isatty()),
                         find: Callable[[], os.terminal_size | None] | None = None) -> bool:
     """When stdout is not a terminal and COLUMNS/LINES are not set, set them to the real
     terminal's size. True when it did."""
@@ -57,6 +57,8 @@ def adopt_terminal_size(environ: MutableMapping[str, str] = os.environ,
 def _std_fds() -> list[int]:
     fds = []
     for stream in (sys.__stdin__, sys.__stderr__):
+        if stream is None:
+            continue
         try:
             fds.append(stream.fileno())
         except (AttributeError, OSError, ValueError):

@@ -17,6 +17,7 @@ import numpy as np
 from .errors import file_error
 from .rows import MAX_LENGTH, shown
 
+
 @dataclass(frozen=True)
 class BucketPlan:
     edges: tuple[int, ...]

@@ -45,8 +45,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("--fit", choices=POLICIES, default="clip", help="how to fit longer requests (default clip)")
     imp.add_argument("--scale-quantile", type=real_number(0.0, 1.0), default=None,
                      help="with --fit scale: the quantile mapped onto the limit (default 1.0 = the longest)")
-    imp.add_argument("--rate", type=arrival_rate, default=None, help="ShareGPT only: Poisson arrival rate, rps (default 1.0)")
-    imp.add_argument("--seed", type=seed_number, default=None, help="ShareGPT only: seed of the arrivals (default 0)")
+    imp.add_argument("--rate", type=arrival_rate, default=None,
+                     help="ShareGPT only: Poisson arrival rate, rps (default 1.0)")
+    imp.add_argument("--seed", type=seed_number, default=None,
+                     help="ShareGPT only: seed of the arrivals (default 0)")
     imp.add_argument("--sort", action="store_true", help="sort CSV rows by time first (and say how many moved)")
     imp.add_argument("--integer-ms", action="store_true",
                      help="round timestamps to whole ms (AIPerf's mooncake reader wants integers)")

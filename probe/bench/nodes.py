@@ -23,11 +23,11 @@ COMPARED = (("device_name", "device"), ("cpu_count", "CPUs"), ("torch_threads", 
 class NodeInfo:
     node_id: str
     hostname: str
-    environment: Mapping[str, object]       # runner.bench_environment, taken on the node
+    environment: Mapping[str, object]       # study_setup.bench_environment, on the node
 
     @classmethod
     def here(cls, device) -> NodeInfo:
-        from probe.bench.runner import bench_environment
+        from probe.bench.study_setup import bench_environment
         return cls(_ray_node_id() or "local", socket.gethostname(), bench_environment(device))
 
 

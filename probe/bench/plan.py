@@ -26,6 +26,8 @@ QUICK_LEFT_OUT = (
     "lengths alone) instead of compiling and serving it; run without --quick to measure it",
     "E6: --quick stops at +bf16 (+int8 and +lean step are each one more cold compile of "
     "every shape); run without --quick to include them",
+    "roofline: --quick tries each lever on fp32 only, and bf16 and int8 as they are (each "
+    "lever on each precision is one more cold compile); run without --quick for the grid",
 )
 
 
@@ -50,13 +52,14 @@ class BenchSettings:
     ray: str | None = None              # --ray: "local", an address, or "" (RAY_ADDRESS or local)
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> BenchSettings:
-        from probe.bench.experiments import select_experiments
+    def from_args(cls, args: argparse.Namespace, experiments: tuple[str, ...]) -> BenchSettings:
+        """`experiments`: the ids `--experiments` selected (experiments.select_experiments,
+        which imports this module: the caller asks it)."""
         quick = bool(getattr(args, "quick", False))
         settings = cls(
             model=getattr(args, "model", None) or (QUICK_MODEL if quick else DEFAULT_MODEL),
             trace=args.trace, device=args.device, out=Path(args.out),
-            experiments=select_experiments(args.experiments), quick=quick,
+            experiments=experiments, quick=quick,
             requests=args.requests or (QUICK_REQUESTS if quick else DEFAULT_REQUESTS),
             repeats=args.repeats or (QUICK_REPEATS if quick else DEFAULT_REPEATS),
             bucket_count=(getattr(args, "bucket_count", None)

@@ -41,7 +41,7 @@ MACHINE_ESTIMATE_S = 30.0           # the roofline's bandwidth and GEMM measurem
 
 
 def run_on_ray(settings: BenchSettings, started: float) -> int:
-    from probe.bench.runner import measuring, prepare_study
+    from probe.bench.study_setup import measuring, prepare_study
     from probe.engine.models import load_model
 
     cells = settings.cells()
@@ -70,7 +70,7 @@ def write_reports(settings: BenchSettings, studies: list[Study], dispatch: Dispa
                   interrupted: bool, started: float) -> None:
     """Each study's report from what its tasks sent back and, for a matrix, the index."""
     from probe.bench.matrix import write_index
-    from probe.bench.runner import print_written
+    from probe.bench.study_setup import print_written
     cells, executor = settings.cells(), dispatch.cluster.as_dict()
     machines = {t.context.model: {**dispatch.measured(t).machine,
                                   "measured_on": dispatch.placement(t.id).as_dict()}
@@ -249,7 +249,7 @@ def gather_cell(index: int, study: Study, dispatch: Dispatch, out: Path) -> dict
 def cell_environment(study: Study, places: dict[str, Placement], machine: dict | None) -> dict:
     """The first node's environment (report.json `nodes` has every node's), the calibration
     spread over all of the study's runs, and the roofline's machine where it was measured."""
-    from probe.bench.runner import calibration_spread
+    from probe.bench.study_setup import calibration_spread
     first = next((p.node for p in places.values() if p.node and p.node.environment), None)
     environment = dict(first.environment) if first else {"device": study.context.device}
     environment.update(calibration_spread(study))

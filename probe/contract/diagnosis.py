@@ -168,6 +168,8 @@ def _healthy(result: Attribution, findings: Sequence[Finding]) -> bool:
 def _prediction(previous: SegmentDiagnosis, before: OptConfig, after: OptConfig,
                 stats: SegmentStats) -> list[Finding]:
     step = previous.next_step
+    if step is None:
+        return []
     taken = all(getattr(after, k) == v != getattr(before, k) for k, v in step.options.items())
     if not taken:
         return []

@@ -9,7 +9,7 @@ inside one, and every request record carries the id of the config that served it
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, make_dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterable
 
 from probe.contract.errors import ConfigError
@@ -127,8 +127,31 @@ COMPILE_ONLY: dict[str, str] = {option.key: option.default for option in OPTIONS
                                 if option.needs_compile}
 
 
-class _Options:
-    """OptConfig's behaviour; its fields come from OPTIONS."""
+def _default(key: str) -> str:
+    return OPTION_BY_KEY[key].default
+
+
+@dataclass(frozen=True)
+class OptConfig:
+    """One value per option in OPTIONS (frozen; swapped whole between requests). The fields are
+    spelled out for editors and type checkers; each default is the registry's first value, and
+    a test keeps the fields equal to the registry's keys, in its order."""
+
+    compile: str = _default("compile")
+    decode: str = _default("decode")
+    dynamic: str = _default("dynamic")
+    bucketing: str = _default("bucketing")
+    kv_cache: str = _default("kv_cache")
+    precision: str = _default("precision")
+    quant: str = _default("quant")
+    prewarm: str = _default("prewarm")
+    batching: str = _default("batching")
+    freezing: str = _default("freezing")
+    gemv: str = _default("gemv")
+    wrapper: str = _default("wrapper")
+    guards: str = _default("guards")
+    attention: str = _default("attention")
+    kv_layout: str = _default("kv_layout")
 
     def __post_init__(self) -> None:
         for key, value in asdict(self).items():
@@ -159,14 +182,6 @@ class _Options:
     @property
     def compiled(self) -> bool:
         return self.compile != "off"
-
-
-# A frozen dataclass whose fields are the registry's keys, defaulting to each first value.
-OptConfig = make_dataclass(
-    "OptConfig", [(o.key, str, field(default=o.default)) for o in OPTIONS],
-    bases=(_Options,), frozen=True)
-OptConfig.__module__ = __name__     # so pickle (the engine process's pipe) finds it here
-OptConfig.__doc__ = "One value per option in OPTIONS (frozen; swapped whole between requests)."
 
 
 def parse_opts(pairs: Iterable[str], base: OptConfig | None = None) -> OptConfig:

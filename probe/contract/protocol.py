@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
-from probe.engine.workload_setup import PreparedWorkload
+from probe.contract.prepared_workload import PreparedWorkload
 
 
 # -- commands: dashboard -> engine -------------------------------------------------------------

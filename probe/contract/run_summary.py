@@ -17,7 +17,7 @@ LATENCIES = (("latency", "latency_ms"), ("ttft", "ttft_ms"), ("tpot", "tpot_ms")
 def run_summary(records: Sequence[RequestRecord]) -> str:
     """The percentiles over the served requests, then one line of rates and failures."""
     served = [r for r in records if r.ok]
-    rows = []
+    rows: list[list[object]] = []
     for label, field in LATENCIES:
         summary = summarize(getattr(r, field) for r in served)
         rows.append([label, fmt_ms(summary.p50), fmt_ms(summary.p95), fmt_ms(summary.p99),

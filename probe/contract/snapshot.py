@@ -7,15 +7,13 @@ import functools
 import json
 import math
 import os
-import platform
 import re
-import sys
 import types
 import typing
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from probe.contract.device_sample import DeviceSample
 from probe.contract.errors import ConfigError
@@ -38,21 +36,6 @@ from workloads.textio import JsonProblem, parse_json, read_text
 SCHEMA_VERSION = 1
 
 
-def environment(device) -> dict[str, Any]:
-    """Where a session ran. torch is imported here, not at the top: reading a snapshot
-    (`--load`, `snapshot show`) must not pay for it."""
-    import torch
-    import transformers
-    if device.type == "cuda":
-        name = torch.cuda.get_device_name(device)
-    else:
-        name = platform.processor() or platform.machine()
-    return {"python": sys.version.split()[0], "torch": torch.__version__,
-            "transformers": transformers.__version__, "device": str(device),
-            "device_name": name, "cpu_count": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(), "platform": platform.platform()}
-
-
 def session_document(data: SessionData, *, environment: dict, model: dict, trace: dict,
                      settings: dict | None = None, live: dict | None = None) -> dict[str, Any]:
     document = {
@@ -71,7 +54,7 @@ def session_document(data: SessionData, *, environment: dict, model: dict, trace
         "kv_pools": {cid: asdict(pool) for cid, pool in data.kv_pools.items()},
         "live": live or {},
     }
-    from probe.contract.diagnosis import attach_diagnoses   # it reads this module's readers
+    from probe.contract.diagnosis import attach_diagnoses  # it reads this module's readers
     return attach_diagnoses(document, data)
 
 
@@ -190,8 +173,9 @@ def saved_session(document: dict[str, Any], source: str = "snapshot", *,
     data = session_data(document, source, for_terminal=for_terminal)
     known = data.configs
     shown_ids = ", ".join(known) or "none"
-    for section, items in (("requests", data.records), ("compile_events", data.events),
-                           ("graph_breaks", data.breaks)):
+    groups: tuple[tuple[str, Sequence[Any]], ...] = (
+        ("requests", data.records), ("compile_events", data.events), ("graph_breaks", data.breaks))
+    for section, items in groups:
         for index, item in enumerate(items):
             if item.config_id is not None and item.config_id not in known:
                 raise ConfigError(f"{source}: not an infertop session: {section}[{index}]."

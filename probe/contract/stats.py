@@ -172,7 +172,8 @@ class SegmentStats:
             "throughput_rps": self.throughput_rps, "tokens_per_s": self.tokens_per_s,
             "compiles": self.compiles, "recompiles": self.recompiles,
             "compile_s": self.compile_s, "graph_breaks": self.graph_breaks,
-            "graph_break_sites": self.graph_break_sites, "graphs": self.graphs, "kv_cache_peak_bytes": self.kv_cache_peak_bytes,
+            "graph_break_sites": self.graph_break_sites, "graphs": self.graphs,
+            "kv_cache_peak_bytes": self.kv_cache_peak_bytes,
             "padding_waste": self.padding_waste,
             "drift": None if self.drift is None else self.drift.as_dict(),
             "kv_waste_pct": self.kv_waste_pct,
@@ -233,7 +234,7 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
                   references: Mapping[str, Sequence[int]] | None = None,
                   kv_pool: KVPool | None = None,
                   chain: ColdChain | None = None) -> SegmentStats:
-    from probe.contract.steady_state import warm_stats   # it builds on this module's Summary
+    from probe.contract.steady_state import warm_stats  # it builds on this module's Summary
 
     ok = [r for r in records if r.ok]
     compile_events = [e for e in events if e.kind in COMPILING]

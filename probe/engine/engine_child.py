@@ -10,21 +10,18 @@ import threading
 import traceback
 from dataclasses import replace
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING
 
 from probe.contract import protocol
 from probe.contract.errors import ConfigError
-from probe.contract.journal_promise import JOURNAL_STOPPED
 from probe.contract.journal import (
     Journal,
     JournaledSession,
     JournalWriter,
     read_journal,
 )
+from probe.contract.journal_promise import JOURNAL_STOPPED
+from probe.engine.process_config import EngineProcessConfig
 from probe.engine.workload_setup import PreparedWorkload
-
-if TYPE_CHECKING:
-    from probe.engine.engine_process import EngineProcessConfig
 
 PUBLISH_INTERVAL_S = 0.5
 
@@ -267,9 +264,8 @@ def _replay(engine, config: EngineProcessConfig, speed: float, earlier: Journal 
     """The replayer (going on after the last request `earlier` dispatched, each dispatch
     journaled) and the serving loop over it, its counters going on with the session."""
     from probe.engine.continued_replay import ContinuedReplayer
-    from probe.engine.serving import ServingLoop
-
     from probe.engine.headless_journal import dispatch_of
+    from probe.engine.serving import ServingLoop
 
     def journal_dispatch(scheduled) -> None:
         writer.dispatch(dispatch_of(engine, scheduled))

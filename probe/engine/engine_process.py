@@ -13,7 +13,7 @@ import stat
 import sys
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
@@ -23,11 +23,11 @@ from probe.contract.engine_inputs import check_engine_inputs
 from probe.contract.errors import ConfigError
 from probe.contract.journal import EngineExit, save_from_journal
 from probe.contract.journal_promise import JOURNAL_STOPPED, JournalPromise, journal_promise
-from probe.contract.options import OptConfig, parse_opts
+from probe.contract.options import parse_opts
 from probe.contract.ports import check_port_free
-from probe.contract.settings import EngineSettings
 from probe.engine.engine_child import engine_main
-from probe.engine.workload_setup import PreparedWorkload, prepare_workload
+from probe.engine.process_config import EngineProcessConfig
+from probe.engine.workload_setup import prepare_workload
 
 KEEP_LOGS = 10
 LOG_PREFIX = "engine-"
@@ -36,22 +36,6 @@ JOURNAL_PREFIX = "session-"
 REPLAY_JOURNAL_PREFIX = "replay-"  # headless runs': pruned apart from the dashboard's
 STOP_WAIT_S = 2.0       # after Shutdown, for the request in progress; then the engine is killed
 KILL_WAIT_S = 2.0
-
-
-@dataclass(frozen=True)
-class EngineProcessConfig:
-    settings: EngineSettings
-    options: OptConfig
-    workload: PreparedWorkload | None   # None in the spawn arguments: it follows over the pipe
-    trace_name: str
-    speed: float | None = None      # None: measure the capacity and offer half of it
-    max_requests: int | None = None
-    loop: bool = True
-    log_path: str = ""      # created by EngineClient.start, one per start; "": output discarded
-    metrics_port: int | None = None     # serve Prometheus metrics from the engine process
-    journal_path: str = ""  # created by EngineClient, one per session; "": not journaled
-    predecessor: EngineExit | None = None   # a restart: how the engine it replaces ended
-    torch_trace_dir: str = ""   # keep a TORCH_TRACE of the session here, for tlparse
 
 
 def dashboard_threads() -> int:

@@ -8,8 +8,9 @@ from typing import Callable
 
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
-from probe.contract.snapshot import environment, session_document
+from probe.contract.snapshot import session_document
 from probe.engine.engine import Engine
+from probe.engine.environment import environment
 from probe.engine.serving import ServingLoop
 from probe.engine.workload_setup import PreparedWorkload
 from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer

@@ -180,11 +180,11 @@ def measure_bandwidth(device: torch.device | str = "cpu", *, buffer_bytes: int |
     with torch.inference_mode():
         matrix = torch.ones((rows, cols), dtype=torch.float32, device=device)
         vector = torch.ones(cols, dtype=torch.float32, device=device)
-        gemv_s = best_seconds(lambda: torch.mv(matrix, vector), repeats, device)
+        gemv_s = best_seconds(lambda: torch.mv(matrix, vector), repeats, device)  # noqa: F821
         target = torch.empty_like(matrix)
-        copy_s = best_seconds(lambda: target.copy_(matrix), repeats, device)
+        copy_s = best_seconds(lambda: target.copy_(matrix), repeats, device)  # noqa: F821
         nbytes = matrix.numel() * matrix.element_size()
-        del matrix, target, vector
+        del matrix, target, vector      # after the closures above ran (hence their F821)
     return Bandwidth(gemv_read_gb_s=nbytes / gemv_s / 1e9, copy_gb_s=2 * nbytes / copy_s / 1e9,
                      buffer_bytes=nbytes, l3_bytes=l3, repeats=repeats, device=str(device))
 

@@ -3,33 +3,13 @@ model, the bucket edges, and the static cache's length."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from probe.contract.settings import EngineSettings
+from probe.contract.prepared_workload import PreparedWorkload
 from workloads.buckets import parse_bucket_edges, plan_buckets
 from workloads.errors import file_error
-from workloads.fitting import FitReport, fit_to_model
+from workloads.fitting import fit_to_model
 from workloads.trace import load_trace
-from workloads.trace_records import Trace
 
 DEFAULT_BUCKETS = 4
-
-
-@dataclass(frozen=True)
-class PreparedWorkload:
-    trace: Trace
-    fit: FitReport
-    bucket_edges: tuple[int, ...]
-    bucket_source: str          # "--buckets" or "planner (K=4)"
-    max_new_tokens: int         # the longest output: the static cache's self-attention length
-
-    def engine_settings(self, *, model: str, device: str, max_input: int,
-                        **settings) -> EngineSettings:
-        """The engine's settings for this workload: its bucket edges and cache length, with
-        the caller's model, device and limits (the dashboard and `replay` both start here)."""
-        return EngineSettings(model=model, device=device, bucket_edges=self.bucket_edges,
-                              max_input_tokens=max_input, max_new_tokens=self.max_new_tokens,
-                              **settings)
 
 
 def prepare_workload(trace_name: str, *, max_input: int = 512, max_output: int = 512,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
@@ -121,23 +122,23 @@ def bench_charts(out: Path, report: Mapping) -> Iterator[tuple[str, Callable[[],
         if section.get("error"):
             continue
         if sid in TIMELINE_SECTIONS:
-            yield sid, lambda s=section: section_timeline(s, snapshots, caption)
+            yield sid, partial(section_timeline, section, snapshots, caption)
         if sid in CDF_SECTIONS:
-            yield sid, lambda s=section: section_cdf(s, snapshots, caption)
+            yield sid, partial(section_cdf, section, snapshots, caption)
         if sid == "E4":
-            yield sid, lambda s=section: padding_waste(s, caption)
+            yield sid, partial(padding_waste, section, caption)
         if sid == "E6":
-            yield sid, lambda s=section: e6_waterfall(s, caption)
+            yield sid, partial(e6_waterfall, section, caption)
         if sid == "E7" and isinstance((report.get("runs") or {}).get("E7"), Mapping):
             yield sid, lambda: rate_curves(e7_curves(report["runs"]["E7"]), caption,
                                            name="rate_E7", title="E7 — p95 against offered rate")
         if sid == "E8":
             trace = ((report.get("runs") or {}).get("E8") or {}).get("trace", "chat")
-            yield sid, lambda s=section, t=trace: rate_curves(
-                e8_curves(s, t), caption, name="rate_E8", title="E8 — p95 against offered rate")
-            yield sid, lambda s=section: kv_held_vs_used(s, caption)
+            yield sid, partial(rate_curves, e8_curves(section, trace), caption, name="rate_E8",
+                               title="E8 — p95 against offered rate")
+            yield sid, partial(kv_held_vs_used, section, caption)
         if sid == "roofline" and (section.get("configs") or {}).get("roofline_ms_per_token"):
-            yield sid, lambda s=section: roofline_bars(s, caption)
+            yield sid, partial(roofline_bars, section, caption)
     if any(isinstance(r, Mapping) and r.get("compile_phases")
            for r in (report.get("runs") or {}).values()):
         yield ACROSS_RUNS, lambda: compile_split(report["runs"], caption)

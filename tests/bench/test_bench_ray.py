@@ -73,7 +73,7 @@ def test_a_matrix_of_studies_runs_through_ray(tmp_path, capsys) -> None:
 def test_a_matrix_is_planned_up_front_one_task_per_unit(tmp_path) -> None:
     from probe.bench.matrix import render_index
     from probe.bench.ray_executor import plan_tasks
-    from probe.bench.runner import prepare_study
+    from probe.bench.study_setup import prepare_study
     from probe.bench.tasks import MachineWork, OpenLoopWork
     settings = BenchSettings(model="t5-tiny", trace="chat,batch", device="cpu", out=tmp_path,
                              experiments=("E4", "E5", "E8", "roofline"), quick=True, requests=3,

@@ -90,7 +90,7 @@ def _results(plan, make_result, *, fail: bool = False) -> dict[str, RunResult]:
     do not grow, no bucketing, the cache slows long outputs, and one E6 step lost requests."""
     results = {}
     for name in STUDY:
-        for role, spec in EXPERIMENTS[name].runs(plan).items():
+        for spec in EXPERIMENTS[name].runs(plan).values():
             if spec.key in results:
                 continue
             o = spec.options
@@ -268,6 +268,7 @@ def test_markdown_has_every_section_and_github_tables(plan, make_result) -> None
 
 
 def test_roofline_holds_each_precision_against_its_own_bytes(plan, make_result) -> None:
+    plan = replace(plan, quick=False)                  # the full study: every lever, every precision
     env = {"device": "cpu", "roofline": {
         "step_bytes": {"decoder_layers": 600_000, "cross_kv_skipped": 50_000, "lm_head": 200_000,
                        "total": 800_000},
@@ -333,3 +334,19 @@ def test_a_runs_compile_seconds_carry_dynamos_split_into_the_report(make_result)
     assert unsplit.compile_phases is None
     assert compiled_text(unsplit) == "2 compiles (2 graphs) in 3.00 s"
     assert json.loads(json.dumps(section_figures(unsplit)))["compile_phases"] is None
+
+
+def test_quick_roofline_tries_each_lever_once_on_fp32_and_each_precision_as_it_is(
+        plan, make_result) -> None:
+    full, quick = replace(plan, quick=False), plan
+    assert len(EXPERIMENTS["roofline"].runs(full)) == 2 + 3 * len(LEVERS)
+    roles = set(EXPERIMENTS["roofline"].runs(quick))
+    assert roles == {"compiled fullgraph", "hf eager", "bf16", "int8",
+                     *(f"fp32{lever}" for lever in LEVERS)}
+    section = _sections(quick, _results(quick, make_result))["roofline"]
+    assert section["configs"]["precisions"]["fp32"]["config"].startswith("fp32")
+    whats = tuple(lever.what for lever in LEVERS.values() if lever is not None)
+    effects = [line for line in section["root_cause"] if line.startswith(whats)]
+    assert len(effects) == len(LEVERS) - 1            # still one line per lever
+    assert all("fp32 within noise" in line and "bf16" not in line for line in effects)
+    assert not any("not run" in str(row) for row in section["table"]["rows"])

@@ -177,7 +177,9 @@ def test_no_served_request_has_an_empty_tail():
 def test_another_selection_explains_other_requests():
     # the hook an SLO uses: explain the requests outside it instead of the p95 tail
     records = serial([(0.01, 0.5)] * 10)
-    slow = lambda rs: (tuple(r for r in rs if r.latency_ms > 2000), 2000.0)
+    def slow(rs):
+        return (tuple(r for r in rs if r.latency_ms > 2000), 2000.0)
+
     result = attribute(records, select=slow)
     assert result.requests == sum(r.latency_ms > 2000 for r in records)
     assert result.latency_p95_ms == 2000.0

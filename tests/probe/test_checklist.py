@@ -12,7 +12,8 @@ from tests.probe.doctor_records import event, record, serial
 from tests.probe.test_diagnosis import calm, session
 
 
-def items(data, ctx=DoctorContext()) -> dict[str, tuple[str, str]]:
+def items(data, ctx: DoctorContext | None = None) -> dict[str, tuple[str, str]]:
+    ctx = ctx if ctx is not None else DoctorContext()
     return {c.item.split(" (")[0]: (c.status, c.evidence)
             for c in diagnose_session(data, ctx).checklist}
 

@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import save_file
-from transformers import MT5Config, MT5ForConditionalGeneration, T5Config, T5ForConditionalGeneration
+from transformers import (
+    MT5Config,
+    MT5ForConditionalGeneration,
+    T5Config,
+    T5ForConditionalGeneration,
+)
 
 from infertop.cli import main
 from probe.contract.checkpoint_check import (

@@ -10,9 +10,9 @@ import signal
 import time
 from dataclasses import replace
 
-import engine_targets
 import pytest
 
+import engine_targets
 from probe.contract import protocol
 from probe.contract.options import OptConfig
 from probe.contract.settings import EngineSettings

@@ -53,3 +53,12 @@ def test_every_option_has_its_own_hotkey_and_a_place_that_applies_it():
         path, name = option.applied_by.split(": ")
         source = (root / path).read_text()
         assert f"def {name.split('.')[-1]}(" in source, option.applied_by
+
+
+def test_optconfigs_fields_are_the_registrys_keys_in_order_with_its_defaults():
+    from dataclasses import fields
+
+    from probe.contract.options import OPTIONS
+    assert [(f.name, f.type, f.default) for f in fields(OptConfig)] == [
+        (o.key, "str", o.default) for o in OPTIONS]
+    assert OptConfig.__dataclass_params__.frozen

@@ -52,7 +52,7 @@ async def test_a_value_stays_pending_until_the_engine_received_and_applied_it(ma
                                  options_pending=True),                    # not applied yet
                          replace(baseline, t_s=baseline.t_s + 3.0, requested_options=int8)):
             engine.emit(Live(view))
-            await until(pilot, lambda: app.view is view)
+            await until(pilot, lambda: app.view is view)   # noqa: B023 (awaited here)
             await pilot.pause()
             shown.append(status(app))
     assert "quant=off→int8" in shown[0] and "quant=off→int8" in shown[1]

@@ -4,7 +4,13 @@ import random
 import numpy as np
 import pytest
 
-from workloads.buckets import bucket_for, evaluate_edges, parse_bucket_edges, plan_buckets, powers_of_two_plan
+from workloads.buckets import (
+    bucket_for,
+    evaluate_edges,
+    parse_bucket_edges,
+    plan_buckets,
+    powers_of_two_plan,
+)
 from workloads.errors import TraceError
 
 

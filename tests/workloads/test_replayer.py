@@ -185,7 +185,7 @@ def test_closed_loop_keeps_concurrency_outstanding(make_trace) -> None:
     worker = threading.Thread(target=replayer.run, args=(submit, threading.Event()))
     worker.start()
     for expected in range(3, 8):
-        _wait_for(lambda: replayer.dispatched == expected)
+        _wait_for(lambda: replayer.dispatched == expected)   # noqa: B023 (waited for here)
         assert replayer.outstanding == 3
         if expected < 7:
             time.sleep(0.01)  # a window for a wrong fourth dispatch to show up

@@ -1,8 +1,9 @@
 """The status bar: engine state, replay speed, the config served, a running compile's clock and
 overload on the first line; every option as the engine serves it on the second, marking values
 asked for that the engine has not received or applied yet (`bucket=off→on`) and values the
-engine chose itself once it had them (`decode=fullgraph!`, with its reason on a third line). Each line is cut to the width, never
-wrapped: a wrapped first line would push the options off the bar."""
+engine chose itself once it had them (`decode=fullgraph!`, with its reason on a third line).
+Each line is cut to the width, never wrapped: a wrapped first line would push the options off
+the bar."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ own, after them."""
 
 from __future__ import annotations
 
+from probe.bench.experiment_ids import EXPERIMENT_IDS, select_experiments
 from probe.bench.experiments import (
     e1_compile_modes,
     e2_graph_breaks,
@@ -16,7 +17,6 @@ from probe.bench.experiments import (
     observer,
     roofline,
 )
-from probe.bench.experiment_ids import EXPERIMENT_IDS, select_experiments
 from probe.bench.experiments.base import Experiment, OpenLoopExperiment
 
 __all__ = ["ALL_EXPERIMENTS", "EXPERIMENTS", "acceptance_checks", "select_experiments"]

@@ -79,10 +79,18 @@ def lever(options: OptConfig, name: str) -> OptConfig:
     return options if chosen is None else chosen.apply(options)
 
 
+def levers_for(plan: Plan, precision: str) -> tuple[str, ...]:
+    """The levers tried on one precision: every one on every precision; `--quick` tries each
+    lever once, on fp32, and each other precision as it is (14 cold compiles fewer)."""
+    if plan.quick and precision != "fp32":
+        return ("",)
+    return tuple(LEVERS)
+
+
 def runs(plan: Plan) -> dict[str, RunSpec]:
     specs = {"compiled fullgraph": plan.spec(REFERENCE), "hf eager": plan.spec(HF_EAGER)}
     for precision, options in PRECISIONS.items():
-        for name in LEVERS:
+        for name in levers_for(plan, precision):
             specs[f"{precision}{name}"] = plan.spec(lever(options, name))
     return specs
 
@@ -160,7 +168,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                          fmt_ratio(chain / roof_ms), "the step's weight matrices back to back "
                          "through the library's kernel, no graph (best of 30)"])
         best = None
-        for name in LEVERS:
+        for name in levers_for(plan, precision):
             role = f"{precision}{name}"
             result = results.get(role)
             configs[role] = section_figures(result)
@@ -229,7 +237,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                  f"once per request and are cached, so they are not counted. Each precision's "
                  f"bytes are measured on a converted copy of the model (int8: torchao's tensors "
                  f"with their scales).")
-    cause += lever_effects(results)
+    cause += lever_effects(plan, results)
     cause.append("With batching on, a step reads the weights once for every row plus each "
                  "row's own KV cache: E7 holds each batching mode's step against that batch "
                  "roofline.")
@@ -251,15 +259,15 @@ def gap_split(precision: str, roof_ms: float, chain_ms: float, step_ms: float) -
                    f"matmuls are not the library's (gemv=inductor writes its own).")
 
 
-def lever_effects(results: Results) -> list[str]:
-    """What each lever did to each precision's compiled step, measured against the same
-    precision without it (warm ms/token; overlapping repeats are within noise)."""
+def lever_effects(plan: Plan, results: Results) -> list[str]:
+    """What each lever did to each precision's compiled step it was tried on, measured against
+    the same precision without it (warm ms/token; overlapping repeats are within noise)."""
     lines = []
     for name, chosen in LEVERS.items():
         if chosen is None:
             continue
         effects = []
-        for precision in PRECISIONS:
+        for precision in (p for p in PRECISIONS if name in levers_for(plan, p)):
             against = versus(results.get(f"{precision}{name}"), results.get(precision),
                              metric="tpot_ms")
             effects.append(f"{precision} {against.text}")

@@ -1,0 +1,145 @@
+"""Only infertop speaks on the terminal. A headless command (`replay`, `bench`) serves in its own
+process, so what torch and its friends print would land between infertop's progress lines:
+dynamo's graph-break and recompile-limit warnings (torch's own log handlers, which write to
+whatever `sys.stderr` is when they emit), Python warnings (`warnings.warn`), torchao's "Failed to
+load …_C_mxfp8….so" (the `torchao` logger, with no handler of its own, so logging's last
+resort), transformers' logger, and whatever C++ or a child process writes to file descriptor 2.
+Inside `third_party_output_to(log_path)` all of it goes to the engine log instead; `sys.stderr`
+(infertop's own lines) still reaches the terminal. The dashboard's engine process needs none of
+this: its descriptors 1 and 2 are the log already (engine_child._redirect_output)."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sys
+import warnings
+from contextlib import ExitStack, contextmanager
+from typing import Iterator, TextIO
+
+# Loggers that have no handler of their own (their records would reach logging's last resort,
+# stderr) or whose handler holds the stderr of the moment they were made.
+_PLAIN_LOGGERS = ("torchao", "transformers", "huggingface_hub", "accelerate")
+
+
+@contextmanager
+def third_party_output_to(log_path: str) -> Iterator[TextIO]:
+    """Route every third-party message to `log_path` (appended) for the duration; yields the
+    log stream. Everything is put back on exit, descriptor 2 included."""
+    with open(log_path, "a", buffering=1, encoding="utf-8", errors="replace") as log, \
+            ExitStack() as undo:
+        undo.enter_context(_descriptor_2_to(log))
+        undo.enter_context(_warnings_to(log))
+        undo.enter_context(_loggers_to(log))
+        undo.enter_context(_torch_logs_to(log))
+        yield log
+
+
+@contextmanager
+def third_party_output_to_engine_log() -> Iterator[TextIO]:
+    """`third_party_output_to` a fresh engine log in the per-user state folder, where the
+    dashboard's engine logs are (kept and pruned the same way)."""
+    from probe.engine.engine_process import new_log
+    with third_party_output_to(new_log()) as log:
+        yield log
+
+
+@contextmanager
+def _descriptor_2_to(log: TextIO) -> Iterator[None]:
+    """C++ and child processes write to descriptor 2 itself: point it at the log, and give
+    `sys.stderr`, when it is the terminal's, a stream of its own on the terminal (a test's or
+    the dashboard's replacement stream is left as it is)."""
+    sys.stderr.flush()
+    terminal_fd = os.dup(2)
+    os.dup2(log.fileno(), 2)
+    previous = sys.stderr
+    own = None
+    if previous is sys.__stderr__ and previous is not None:
+        own = io.TextIOWrapper(io.FileIO(os.dup(terminal_fd), "w"), encoding=previous.encoding,
+                               errors="backslashreplace", line_buffering=True)
+        sys.stderr = own
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stderr = previous
+        if own is not None:
+            own.close()
+        os.dup2(terminal_fd, 2)
+        os.close(terminal_fd)
+
+
+@contextmanager
+def _warnings_to(log: TextIO) -> Iterator[None]:
+    previous = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        log.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
+
+
+def _log_handler(log: TextIO) -> logging.Handler:
+    handler = logging.StreamHandler(log)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    return handler
+
+
+@contextmanager
+def _loggers_to(log: TextIO) -> Iterator[None]:
+    """The plain loggers write to the log and stop there (no last resort, no root)."""
+    handler = _log_handler(log)
+    loggers = [logging.getLogger(name) for name in _PLAIN_LOGGERS]
+    propagate = [logger.propagate for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.propagate = False
+    hidden = _hide_transformers_default_handler()
+    try:
+        yield
+    finally:
+        for logger, was in zip(loggers, propagate):
+            logger.removeHandler(handler)
+            logger.propagate = was
+        if hidden is not None:
+            hidden.enable_default_handler()
+
+
+def _hide_transformers_default_handler():
+    """transformers gives its root logger a handler on the stderr of the moment it is made
+    (which would be the terminal's here): off for the duration; its records reach the log
+    through the `transformers` logger's handler above."""
+    try:
+        import transformers.utils.logging as module
+    except ImportError:
+        return None
+    module.disable_default_handler()
+    return module
+
+
+@contextmanager
+def _torch_logs_to(log: TextIO) -> Iterator[None]:
+    """torch's registered loggers (torch, torch._dynamo, torch._inductor, …) each carry a handler
+    of torch's own that writes to `sys.stderr` at each record, and `torch._logging.set_logs`
+    makes new ones: the class's stream is pointed at the log, which every such handler, made
+    before or after, reads."""
+    try:
+        from torch._logging import _internal
+    except ImportError:
+        yield
+        return
+    handler_class = getattr(_internal, "_StderrHandler", None)
+    previous = handler_class.__dict__.get("stream") if handler_class is not None else None
+    if not isinstance(previous, property):
+        yield
+        return
+    handler_class.stream = property(lambda self: log)   # type: ignore[union-attr]
+    try:
+        yield
+    finally:
+        handler_class.stream = previous                  # type: ignore[union-attr]

@@ -1,0 +1,54 @@
+"""No import cycles among the product's modules, function-local imports included: a cycle
+hidden inside a function still ties the two modules together (neither can be read, tested or
+moved alone), so it is fixed in the dependency, not hidden."""
+
+from __future__ import annotations
+
+import import_graph
+from import_graph import cycles
+from import_graph import import_graph as graph_of
+
+
+def test_the_product_has_no_import_cycle():
+    found = cycles(graph_of())
+    assert not found, "import cycles:\n" + "\n".join(" → ".join(c) for c in found)
+
+
+def test_a_cycle_through_a_function_local_import_is_found(tmp_path, monkeypatch):
+    package = tmp_path / "probe"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from probe import b\n")
+    (package / "b.py").write_text("def f():\n    from probe.c import x\n")
+    (package / "c.py").write_text("import probe.a\nfrom typing import TYPE_CHECKING\n"
+                                  "if TYPE_CHECKING:\n    from probe import b\n")
+    (package / "d.py").write_text("from . import a\n")
+    monkeypatch.setattr(import_graph, "PACKAGES", ("probe",))
+    graph = graph_of(tmp_path)
+    assert graph["probe.c"] == {"probe.a"}             # the TYPE_CHECKING import never runs
+    assert graph["probe.d"] == {"probe.a"}             # relative import resolved
+    assert cycles(graph) == [["probe.a", "probe.b", "probe.c", "probe.a"]]
+
+
+def _runtime_import_names(path) -> set[str]:
+    import ast
+    names: set[str] = set()
+    for node in import_graph._runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def test_the_contract_imports_nothing_of_the_engine_and_no_torch_even_inside_a_function():
+    """probe/contract is the seam between the dashboard and the engine: both sides read it,
+    so it may lean on workloads, never on the engine, the bench, the UI or torch."""
+    forbidden = ("torch", "transformers", "torchao", "probe.engine", "probe.bench", "tui",
+                 "textual", "infertop")
+    for name, path in import_graph.module_files().items():
+        if not name.startswith("probe.contract"):
+            continue
+        wrong = sorted(n for n in _runtime_import_names(path)
+                       if any(n == f or n.startswith(f + ".") for f in forbidden))
+        assert not wrong, f"{name} imports {', '.join(wrong)}"
