@@ -27,6 +27,12 @@ def _add_metrics_argument(parser: argparse.ArgumentParser) -> None:
                                           "(0: any free port)")
 
 
+def _add_slo_argument(parser: argparse.ArgumentParser) -> None:
+    from probe.contract.slo import SLO_HELP, slo_argument
+    parser.add_argument("--slo", type=slo_argument, default=None, metavar="BOUNDS",
+                        help=SLO_HELP)
+
+
 def _add_engine_arguments(parser: argparse.ArgumentParser, *,
                           default_speed: float | None) -> None:
     parser.add_argument("--model", default="t5-small",
@@ -64,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "traffic. With no command, opens the dashboard.")
     _add_engine_arguments(parser, default_speed=None)
     _add_metrics_argument(parser)
+    _add_slo_argument(parser)
     parser.add_argument("--snapshot-dir", default="snapshots", help="where `s` saves snapshots")
     parser.add_argument("--torch-trace", action="store_true",
                         help="keep a TORCH_TRACE of the session (for tlparse) in the snapshot "
@@ -81,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--tokens", action="store_true",
                         help="keep every request's generated token ids in its record")
     _add_metrics_argument(replay)
+    _add_slo_argument(replay)
     replay.set_defaults(func=_replay)
 
     from probe.bench.command import register as register_bench
@@ -136,6 +144,7 @@ def _replay(args: argparse.Namespace) -> int:
     engine = engine_for(workload, model=args.model, device=args.device, options=options,
                         max_input=args.max_input, threads=args.threads,
                         keep_tokens=args.tokens)
+    engine.session.set_slo(args.slo)
 
     def progress(records) -> None:
         for record in records:

@@ -18,6 +18,7 @@ from probe.contract.records import (
     RooflineStatus,
 )
 from probe.contract.session import ConfigEntry, SessionData
+from probe.contract.slo import NO_GOODPUT, Goodput, Slo, goodput
 from probe.contract.stats import (
     COMPILING,
     SegmentStats,
@@ -81,6 +82,7 @@ class WindowStats:
     tpot_ms: Summary
     throughput_rps: float | None
     tokens_per_s: float | None
+    goodput: Goodput = NO_GOODPUT       # under the session's SLO (none set: all None)
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,7 @@ class LiveView:
     options_pending: bool = False               # received, not applied yet
     roofline: RooflineStatus | None = None      # this machine's limit for the served config
     break_even: BreakEven | None = None         # requests that repay the served config's compile
+    slo: Slo | None = None                      # the session's SLO (--slo), if any
 
     @property
     def compiles(self) -> int:
@@ -143,12 +146,13 @@ def capacity_rps(records) -> float | None:
     return 1.0 / service_s if service_s else None
 
 
-def window_stats(records: tuple[RequestRecord, ...]) -> WindowStats:
+def window_stats(records: tuple[RequestRecord, ...], slo: Slo | None = None) -> WindowStats:
     ok = [r for r in records if r.ok]
     return WindowStats(
         requests=len(ok), latency_ms=summarize(r.latency_ms for r in ok),
         ttft_ms=summarize(r.ttft_ms for r in ok), tpot_ms=summarize(r.tpot_ms for r in ok),
-        throughput_rps=throughput_rps(records), tokens_per_s=tokens_per_s(records))
+        throughput_rps=throughput_rps(records), tokens_per_s=tokens_per_s(records),
+        goodput=goodput(records, slo))
 
 
 def kv_status(records: tuple[RequestRecord, ...], window: tuple[RequestRecord, ...],
@@ -196,7 +200,7 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
     return LiveView(
         t_s=t_s, model=model, device=device, options=options, config_id=config_id,
         configs=tuple(data.configs.values()), segments=data.segments(),
-        window=window_stats(window), recent=records[-RECENT_REQUESTS:],
+        window=window_stats(window, data.slo), slo=data.slo, recent=records[-RECENT_REQUESTS:],
         compile_events=data.events[-RECENT_EVENTS:], compiling_since_s=compiling_since_s,
         compiling_request=compiling_request, graph_breaks=data.breaks,
         device_sample=device_sample, kv=kv, replay=replay,

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from probe.contract.drift import DriftStats, drift_stats
 from probe.contract.records import BreakEven, CompileEvent, GraphBreakRecord, KVPool, RequestRecord
 from probe.contract.units import fmt_s
+
+if TYPE_CHECKING:
+    from probe.contract.slo import Slo
 
 
 @dataclass(frozen=True)
@@ -146,6 +149,10 @@ class SegmentStats:
     kv_waste_pct: float | None = None  # 100 · (KV bytes held − used) / held, its requests
     kv_pool: KVPool | None = None     # the paged layout's pool, where there is one
     compile_phases: CompilePhases | None = None   # compile_s split as dynamo timed it
+    # under the session's SLO (probe/contract/slo.py); None when it has none
+    goodput_rps: float | None = None
+    goodput_tokens_per_s: float | None = None
+    slo_attainment: float | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -162,6 +169,8 @@ class SegmentStats:
             "kv_pool": None if self.kv_pool is None else asdict(self.kv_pool),
             "compile_phases": (None if self.compile_phases is None
                                else asdict(self.compile_phases)),
+            "goodput_rps": self.goodput_rps, "goodput_tokens_per_s": self.goodput_tokens_per_s,
+            "slo_attainment": self.slo_attainment,
         }
 
 
@@ -213,7 +222,8 @@ def padding_waste(records: Sequence[RequestRecord]) -> float | None:
 def segment_stats(config_id: str, records: Sequence[RequestRecord],
                   events: Sequence[CompileEvent], breaks: Sequence[GraphBreakRecord],
                   references: Mapping[str, Sequence[int]] | None = None,
-                  kv_pool: KVPool | None = None) -> SegmentStats:
+                  kv_pool: KVPool | None = None, slo: Slo | None = None) -> SegmentStats:
+    from probe.contract.slo import goodput   # slo.py reads serving_span_s from here
     ok = [r for r in records if r.ok]
     compile_events = [e for e in events if e.kind in COMPILING]
     return SegmentStats(
@@ -233,17 +243,19 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
         drift=drift_stats(records, references or {}),
         kv_waste_pct=kv_waste_pct(records), kv_pool=kv_pool,
         compile_phases=compile_phases(compile_events),
+        **goodput(records, slo).as_dict(),
     )
 
 
 def segments(config_ids: Sequence[str], records: Sequence[RequestRecord],
              events: Sequence[CompileEvent], breaks: Sequence[GraphBreakRecord],
              references: Mapping[str, Sequence[int]] | None = None,
-             kv_pools: Mapping[str, KVPool] | None = None) -> tuple[SegmentStats, ...]:
+             kv_pools: Mapping[str, KVPool] | None = None,
+             slo: Slo | None = None) -> tuple[SegmentStats, ...]:
     """One SegmentStats per config, in the order the configs were first used."""
     return tuple(
         segment_stats(cid, [r for r in records if r.config_id == cid],
                       [e for e in events if e.config_id == cid],
                       [b for b in breaks if b.config_id == cid], references,
-                      (kv_pools or {}).get(cid))
+                      (kv_pools or {}).get(cid), slo)
         for cid in config_ids)

@@ -24,6 +24,7 @@ from probe.contract.errors import ConfigError
 from probe.contract.journal import EngineExit, save_from_journal
 from probe.contract.options import OptConfig, parse_opts
 from probe.contract.settings import EngineSettings
+from probe.contract.slo import Slo
 from probe.engine.engine_child import engine_main
 from probe.engine.workload_setup import PreparedWorkload, prepare_workload
 
@@ -49,6 +50,7 @@ class EngineProcessConfig:
     journal_path: str = ""  # created by EngineClient, one per session; "": not journaled
     predecessor: EngineExit | None = None   # a restart: how the engine it replaces ended
     torch_trace_dir: str = ""   # keep a TORCH_TRACE of the session here, for tlparse
+    slo: Slo | None = None      # --slo: what the session's goodput is measured against
 
 
 def dashboard_threads() -> int:
@@ -70,7 +72,8 @@ def config_from_args(args) -> EngineProcessConfig:
     return EngineProcessConfig(settings, options, workload, args.trace, speed=args.speed,
                                max_requests=getattr(args, "requests", None),
                                metrics_port=getattr(args, "metrics_port", None),
-                               torch_trace_dir=torch_trace_dir(args))
+                               torch_trace_dir=torch_trace_dir(args),
+                               slo=getattr(args, "slo", None))
 
 
 def torch_trace_dir(args) -> str:
