@@ -17,6 +17,7 @@ from workloads.argtypes import (
     whole_number,
 )
 from workloads.rows import MAX_LENGTH
+from workloads.trace import BUILTIN_TRACES, DEFAULT_TRACE
 
 EXIT_BAD_INPUT = 2
 
@@ -38,9 +39,9 @@ def _add_engine_arguments(parser: argparse.ArgumentParser, *,
     parser.add_argument("--model", default="t5-small",
                         help="a preset (t5-small, t5-tiny) or a local T5 checkpoint folder "
                              "(offline: config + safetensors)")
-    parser.add_argument("--trace", default="chat",
-                        help="a built-in trace (chat, summarize, translate, batch) or a "
-                             ".jsonl/.csv file")
+    parser.add_argument("--trace", default=DEFAULT_TRACE,
+                        help=f"a built-in trace ({', '.join(BUILTIN_TRACES)}; default "
+                             f"{DEFAULT_TRACE}: real production traffic) or a .jsonl/.csv file")
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
     parser.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                         help="an optimization setting, e.g. compile=default (repeatable)")
