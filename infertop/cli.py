@@ -94,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     from probe.bench.command import register as register_bench
     register_bench(commands)
+    from probe.tune.command import register as register_tune
+    register_tune(commands)
     trace_cli.register(commands)
 
     snapshot = commands.add_parser("snapshot", help="inspect saved sessions")

@@ -1,0 +1,44 @@
+"""`infertop tune` on t5-tiny with a small budget: a planted bad baseline (no KV cache, long
+outputs) must be fixed, and the files a user reads must agree with the saved sessions."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from probe.contract.slo import goodput
+from probe.contract.snapshot import read_document, session_data
+
+
+@pytest.mark.slow
+def test_tune_fixes_a_planted_missing_kv_cache(tmp_path):
+    from infertop.cli import main
+    trace = tmp_path / "long.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": i * 400, "input_length": 24,
+                                         "output_length": 96}) + "\n" for i in range(12)))
+    out = tmp_path / "tune"
+    code = main(["tune", "--model", "t5-tiny", "--trace", str(trace), "--device", "cpu",
+                 "--slo", "latency=2s", "--rate", "1", "--requests", "4", "--repeats", "2",
+                 "--threads", "1",
+                 "--budget", "0.01", "--opt", "kv_cache=off", "--compile-backend", "eager",
+                 "--out", str(out)])
+    assert code == 0
+    document = json.loads((out / "tune.json").read_text())
+    steps = {s["change"]: s for s in document["steps"]}
+    assert steps["kv_cache=on"]["kept"], steps["kv_cache=on"]["why"]
+    assert document["final"]["options"]["kv_cache"] == "on"
+    assert "--opt kv_cache=off" not in document["final"]["opt_line"]
+    assert steps["kv_cache=on"]["goodput_rps"] > steps["baseline"]["goodput_rps"]
+    # each step's figures are its saved sessions' own, recomputed from their records
+    for step in document["steps"]:
+        sessions = (step["measured"] or {}).get("sessions", [])
+        values = []
+        for path in sessions:
+            data = session_data(read_document(path))
+            assert data.slo is not None and data.slo.latency_ms == 2000.0
+            values.append(goodput(data.records, data.slo).goodput_rps)
+        if sessions:
+            assert float(np.median(values)) == pytest.approx(step["measured"]["figure"]["median"])
+    assert "kv_cache=on" in (out / "tune.md").read_text()
