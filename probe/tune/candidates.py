@@ -77,6 +77,9 @@ def applied(options: OptConfig, candidate: Candidate) -> tuple[OptConfig | None,
     """The options with the change, or None and why it does not apply to them."""
     if getattr(options, candidate.key) == candidate.value:
         return None, f"already {candidate.text}"
+    if candidate.key == "prewarm":
+        return None, ("every tune run is measured warm (its shapes compiled before the "
+                      "replay), so prewarm changes only the cold start, which bench E1 measures")
     if OPTION_BY_KEY[candidate.key].needs_compile and not options.compiled:
         return None, f"{candidate.key} needs compile, and compile is off"
     if candidate.key == "kv_layout" and options.batching != "continuous":

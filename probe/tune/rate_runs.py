@@ -4,6 +4,7 @@ its session kept (and saved, for `snapshot compare`): what capacity at the SLO a
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from probe.bench.openloop import MAX_BATCH
@@ -19,8 +20,10 @@ WARM_REQUESTS = 2
 def replay_at(context: RunContext, options: OptConfig, workload, *, rate: float, requests: int,
               trace_name: str, save_to: Path | None = None,
               stop: threading.Event | None = None, warm: int = WARM_REQUESTS) -> SessionData:
-    """Serve the workload's first `requests` arriving at `rate` req/s (the trace's own gaps,
-    scaled); the session it leaves, written to `save_to` when given.
+    """Serve the workload's first `requests` arriving at `rate` req/s: the gaps between those
+    requests, scaled so that their own mean rate is `rate` (the replayer's rate is the mean
+    over the trace it is given, so it gets only these). The session it leaves, written to
+    `save_to` when given.
 
     Measured warm: before the first arrival the engine compiles every bucket shape (a compiled
     config) and rehearses `warm` of the trace's requests without recording them — their
@@ -35,8 +38,8 @@ def replay_at(context: RunContext, options: OptConfig, workload, *, rate: float,
     try:
         _warm_up(engine, workload, warm)
         stop = stop or threading.Event()
-        ServingLoop(engine, OpenLoopReplayer(workload.trace, rate=rate, max_requests=requests)
-                    ).run(stop)
+        replayed = replace(workload.trace, requests=workload.trace.requests[:requests])
+        ServingLoop(engine, OpenLoopReplayer(replayed, rate=rate)).run(stop)
         if not stop.is_set():
             engine.compute_references()      # the drift samples' fp32 references
         if save_to is not None:

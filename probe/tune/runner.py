@@ -33,6 +33,7 @@ def say(text: str) -> None:
 
 def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
     import torch
+    import transformers
 
     from probe.bench.openloop import measure_capacity_rps
     from probe.bench.runs import RunContext
@@ -41,6 +42,7 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
     from probe.engine.workload_setup import prepare_workload
 
     workload = prepare_workload(args.trace)       # a bad trace is refused before any output
+    transformers.logging.set_verbosity_error()   # only infertop speaks on the terminal
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
@@ -122,7 +124,10 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
                             "budget_min": args.budget, "max_drift": args.max_drift,
                             "command": command, "baseline": baseline.as_dict()})
 
+    latest: list[TuneState] = [TuneState(final=baseline)]
+
     def on_step(step, state: TuneState) -> None:
+        latest[0] = state
         verdict = "kept" if step.kept else ("skipped" if step.measured is None else "dropped")
         say(f"{step.change}: {verdict}: {step.why}")
         write_tune(out, state, rate_rps=state_rate.get("rate"), done=False, **report)
@@ -135,6 +140,9 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
             state = run_tune(baseline, evaluate, ordered, capacity=args.find_capacity,
                              max_drift=args.max_drift, budget_s=args.budget * 60, stop=stop,
                              on_step=on_step)
+    except KeyboardInterrupt:          # a second Ctrl-C/SIGTERM: now, with the steps done
+        state = latest[0]
+        state.stopped = "interrupted"
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -144,8 +152,10 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
 
 
 def _interrupt(stop: threading.Event) -> None:
-    if not stop.is_set():
-        say("interrupted: ending the run in progress, keeping the steps done")
+    """The first signal ends the run in progress at its next request; a second, at once."""
+    if stop.is_set():
+        raise KeyboardInterrupt
+    say("interrupted: ending the run in progress, keeping the steps done (again: stop now)")
     stop.set()
 
 

@@ -39,6 +39,9 @@ def test_tune_fixes_a_planted_missing_kv_cache(tmp_path):
             data = session_data(read_document(path))
             assert data.slo is not None and data.slo.latency_ms == 2000.0
             values.append(goodput(data.records, data.slo).goodput_rps)
+            arrivals = sorted(r.arrival_s for r in data.records)
+            # offered at --rate: the replayed requests' own mean arrival rate
+            assert (len(arrivals) - 1) / (arrivals[-1] - arrivals[0]) == pytest.approx(1.0)
         if sessions:
             assert float(np.median(values)) == pytest.approx(step["measured"]["figure"]["median"])
     assert "kv_cache=on" in (out / "tune.md").read_text()

@@ -165,3 +165,8 @@ def test_bad_tune_input_is_one_line_and_exit_2(argv, named, capsys, tmp_path, mo
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert named in err and "\n" not in err and not (tmp_path / "o").exists()
+
+
+def test_prewarm_is_listed_but_not_run_since_every_run_is_warm():
+    options, why = applied(OptConfig(compile="default"), Candidate("prewarm", "on"))
+    assert options is None and "measured warm" in why

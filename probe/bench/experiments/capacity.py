@@ -5,7 +5,13 @@ runs, probe/tune/capacity.py): the knee where the SLO stops holding. Opt-in
 
 from __future__ import annotations
 
-from probe.bench.experiments.base import EAGER_FULLGRAPH, HF_EAGER, REFERENCE, OpenLoopExperiment, Template
+from probe.bench.experiments.base import (
+    EAGER_FULLGRAPH,
+    HF_EAGER,
+    REFERENCE,
+    OpenLoopExperiment,
+    Template,
+)
 from probe.bench.openloop import OpenLoopStudy
 from probe.contract.options import OptConfig
 from probe.contract.units import fmt_fraction, fmt_num
