@@ -85,8 +85,11 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
             low, high = found.bracket
             figure = (Spread(low, low, high if high is not None else low, 2) if low
                       else Spread(None, None, None, 0))
-            best = next((r for r in found.runs if r.rate_rps == low), None)
-            segment = datas[0].segments()[0] if datas and datas[0].segments() else None
+            at = next((i for i, r in enumerate(found.runs) if r.rate_rps == low), None)
+            best = None if at is None else found.runs[at]
+            # the table's p95 and drift are the run at capacity's (none: the first run's)
+            shown = datas[at if at is not None else 0].segments()
+            segment = shown[0] if shown else None
             measured = Measured(
                 figure, best.goodput_rps if best else None,
                 best.slo_attainment if best else None,

@@ -109,3 +109,13 @@ def test_the_result_reads_back_as_json():
     raw = found.as_dict()
     assert raw["capacity_rps"] == found.capacity_rps and raw["bracket_rps"] == list(found.bracket)
     assert [r["rate_rps"] for r in raw["runs"]] == [r.rate_rps for r in found.runs]
+
+
+def test_bench_capacity_is_opt_in_and_needs_an_slo(capsys, tmp_path, monkeypatch):
+    from infertop.cli import main
+    from probe.bench.experiments import ALL_EXPERIMENTS, select_experiments
+    assert "capacity" not in ALL_EXPERIMENTS
+    assert select_experiments("E1,capacity") == ("E1", "capacity")
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "--out", "o", "--experiments", "capacity"]) == 2
+    assert "needs --slo" in capsys.readouterr().err and not (tmp_path / "o").exists()

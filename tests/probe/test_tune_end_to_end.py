@@ -45,3 +45,30 @@ def test_tune_fixes_a_planted_missing_kv_cache(tmp_path):
         if sessions:
             assert float(np.median(values)) == pytest.approx(step["measured"]["figure"]["median"])
     assert "kv_cache=on" in (out / "tune.md").read_text()
+
+
+@pytest.mark.slow
+def test_tune_by_capacity_brackets_each_config_and_keeps_the_kv_cache(tmp_path):
+    from infertop.cli import main
+    trace = tmp_path / "long.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": i * 400, "input_length": 24,
+                                         "output_length": 64}) + "\n" for i in range(8)))
+    out = tmp_path / "tune"
+    code = main(["tune", "--model", "t5-tiny", "--trace", str(trace), "--device", "cpu",
+                 "--slo", "latency=1s", "--find-capacity", "--slo-target", "0.75",
+                 "--requests", "4", "--threads", "1", "--budget", "0.01",
+                 "--opt", "kv_cache=off", "--compile-backend", "eager", "--out", str(out)])
+    assert code == 0
+    document = json.loads((out / "tune.json").read_text())
+    steps = {s["change"]: s for s in document["steps"]}
+    for step in (steps["baseline"], steps["kv_cache=on"]):
+        search = step["measured"]["capacity"]
+        low, high = search["bracket_rps"]
+        for run in search["runs"]:          # the bracket agrees with every run behind it
+            if low is not None and run["rate_rps"] <= low:
+                assert run["slo_attainment"] >= 0.75
+            if high is not None and run["rate_rps"] >= high:
+                assert run["slo_attainment"] < 0.75
+    base = steps["baseline"]["measured"]["capacity"]["capacity_rps"] or 0.0
+    fixed = steps["kv_cache=on"]["measured"]["capacity"]["capacity_rps"]
+    assert fixed > base and document["final"]["options"]["kv_cache"] == "on"
