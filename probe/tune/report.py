@@ -39,9 +39,12 @@ def tune_markdown(document: dict, state: TuneState, capacity: bool) -> str:
     lines += ["```", text_table(["change", figure, "attained", "p95", "drift", "", "why"], rows),
               "```", ""]
     final = document["final"]
+    speed = settings.get("replay_speed")
+    # the same requests at the same offered rate, for an independent replay of the choice
+    load = f" --requests {settings['requests']} --speed {speed:.4g}" if speed else ""
     lines += [f"**Chosen config**: {final['label']}", "",
-              "```", f"infertop replay --model {settings['model']} --trace {settings['trace']} "
-              f"--slo {document['slo_text']} {final['opt_line']}".rstrip(), "```", ""]
+              "```", f"infertop replay --model {settings['model']} --trace {settings['trace']}"
+              f"{load} --slo {document['slo_text']} {final['opt_line']}".rstrip(), "```", ""]
     if document["stopped"]:
         lines.append(f"Stopped early: {document['stopped']}.")
     lines.append("Each run's session is in `runs/` (compare two with `infertop snapshot "

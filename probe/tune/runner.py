@@ -125,7 +125,8 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
                   settings={"model": args.model, "trace": args.trace, "device": str(device),
                             "requests": args.requests, "repeats": args.repeats,
                             "budget_min": args.budget, "max_drift": args.max_drift,
-                            "command": command, "baseline": baseline.as_dict()})
+                            "command": command, "baseline": baseline.as_dict(),
+                            "replay_speed": _replay_speed(workload, args)})
 
     latest: list[TuneState] = [TuneState(final=baseline)]
 
@@ -160,6 +161,16 @@ def _interrupt(stop: threading.Event) -> None:
         raise KeyboardInterrupt
     say("interrupted: ending the run in progress, keeping the steps done (again: stop now)")
     stop.set()
+
+
+def _replay_speed(workload, args) -> float | None:
+    """`replay --speed` that offers --rate over the same first requests (their own rate is
+    the trace's there, × speed)."""
+    chosen = workload.trace.requests[:args.requests]
+    span_s = (chosen[-1].timestamp_ms - chosen[0].timestamp_ms) / 1000 if chosen else 0.0
+    if args.find_capacity or len(chosen) < 2 or span_s <= 0:
+        return None
+    return args.rate / ((len(chosen) - 1) / span_s)
 
 
 def _drift(segment) -> float | None:

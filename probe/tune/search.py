@@ -89,6 +89,8 @@ def verdict(candidate: Measured, current: Measured, *, capacity: bool) -> tuple[
             if mine.n < 2 or theirs.n < 2:
                 return True, f"from no {noun} at all (one repeat: noise not measured): {shown}"
             return False, f"from none, within noise: {shown}"
+        if theirs.median and mine.median == 0:
+            return False, f"no {noun} at all, less than the current: {shown}"
         return False, f"no {noun} to compare ({shown})"
     return False, f"{result.text}: {shown}"
 

@@ -12,17 +12,47 @@ from probe.contract.slo import goodput
 from probe.contract.snapshot import read_document, session_data
 
 
+OUTPUT = 256
+
+
+def service_ms(kv_cache: str) -> float:
+    """One warm request of the test's shape on this machine, now: the SLO is set between the
+    two configs' service times, so the test holds however loaded the shared machine is."""
+    import torch
+
+    from probe.contract.options import OptConfig
+    from probe.engine.engine import Engine, EngineSettings
+    from probe.engine.requests import EngineRequest
+    torch.set_num_threads(1)
+    engine = Engine(EngineSettings(model="t5-tiny", device="cpu", max_new_tokens=OUTPUT),
+                    OptConfig(kv_cache=kv_cache))
+    try:
+        times = [engine.serve([EngineRequest(f"c{i}", i, 24, OUTPUT, engine.clock.now_s())])[0]
+                 .latency_ms for i in range(3)]
+    finally:
+        engine.close()
+    return sorted(times)[1]
+
+
+def between() -> tuple[str, float]:
+    """A latency bound between the KV-cached and the uncached service time, and a rate the
+    cached one serves without a queue."""
+    on, off = service_ms("on"), service_ms("off")
+    assert off > 1.3 * on, (on, off)           # recomputing the prefix costs more
+    return f"latency={(on * off) ** 0.5:.0f}ms", 500.0 / off
+
+
 @pytest.mark.slow
 def test_tune_fixes_a_planted_missing_kv_cache(tmp_path):
     from infertop.cli import main
     trace = tmp_path / "long.jsonl"
     trace.write_text("".join(json.dumps({"timestamp": i * 400, "input_length": 24,
-                                         "output_length": 96}) + "\n" for i in range(12)))
+                                         "output_length": OUTPUT}) + "\n" for i in range(12)))
     out = tmp_path / "tune"
+    slo, rate = between()
     code = main(["tune", "--model", "t5-tiny", "--trace", str(trace), "--device", "cpu",
-                 "--slo", "latency=2s", "--rate", "1", "--requests", "4", "--repeats", "2",
-                 "--threads", "1",
-                 "--budget", "0.01", "--opt", "kv_cache=off", "--compile-backend", "eager",
+                 "--slo", slo, "--rate", f"{rate:.4g}", "--requests", "4", "--repeats", "2",
+                 "--threads", "1", "--budget", "0.01", "--opt", "kv_cache=off", "--compile-backend", "eager",
                  "--out", str(out)])
     assert code == 0
     document = json.loads((out / "tune.json").read_text())
@@ -37,11 +67,12 @@ def test_tune_fixes_a_planted_missing_kv_cache(tmp_path):
         values = []
         for path in sessions:
             data = session_data(read_document(path))
-            assert data.slo is not None and data.slo.latency_ms == 2000.0
+            assert data.slo is not None and data.slo.text() == slo
             values.append(goodput(data.records, data.slo).goodput_rps)
             arrivals = sorted(r.arrival_s for r in data.records)
             # offered at --rate: the replayed requests' own mean arrival rate
-            assert (len(arrivals) - 1) / (arrivals[-1] - arrivals[0]) == pytest.approx(1.0)
+            assert (len(arrivals) - 1) / (arrivals[-1] - arrivals[0]) == pytest.approx(
+                float(f"{rate:.4g}"))
         if sessions:
             assert float(np.median(values)) == pytest.approx(step["measured"]["figure"]["median"])
     assert "kv_cache=on" in (out / "tune.md").read_text()
@@ -52,11 +83,12 @@ def test_tune_by_capacity_brackets_each_config_and_keeps_the_kv_cache(tmp_path):
     from infertop.cli import main
     trace = tmp_path / "long.jsonl"
     trace.write_text("".join(json.dumps({"timestamp": i * 400, "input_length": 24,
-                                         "output_length": 64}) + "\n" for i in range(8)))
+                                         "output_length": OUTPUT}) + "\n" for i in range(8)))
     out = tmp_path / "tune"
+    slo, _ = between()
     code = main(["tune", "--model", "t5-tiny", "--trace", str(trace), "--device", "cpu",
-                 "--slo", "latency=1s", "--find-capacity", "--slo-target", "0.75",
-                 "--requests", "4", "--threads", "1", "--budget", "0.01",
+                 "--slo", slo, "--find-capacity", "--slo-target", "0.6",
+                 "--requests", "3", "--threads", "1", "--budget", "0.01",
                  "--opt", "kv_cache=off", "--compile-backend", "eager", "--out", str(out)])
     assert code == 0
     document = json.loads((out / "tune.json").read_text())
@@ -66,9 +98,9 @@ def test_tune_by_capacity_brackets_each_config_and_keeps_the_kv_cache(tmp_path):
         low, high = search["bracket_rps"]
         for run in search["runs"]:          # the bracket agrees with every run behind it
             if low is not None and run["rate_rps"] <= low:
-                assert run["slo_attainment"] >= 0.75
+                assert run["slo_attainment"] >= 0.6
             if high is not None and run["rate_rps"] >= high:
-                assert run["slo_attainment"] < 0.75
+                assert run["slo_attainment"] < 0.6
     base = steps["baseline"]["measured"]["capacity"]["capacity_rps"] or 0.0
     fixed = steps["kv_cache=on"]["measured"]["capacity"]["capacity_rps"]
     assert fixed > base and document["final"]["options"]["kv_cache"] == "on"

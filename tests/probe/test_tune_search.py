@@ -98,6 +98,8 @@ def test_one_repeat_needs_a_margin_and_a_zero_baseline_can_be_beaten():
     assert not verdict(one(1.03), one(1.0), capacity=False)[0]
     assert verdict(measured([0.5, 0.6]), measured([0.0, 0.0]), capacity=False)[0]
     assert not verdict(measured([0.0, 0.0]), measured([0.0, 0.0]), capacity=False)[0]
+    kept, why = verdict(measured([0.0, 0.0]), measured([1.0, 1.1]), capacity=False)
+    assert not kept and "less than the current" in why
 
 
 def test_the_baselines_data_moves_what_it_points_at_to_the_front():
