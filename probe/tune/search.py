@@ -83,6 +83,8 @@ def verdict(candidate: Measured, current: Measured, *, capacity: bool) -> tuple[
         return True, f"{result.text}, above the {UNKNOWN_NOISE:.0%} margin: {shown}"
     if result.verdict == "n/a":
         mine, theirs = candidate.figure, current.figure
+        if theirs.median is None and mine.median is not None and capacity:
+            return True, f"the current met the target at no rate tried; this one did: {shown}"
         if theirs.median == 0 and mine.median:      # from none at all: apart, or unknown noise
             if mine.n >= 2 and theirs.n >= 2 and mine.low > theirs.high:
                 return True, f"from no {noun} at all, beyond the noise: {shown}"

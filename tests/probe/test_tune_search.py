@@ -100,6 +100,9 @@ def test_one_repeat_needs_a_margin_and_a_zero_baseline_can_be_beaten():
     assert not verdict(measured([0.0, 0.0]), measured([0.0, 0.0]), capacity=False)[0]
     kept, why = verdict(measured([0.0, 0.0]), measured([1.0, 1.1]), capacity=False)
     assert not kept and "less than the current" in why
+    # by capacity: a baseline that met the target at no rate is beaten by any capacity
+    kept, why = verdict(measured([0.3, 0.35]), measured([]), capacity=True)
+    assert kept and "no rate tried" in why
 
 
 def test_the_baselines_data_moves_what_it_points_at_to_the_front():
