@@ -22,6 +22,7 @@ from workloads.argtypes import (
     whole_number,
 )
 from workloads.terminal_text import terminal_text
+from workloads.trace import BUILTIN_TRACES, DEFAULT_TRACE
 
 EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
 
@@ -32,14 +33,20 @@ def _add_metrics_argument(parser: argparse.ArgumentParser) -> None:
                                           "(0: any free port)")
 
 
+def _add_slo_argument(parser: argparse.ArgumentParser) -> None:
+    from probe.contract.slo import SLO_HELP, slo_argument
+    parser.add_argument("--slo", type=slo_argument, default=None, metavar="BOUNDS",
+                        help=SLO_HELP)
+
+
 def _add_engine_arguments(parser: argparse.ArgumentParser, *,
                           default_speed: float | None) -> None:
     parser.add_argument("--model", default="t5-small",
                         help="a preset (t5-small, t5-tiny) or a local T5 checkpoint folder "
                              "(offline: config + safetensors)")
-    parser.add_argument("--trace", default="chat",
-                        help="a built-in trace (chat, summarize, translate, batch) or a "
-                             ".jsonl/.csv file")
+    parser.add_argument("--trace", default=DEFAULT_TRACE,
+                        help=f"a built-in trace ({', '.join(BUILTIN_TRACES)}; default "
+                             f"{DEFAULT_TRACE}: real production traffic) or a .jsonl/.csv file")
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
     parser.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
                         help="an optimization setting, e.g. compile=default (repeatable)")
@@ -69,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "traffic. With no command, opens the dashboard.")
     _add_engine_arguments(parser, default_speed=None)
     _add_metrics_argument(parser)
+    _add_slo_argument(parser)
     parser.add_argument("--snapshot-dir", default="snapshots", help="where `s` saves snapshots")
     parser.add_argument("--torch-trace", action="store_true",
                         help="keep a TORCH_TRACE of the session (for tlparse) in the snapshot "
@@ -87,10 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--tokens", action="store_true",
                         help="keep every request's generated token ids in its record")
     _add_metrics_argument(replay)
+    _add_slo_argument(replay)
     replay.set_defaults(func=_replay)
 
     from probe.bench.command import register as register_bench
     register_bench(commands)
+    from probe.tune.command import register as register_tune
+    register_tune(commands)
     trace_cli.register(commands)
     from infertop.doctor import register as register_doctor
     register_doctor(commands)

@@ -18,7 +18,7 @@ from .errors import file_error
 from .lengths import LogNormal, Tracking
 from .rng import streams
 from .rows import MAX_SPAN_S
-from .trace import BUILTIN_TRACES, builtin_path, write_trace
+from .trace import GENERATED_TRACES, builtin_path, write_trace
 from .trace_records import Trace, TraceRequest
 
 
@@ -120,9 +120,9 @@ BUILTIN_SEED = 0
 
 
 def write_builtin(folder: str | os.PathLike[str] | None = None) -> list[Path]:
-    """(Re)write the four built-in traces with their defaults; returns the paths."""
+    """(Re)write the four generated built-in traces with their defaults; returns the paths."""
     paths = []
-    for name in BUILTIN_TRACES:
+    for name in GENERATED_TRACES:
         profile = PROFILES[name]
         target = builtin_path(name) if folder is None else Path(folder) / f"{name}.jsonl"
         write_trace(generate(name, profile.default_requests, BUILTIN_SEED), target)

@@ -23,6 +23,9 @@ from .trace_records import LoadReport, Trace, TraceRequest
 
 __all__ = [
     "BUILTIN_TRACES",
+    "DEFAULT_TRACE",
+    "GENERATED_TRACES",
+    "REAL_TRACES",
     "LoadReport",
     "Trace",
     "TraceRequest",
@@ -33,7 +36,13 @@ __all__ = [
     "write_trace",
 ]
 
-BUILTIN_TRACES: tuple[str, ...] = ("chat", "summarize", "translate", "batch")
+# Made by our generator from its profiles (`trace generate --builtin` rewrites them).
+GENERATED_TRACES: tuple[str, ...] = ("chat", "summarize", "translate", "batch")
+# Production traffic, imported and fitted once; its license and attribution sit beside it
+# (builtin/azure-conv.ATTRIBUTION.md).
+REAL_TRACES: tuple[str, ...] = ("azure-conv",)
+BUILTIN_TRACES: tuple[str, ...] = REAL_TRACES + GENERATED_TRACES
+DEFAULT_TRACE = "azure-conv"        # the dashboard's and replay's --trace
 
 
 def builtin_path(name: str) -> Path:
@@ -64,7 +73,7 @@ def load_trace(
     skip_bad: bool = False,
     count_tokens: TokenCounter | None = None,
 ) -> Trace:
-    """A built-in name (chat|summarize|translate|batch) or a .jsonl/.csv path."""
+    """A built-in name (azure-conv|chat|summarize|translate|batch) or a .jsonl/.csv path."""
     return load_trace_with_report(name_or_path, skip_bad=skip_bad, count_tokens=count_tokens)[0]
 
 

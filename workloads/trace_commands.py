@@ -20,7 +20,7 @@ from .import_flags import import_flags
 from .importers import FORMATS, import_trace
 from .rows import MAX_LENGTH
 from .terminal_text import terminal_text
-from .trace import BUILTIN_TRACES, load_trace_with_report, write_trace
+from .trace import BUILTIN_TRACES, GENERATED_TRACES, load_trace_with_report, write_trace
 from .trace_stats import format_stats, trace_stats
 
 EXIT_BAD_INPUT = 2
@@ -63,7 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--rate", type=arrival_rate, default=None, help="mean arrival rate, rps (default: the profile's)")
     gen.add_argument("-o", "--output", metavar="FILE")
     gen.add_argument("--builtin", action="store_true",
-                     help=f"rewrite the built-in traces ({', '.join(BUILTIN_TRACES)}) inside the package")
+                     help=f"rewrite the generated built-in traces ({', '.join(GENERATED_TRACES)}) "
+                          "inside the package")
     gen.set_defaults(func=_guarded(_cmd_generate))
 
     stats = commands.add_parser("stats", help="request count, rate, burstiness, lengths, best buckets")

@@ -55,7 +55,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="spread the runs over a Ray cluster, one whole device per run: "
                             "`local` starts one on this machine, ADDRESS joins one (alone: "
                             f"RAY_ADDRESS, else local; needs {RAY_HINT})")
+    add_slo_arguments(bench)
     bench.set_defaults(func=_run)
+
+
+def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
+    """--slo and --slo-target, as bench and tune take them."""
+    from probe.contract.slo import SLO_HELP, slo_argument
+    from probe.tune.capacity import DEFAULT_TARGET
+    from workloads.argtypes import real_number
+    parser.add_argument("--slo", type=slo_argument, default=None, metavar="BOUNDS", help=SLO_HELP)
+    parser.add_argument("--slo-target", type=real_number(0.0, 1.0), default=DEFAULT_TARGET,
+                        metavar="FRACTION", help="the attainment capacity at the SLO must keep "
+                                                 f"(default {DEFAULT_TARGET:g})")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -73,6 +85,10 @@ def _run(args: argparse.Namespace) -> int:
         check_ray_address(os.environ["RAY_ADDRESS"], "RAY_ADDRESS")
     check_output_folder(args.out, "--out", inputs=(*names(args.trace),
                                                    *(names(args.model) if args.model else ())))
+    if args.slo is None and "capacity" in select_experiments(args.experiments):
+        from probe.contract.errors import ConfigError
+        raise ConfigError("--experiments capacity: needs --slo (the objective capacity is "
+                          "measured against)")
     if args.ray is not None:
         require_ray()
     for model in names(args.model) if args.model else ():

@@ -13,6 +13,7 @@ import numpy as np
 
 from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
+from probe.contract.slo import Slo
 
 QUICK_MODEL, DEFAULT_MODEL = "t5-tiny", "t5-small"
 QUICK_REQUESTS, DEFAULT_REQUESTS = 3, 40
@@ -50,6 +51,8 @@ class BenchSettings:
     profile: bool = False
     tokens: bool = False
     ray: str | None = None              # --ray: "local", an address, or "" (RAY_ADDRESS or local)
+    slo: Slo | None = None              # --slo: every run's goodput, and capacity's objective
+    slo_target: float = 0.9             # --slo-target: the attainment capacity keeps
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, experiments: tuple[str, ...]) -> BenchSettings:
@@ -68,7 +71,8 @@ class BenchSettings:
             compile_backend=getattr(args, "compile_backend", None) or "inductor",
             torch_trace=bool(getattr(args, "torch_trace", False)),
             profile=bool(getattr(args, "profile", False)),
-            tokens=bool(getattr(args, "tokens", False)), ray=getattr(args, "ray", None))
+            tokens=bool(getattr(args, "tokens", False)), ray=getattr(args, "ray", None),
+            slo=getattr(args, "slo", None), slo_target=getattr(args, "slo_target", 0.9))
         if min(settings.requests, settings.repeats, settings.bucket_count) < 1:
             raise ConfigError("--requests, --repeats and --bucket-count must be at least 1")
         return settings

@@ -17,6 +17,7 @@ from probe.bench.plan import RunSpec
 from probe.bench.results import PassResult, RunResult, summarize_run
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
+from probe.contract.slo import Slo
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,8 @@ class RunContext:
     out_dir: Path | None = None          # snapshots go to out_dir/runs/KEY.json
     trace_info: dict = field(default_factory=dict)
     keep_tokens: bool = False            # every request's token ids in the run snapshots
+    slo: Slo | None = None               # what each run's goodput is measured against
+    slo_target: float = 0.9              # the attainment capacity at the SLO keeps
 
 
 @dataclass(frozen=True)
@@ -54,12 +57,14 @@ def make_engine(context: RunContext, options: OptConfig, *, max_new_tokens: int,
     """The bench's one way to build an engine: the study's model, device and backend, with
     what a run or an experiment sets on top (`max_batch`, `kv_budget_bytes`, …)."""
     from probe.engine.engine import Engine, EngineSettings
-    return Engine(EngineSettings(model=context.model, device=context.device,
-                                 bucket_edges=bucket_edges, max_input_tokens=context.max_input,
-                                 max_new_tokens=max_new_tokens,
-                                 compile_backend=context.compile_backend,
-                                 keep_tokens=context.keep_tokens, **settings),
-                  options, loaded=context.loaded)
+    engine = Engine(EngineSettings(model=context.model, device=context.device,
+                                   bucket_edges=bucket_edges, max_input_tokens=context.max_input,
+                                   max_new_tokens=max_new_tokens,
+                                   compile_backend=context.compile_backend,
+                                   keep_tokens=context.keep_tokens, **settings),
+                    options, loaded=context.loaded)
+    engine.session.set_slo(context.slo)
+    return engine
 
 
 def serve_pass(engine, spec: RunSpec, pass_index: int, label: str,
@@ -110,7 +115,7 @@ def _only(data, config_id: str):
         events=tuple(e for e in data.events if e.config_id == config_id),
         breaks=tuple(b for b in data.breaks if b.config_id == config_id),
         configs=MappingProxyType({config_id: data.configs[config_id]}),
-        notices=data.notices, references=data.references)
+        notices=data.notices, references=data.references, slo=data.slo)
 
 
 def group_key(specs: Sequence[RunSpec]) -> str:

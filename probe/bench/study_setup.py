@@ -36,7 +36,8 @@ def prepare_study(settings: BenchSettings, device: str, loaded: object) -> Study
                          out_dir=settings.out,
                          compile_backend=settings.compile_backend,
                          trace_info={"name": settings.trace, "seed": settings.seed},
-                         keep_tokens=settings.tokens)
+                         keep_tokens=settings.tokens, slo=settings.slo,
+                         slo_target=settings.slo_target)
     return Study.of(plan, settings.experiments, context,
                     profile=PROFILE if settings.profile else None)
 

@@ -20,6 +20,7 @@ from probe.contract.records import (
     RooflineStatus,
 )
 from probe.contract.session import ConfigEntry, SessionData
+from probe.contract.slo import NO_GOODPUT, Goodput, Slo, goodput
 from probe.contract.stats import (
     COMPILING,
     SegmentStats,
@@ -92,6 +93,7 @@ class WindowStats:
     tokens_per_s: float | None
     warm: WarmStats | None = None           # the same over its warm requests (steady_state)
     backlog_dominated: bool = False         # its figures over all read a compile's backlog
+    goodput: Goodput = NO_GOODPUT       # under the session's SLO (none set: all None)
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,7 @@ class LiveView:
     diagnosis: Any = None
     checklist: tuple = ()
     backlog: Backlog | None = None              # the queue a compile left, while it drains
+    slo: Slo | None = None                      # the session's SLO (--slo), if any
 
     @property
     def compiles(self) -> int:
@@ -156,7 +159,7 @@ capacity_rps = steady_state.capacity_rps     # the one definition: warm service 
 
 
 def window_stats(records: tuple[RequestRecord, ...], chain: ColdChain | None = None,
-                 backlog: Backlog | None = None) -> WindowStats:
+                 backlog: Backlog | None = None, slo: Slo | None = None) -> WindowStats:
     ok = [r for r in records if r.ok]
     warm = None if chain is None else warm_stats(records, chain)
     return WindowStats(
@@ -164,7 +167,8 @@ def window_stats(records: tuple[RequestRecord, ...], chain: ColdChain | None = N
         ttft_ms=summarize(r.ttft_ms for r in ok), tpot_ms=summarize(r.tpot_ms for r in ok),
         throughput_rps=throughput_rps(records), tokens_per_s=tokens_per_s(records),
         warm=warm, backlog_dominated=(warm is not None
-                                      and steady_state.backlog_dominated(warm, backlog)))
+                                      and steady_state.backlog_dominated(warm, backlog)),
+        goodput=goodput(records, slo))
 
 
 def kv_status(records: tuple[RequestRecord, ...], window: tuple[RequestRecord, ...],
@@ -222,7 +226,8 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
     return LiveView(
         t_s=t_s, model=model, device=device, options=options, config_id=config_id,
         configs=tuple(data.configs.values()), segments=segments,
-        window=window_stats(window, chain, draining), recent=records[-RECENT_REQUESTS:],
+        window=window_stats(window, chain, draining, data.slo), slo=data.slo,
+        recent=records[-RECENT_REQUESTS:],
         compile_events=data.events[-RECENT_EVENTS:], compiling_since_s=compiling_since_s,
         compiling_request=compiling_request, graph_breaks=data.breaks,
         device_sample=device_sample, kv=kv, replay=replay,

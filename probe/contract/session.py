@@ -10,6 +10,7 @@ from typing import Mapping
 
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
+from probe.contract.slo import Slo
 from probe.contract.stats import SegmentStats, segments
 
 
@@ -34,10 +35,11 @@ class SessionData:
     references: Mapping[str, tuple[int, ...]] = field(
         default_factory=lambda: MappingProxyType({}))
     kv_pools: Mapping[str, KVPool] = field(default_factory=lambda: MappingProxyType({}))
+    slo: Slo | None = None          # what goodput and attainment are measured against
 
     def segments(self) -> tuple[SegmentStats, ...]:
         return segments(list(self.configs), self.records, self.events, self.breaks,
-                        self.references, self.kv_pools)
+                        self.references, self.kv_pools, self.slo)
 
 
 class Session:
@@ -52,6 +54,11 @@ class Session:
         self._notices: list[Notice] = []
         self._references: dict[str, tuple[int, ...]] = {}
         self._kv_pools: dict[str, KVPool] = {}
+        self._slo: Slo | None = None
+
+    def set_slo(self, slo: Slo | None) -> None:
+        with self._lock:
+            self._slo = slo
 
     def config_id(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
         """Identical options share an id (and a segment); ids are c1, c2, … in order of use."""
@@ -96,10 +103,11 @@ class Session:
             self._breaks, self._notices = data.breaks, list(data.notices)
             self._configs = dict(data.configs)
             self._references, self._kv_pools = dict(data.references), dict(data.kv_pools)
+            self._slo = data.slo if data.slo is not None else self._slo
 
     def freeze(self) -> SessionData:
         with self._lock:
             return SessionData(tuple(self._records), tuple(self._events), self._breaks,
                                MappingProxyType(dict(self._configs)), tuple(self._notices),
                                MappingProxyType(dict(self._references)),
-                               MappingProxyType(dict(self._kv_pools)))
+                               MappingProxyType(dict(self._kv_pools)), self._slo)

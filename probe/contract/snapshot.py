@@ -27,6 +27,7 @@ from probe.contract.records import (
     RooflineStatus,
 )
 from probe.contract.session import ConfigEntry, SessionData
+from probe.contract.slo import slo_from_dict
 from workloads.atomic import write_atomic
 from workloads.errors import TraceError
 from workloads.rows import shown
@@ -40,6 +41,7 @@ def session_document(data: SessionData, *, environment: dict, model: dict, trace
                      settings: dict | None = None, live: dict | None = None) -> dict[str, Any]:
     document = {
         "schema_version": SCHEMA_VERSION,
+        "slo": None if data.slo is None else data.slo.as_dict(),
         "environment": environment,
         "model": model,
         "trace": trace,
@@ -154,10 +156,11 @@ def session_data(document: dict[str, Any], source: str = "snapshot", *,
                  for cid, raw in document.get("kv_pools", {}).items()}
     except _ShapeError as exc:
         raise ConfigError(f"{source}: not an infertop session: {exc}") from None
+    slo = slo_from_dict(document.get("slo"), f"{source}: slo")
     return SessionData(records=records, events=events, breaks=breaks,
                        configs=MappingProxyType(configs), notices=notices,
                        references=MappingProxyType(references),
-                       kv_pools=MappingProxyType(pools))
+                       kv_pools=MappingProxyType(pools), slo=slo)
 
 
 # the counts and sizes a record holds: a negative one contradicts what was served

@@ -22,6 +22,7 @@ from workloads.atomic import atomic_write_lines, check_output_file, replace_atom
 
 FORMATS = ("csv", "parquet")
 RECORD_COLUMNS = tuple(f.name for f in fields(RequestRecord))
+MEETS_SLO = "meets_slo"
 
 
 def _flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -39,9 +40,11 @@ def tables(path: str | os.PathLike) -> tuple[list[dict], list[dict]]:
     """(request rows, segment rows) of a saved session; segments recomputed from its records."""
     data = saved_session(read_document(path), str(path))
     requests = [{name: getattr(r, name) for name in RECORD_COLUMNS} for r in data.records]
-    for row in requests:
+    for row, record in zip(requests, data.records):
         if row["tokens"] is not None:
             row["tokens"] = list(row["tokens"])
+        if data.slo is not None:        # the session's SLO: whether this request met it
+            row[MEETS_SLO] = data.slo.meets(record)
     labels = {cid: entry.options.label() for cid, entry in data.configs.items()}
     segments = [{"config_id": s.config_id, "label": labels.get(s.config_id, ""),
                  **_flatten({k: v for k, v in s.as_dict().items() if k != "config_id"})}
@@ -81,7 +84,7 @@ def export(path: str | os.PathLike, stem: str | os.PathLike, fmt: str) -> tuple[
         _pyarrow()
     requests, segments = tables(path)
     write = _write_csv if fmt == "csv" else _write_parquet
-    write(targets[0], requests, list(RECORD_COLUMNS))
+    write(targets[0], requests, list(requests[0]) if requests else list(RECORD_COLUMNS))
     write(targets[1], segments, list(segments[0]) if segments else ["config_id"])
     return targets
 

@@ -33,6 +33,9 @@ METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool
     ("tpot p50", lambda s: s.tpot_ms.p50, fmt_ms, True),
     ("throughput (req/s)", lambda s: s.throughput_rps, lambda v: fmt_num(v, 2), False),
     ("tokens/s", lambda s: s.tokens_per_s, lambda v: fmt_num(v, 1), False),
+    ("goodput (req/s)", lambda s: s.goodput_rps, lambda v: fmt_num(v, 2), False),
+    ("goodput tokens/s", lambda s: s.goodput_tokens_per_s, lambda v: fmt_num(v, 1), False),
+    ("SLO attainment", lambda s: s.slo_attainment, fmt_fraction, False),
     ("requests", lambda s: s.requests, lambda v: fmt_num(v, 0), None),
     ("failed", lambda s: s.failed, lambda v: fmt_num(v, 0), True),
     ("compiles", lambda s: s.compiles, lambda v: fmt_num(v, 0), True),
@@ -101,11 +104,16 @@ def _header(path: str, document: dict, data: SessionData | None = None) -> list[
     return lines
 
 
+def slo_line(data: SessionData) -> list[str]:
+    return [f"  SLO {data.slo.text()} (goodput counts requests within every bound)"] \
+        if data.slo else []
+
+
 def show(path: str) -> str:
     """A saved session's segments (one per config, in order of use) as a table."""
     document, data = _load(path)
     segments = data.segments()
-    lines = _header(path, document, data)
+    lines = _header(path, document, data) + slo_line(data)
     if not segments:
         return "\n".join(lines + ["", "no configs were served in this session"])
     columns = ["config", "requests", "failed", "p50", "p95", "p99", "warm", "warm p50",
@@ -122,6 +130,11 @@ def show(path: str) -> str:
                      fmt_ms(s.tpot_ms.p50), fmt_num(s.tokens_per_s, 1), s.compiles,
                      s.recompiles, fmt_s(s.compile_s), s.graph_breaks, s.graphs,
                      fmt_bytes(s.kv_cache_peak_bytes), fmt_fraction(s.padding_waste)])
+    if data.slo:
+        columns[9:9] = ["goodput", "good tok/s", "attained"]
+        for row, s in zip(rows, segments):
+            row[9:9] = [fmt_num(s.goodput_rps, 2), fmt_num(s.goodput_tokens_per_s, 1),
+                        fmt_fraction(s.slo_attainment)]
     lines += ["", text_table(columns, rows),
               "  warm: requests that waited on no compile, directly or queued behind one "
               "(docs/steady-state.md)", ""]
@@ -230,8 +243,10 @@ def compare(path_a: str, path_b: str) -> str:
     (path_a, config_a), (path_b, config_b) = split_config(path_a), split_config(path_b)
     doc_a, a = _load(path_a)
     doc_b, b = _load(path_b)
-    lines = ["A: " + "\n   ".join(_header(path_a, doc_a, a)),
-             "B: " + "\n   ".join(_header(path_b, doc_b, b)), ""]
+    lines = ["A: " + "\n   ".join(_header(path_a, doc_a, a) + slo_line(a)),
+             "B: " + "\n   ".join(_header(path_b, doc_b, b) + slo_line(b)), ""]
+    if a.slo != b.slo:
+        lines.append("SLO differs: goodput and attainment are each against its own session's")
     for name, key in (("model", ("model", "name")), ("dtype", ("model", "dtype")),
                       ("device", ("environment", "device")),
                       ("torch", ("environment", "torch")), ("trace", ("trace", "name"))):

@@ -16,6 +16,7 @@ from probe.contract.records import BreakEven, CompileEvent, GraphBreakRecord, KV
 from probe.contract.units import fmt_s
 
 if TYPE_CHECKING:
+    from probe.contract.slo import Slo
     from probe.contract.steady_state import ColdChain, WarmStats
 
 
@@ -163,6 +164,10 @@ class SegmentStats:
     kv_pool: KVPool | None = None     # the paged layout's pool, where there is one
     compile_phases: CompilePhases | None = None   # compile_s split as dynamo timed it
     warm: WarmStats | None = None     # the same figures over its warm requests (steady_state)
+    # under the session's SLO (probe/contract/slo.py); None when it has none
+    goodput_rps: float | None = None
+    goodput_tokens_per_s: float | None = None
+    slo_attainment: float | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -181,6 +186,8 @@ class SegmentStats:
             "compile_phases": (None if self.compile_phases is None
                                else asdict(self.compile_phases)),
             "warm": None if self.warm is None else self.warm.as_dict(),
+            "goodput_rps": self.goodput_rps, "goodput_tokens_per_s": self.goodput_tokens_per_s,
+            "slo_attainment": self.slo_attainment,
         }
 
 
@@ -233,7 +240,8 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
                   events: Sequence[CompileEvent], breaks: Sequence[GraphBreakRecord],
                   references: Mapping[str, Sequence[int]] | None = None,
                   kv_pool: KVPool | None = None,
-                  chain: ColdChain | None = None) -> SegmentStats:
+                  chain: ColdChain | None = None, slo: Slo | None = None) -> SegmentStats:
+    from probe.contract.slo import goodput  # slo.py reads serving_span_s from here
     from probe.contract.steady_state import warm_stats  # it builds on this module's Summary
 
     ok = [r for r in records if r.ok]
@@ -256,13 +264,15 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
         kv_waste_pct=kv_waste_pct(records), kv_pool=kv_pool,
         compile_phases=compile_phases(compile_events),
         warm=None if chain is None else warm_stats(records, chain),
+        **goodput(records, slo).as_dict(),
     )
 
 
 def segments(config_ids: Sequence[str], records: Sequence[RequestRecord],
              events: Sequence[CompileEvent], breaks: Sequence[GraphBreakRecord],
              references: Mapping[str, Sequence[int]] | None = None,
-             kv_pools: Mapping[str, KVPool] | None = None) -> tuple[SegmentStats, ...]:
+             kv_pools: Mapping[str, KVPool] | None = None,
+             slo: Slo | None = None) -> tuple[SegmentStats, ...]:
     """One SegmentStats per config, in the order the configs were first used. Warm and cold are
     decided over the whole session (a compile of one config leaves a backlog the next serves)."""
     from probe.contract.steady_state import cold_chain
@@ -272,5 +282,5 @@ def segments(config_ids: Sequence[str], records: Sequence[RequestRecord],
         segment_stats(cid, [r for r in records if r.config_id == cid],
                       [e for e in events if e.config_id == cid],
                       [b for b in breaks if b.config_id == cid], references,
-                      (kv_pools or {}).get(cid), chain)
+                      (kv_pools or {}).get(cid), chain, slo)
         for cid in config_ids)

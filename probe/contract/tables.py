@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from workloads.terminal_text import terminal_text
 
 
@@ -17,7 +19,7 @@ def table(columns: list[str], rows: list[list[object]]) -> str:
     return "\n".join(lines)
 
 
-def text_table(columns: list[str], rows: list[list[object]]) -> str:
+def text_table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A plain, aligned table for the terminal (every cell through terminal_text)."""
     cells = [[terminal_text(c) for c in columns]] + [[terminal_text(v) for v in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]

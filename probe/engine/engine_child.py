@@ -165,6 +165,7 @@ def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None
         except OSError as exc:
             engine.notify("warning", f"no session journal ({exc.strerror or exc}): a restarted "
                                      f"engine will start a new session")
+    engine.session.set_slo(config.slo)
     speed = _measure(engine, config, send)
     if writer is not None and earlier is None:   # measured first: the header has the roofline
         _journal_header(writer, engine, config)

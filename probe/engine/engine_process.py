@@ -59,7 +59,8 @@ def config_from_args(args) -> EngineProcessConfig:
     return EngineProcessConfig(settings, options, workload, args.trace, speed=args.speed,
                                max_requests=getattr(args, "requests", None),
                                metrics_port=getattr(args, "metrics_port", None),
-                               torch_trace_dir=torch_trace_dir(args))
+                               torch_trace_dir=torch_trace_dir(args),
+                               slo=getattr(args, "slo", None))
 
 
 def torch_trace_dir(args) -> str:

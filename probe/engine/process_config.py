@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from probe.contract.journal import EngineExit
 from probe.contract.options import OptConfig
 from probe.contract.settings import EngineSettings
+from probe.contract.slo import Slo
 from probe.engine.workload_setup import PreparedWorkload
 
 
@@ -26,3 +27,4 @@ class EngineProcessConfig:
     journal_path: str = ""  # created by EngineClient, one per session; "": not journaled
     predecessor: EngineExit | None = None   # a restart: how the engine it replaces ended
     torch_trace_dir: str = ""   # keep a TORCH_TRACE of the session here, for tlparse
+    slo: Slo | None = None      # --slo: what the session's goodput is measured against

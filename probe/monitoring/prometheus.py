@@ -15,6 +15,7 @@ from typing import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from probe.contract.session import Session
+from probe.contract.slo import goodput
 from probe.contract.stats import COMPILING, event_phases
 
 LATENCY_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -51,6 +52,15 @@ class PrometheusExporter:
         self.queue = Gauge("infertop_queue_depth", "Requests waiting to be served", registry=r)
         self.config_info = Gauge("infertop_config_info", "Options of each config id",
                                  ["config", "options"], registry=r)
+        self.goodput_rps = Gauge(
+            "infertop_goodput_requests_per_second", "Requests served within every bound of "
+            "the session's SLO, per second of the config's serving span", ["config"], registry=r)
+        self.goodput_tokens = Gauge(
+            "infertop_goodput_tokens_per_second", "Output tokens of the requests within the "
+            "SLO, per second of the same span", ["config"], registry=r)
+        self.slo_attainment = Gauge(
+            "infertop_slo_attainment", "Requests within the SLO / all requests of the config "
+            "(failed ones count as not within it), 0..1", ["config"], registry=r)
         self._seen_records = self._seen_breaks = 0
         self._seen_events: set[tuple] = set()    # events are kept in start order, so a late
                                                  # one can land before others: seen by identity
@@ -80,6 +90,8 @@ class PrometheusExporter:
                         self.tpot.labels(record.config_id).observe(record.tpot_ms / 1e3)
             if data.records[self._seen_records:]:
                 self.kv_cache.set(data.records[-1].kv_cache_bytes)
+            if data.slo is not None and data.records[self._seen_records:]:
+                self._observe_goodput(data)
             self._seen_records = len(data.records)
             for event in data.events:
                 identity = (event.config_id, event.compile_id, event.kind, event.start_s)
@@ -94,6 +106,19 @@ class PrometheusExporter:
                 self.graph_breaks.inc(breaks - self._seen_breaks)
             self._seen_breaks = max(self._seen_breaks, breaks)
             self.queue.set(self._queue_depth())
+
+    def _observe_goodput(self, data) -> None:
+        """Each config's goodput over all its records so far (the segment's own figure)."""
+        by_config: dict[str, list] = {}
+        for record in data.records:
+            by_config.setdefault(record.config_id, []).append(record)
+        for config_id, records in by_config.items():
+            figures = goodput(records, data.slo)
+            for gauge, value in ((self.goodput_rps, figures.goodput_rps),
+                                 (self.goodput_tokens, figures.goodput_tokens_per_s),
+                                 (self.slo_attainment, figures.slo_attainment)):
+                if value is not None:
+                    gauge.labels(config_id).set(value)
 
     def _poll(self) -> None:
         while not self._stop.wait(POLL_S):

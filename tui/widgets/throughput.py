@@ -37,6 +37,8 @@ def throughput_detail(view: LiveView, width: int = 80) -> Text:
         text.append(f" · offered {share:.0%} of capacity",
                     style="bold yellow" if share > NEAR_CAPACITY else "dim")
     text.append("\n")
+    if view.slo is not None:
+        text.append(goodput_line(view) + "\n")
     total = "" if replay.total is None else f" of {fmt_count(replay.total)}"
     text.append(f"done {fmt_count(replay.completed)}{total} · ")
     text.append(f"failed {fmt_count(replay.failed)}", style="bold red" if replay.failed else "")
@@ -51,6 +53,15 @@ def throughput_detail(view: LiveView, width: int = 80) -> Text:
                     f"{batch.max_batch} · pad {fmt_fraction(batch.padding_waste)}\n")
         text.append(sparkline(batch.occupancy_recent, batch.max_batch), style="cyan")
     return text
+
+
+def goodput_line(view: LiveView) -> str:
+    """Beside throughput, when an SLO is set: what of it met the SLO (the window's)."""
+    good = view.window.goodput
+    return (f"goodput {fmt_rate(good.goodput_rps, 'req/s')} · "
+            f"{fmt_rate(good.goodput_tokens_per_s, 'tok/s')} · "
+            f"SLO met {fmt_fraction(good.slo_attainment)}"
+            + (f" ({view.slo.text()})" if view.slo is not None else ""))
 
 
 SPARKS = " ▁▂▃▄▅▆▇█"
@@ -71,7 +82,7 @@ class ThroughputPanel(Panel):
 
     def render_key(self, view: LiveView) -> object:
         return (view.replay, view.window.tokens_per_s, view.window.throughput_rps,
-                view.batch, view.backlog)
+                view.batch, view.backlog, view.window.goodput, view.slo)
 
     def render_parts(self, view: LiveView, width: int) -> Parts:
         return Parts(throughput_headline(view), throughput_detail(view, width))

@@ -4,8 +4,9 @@ own, after them."""
 
 from __future__ import annotations
 
-from probe.bench.experiment_ids import EXPERIMENT_IDS, select_experiments
+from probe.bench.experiment_ids import DEFAULT_EXPERIMENTS, EXPERIMENT_IDS, select_experiments
 from probe.bench.experiments import (
+    capacity,
     e1_compile_modes,
     e2_graph_breaks,
     e3_dynamic_shapes,
@@ -24,9 +25,10 @@ __all__ = ["ALL_EXPERIMENTS", "EXPERIMENTS", "acceptance_checks", "select_experi
 EXPERIMENTS: dict[str, Experiment | OpenLoopExperiment] = {
     module.EXPERIMENT.template.id: module.EXPERIMENT
     for module in (e1_compile_modes, e2_graph_breaks, e3_dynamic_shapes, e4_bucketing,
-                   e5_kv_cache, e6_combined, e7_batching, e8_kv_layout, roofline, observer)}
-ALL_EXPERIMENTS = tuple(EXPERIMENTS)
-assert ALL_EXPERIMENTS == EXPERIMENT_IDS, "experiment_ids.py lists the experiments in study order"
+                   e5_kv_cache, e6_combined, e7_batching, e8_kv_layout, roofline, observer,
+                   capacity)}
+assert tuple(EXPERIMENTS) == EXPERIMENT_IDS, "experiment_ids.py lists the experiments in study order"
+ALL_EXPERIMENTS = DEFAULT_EXPERIMENTS
 
 
 def acceptance_checks(sections: dict[str, dict]) -> dict:

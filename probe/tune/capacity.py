@@ -1,0 +1,106 @@
+"""Capacity at the SLO: the highest offered rate at which a config keeps SLO attainment at or
+above a target, found in a few open-loop runs — bracket first (double or halve the rate until
+one run meets the target and one does not), then bisect the bracket geometrically until it is
+narrow enough or the runs are spent. Pure: `measure(rate)` runs the replay (a real engine, or a
+fake one in tests) and returns that run's attainment.
+
+The answer is the bracket's low end, a rate that was measured to meet the target; the high end
+is the lowest rate measured to miss it (None: none missed within the runs allowed)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+DEFAULT_TARGET = 0.9
+DEFAULT_RUNS = 6
+GROWTH = 2.0               # bracketing steps: ×2 up, ÷2 down
+NARROW_ENOUGH = 1.15       # stop bisecting once high / low is at most this
+
+
+@dataclass(frozen=True)
+class RateRun:
+    """One open-loop run: its offered rate and what it attained (None: nothing to judge)."""
+    rate_rps: float
+    slo_attainment: float | None
+    goodput_rps: float | None = None
+    session: str | None = None          # the run's saved session, for `snapshot compare`
+
+    def meets(self, target: float) -> bool:
+        return self.slo_attainment is not None and self.slo_attainment >= target
+
+    def as_dict(self) -> dict:
+        return {"rate_rps": self.rate_rps, "slo_attainment": self.slo_attainment,
+                "goodput_rps": self.goodput_rps, "session": self.session}
+
+
+@dataclass(frozen=True)
+class Capacity:
+    target: float
+    capacity_rps: float | None          # highest rate measured to meet the target
+    bracket: tuple[float | None, float | None]   # (meets, misses)
+    runs: tuple[RateRun, ...]           # in the order they ran
+
+    @property
+    def bracketed(self) -> bool:
+        return None not in self.bracket
+
+    def text(self) -> str:
+        low, high = self.bracket
+        if low is None:
+            return (f"no rate met {self.target:.0%} attainment (lowest tried "
+                    f"{high:.3g} req/s) in {len(self.runs)} runs")
+        upper = f"{high:.3g}" if high is not None else "not found"
+        return (f"{low:.3g} req/s at ≥{self.target:.0%} attainment (bracket {low:.3g}–{upper} "
+                f"req/s, {len(self.runs)} runs)")
+
+    def as_dict(self) -> dict:
+        return {"target": self.target, "capacity_rps": self.capacity_rps,
+                "bracket_rps": list(self.bracket), "runs": [r.as_dict() for r in self.runs],
+                "text": self.text()}
+
+
+def find_capacity(measure: Callable[[float], RateRun], *, start_rps: float,
+                  target: float = DEFAULT_TARGET, max_runs: int = DEFAULT_RUNS,
+                  narrow_enough: float = NARROW_ENOUGH,
+                  floor_rps: float = 1e-3) -> Capacity:
+    """Bracket from `start_rps`, then bisect; never more than `max_runs` calls to `measure`."""
+    if not (start_rps > 0 and math.isfinite(start_rps)):
+        raise ValueError(f"start_rps must be a positive rate, got {start_rps!r}")
+    if max_runs < 2:
+        raise ValueError("the search needs at least 2 runs to bracket")
+    runs: list[RateRun] = []
+
+    def run(rate: float) -> bool:
+        result = measure(rate)
+        runs.append(result)
+        return result.meets(target)
+
+    low: float | None = None
+    high: float | None = None
+    rate = start_rps
+    if run(rate):
+        low = rate
+        while high is None and len(runs) < max_runs:
+            rate *= GROWTH
+            if run(rate):
+                low = rate
+            else:
+                high = rate
+    else:
+        high = rate
+        while low is None and len(runs) < max_runs and rate / GROWTH >= floor_rps:
+            rate /= GROWTH
+            if run(rate):
+                low = rate
+            else:
+                high = rate
+    while low is not None and high is not None and high / low > narrow_enough \
+            and len(runs) < max_runs:
+        middle = math.sqrt(low * high)
+        if run(middle):
+            low = middle
+        else:
+            high = middle
+    return Capacity(target=target, capacity_rps=low, bracket=(low, high), runs=tuple(runs))

@@ -1,0 +1,70 @@
+"""`infertop tune`: argparse wiring and the checks that need no torch; the search itself
+(probe/tune/runner.py) is imported when it runs."""
+
+from __future__ import annotations
+
+import argparse
+
+from probe.bench.command import add_slo_arguments
+from workloads.argtypes import real_number, thread_count, whole_number
+
+DEFAULT_REQUESTS, DEFAULT_REPEATS, DEFAULT_BUDGET_MIN = 24, 2, 30.0
+DEFAULT_MAX_DRIFT = 0.05
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from workloads.trace import DEFAULT_TRACE
+    tune = subparsers.add_parser(
+        "tune", help="search the optimizations, one change at a time, for the config with the "
+                     "most goodput under an SLO on your traffic")
+    tune.add_argument("--model", default="t5-small", help="a preset or a local T5 checkpoint")
+    tune.add_argument("--trace", default=DEFAULT_TRACE, help="a built-in trace or a file")
+    tune.add_argument("--device", default="auto")
+    add_slo_arguments(tune)
+    load = tune.add_mutually_exclusive_group(required=True)
+    load.add_argument("--rate", type=real_number(0.0), default=None, metavar="R",
+                      help="offered rate, req/s (open loop): goodput at it is the figure")
+    load.add_argument("--find-capacity", action="store_true",
+                      help="the figure is capacity at the SLO: the highest rate keeping "
+                           "attainment >= --slo-target, searched per config")
+    tune.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
+                      help="the baseline's options (repeatable; default: every option off)")
+    tune.add_argument("--requests", type=whole_number(2), default=DEFAULT_REQUESTS, metavar="N",
+                      help=f"requests per run (default {DEFAULT_REQUESTS})")
+    tune.add_argument("--repeats", type=whole_number(1), default=DEFAULT_REPEATS,
+                      help=f"runs per config at the rate, for the noise (default "
+                           f"{DEFAULT_REPEATS})")
+    tune.add_argument("--budget", type=real_number(0.0), default=DEFAULT_BUDGET_MIN,
+                      metavar="MIN", help=f"minutes to spend (default {DEFAULT_BUDGET_MIN:g}); "
+                                          "the baseline always runs")
+    tune.add_argument("--max-drift", type=real_number(0.0, 1.0), default=DEFAULT_MAX_DRIFT,
+                      metavar="X", help="most tokens a precision or quantization change may "
+                                        "make differ from fp32 eager (default "
+                                        f"{DEFAULT_MAX_DRIFT:g})")
+    tune.add_argument("--threads", type=thread_count, default=None)
+    tune.add_argument("--compile-backend", default="inductor")
+    tune.add_argument("--ray", nargs="?", const="", default=None, metavar="local|ADDRESS",
+                      help="run one step's candidates in parallel on a Ray cluster (not built "
+                           "yet: refused)")
+    tune.add_argument("--out", required=True, metavar="DIR")
+    tune.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from probe.contract.engine_inputs import check_engine_inputs
+    from probe.contract.errors import ConfigError
+    from probe.contract.options import parse_opts
+    from workloads.atomic import check_output_folder
+
+    if args.slo is None:
+        raise ConfigError("tune: --slo is required (the objective goodput is measured against), "
+                          "e.g. --slo ttft=1s,latency=8s")
+    if args.ray is not None:
+        raise ConfigError("tune --ray: not built yet (bench's Ray executor schedules a fixed "
+                          "plan of runs; tune's next runs depend on its last verdict); run "
+                          "without --ray")
+    baseline = parse_opts(args.opt)
+    check_output_folder(args.out, "--out")
+    check_engine_inputs(args.model, args.device)
+    from probe.tune.runner import run_tune_command
+    return run_tune_command(args, baseline)

@@ -1,0 +1,59 @@
+"""DIR/tune.json and DIR/tune.md, rewritten (atomically) after every step: an interrupted or
+killed tune leaves the steps it finished."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from probe.contract.slo import Slo
+from probe.contract.snapshot import write_json_atomic
+from probe.contract.tables import text_table
+from probe.tune.candidates import opt_line
+from probe.tune.search import TuneState, step_row
+from workloads.atomic import write_atomic
+
+
+def tune_document(state: TuneState, *, slo: Slo, target: float, rate_rps: float | None,
+                  capacity: bool, settings: dict, done: bool) -> dict:
+    final = state.final
+    return {"slo": slo.as_dict(), "slo_text": slo.text(), "slo_target": target,
+            "rate_rps": rate_rps, "mode": "capacity" if capacity else "goodput at the rate",
+            "settings": settings, "done": done, "stopped": state.stopped,
+            "steps": [s.as_dict() for s in state.steps],
+            "final": {"options": final.as_dict() if final else None,
+                      "opt_line": opt_line(final) if final else "",
+                      "label": final.label() if final else ""}}
+
+
+def tune_markdown(document: dict, state: TuneState, capacity: bool) -> str:
+    settings = document["settings"]
+    figure = "capacity at the SLO" if capacity else "goodput"
+    lines = [f"# infertop tune: {settings['model']} on {settings['trace']}", "",
+             f"- SLO: `{document['slo_text']}`"
+             + (f", capacity at ≥{document['slo_target']:.0%} attainment" if capacity
+                else f", at {document['rate_rps']:.3g} req/s offered (open loop)"),
+             f"- each config: {settings['requests']} requests, {settings['repeats']} "
+             f"repeat(s), measured warm; budget {settings['budget_min']:g} min",
+             f"- command: `{settings['command']}`", ""]
+    rows = [step_row(s, capacity) for s in state.steps]
+    lines += ["```", text_table(["change", figure, "attained", "p95", "drift", "", "why"], rows),
+              "```", ""]
+    final = document["final"]
+    speed = settings.get("replay_speed")
+    # the same requests at the same offered rate, for an independent replay of the choice
+    load = f" --requests {settings['requests']} --speed {speed:.4g}" if speed else ""
+    lines += [f"**Chosen config**: {final['label']}", "",
+              "```", f"infertop replay --model {settings['model']} --trace {settings['trace']}"
+              f"{load} --slo {document['slo_text']} {final['opt_line']}".rstrip(), "```", ""]
+    if document["stopped"]:
+        lines.append(f"Stopped early: {document['stopped']}.")
+    lines.append("Each run's session is in `runs/` (compare two with `infertop snapshot "
+                 "compare`).")
+    return "\n".join(lines) + "\n"
+
+
+def write_tune(out: Path, state: TuneState, **context) -> None:
+    capacity = context["capacity"]
+    document = tune_document(state, **context)
+    write_json_atomic(out / "tune.json", document)
+    write_atomic(out / "tune.md", [tune_markdown(document, state, capacity)])

@@ -1,0 +1,161 @@
+"""The tune loop, pure: from the baseline, try one change at a time and keep it only when the
+figure (goodput at the rate, or capacity at the SLO) improves beyond the run-to-run noise — the
+bench's own verdict on two spreads (probe/bench/verdict.py). Stops at the budget or when told."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from probe.bench.spread import Spread, fmt_spread
+from probe.bench.verdict import compare
+from probe.contract.options import OptConfig
+from probe.contract.stats import SegmentStats
+from probe.contract.units import fmt_fraction, fmt_ms, fmt_num
+from probe.tune.candidates import DRIFTING, Candidate, applied
+
+# With one repeat a side the noise is unknown: a change is kept only when it is this much better.
+UNKNOWN_NOISE = 0.05
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One config's runs: the figure tune compares (its spread over the repeats; for capacity,
+    the bracket) and what the table shows beside it."""
+    figure: Spread
+    goodput_rps: float | None
+    slo_attainment: float | None
+    p95_ms: float | None
+    drift: float | None                  # 1 − token agreement with the fp32 reference
+    sessions: tuple[str, ...] = ()
+    segment: SegmentStats | None = None  # the first run's, for ordering the candidates
+    capacity: dict | None = None         # --find-capacity: the search, bracket and runs
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"figure": self.figure.as_dict(), "goodput_rps": self.goodput_rps,
+                "slo_attainment": self.slo_attainment, "p95_ms": self.p95_ms,
+                "drift": self.drift, "sessions": list(self.sessions),
+                "capacity": self.capacity, "seconds": round(self.seconds, 1)}
+
+
+@dataclass(frozen=True)
+class Step:
+    change: str                          # "baseline" or "key=value"
+    options: OptConfig
+    kept: bool
+    why: str
+    measured: Measured | None = None     # None: not run (it did not apply)
+    hint: str = ""                       # why the session's data tried it early
+
+    def as_dict(self) -> dict:
+        m = self.measured
+        return {"change": self.change, "options": self.options.as_dict(), "kept": self.kept,
+                "goodput_rps": m.goodput_rps if m else None,
+                "slo_attainment": m.slo_attainment if m else None, "why": self.why,
+                "hint": self.hint, "measured": m.as_dict() if m else None}
+
+
+@dataclass
+class TuneState:
+    final: OptConfig                     # the config kept so far (the baseline at first)
+    steps: list[Step] = field(default_factory=list)
+    stopped: str = ""                    # why the search ended early ("": it ran out of changes)
+
+
+def figure_text(figure: Spread, capacity: bool) -> str:
+    def render(v: float) -> str:
+        return f"{fmt_num(v, 3)} req/s"
+    return fmt_spread(figure, render)
+
+
+def verdict(candidate: Measured, current: Measured, *, capacity: bool) -> tuple[bool, str]:
+    """Kept or not, and why, in the bench's words."""
+    noun = "capacity" if capacity else "goodput"
+    result = compare(candidate.figure, current.figure, lower_is_better=False,
+                     better=f"more {noun}", worse=f"less {noun}")
+    shown = (f"{figure_text(candidate.figure, capacity)} vs "
+             f"{figure_text(current.figure, capacity)}")
+    if result.verdict == f"more {noun}":
+        return True, f"{result.text}: {shown}"
+    if result.verdict == "noise unknown" and result.ratio and result.ratio > 1 + UNKNOWN_NOISE:
+        return True, f"{result.text}, above the {UNKNOWN_NOISE:.0%} margin: {shown}"
+    if result.verdict == "n/a":
+        mine, theirs = candidate.figure, current.figure
+        if theirs.median is None and mine.median is not None and capacity:
+            return True, f"the current met the target at no rate tried; this one did: {shown}"
+        if theirs.median == 0 and mine.median:      # from none at all: apart, or unknown noise
+            if (mine.n >= 2 and theirs.n >= 2 and mine.low is not None
+                    and theirs.high is not None and mine.low > theirs.high):
+                return True, f"from no {noun} at all, beyond the noise: {shown}"
+            if mine.n < 2 or theirs.n < 2:
+                return True, f"from no {noun} at all (one repeat: noise not measured): {shown}"
+            return False, f"from none, within noise: {shown}"
+        if theirs.median and mine.median == 0:
+            return False, f"no {noun} at all, less than the current: {shown}"
+        return False, f"no {noun} to compare ({shown})"
+    return False, f"{result.text}: {shown}"
+
+
+def run_tune(baseline: OptConfig, evaluate: Callable[[OptConfig, str], Measured],
+             order: Callable[[SegmentStats | None], list[Candidate]], *, capacity: bool,
+             max_drift: float, budget_s: float, stop: threading.Event | None = None,
+             on_step: Callable[[Step, TuneState], None] = lambda step, state: None,
+             clock: Callable[[], float] = time.monotonic) -> TuneState:
+    """`evaluate(options, label)` measures a config; `on_step` hears each step as it is
+    decided (tune writes its files there, so an interrupted tune keeps what it did)."""
+    stop = stop or threading.Event()
+    state = TuneState(final=baseline)
+    started = clock()
+    current = evaluate(baseline, "baseline")
+    step = Step("baseline", baseline, True, "the starting point", current)
+    state.steps.append(step)
+    on_step(step, state)
+    for candidate in order(current.segment):
+        if stop.is_set():
+            state.stopped = "interrupted"
+            break
+        options, reason = applied(state.final, candidate)
+        if options is None:
+            step = Step(candidate.text, state.final, False, f"not tried: {reason}",
+                        hint=candidate.hint)
+            state.steps.append(step)
+            on_step(step, state)
+            continue
+        spent = clock() - started
+        runs = [s.measured.seconds for s in state.steps if s.measured]
+        expected = sum(runs) / len(runs) if runs else 0.0
+        # the first change that applies always runs: a budget smaller than two configs still
+        # compares one change with the baseline
+        if len(runs) >= 2 and spent + expected > budget_s:
+            state.stopped = (f"budget: {spent / 60:.1f} of {budget_s / 60:.1f} min spent, a "
+                             f"step takes about {expected / 60:.1f} min")
+            break
+        measured = evaluate(options, candidate.text)
+        if stop.is_set():                # the run was cut short: it proves nothing
+            state.stopped = "interrupted"
+            break
+        kept, why = verdict(measured, current, capacity=capacity)
+        if kept and candidate.key in DRIFTING:
+            if measured.drift is None:
+                kept, why = False, f"{why}; but its drift was not measured (no sampled request)"
+            elif measured.drift > max_drift:
+                kept, why = False, (f"{why}; but its drift {fmt_fraction(measured.drift)} is "
+                                    f"above --max-drift {fmt_fraction(max_drift)}")
+        step = Step(candidate.text, options, kept, why, measured, candidate.hint)
+        state.steps.append(step)
+        if kept:
+            state.final, current = options, measured
+        on_step(step, state)
+    return state
+
+
+def step_row(step: Step, capacity: bool) -> list[str]:
+    m = step.measured
+    if m is None:
+        return [step.change, "—", "—", "—", "—", "skipped", step.why]
+    return [step.change, figure_text(m.figure, capacity), fmt_fraction(m.slo_attainment),
+            fmt_ms(m.p95_ms), fmt_fraction(m.drift), "kept" if step.kept else "dropped",
+            step.why + (f" (tried early: {step.hint})" if step.hint else "")]

@@ -1,0 +1,114 @@
+"""`infertop tune` on t5-tiny with a small budget: a planted bad baseline (no KV cache, long
+outputs) must be fixed, and the files a user reads must agree with the saved sessions."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from probe.contract.slo import goodput
+from probe.contract.snapshot import read_document, session_data
+
+OUTPUT = 256
+
+
+def service_ms(kv_cache: str) -> float:
+    """One warm request of the test's shape on this machine, now: the SLO is set between the
+    two configs' service times, so the test holds however loaded the shared machine is."""
+    import torch
+
+    from probe.contract.options import OptConfig
+    from probe.engine.engine import Engine, EngineSettings
+    from probe.engine.requests import EngineRequest
+    torch.set_num_threads(1)
+    engine = Engine(EngineSettings(model="t5-tiny", device="cpu", max_new_tokens=OUTPUT),
+                    OptConfig(kv_cache=kv_cache))
+    try:
+        times = [engine.serve([EngineRequest(f"c{i}", i, 24, OUTPUT, engine.clock.now_s())])[0]
+                 .latency_ms for i in range(3)]
+    finally:
+        engine.close()
+    return sorted(times)[1]
+
+
+def between() -> tuple[str, float]:
+    """A latency bound between the KV-cached and the uncached service time, and a rate
+    between their capacities: the cached config keeps up, the uncached one queues."""
+    on, off = service_ms("on"), service_ms("off")
+    assert off > 1.3 * on, (on, off)           # recomputing the prefix costs more
+    middle_ms = (on * off) ** 0.5
+    return f"latency={middle_ms:.0f}ms", 1000.0 / middle_ms
+
+
+def long_outputs(folder, count: int):
+    trace = folder / "long.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": i * 400, "input_length": 24,
+                                         "output_length": OUTPUT}) + "\n" for i in range(count)))
+    return trace
+
+
+@pytest.mark.slow
+def test_tune_fixes_a_planted_missing_kv_cache(tmp_path):
+    from infertop.cli import main
+    trace = long_outputs(tmp_path, 12)
+    out = tmp_path / "tune"
+    slo, rate = between()
+    code = main(["tune", "--model", "t5-tiny", "--trace", str(trace), "--device", "cpu",
+                 "--slo", slo, "--rate", f"{rate:.4g}", "--requests", "4", "--repeats", "2",
+                 "--threads", "1", "--budget", "0.01", "--opt", "kv_cache=off",
+                 "--compile-backend", "eager", "--out", str(out)])
+    assert code == 0
+    document = json.loads((out / "tune.json").read_text())
+    steps = {s["change"]: s for s in document["steps"]}
+    assert steps["kv_cache=on"]["kept"], steps["kv_cache=on"]["why"]
+    assert document["final"]["options"]["kv_cache"] == "on"
+    assert "--opt kv_cache=off" not in document["final"]["opt_line"]
+    assert steps["kv_cache=on"]["goodput_rps"] > steps["baseline"]["goodput_rps"]
+    # each step's figures are its saved sessions' own, recomputed from their records
+    for step in document["steps"]:
+        sessions = (step["measured"] or {}).get("sessions", [])
+        values = []
+        for path in sessions:
+            data = session_data(read_document(path))
+            assert data.slo is not None and data.slo.text() == slo
+            values.append(goodput(data.records, data.slo).goodput_rps)
+            arrivals = sorted(r.arrival_s for r in data.records)
+            # offered at --rate: the replayed requests' own mean arrival rate
+            assert (len(arrivals) - 1) / (arrivals[-1] - arrivals[0]) == pytest.approx(
+                float(f"{rate:.4g}"))
+        if sessions:
+            assert float(np.median(values)) == pytest.approx(step["measured"]["figure"]["median"])
+    assert "kv_cache=on" in (out / "tune.md").read_text()
+
+
+@pytest.mark.slow
+def test_tune_by_capacity_brackets_each_config_and_keeps_the_kv_cache(tmp_path):
+    from infertop.cli import main
+    trace = long_outputs(tmp_path, 8)
+    out = tmp_path / "tune"
+    on, off = service_ms("on"), service_ms("off")
+    assert off > 1.3 * on, (on, off)
+    # closer to the uncached time than `between`: a capacity search replays many times, and
+    # the cached config must meet the bound however the shared machine's load moves meanwhile
+    slo = f"latency={0.8 * off:.0f}ms"
+    code = main(["tune", "--model", "t5-tiny", "--trace", str(trace), "--device", "cpu",
+                 "--slo", slo, "--find-capacity", "--slo-target", "0.6",
+                 "--requests", "3", "--threads", "1", "--budget", "0.01",
+                 "--opt", "kv_cache=off", "--compile-backend", "eager", "--out", str(out)])
+    assert code == 0
+    document = json.loads((out / "tune.json").read_text())
+    steps = {s["change"]: s for s in document["steps"]}
+    for step in (steps["baseline"], steps["kv_cache=on"]):
+        search = step["measured"]["capacity"]
+        low, high = search["bracket_rps"]
+        for run in search["runs"]:          # the bracket agrees with every run behind it
+            if low is not None and run["rate_rps"] <= low:
+                assert run["slo_attainment"] >= 0.6
+            if high is not None and run["rate_rps"] >= high:
+                assert run["slo_attainment"] < 0.6
+    base = steps["baseline"]["measured"]["capacity"]["capacity_rps"] or 0.0
+    fixed = steps["kv_cache=on"]["measured"]["capacity"]["capacity_rps"]
+    assert fixed is not None and fixed > base, steps["kv_cache=on"]["why"]
+    assert document["final"]["options"]["kv_cache"] == "on", steps["kv_cache=on"]["why"]
