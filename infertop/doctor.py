@@ -18,10 +18,11 @@ def register(commands) -> None:
 
 def diagnosis_of(path: str):
     from probe.contract.diagnosis import context_from_document, diagnose_session
-    from probe.contract.snapshot import read_document, session_data
+    from probe.contract.snapshot import read_document, saved_live_parts, session_data
     document = read_document(path)
     data = session_data(document, source=f"snapshot {path}")
-    return data, diagnose_session(data, context_from_document(document, saved=path))
+    return data, diagnose_session(data, context_from_document(
+        document, saved_live_parts(document, source=f"snapshot {path}"), saved=path))
 
 
 def run(args: argparse.Namespace) -> int:

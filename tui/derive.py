@@ -12,9 +12,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from probe.contract.batch_roofline import live_roofline_ms
+from probe.contract.break_even_live import eager_twin
 from probe.contract.config_changes import config_changes  # noqa: F401 (the panels call derive.)
 from probe.contract.engine_inputs import PRESETS
-from probe.contract.live import LiveView, eager_twin
+from probe.contract.live import LiveView
 from probe.contract.options import CHOICES, OptConfig
 from probe.contract.records import KVPool, RequestRecord
 from probe.contract.stats import SegmentStats

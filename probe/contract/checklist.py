@@ -4,15 +4,17 @@ fail or not yet, with its evidence and, short of a pass, what would complete it.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from probe.contract.diagnosis import DoctorContext, SegmentDiagnosis
 from probe.contract.findings import offered_rps, peak_concurrency
-from probe.contract.live import capacity_rps
 from probe.contract.options import OPTION_BY_KEY, OptConfig
 from probe.contract.session import SessionData
 from probe.contract.stats import SegmentStats, summarize
+from probe.contract.steady_state import capacity_rps
 from probe.contract.units import fmt_bytes, fmt_ms, fmt_rate
+
+if TYPE_CHECKING:   # diagnosis calls checklist(); these are its types only
+    from probe.contract.diagnosis import DoctorContext, SegmentDiagnosis
 
 MIN_REQUESTS = 20           # served requests before a p95 (and the traffic) means something
 PEAK_LOAD = 0.9             # offered / capacity: the load reached the engine's peak

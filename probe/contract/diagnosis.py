@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from probe.contract.attribution import Attribution, attribute, gather_starts, split_request
+from probe.contract.break_even_live import break_even_status
 from probe.contract.device_sample import DeviceSample
 from probe.contract.findings import (
     Finding,
@@ -21,7 +22,6 @@ from probe.contract.findings import (
     recompile_limit,
     saturation,
 )
-from probe.contract.live import break_even_status, capacity_rps
 from probe.contract.next_step import (
     NextStep,
     SegmentFacts,
@@ -33,6 +33,7 @@ from probe.contract.options import OptConfig
 from probe.contract.records import RooflineStatus
 from probe.contract.session import SessionData
 from probe.contract.stats import SegmentStats, segment_stats
+from probe.contract.steady_state import capacity_rps
 from probe.contract.timeline import compile_spans
 from probe.contract.units import fmt_ms
 
@@ -58,11 +59,14 @@ class DoctorContext:
     saved: str | None = None            # where the session is saved (None: not yet)
 
 
-def context_from_document(document: Mapping[str, Any], saved: str | None = None) -> DoctorContext:
-    from probe.contract.snapshot import saved_live_parts
+def context_from_document(document: Mapping[str, Any],
+                          live_parts: tuple[DeviceSample | None, RooflineStatus | None],
+                          saved: str | None = None) -> DoctorContext:
+    """`live_parts`: the device sample and roofline it was saved with (snapshot's
+    saved_live_parts, read by the caller: the snapshot module builds on this one)."""
     settings = document.get("settings", {})
     edges = settings.get("bucket_edges", [])
-    sample, roofline = saved_live_parts(dict(document), source=f"snapshot {saved or ''}".strip())
+    sample, roofline = live_parts
     cpu_count = document.get("environment", {}).get("cpu_count")
     max_batch = settings.get("max_batch", 1)
     return DoctorContext(
@@ -240,9 +244,11 @@ def diagnose_session(data: SessionData, ctx: DoctorContext = DoctorContext()
     return SessionDiagnosis(tuple(diagnoses), checklist(data, diagnoses, ctx, segments))
 
 
-def attach_diagnoses(document: dict[str, Any], data: SessionData) -> dict[str, Any]:
+def attach_diagnoses(document: dict[str, Any], data: SessionData,
+                     live_parts: tuple[DeviceSample | None, RooflineStatus | None]
+                     ) -> dict[str, Any]:
     """The session JSON's `segments[].diagnosis`, from its records and what it saved beside them."""
-    report = diagnose_session(data, context_from_document(document))
+    report = diagnose_session(data, context_from_document(document, live_parts))
     for segment in document.get("segments", []):
         found = report.segment(segment.get("config_id"))
         if found is not None:

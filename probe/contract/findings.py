@@ -8,9 +8,9 @@ from typing import Sequence
 
 from probe.contract.attribution import failures
 from probe.contract.device_sample import DeviceSample
-from probe.contract.live import capacity_rps
 from probe.contract.records import CompileEvent, KVPool, RequestRecord
 from probe.contract.stats import SegmentStats, summarize
+from probe.contract.steady_state import capacity_rps
 from probe.contract.units import fmt_bytes, fmt_clock, fmt_fraction, fmt_ms, fmt_rate
 
 DRIFT_TOLERANCE = 0.99          # token agreement with the fp32 eager reference

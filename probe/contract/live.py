@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from probe.contract import steady_state
+from probe.contract.break_even_live import break_even_status
 from probe.contract.device_sample import DeviceSample
-from probe.contract.options import COMPILE_ONLY, OptConfig
+from probe.contract.options import OptConfig
 from probe.contract.records import (
     BreakEven,
     CompileEvent,
@@ -22,10 +23,8 @@ from probe.contract.records import (
 from probe.contract.session import ConfigEntry, SessionData
 from probe.contract.slo import NO_GOODPUT, Goodput, Slo, goodput
 from probe.contract.stats import (
-    COMPILING,
     SegmentStats,
     Summary,
-    break_even,
     padding_waste,
     summarize,
     throughput_rps,
@@ -159,7 +158,7 @@ capacity_rps = steady_state.capacity_rps     # the one definition: warm service 
 
 
 def window_stats(records: tuple[RequestRecord, ...], chain: ColdChain | None = None,
-                 backlog: Backlog | None = None, slo: Slo | None = None) -> WindowStats:
+                 backlog: Backlog | None = None, *, slo: Slo | None = None) -> WindowStats:
     ok = [r for r in records if r.ok]
     warm = None if chain is None else warm_stats(records, chain)
     return WindowStats(
@@ -226,7 +225,7 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
     return LiveView(
         t_s=t_s, model=model, device=device, options=options, config_id=config_id,
         configs=tuple(data.configs.values()), segments=segments,
-        window=window_stats(window, chain, draining, data.slo), slo=data.slo,
+        window=window_stats(window, chain, draining, slo=data.slo), slo=data.slo,
         recent=records[-RECENT_REQUESTS:],
         compile_events=data.events[-RECENT_EVENTS:], compiling_since_s=compiling_since_s,
         compiling_request=compiling_request, graph_breaks=data.breaks,
@@ -236,28 +235,3 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         roofline=roofline, break_even=break_even_status(data, options, config_id),
         requested_options=requested_options, options_pending=options_pending,
         diagnosis=diagnosis, checklist=checklist, backlog=draining)
-
-
-def eager_twin(options: OptConfig) -> OptConfig:
-    """The same options served eager: what a compiled config's break-even is measured against."""
-    twin = options.with_option("compile", "off")
-    for key, off in COMPILE_ONLY.items():
-        twin = twin.with_option(key, off)
-    return twin
-
-
-def break_even_status(data: SessionData, options: OptConfig, config_id: str) -> BreakEven | None:
-    """For a compiled config: its compile seconds against the time it saves per request over
-    the same options served eager (a segment of this session), once both have served enough."""
-    if not options.compiled:
-        return None
-    eager_options = eager_twin(options)
-    eager_id = next((cid for cid, entry in data.configs.items()
-                     if entry.options == eager_options), None)
-    if eager_id is None:
-        return None
-    compile_s = sum(e.duration_s or 0.0 for e in data.events
-                    if e.config_id == config_id and e.kind in COMPILING)
-    return break_even(compile_s, [r for r in data.records if r.config_id == config_id],
-                      [r for r in data.records if r.config_id == eager_id],
-                      compiled_config=config_id, eager_config=eager_id)

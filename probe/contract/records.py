@@ -43,6 +43,9 @@ class RequestRecord:
         return self.error is None
 
 
+COMPILING = ("compile", "recompile")     # the event kinds that are compiles (their seconds count)
+
+
 @dataclass(frozen=True)
 class CompileEvent:
     compile_id: str             # dynamo's "frame/attempt", e.g. "0/3"

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from probe.contract.errors import ConfigError
 from probe.contract.records import RequestRecord
-from probe.contract.stats import serving_span_s
+from probe.contract.span import serving_span_s
 
 BOUNDS = ("ttft", "tpot", "latency")
 UNITS_MS = {"ms": 1.0, "s": 1000.0}

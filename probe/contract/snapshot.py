@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Sequence
 
 from probe.contract.device_sample import DeviceSample
+from probe.contract.diagnosis import attach_diagnoses
 from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
 from probe.contract.records import (
@@ -56,8 +57,7 @@ def session_document(data: SessionData, *, environment: dict, model: dict, trace
         "kv_pools": {cid: asdict(pool) for cid, pool in data.kv_pools.items()},
         "live": live or {},
     }
-    from probe.contract.diagnosis import attach_diagnoses  # it reads this module's readers
-    return attach_diagnoses(document, data)
+    return attach_diagnoses(document, data, saved_live_parts(document))
 
 
 def saved_live_parts(document: dict[str, Any], source: str = "snapshot", *,

@@ -16,7 +16,7 @@ from probe.contract.doctor_compare import cause_moves
 from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
-from probe.contract.snapshot import read_document, saved_session
+from probe.contract.snapshot import read_document, saved_live_parts, saved_session
 from probe.contract.stats import SegmentStats, phases_within
 from probe.contract.tables import text_table
 from probe.contract.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num, fmt_ratio, fmt_s
@@ -208,7 +208,8 @@ def metric_rows(sa: SegmentStats, sb: SegmentStats) -> list[list[str]]:
 
 
 def _doctor(document: dict, data: SessionData, path: str) -> SessionDiagnosis:
-    return diagnose_session(data, context_from_document(document, saved=path))
+    parts = saved_live_parts(document, source=f"snapshot {path}")
+    return diagnose_session(data, context_from_document(document, parts, saved=path))
 CONFIG_SUFFIX = re.compile(r"^(?P<path>.+):(?P<config>c\d+)$")
 
 

@@ -7,46 +7,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
-
-import numpy as np
+from typing import Iterable, Mapping, Sequence
 
 from probe.contract.drift import DriftStats, drift_stats
-from probe.contract.records import BreakEven, CompileEvent, GraphBreakRecord, KVPool, RequestRecord
+from probe.contract.records import (
+    COMPILING,
+    BreakEven,
+    CompileEvent,
+    GraphBreakRecord,
+    KVPool,
+    RequestRecord,
+)
+from probe.contract.slo import Slo, goodput
+from probe.contract.span import serving_span_s
+from probe.contract.steady_state import ColdChain, WarmStats, cold_chain, warm_stats
+from probe.contract.summary import Summary, summarize
 from probe.contract.units import fmt_s
-
-if TYPE_CHECKING:
-    from probe.contract.slo import Slo
-    from probe.contract.steady_state import ColdChain, WarmStats
-
-
-@dataclass(frozen=True)
-class Summary:
-    p50: float | None = None
-    p95: float | None = None
-    p99: float | None = None
-    mean: float | None = None
-    max: float | None = None
-
-    def as_dict(self) -> dict[str, float | None]:
-        return {"p50": self.p50, "p95": self.p95, "p99": self.p99, "mean": self.mean,
-                "max": self.max}
-
-
-def summarize(values: Iterable[float | None]) -> Summary:
-    data = np.array([v for v in values if v is not None], dtype=float)
-    if data.size == 0:
-        return Summary()
-    p50, p95, p99 = np.percentile(data, [50, 95, 99])
-    return Summary(float(p50), float(p95), float(p99), float(data.mean()), float(data.max()))
-
-
-def serving_span_s(records: Sequence[RequestRecord]) -> float:
-    """Last end − first start over every record of the set, failed ones included: the time the
-    set took to serve, whatever ran concurrently inside it."""
-    if not records:
-        return 0.0
-    return max(r.end_s for r in records) - min(r.start_s for r in records)
 
 
 def throughput_rps(records: Sequence[RequestRecord]) -> float | None:
@@ -67,8 +43,6 @@ def graph_break_sites(breaks: Sequence[GraphBreakRecord]) -> int:
     frame it compiles there, plus 'user stack suppressed' repeats)."""
     return len({b.location for b in breaks})
 
-
-COMPILING = ("compile", "recompile")     # the event kinds that are compiles (their seconds count)
 
 
 @dataclass(frozen=True)
@@ -241,9 +215,6 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
                   references: Mapping[str, Sequence[int]] | None = None,
                   kv_pool: KVPool | None = None,
                   chain: ColdChain | None = None, slo: Slo | None = None) -> SegmentStats:
-    from probe.contract.slo import goodput  # slo.py reads serving_span_s from here
-    from probe.contract.steady_state import warm_stats  # it builds on this module's Summary
-
     ok = [r for r in records if r.ok]
     compile_events = [e for e in events if e.kind in COMPILING]
     return SegmentStats(
@@ -275,8 +246,6 @@ def segments(config_ids: Sequence[str], records: Sequence[RequestRecord],
              slo: Slo | None = None) -> tuple[SegmentStats, ...]:
     """One SegmentStats per config, in the order the configs were first used. Warm and cold are
     decided over the whole session (a compile of one config leaves a backlog the next serves)."""
-    from probe.contract.steady_state import cold_chain
-
     chain = cold_chain(records, events)
     return tuple(
         segment_stats(cid, [r for r in records if r.config_id == cid],

@@ -24,8 +24,8 @@ import bisect
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from probe.contract.records import CompileEvent, CompileInProgress, RequestRecord
-from probe.contract.stats import COMPILING, Summary, summarize
+from probe.contract.records import COMPILING, CompileEvent, CompileInProgress, RequestRecord
+from probe.contract.summary import Summary, summarize
 
 RecordKey = tuple[int, str]
 

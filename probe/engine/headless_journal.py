@@ -63,7 +63,7 @@ def open_headless_journal(engine: Engine, workload: PreparedWorkload, trace_name
                           options: OptConfig) -> tuple[JournalWriter | None, str | None]:
     """The run's journal writer, the engine already serving into it; or None and why (no
     journal is no reason not to serve: the run says so and goes on)."""
-    from probe.engine.engine_process import new_replay_journal
+    from probe.engine.state_files import new_replay_journal
 
     try:
         writer = JournalWriter(new_replay_journal())

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from probe.bench.runner import Stop
+from probe.bench.study_setup import Stop
 from probe.contract.interrupts import Interrupted, signal_of, signals_as_interrupt
 from probe.engine.replay_command import GracefulInterrupt, outcome
 

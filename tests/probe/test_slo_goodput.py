@@ -77,7 +77,7 @@ def test_goodput_and_attainment_match_a_recomputation_from_records(rows, slo):
     expected = recomputed(rows, slo)
     assert (figures.goodput_rps, figures.goodput_tokens_per_s,
             figures.slo_attainment) == approx(expected)
-    window = window_stats(tuple(rows), slo).goodput
+    window = window_stats(tuple(rows), slo=slo).goodput
     assert window == figures
     if figures.goodput_rps is not None:
         served = sum(r.ok for r in rows) / (max(r.end_s for r in rows)

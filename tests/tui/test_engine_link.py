@@ -180,7 +180,7 @@ async def test_s_while_the_engine_is_down_saves_what_it_served_from_its_journal(
         make_app, stages, until, tmp_path):
     from probe.contract.journal import JournaledSession, JournalWriter
     from probe.contract.snapshot import read_document, session_data
-    from probe.engine.engine_process import new_journal
+    from probe.engine.state_files import new_journal
 
     journal = new_journal(tmp_path / "state")
     writer = JournalWriter(journal)

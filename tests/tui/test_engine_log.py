@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from probe.engine import engine_process
-from probe.engine.engine_process import KEEP_LOGS, new_log, state_dir
+from probe.engine.state_files import KEEP_LOGS, new_log, state_dir
 
 
 def mode(path: Path) -> int:

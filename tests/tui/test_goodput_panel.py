@@ -24,7 +24,7 @@ def test_goodput_shows_beside_throughput_only_when_an_slo_is_set(stages):
     view = stages["steady"] if "steady" in stages else next(iter(stages.values()))
     assert "goodput" not in text(throughput_detail(view))
     slo = parse_slo("latency=1s")
-    window = window_stats(view.recent[-50:], slo)
+    window = window_stats(view.recent[-50:], slo=slo)
     with_slo = replace(view, slo=slo, window=window)
     shown = text(throughput_detail(with_slo))
     assert "goodput" in shown and "latency=1s" in shown
