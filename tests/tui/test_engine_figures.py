@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from probe.contract.drift import DriftStats
-from probe.contract.live import eager_twin
+from probe.contract.break_even_live import eager_twin
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileInProgress
 from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS
