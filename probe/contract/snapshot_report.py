@@ -130,10 +130,11 @@ def show(path: str) -> str:
                      fmt_ms(s.tpot_ms.p50), fmt_num(s.tokens_per_s, 1), s.compiles,
                      s.recompiles, fmt_s(s.compile_s), s.graph_breaks, s.graphs,
                      fmt_bytes(s.kv_cache_peak_bytes), fmt_fraction(s.padding_waste)])
-    if data.slo:
-        columns[9:9] = ["goodput", "good tok/s", "attained"]
+    if data.slo:       # beside throughput
+        at = columns.index("tokens/s") + 1
+        columns[at:at] = ["goodput", "good tok/s", "attained"]
         for row, s in zip(rows, segments):
-            row[9:9] = [fmt_num(s.goodput_rps, 2), fmt_num(s.goodput_tokens_per_s, 1),
+            row[at:at] = [fmt_num(s.goodput_rps, 2), fmt_num(s.goodput_tokens_per_s, 1),
                         fmt_fraction(s.slo_attainment)]
     lines += ["", text_table(columns, rows),
               "  warm: requests that waited on no compile, directly or queued behind one "

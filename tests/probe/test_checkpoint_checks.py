@@ -61,9 +61,12 @@ def tiny(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def copy(tiny: Path, tmp_path: Path) -> Path:
+    """The tiny checkpoint in a folder of its own (an output may not go inside an input)."""
+    folder = tmp_path / "model"
+    folder.mkdir()
     for item in tiny.iterdir():
-        (tmp_path / item.name).write_bytes(item.read_bytes())
-    return tmp_path
+        (folder / item.name).write_bytes(item.read_bytes())
+    return folder
 
 
 @pytest.mark.parametrize("kind, overrides", [
@@ -103,10 +106,10 @@ def test_a_huge_config_is_refused_before_anything_is_allocated(copy: Path, capsy
     edit_config(copy, num_layers=1_000, d_ff=1 << 18, d_model=1 << 16)
     start = time.perf_counter()
     assert main(["replay", "--model", str(copy), "--trace", "chat", "--out",
-                 str(copy / "out.json")]) == 2
+                 str(copy.parent / "out.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "memory available" in err and "num_layers=1,000" in err
-    assert "fit" not in err and not (copy / "out.json").exists()
+    assert "fit" not in err and not (copy.parent / "out.json").exists()
     assert time.perf_counter() - start < 60     # a bound against building it, not a timing
 
 
@@ -138,7 +141,7 @@ def test_a_tensor_of_the_wrong_shape_is_named(copy: Path) -> None:
 def test_a_refused_checkpoint_prints_one_line_before_any_fit_summary(copy: Path, capsys) -> None:
     edit_config(copy, d_model="abc")
     assert main(["replay", "--model", str(copy), "--trace", "chat", "--out",
-                 str(copy / "o.json")]) == 2
+                 str(copy.parent / "o.json")]) == 2
     err = capsys.readouterr().err
     assert err.splitlines() == [err.strip()] and "field d_model" in err
 

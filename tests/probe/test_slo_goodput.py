@@ -108,7 +108,8 @@ def test_every_segment_and_the_saved_session_carry_the_same_figures(rows, slo):
                 segment["slo_attainment"]) == approx(recomputed(mine, slo))
     back = session_data(json.loads(json.dumps(document)))
     assert back.slo == slo
-    assert [s.as_dict() for s in back.segments()] == document["segments"]
+    saved = [{k: v for k, v in s.items() if k != "diagnosis"} for s in document["segments"]]
+    assert [s.as_dict() for s in back.segments()] == saved      # the doctor's is added beside
 
 
 def test_without_an_slo_the_figures_are_none_and_old_sessions_read():

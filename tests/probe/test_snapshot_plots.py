@@ -16,6 +16,7 @@ SESSIONS = Path(__file__).resolve().parents[2] / "screenshots" / "sessions"
 
 
 def test_show_plot_draws_the_sessions_timeline(tmp_path, capsys) -> None:
+    (tmp_path / "deep").mkdir()      # the folder rule of every output: it must exist
     out = tmp_path / "deep" / "timeline.svg"
     assert main(["snapshot", "show", str(SESSIONS / "3-bucketing.json"), "--plot", str(out)]) == 0
     assert f"wrote {out}" in capsys.readouterr().out
