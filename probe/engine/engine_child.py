@@ -161,7 +161,8 @@ def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None
         return
     if config.warm_side:    # a warm switch's side engine: prewarm, then wait to be cut over
         from probe.engine.warm_side import warm_up
-        predecessor = warm_up(engine, conn, send)
+        longest = max(workload.trace.output_lengths(), default=2)
+        predecessor = warm_up(engine, conn, send, min(max(longest, 2), settings.max_new_tokens))
         if predecessor is None:
             engine.close()
             return

@@ -13,13 +13,16 @@ from probe.contract.journal import EngineExit
 from probe.contract.warm_protocol import CutOver, WarmProgress, WarmReady
 
 
-def warm_up(engine: Any, conn: Connection, send: Callable[[Any], bool]) -> EngineExit | None:
-    """Prewarm `engine` on the trace's shapes, report it ready, wait for the cut over. Returns
-    the predecessor to continue from, or None when the dashboard shut the side engine down."""
+def warm_up(engine: Any, conn: Connection, send: Callable[[Any], bool],
+            output_length: int) -> EngineExit | None:
+    """Prewarm `engine` on the trace's shapes, each generating `output_length` tokens (the
+    trace's longest: a shorter prewarm leaves the longer caches' shapes to compile on a
+    request), report it ready, wait for the cut over. Returns the predecessor to continue
+    from, or None when the dashboard shut the side engine down."""
     shapes = len(engine.bucket_edges) or 1
     send(WarmProgress(f"prewarming {shapes} shape{'s' * (shapes != 1)}", shapes))
     started = time.perf_counter()
-    warmed = engine.prewarm()       # compiles: the serving engine keeps serving meanwhile
+    warmed = engine.prewarm(output_length)     # compiles: the serving engine keeps serving meanwhile
     send(WarmReady(warmed, time.perf_counter() - started))
     while True:
         try:
