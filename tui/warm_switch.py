@@ -48,8 +48,8 @@ def shapes_text(shapes: int) -> str:
 
 def warm_line(switch: WarmSwitch, view: LiveView | None, now_s: float) -> str:
     """ "warm switch to compile=default: prewarming 4 shapes beside c2, 35 s so far — serving
-    slowed 1.8× during the side compile (…)", then "… cut over: prewarmed 4 shapes in 41 s
-    beside c2; no request waited on its compile" """
+    slowed 1.8× by the side compile (…)", then "… cut over, no request waited — 41 s
+    prewarming 4 shapes beside c2; serving slowed …" """
     target = switch.target.label()
     if switch.cut_over_s is None:
         so_far = fmt_wait(max(now_s - switch.started_s, 0.0))
@@ -59,8 +59,8 @@ def warm_line(switch: WarmSwitch, view: LiveView | None, now_s: float) -> str:
                 f"{switch.serving_id}, {so_far} so far{tail}")
     took = fmt_wait(switch.seconds or 0.0)
     cost = f"; {switch.cost.text()}" if switch.cost else ""
-    return (f"warm switch to {target}: cut over — prewarmed {shapes_text(switch.shapes)} in "
-            f"{took} beside {switch.serving_id}, no request waited on its compile{cost}")
+    return (f"warm switch to {target}: cut over, no request waited — {took} prewarming "
+            f"{shapes_text(switch.shapes)} beside {switch.serving_id}{cost}")
 
 
 def wants_warm(requested: OptConfig, view: LiveView | None) -> bool:

@@ -23,7 +23,7 @@ def test_the_slowdown_is_the_median_tpot_during_over_before():
     assert cost is not None
     assert (cost.tpot_before_ms, cost.tpot_during_ms) == (40.0, 80.0)
     assert cost.slowdown == 2.0 and (cost.before, cost.during) == (3, 3)
-    assert "serving slowed 2.0× during the side compile" in cost.text()
+    assert "serving slowed 2.0× by the side compile (TPOT 40→80 ms)" in cost.text()
 
 
 def test_other_configs_stalled_requests_and_the_straddling_one_are_left_out():
