@@ -39,6 +39,7 @@ from probe.contract.protocol import (
     SnapshotFailed,
     SnapshotSaved,
 )
+from probe.contract.warm_protocol import CutOverDone, WarmFailed, WarmProgress, WarmReady
 from tui import derive
 from tui.doctor_screen import DoctorScreen
 from tui.engine_handle import EngineHandle
@@ -56,6 +57,7 @@ from tui.snapshot_files import snapshot_folder_problem, snapshot_paths, write_te
 from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
 from tui.reasons_screen import REASONS_KEY, ReasonsScreen
 from tui.snapshot_files import snapshot_paths, write_text_atomic
+from tui.warm_switch import SWITCH_KEY, WarmSwitch, WarmSwitchEvent, wants_warm, warm_line
 from tui.widgets.device import DevicePanel
 from tui.widgets.doctor_line import DoctorLine
 from tui.widgets.failures import FailuresPanel
@@ -66,8 +68,6 @@ from tui.widgets.recompiles import RecompilePanel
 from tui.widgets.segments import SegmentsPanel
 from tui.widgets.status_bar import StatusBar
 from tui.widgets.throughput import ThroughputPanel
-from tui.warm_switch import SWITCH_KEY, WarmSwitch, WarmSwitchEvent, wants_warm, warm_line
-from probe.contract.warm_protocol import CutOverDone, WarmFailed, WarmProgress, WarmReady
 
 POLL_S = 0.2
 SPEED_ECHO_S = 1.5      # a live view built before the engine took a new speed may still come

@@ -28,11 +28,11 @@ class WarmSwitch:
     seconds: float | None = None    # the side compile's wall time, once ready
     cost: SideCompileCost | None = None
 
-    def progressed(self, shapes: int) -> "WarmSwitch":
+    def progressed(self, shapes: int) -> WarmSwitch:
         return replace(self, shapes=shapes)
 
     def done(self, at_s: float, seconds: float, shapes: int,
-             view: LiveView | None) -> "WarmSwitch":
+             view: LiveView | None) -> WarmSwitch:
         return replace(self, cut_over_s=at_s, seconds=seconds, shapes=shapes,
                        cost=self.cost_in(view, at_s))
 

@@ -6,9 +6,9 @@ One definition, used by the dashboard's warm-switch line and its cut-over notice
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import median
-from typing import Iterable
 
 from probe.contract.records import RequestRecord
 

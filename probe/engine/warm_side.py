@@ -5,8 +5,9 @@ its shapes while the serving engine goes on, say when it is ready, and wait to b
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any
 
 from probe.contract import protocol
 from probe.contract.journal import EngineExit
