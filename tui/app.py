@@ -304,6 +304,9 @@ class InfertopApp(App[int]):
 
     def on_engine_restarted(self, _: EngineRestarted) -> None:
         self.engine_state, self.engine_note = "starting", ""
+        if self._warming():                 # a restart stops the side engine too
+            self._warm = None
+            self._show_switch()
         if self.speed is not None:
             self._send(SetSpeed(self.speed))
         if self.paused:
@@ -361,6 +364,10 @@ class InfertopApp(App[int]):
 
     def _send_options(self) -> None:
         self._apply_timer = None
+        if self._warming() and self.engine is not None:
+            self.engine.stop_side()         # asked for something else: that warm-up is moot
+            self._warm = None
+            self._show_switch()
         if self.switch_mode == "warm" and self.engine is not None and wants_warm(
                 self.requested, self.view) and self.engine_state == "live":
             self._start_warm_switch()
@@ -413,6 +420,9 @@ class InfertopApp(App[int]):
                 self._send(Pause())
             self.say(warm_line(self._warm, self.view, self._engine_now_s()))
         self._show_switch()
+
+    def _warming(self) -> bool:
+        return self._warm is not None and self._warm.cut_over_s is None
 
     def _show_switch(self) -> None:
         switch = self._warm

@@ -30,6 +30,7 @@ class EngineHandle(Protocol):
     def open_journal(self) -> str | None: ...  # make the journal before the app opens; why not
     def warm_switch(self, options: Any) -> None: ...  # a side engine on `options` prewarms
     def cut_over(self) -> None: ...       # stop the serving engine, the side one serves on
+    def stop_side(self) -> None: ...      # give up a warm switch's side engine
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class FakeEngine:
         self.restarts = 0
         self.warm_asks: list[Any] = []        # the options of every warm switch asked for
         self.cut_overs = 0
+        self.sides_stopped = 0
         self.stopped = False
         self.log_path: str | None = None
         self.log_problem: str | None = "a fake engine keeps no log"
@@ -117,6 +119,9 @@ class FakeEngine:
 
     def cut_over(self) -> None:
         self.cut_overs += 1
+
+    def stop_side(self) -> None:
+        self.sides_stopped += 1
 
     # -- scripting ---------------------------------------------------------------------------
     def emit(self, event: Any) -> None:

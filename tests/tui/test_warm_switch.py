@@ -73,3 +73,15 @@ async def test_a_failed_side_engine_is_said_and_the_serving_config_stays(make_ap
         await until(pilot, lambda: app.requested == app.view.options)
         await until(pilot, lambda: "prewarming" not in status(app))
     assert engine.cut_overs == 0
+
+
+async def test_asking_for_something_else_gives_up_the_side_engine(make_app, until):
+    engine = FakeEngine()
+    app = make_app(engine, at="baseline", apply_delay_s=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("S", "c")
+        await until(pilot, lambda: engine.warm_asks)
+        await pilot.press("c", "c", "c")                     # back to compile=off: eager
+        await until(pilot, lambda: engine.commands(SetOptions))
+        await until(pilot, lambda: "prewarming" not in status(app))
+    assert engine.sides_stopped >= 1 and engine.cut_overs == 0
