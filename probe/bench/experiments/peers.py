@@ -194,7 +194,7 @@ def build(paths: list[PathRun], roof_ms: dict[str, float], *, loads: list, model
     for p in ours + merged:
         roof = roof_ms.get(family(p.precision))
         median = p.spread.median
-        versus = precisions.get("fp32" if p.engine == INFERTOP else p.precision, {})
+        versus = precisions.get(family(p.precision), {})
         rows.append([p.engine, p.name, p.precision, p.config, p.error or fmt_spread(p.spread),
                      fmt_ms(p.p95_ms), fmt_ratio(median / roof if median and roof else None),
                      fmt_ratio(median / versus["peer_ms"]
