@@ -47,6 +47,8 @@ class Int8DynamicLinear(torch.nn.Module):
         # The int8 values, kept as `weight`: what the roofline counts a step reading, and what
         # T5's feed-forward looks at (an int8 weight: it leaves its input's dtype alone).
         self.weight = torch.nn.Parameter(qweight.int_repr(), requires_grad=False)
+        self.weight.int8_dynamic_key = self.key     # the roofline's matmul chain calls the op
+        self.weight.int8_scales = scales            # weight ≈ int8 values × their row's scale
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return int8_dynamic_linear(x, self.key, self.out_features)
