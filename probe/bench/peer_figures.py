@@ -3,8 +3,8 @@ passes, and what report.json keeps per precision (`experiments.peers.precisions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 INSTALL_HINT = "pip install 'infertop[peers]' (or: pip install ctranslate2)"
 

@@ -9,8 +9,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probe.bench.experiments.peers import build, chart, checks, not_installed_section, roofline_ms
-from probe.bench.peer_figures import INFERTOP, PEER, PathRun, agreement, family, precision_rows
+from probe.bench.experiments.peers import (
+    build,
+    chart,
+    checks,
+    measure,
+    not_installed_section,
+    roofline_ms,
+)
+from probe.bench.peer_figures import (
+    INFERTOP,
+    PEER,
+    PathRun,
+    agreement,
+    family,
+    precision_rows,
+)
 
 ROOF = {"fp32": 10.0, "int8": 3.0}
 
@@ -101,8 +115,7 @@ def test_peers_end_to_end_on_t5_tiny(tmp_path) -> None:
                      bucket_count=1, seed=0, e5_count=1)
     context = RunContext(model="t5-tiny", device="cpu", loaded=loaded, max_input=64, repeats=2)
     study = OpenLoopStudy(context, plan, {})
-    results, section = __import__("probe.bench.experiments.peers",
-                                  fromlist=["measure"]).measure(study)
+    results, section = measure(study)
     by_name = {p["name"]: p for p in results["paths"]}
     assert by_name["ctranslate2 float32"]["ms_per_token"]["n"] == 2
     # same weights, fp32: the peer's greedy tokens are the reference's

@@ -5,7 +5,7 @@ greedy, each request's output length forced — their passes alternated in one r
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 from probe.bench.experiments.base import (
     HF_EAGER,
@@ -119,7 +119,8 @@ def serve_alternating(context, plan, requests, name: str, precision: str, option
             import torch
             with torch.inference_mode():
                 for row, r in zip(rows, requests):
-                    ids, mask = pad_batch([row], len(row), 0, engine.device)
+                    ids, mask = pad_batch([row], len(row),
+                                          engine.loaded.model.config.pad_token_id, engine.device)
                     out = engine.switchboard.decoder(REFERENCE_OPTIONS)(ids, mask,
                                                                         r.output_length)
                     reference.append(tuple(out.tokens[0].tolist()))
