@@ -59,9 +59,14 @@ class PeerModel:
             prefix="infertop-peer-")
         root = Path(folder or self._temp.name)
         hf_dir, ct2_dir = root / "hf", root / "ct2"
-        model.save_pretrained(hf_dir, safe_serialization=True)
-        tokenizer.save_pretrained(hf_dir)
-        TransformersConverter(str(hf_dir)).convert(str(ct2_dir), force=True)
+        from transformers.utils import logging as hf_logging
+        hf_logging.disable_progress_bar()       # only infertop speaks on the terminal
+        try:
+            model.save_pretrained(hf_dir, safe_serialization=True)
+            tokenizer.save_pretrained(hf_dir)
+            TransformersConverter(str(hf_dir)).convert(str(ct2_dir), force=True)
+        finally:
+            hf_logging.enable_progress_bar()
         self.folder = ct2_dir
         vocabulary = json.loads((ct2_dir / "shared_vocabulary.json").read_text())
         self.tokens = list(vocabulary)
