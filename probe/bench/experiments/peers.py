@@ -220,8 +220,9 @@ def build(paths: list[PathRun], roof_ms: dict[str, float], *, loads: list, model
         "CTranslate2 runs the whole decode step in C++ over weights it laid out once at load "
         "(packed GEMM operands, int8 weights with per-row scales and int8 GEMMs on "
         "activations it quantizes per step); a PyTorch step, even compiled, calls the "
-        "library's kernels through its own dispatch and allocator per operation — see "
-        "docs/engine-vs-peer.md for the profiles of both.",
+        "library's kernels through its own dispatch and allocator per operation. On a CPU "
+        "infertop's quant=int8 is the same kind of int8 GEMM (docs/engine-vs-peer.md has the "
+        "levers tried and the step's profile).",
     ]
     notes = [f"{model}, {requests} requests of the replayed list, batch 1, greedy, each "
              f"request's output length forced (CTranslate2: min_decoding_length = "
