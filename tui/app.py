@@ -39,6 +39,7 @@ from probe.contract.protocol import (
     SnapshotFailed,
     SnapshotSaved,
 )
+from probe.contract.warm_protocol import CutOverDone, WarmFailed, WarmProgress, WarmReady
 from tui import derive
 from tui.doctor_screen import DoctorScreen
 from tui.engine_handle import EngineHandle
@@ -55,6 +56,7 @@ from tui.messages import (
 from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
 from tui.reasons_screen import REASONS_KEY, ReasonsScreen
 from tui.snapshot_files import snapshot_folder_problem, snapshot_paths, write_text_atomic
+from tui.warm_switch import SWITCH_KEY, WarmSwitch, WarmSwitchEvent, wants_warm, warm_line
 from tui.widgets.device import DevicePanel
 from tui.widgets.doctor_line import DoctorLine
 from tui.widgets.failures import FailuresPanel
@@ -112,6 +114,11 @@ class InfertopApp(App[int]):
         Binding(REASONS_KEY, "reasons", "reasons", show=False,
                 tooltip="Every compile event's guard failures and reasons in full (the feed "
                 "cuts them to a line)."),
+        Binding(SWITCH_KEY, "switch_mode", "warm/cold switch", show=False,
+                tooltip="Warm switch on/off. On: an option change that needs a compile is "
+                "compiled and prewarmed in a second engine beside the serving one, then the "
+                "session cuts over to it (no request waits on the compile). Off (the "
+                "default): the cold switch, requests wait on the compile."),
         Binding(GIVE_UP_KEY, "give_up_compile", "give up compile", show=False,
                 tooltip="Give up the running compile: the engine process restarts (a compile "
                 "cannot be stopped safely inside it) serving the previous config, and the "
@@ -127,6 +134,8 @@ class InfertopApp(App[int]):
     paused: reactive[bool] = reactive(False, init=False)
     engine_state: reactive[str] = reactive("starting", init=False)
     engine_note: reactive[str] = reactive("", init=False)
+    switch_mode: reactive[str] = reactive("cold", init=False)    # or "warm"
+    switch_note: reactive[str] = reactive("", init=False)        # the warm switch's line
 
     def __init__(self, engine: EngineHandle | None, *, initial: LiveView | None = None,
                  options: OptConfig, snapshot_dir: Path, speed: float | None,
@@ -145,6 +154,7 @@ class InfertopApp(App[int]):
         self._stopping = threading.Event()
         self.reader_stopped = threading.Event()
         self._notices_seen_s = float("-inf")
+        self._warm: WarmSwitch | None = None
         self.set_reactive(InfertopApp.view, initial)
         self.set_reactive(InfertopApp.requested, options)
         self.set_reactive(InfertopApp.speed, speed)
@@ -163,7 +173,7 @@ class InfertopApp(App[int]):
         app = InfertopApp
         yield StatusBar(clock=self._clock, id="status").data_bind(
             app.view, app.requested, app.options_sent_s, app.speed, app.paused,
-            app.engine_state, app.engine_note)
+            app.engine_state, app.engine_note, app.switch_note)
         with Vertical(id="body"):
             with Horizontal(id="top"):
                 yield LatencyPanel(id="latency").data_bind(app.view)
@@ -221,6 +231,12 @@ class InfertopApp(App[int]):
             self._restart.clear()
             down = self._restart_engine(engine)
         event = engine.poll(POLL_S)
+        if isinstance(event, WarmReady):    # cut over here: start/poll/restart never overlap
+            engine.cut_over()
+            event = CutOverDone(event.shapes, event.seconds)
+        if isinstance(event, (WarmProgress, WarmFailed, CutOverDone)):
+            self.post_message(WarmSwitchEvent(event))
+            return False if isinstance(event, CutOverDone) else down
         if event is None and not down and not engine.is_alive():
             event = engine.poll(0.0) or EngineFailed("the engine process exited")
         if event is None:
@@ -262,6 +278,7 @@ class InfertopApp(App[int]):
     def on_engine_live(self, message: EngineLive) -> None:
         previous, self.view = self.view, message.view
         self._view_at = self._clock()
+        self._show_switch()
         if previous is not None and message.view.t_s < previous.t_s:
             self._notices_seen_s = float("-inf")    # a fresh engine: a new session clock
             if self.options_sent_s != float("inf"):
@@ -286,6 +303,9 @@ class InfertopApp(App[int]):
 
     def on_engine_restarted(self, _: EngineRestarted) -> None:
         self.engine_state, self.engine_note = "starting", ""
+        if self._warming():                 # a restart stops the side engine too
+            self._warm = None
+            self._show_switch()
         if self.speed is not None:
             self._send(SetSpeed(self.speed))
         if self.paused:
@@ -328,6 +348,9 @@ class InfertopApp(App[int]):
         if self._read_only_says_so():
             return
         self.requested = self.requested.cycled(key)
+        if self._warm is not None and self._warm.cut_over_s is not None:
+            self._warm = None               # the last warm switch's line gives way
+            self._show_switch()
         if self._apply_timer is not None:
             self._apply_timer.stop()
             self._apply_timer = None
@@ -340,8 +363,75 @@ class InfertopApp(App[int]):
 
     def _send_options(self) -> None:
         self._apply_timer = None
+        if self._warming() and self.engine is not None:
+            self.engine.stop_side()         # asked for something else: that warm-up is moot
+            self._warm = None
+            self._show_switch()
+        if self.switch_mode == "warm" and self.engine is not None and wants_warm(
+                self.requested, self.view) and self.engine_state == "live":
+            self._start_warm_switch()
+            return
         self.options_sent_s = self._engine_now_s()
         self._send(SetOptions(self.requested))
+
+    # -- the warm switch ---------------------------------------------------------------------
+    def action_switch_mode(self) -> None:
+        if self._read_only_says_so():
+            return
+        self.switch_mode = "cold" if self.switch_mode == "warm" else "warm"
+        if self.switch_mode == "warm":
+            self.say(f"warm switch: an option change that compiles is prewarmed beside the "
+                     f"serving config, then cut over ({SWITCH_KEY}: back to the cold switch)")
+        else:
+            self.say("cold switch: requests wait on a new config's compile (today's "
+                     f"behaviour; {SWITCH_KEY}: warm switch)")
+        self._show_switch()
+
+    def _start_warm_switch(self) -> None:
+        assert self.engine is not None and self.view is not None
+        self._warm = WarmSwitch(self.requested, self.view.config_id, self._engine_now_s())
+        self.options_sent_s = self._engine_now_s()  # pending (asked) until the cut over
+        self.engine.warm_switch(self.requested)
+        self._show_switch()
+        self.say(f"warm switch to {self.requested.label()}: a second engine compiles it beside "
+                 f"{self.view.config_id}, which serves until it is ready")
+
+    def on_warm_switch_event(self, message: WarmSwitchEvent) -> None:
+        event, switch = message.event, self._warm
+        if switch is None:
+            return
+        if isinstance(event, WarmProgress):
+            self._warm = switch.progressed(event.shapes)
+        elif isinstance(event, WarmFailed):
+            self._warm = None
+            if self.view is not None:
+                self.requested = self.view.options
+            self.say(f"warm switch to {switch.target.label()} failed: {event.error}; "
+                     f"{switch.serving_id} serves on", severity="error")
+        elif isinstance(event, CutOverDone):
+            self._warm = switch.done(self._engine_now_s(), event.seconds, event.shapes,
+                                     self.view)
+            self.options_sent_s = None      # the side engine started with these options
+            self.engine_state, self.engine_note = "starting", ""
+            if self.speed is not None:
+                self._send(SetSpeed(self.speed))
+            if self.paused:
+                self._send(Pause())
+            self.say(warm_line(self._warm, self.view, self._engine_now_s()))
+        self._show_switch()
+
+    def _warming(self) -> bool:
+        return self._warm is not None and self._warm.cut_over_s is None
+
+    def _show_switch(self) -> None:
+        switch = self._warm
+        if switch is not None:
+            self.switch_note = warm_line(switch, self.view, self._engine_now_s())
+        elif self.switch_mode == "warm":
+            self.switch_note = (f"warm switch on: a config that compiles is prewarmed beside "
+                                f"the serving one, then cut over — {SWITCH_KEY}: cold switch")
+        else:
+            self.switch_note = ""
 
     def _engine_now_s(self) -> float:
         """The engine's session clock now, from the latest live view and the time since."""

@@ -28,6 +28,9 @@ class EngineHandle(Protocol):
                                                     # its journal); OSError/ConfigError
     def journal_promise(self) -> Any: ...  # a JournalPromise: what `s` can save, engine down
     def open_journal(self) -> str | None: ...  # make the journal before the app opens; why not
+    def warm_switch(self, options: Any) -> None: ...  # a side engine on `options` prewarms
+    def cut_over(self) -> None: ...       # stop the serving engine, the side one serves on
+    def stop_side(self) -> None: ...      # give up a warm switch's side engine
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,9 @@ class FakeEngine:
         self.alive = False
         self.starts = 0
         self.restarts = 0
+        self.warm_asks: list[Any] = []        # the options of every warm switch asked for
+        self.cut_overs = 0
+        self.sides_stopped = 0
         self.stopped = False
         self.log_path: str | None = None
         self.log_problem: str | None = "a fake engine keeps no log"
@@ -107,6 +113,15 @@ class FakeEngine:
         from probe.contract.journal_promise import journal_promise
         return journal_promise(self.journal_path,
                                self.journal_problem or "a fake engine keeps no journal")
+
+    def warm_switch(self, options: Any) -> None:
+        self.warm_asks.append(options)
+
+    def cut_over(self) -> None:
+        self.cut_overs += 1
+
+    def stop_side(self) -> None:
+        self.sides_stopped += 1
 
     # -- scripting ---------------------------------------------------------------------------
     def emit(self, event: Any) -> None:

@@ -29,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="requests per run (default: 40, or 3 with --quick)")
     bench.add_argument("--out", required=True, metavar="DIR")
     bench.add_argument("--experiments", default=None, metavar="E1,E4",
-                       help="a subset of E1..E8, roofline, observer (default: all)")
+                       help="a subset of E1..E8, roofline, observer, capacity, peers (default: "
+                            "all but capacity, which needs --slo, and peers, which needs "
+                            "CTranslate2)")
     bench.add_argument("--quick", action="store_true",
                        help="minutes, not hours: t5-tiny, 3 requests, 2 repeats, 2 buckets, "
                             "compile=default only in E1 on a CPU")

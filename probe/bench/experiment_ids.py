@@ -6,9 +6,10 @@ from __future__ import annotations
 from probe.contract.errors import ConfigError
 
 EXPERIMENT_IDS = ("E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8", "roofline", "observer",
-                  "capacity")
-# Asked for by name only: capacity at the SLO needs --slo, and runs a search per config.
-OPT_IN = ("capacity",)
+                  "capacity", "peers")
+# Asked for by name only: capacity at the SLO needs --slo and runs a search per config; peers
+# needs an optional extra (CTranslate2) and serves a second engine.
+OPT_IN = ("capacity", "peers")
 DEFAULT_EXPERIMENTS = tuple(name for name in EXPERIMENT_IDS if name not in OPT_IN)
 
 
@@ -28,5 +29,5 @@ def select_experiments(text: str | None) -> tuple[str, ...]:
         wanted.add(lookup[part.lower()])
     if not wanted:
         raise ConfigError(f"--experiments {text!r}: nothing to run; choose from "
-                          f"{', '.join(EXPERIMENT_IDS)} (or leave it out for all but capacity)")
+                          f"{', '.join(EXPERIMENT_IDS)} (or leave it out for all but capacity and peers)")
     return tuple(n for n in EXPERIMENT_IDS if n in wanted)

@@ -106,7 +106,7 @@ def plan_tasks(cells: list[BenchSettings], studies: list[Study]) -> list[BenchTa
     measured_models: set[str] = set()
     for index, (cell, study) in enumerate(zip(cells, studies)):
         make = _task_maker(index, cell, study, matrix=len(cells) > 1)
-        if "roofline" in cell.experiments and cell.model not in measured_models:
+        if {"roofline", "peers"} & set(cell.experiments) and cell.model not in measured_models:
             measured_models.add(cell.model)
             tasks.append(make("machine", "roofline · bandwidth and GEMM throughput",
                               MACHINE_ESTIMATE_S, MachineWork(), shared=True))

@@ -130,6 +130,8 @@ def render_section(section: dict) -> list[str]:
     out.append("")
     out += [f"- {line}" for line in section.get("root_cause") or ["not derived: no data"]]
     out.append("")
+    if section.get("chart"):
+        out += ["```", *section["chart"], "```", ""]
     for extra in section.get("extra_tables", []):
         if extra.get("rows"):
             out += [f"*{extra['title']}*", "", table(extra["columns"], extra["rows"]), ""]

@@ -45,7 +45,7 @@ def run_bench(args: argparse.Namespace) -> int:
     out = settings.out
     out.mkdir(parents=True, exist_ok=True)      # only now: the model and trace are good
     environment = bench_environment(device)
-    if "roofline" in settings.experiments:
+    if {"roofline", "peers"} & set(settings.experiments):
         print("measuring memory bandwidth and GEMM throughput for the roofline…", file=sys.stderr)
         environment["roofline"] = measure_machine(loaded, device)
     torch_trace = TorchTrace(out / "torch_trace") if settings.torch_trace else None

@@ -66,9 +66,12 @@ OPTIONS: tuple[Option, ...] = (
            "model and cache dtype (variants are derived from an fp32 master copy)",
            "probe/engine/switchboard.py: Switchboard._model"),
     Option("quant", ("off", "int8", "int4"), "i", "quant",
-           "Weight-only quantization (torchao)",
-           "weight-only int8 or int4 through torchao; where it cannot run the engine says why "
-           "and serves with quant off", "probe/engine/switchboard.py: quantize"),
+           "int8 (CPU: int8 GEMM) or int4 weight-only quantization",
+           "int8: on a CPU, int8 weights and activations quantized per call through the CPU's "
+           "int8 GEMM (torch's x86/fbgemm kernel, wrapped as a custom op so it compiles); "
+           "elsewhere torchao's weight-only int8. int4: torchao's weight-only. Where it cannot "
+           "run the engine says why and serves with quant off",
+           "probe/engine/switchboard.py: quantize"),
     Option("prewarm", ("off", "on"), "w", "warm",
            "Compile the bucket shapes before serving",
            "compile every bucket shape before serving, so no request waits on a compile",

@@ -156,6 +156,17 @@ def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None
         traceback.print_exc()
         send(protocol.EngineFailed(f"the engine could not start: {type(exc).__name__}: {exc}"))
         return
+    if config.warm_side:    # a warm switch's side engine: prewarm, then wait to be cut over
+        from probe.engine.warm_side import warm_up
+        longest = max(workload.trace.output_lengths(), default=2)
+        predecessor = warm_up(engine, conn, send, min(max(longest, 2), settings.max_new_tokens))
+        if predecessor is None:
+            engine.close()
+            return
+        config = replace(config, predecessor=predecessor, warm_side=False)
+        earlier, unreadable = _earlier_session(config)
+        if earlier is not None:     # the session's clock, shared with the compile probe
+            engine.clock.start = earlier.clock().start
     writer = None
     if unreadable:
         engine.notify("error", unreadable)

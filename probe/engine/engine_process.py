@@ -22,8 +22,9 @@ from probe.contract.engine_inputs import check_engine_inputs
 from probe.contract.errors import ConfigError
 from probe.contract.journal import EngineExit, save_from_journal
 from probe.contract.journal_promise import JOURNAL_STOPPED, JournalPromise, journal_promise
-from probe.contract.options import parse_opts
+from probe.contract.options import OptConfig, parse_opts
 from probe.contract.ports import check_port_free
+from probe.contract.warm_protocol import CutOver, WarmFailed, WarmProgress, WarmReady
 from probe.engine.engine_child import engine_main
 from probe.engine.process_config import EngineProcessConfig
 from probe.engine.state_files import new_journal, new_log
@@ -117,6 +118,7 @@ class EngineClient:
         self.journal_path: str | None = None      # this session's journal (all its engines)
         self.journal_problem: str | None = None   # why there is none
         self._journal_stopped: str | None = None  # the engine's notice that a write failed
+        self._side: tuple | None = None           # a warm switch's side engine, while it warms
 
     def start(self) -> None:
         self._spawn(predecessor=None)
@@ -149,15 +151,21 @@ class EngineClient:
         except OSError as exc:  # no log is no reason not to serve
             self.log_path, self.log_problem = None, f"no engine log: {exc}"
         self.open_journal()
+        self._process, self._conn, self._outbox = self._launch(
+            self._options, predecessor, self.log_path or "", warm_side=False)
+        self._failure_reported, self._ended = False, None
+
+    def _launch(self, options: OptConfig, predecessor: EngineExit | None, log_path: str, *,
+                warm_side: bool) -> tuple[mp.process.BaseProcess, Connection, _Outbox]:
         context = mp.get_context("spawn")
         parent, child = context.Pipe()
         # The spawn arguments are written into a pipe (64 KiB) before the child runs any of
         # our code; a child that never gets that far never reads them, and a larger write
         # blocked here — on "starting the engine…", deaf to ctrl+q. So they stay small, and
         # the workload (a whole trace: 100 KB to megabytes) follows through the outbox.
-        arguments = replace(self.config, workload=None, options=self._options, speed=self._speed,
-                            log_path=self.log_path or "", journal_path=self.journal_path or "",
-                            predecessor=predecessor)
+        arguments = replace(self.config, workload=None, options=options, speed=self._speed,
+                            log_path=log_path, journal_path=self.journal_path or "",
+                            predecessor=predecessor, warm_side=warm_side)
         process = context.Process(target=self._target, args=(arguments, child),
                                   name="infertop-engine", daemon=True)
         # A running Textual app replaces sys.stdout/stderr with objects that have no file
@@ -173,10 +181,62 @@ class EngineClient:
         finally:
             sys.stdout, sys.stderr = streams
             child.close()
-        self._outbox = _Outbox(parent)
-        self._outbox.put(protocol.Workload(self.config.workload))
-        self._process, self._conn = process, parent
+        outbox = _Outbox(parent)
+        outbox.put(protocol.Workload(self.config.workload))
+        return process, parent, outbox
+
+    # -- the warm switch ---------------------------------------------------------------------
+    def warm_switch(self, options: OptConfig) -> None:
+        """Start a side engine on `options` that compiles and prewarms beside this one; its
+        WarmProgress/WarmReady/WarmFailed come through `poll`. A side engine already warming
+        is stopped first (the newest ask wins)."""
+        self.stop_side()
+        try:
+            log_path = new_log()
+        except OSError:
+            log_path = ""
+        self._side = (*self._launch(options, None, log_path, warm_side=True), options, log_path)
+
+    def cut_over(self) -> None:
+        """Stop the serving engine and make the warmed side engine serve, continuing the
+        session from the journal (as a restart does)."""
+        side = self._side
+        if side is None:
+            return
+        self._side = None
+        ended = self._ended
+        self.stop()
+        process, conn, outbox, options, log_path = side
+        self._process, self._conn, self._outbox = process, conn, outbox
+        self._options, self.log_path = options, log_path or None
         self._failure_reported, self._ended = False, None
+        outbox.put(CutOver(ended or EngineExit(time.time(), None, "cut over to a warm config")))
+
+    def stop_side(self) -> None:
+        side, self._side = self._side, None
+        if side is not None:
+            _stop_process(*side[:3])
+
+    def _poll_side(self):
+        side = self._side
+        if side is None:
+            return None
+        process, conn = side[0], side[1]
+        try:
+            if conn.poll(0):
+                event = conn.recv()
+                if isinstance(event, (WarmProgress, WarmReady, WarmFailed)):
+                    return event
+                if isinstance(event, protocol.EngineFailed):
+                    self.stop_side()
+                    return WarmFailed(event.error)
+                return None     # its Loading lines: the serving engine's status stays
+        except (EOFError, OSError):
+            pass
+        if not process.is_alive():
+            self._side = None
+            return WarmFailed(f"the side engine exited (code {process.exitcode})")
+        return None
 
     def send(self, command) -> None:
         if isinstance(command, protocol.SetOptions):
@@ -188,6 +248,9 @@ class EngineClient:
             outbox.put(command)
 
     def poll(self, timeout: float):
+        side_event = self._poll_side()
+        if side_event is not None:
+            return side_event
         conn = self._conn
         if conn is None:
             return None
@@ -229,17 +292,24 @@ class EngineClient:
 
     def stop(self) -> None:
         """Shutdown, STOP_WAIT_S for the engine to end, then kill it: never an unbounded wait."""
+        self.stop_side()
         process, conn, outbox = self._process, self._conn, self._outbox
         if process is None:
             return
         self._process, self._conn, self._outbox = None, None, None
-        if outbox is not None:
-            outbox.put(protocol.Shutdown())
-        process.join(timeout=STOP_WAIT_S)
-        if process.is_alive():
-            process.kill()
-            process.join(timeout=KILL_WAIT_S)
-        # The engine is gone, so a send in progress fails at once; close the connection only
-        # after the outbox let go of it (a closed descriptor's number may be reused).
-        if outbox is None or outbox.close(timeout=KILL_WAIT_S):
-            conn.close()
+        _stop_process(process, conn, outbox)
+
+
+def _stop_process(process: mp.process.BaseProcess, conn: Connection,
+                  outbox: _Outbox | None) -> None:
+    """Shutdown, STOP_WAIT_S for the engine to end, then kill it: never an unbounded wait."""
+    if outbox is not None:
+        outbox.put(protocol.Shutdown())
+    process.join(timeout=STOP_WAIT_S)
+    if process.is_alive():
+        process.kill()
+        process.join(timeout=KILL_WAIT_S)
+    # The engine is gone, so a send in progress fails at once; close the connection only
+    # after the outbox let go of it (a closed descriptor's number may be reused).
+    if outbox is None or outbox.close(timeout=KILL_WAIT_S):
+        conn.close()

@@ -23,9 +23,10 @@ def step_matrices(model: torch.nn.Module) -> list[torch.Tensor]:
     """The weights a cached decode step multiplies by, in the order it does: each decoder
     linear except the cross-attention k/v projections (applied once per request), then
     lm_head. The same selection as `roofline.decode_step_bytes` (one predicate for both)."""
+    from probe.engine.int8_dynamic import Int8DynamicLinear
     matrices = []
     for name, module in model.get_decoder().named_modules():
-        if not isinstance(module, torch.nn.Linear):
+        if not isinstance(module, (torch.nn.Linear, Int8DynamicLinear)):
             continue
         if is_cached_cross_projection(name):
             continue
@@ -36,6 +37,10 @@ def step_matrices(model: torch.nn.Module) -> list[torch.Tensor]:
 
 def _gemv(weight: torch.Tensor, dtype: torch.dtype) -> Callable[[torch.Tensor], torch.Tensor]:
     """x (1 × K) → x @ weightᵀ through the kernel the engine's step uses for this weight."""
+    key = getattr(weight, "int8_dynamic_key", None)
+    if key is not None:      # quant=int8 on a CPU: the int8 GEMM, activations quantized per call
+        from probe.engine.int8_dynamic import int8_dynamic_linear
+        return lambda x: int8_dynamic_linear(x, key, weight.shape[0])
     qdata = getattr(weight, "qdata", None)
     if qdata is None:
         plain = weight.detach()

@@ -87,8 +87,8 @@ def decode_step_bytes(model: torch.nn.Module, *, kv_cache: bool = True) -> StepB
 
 
 def precision_copies(model: torch.nn.Module) -> dict[str, torch.nn.Module | str]:
-    """The model in fp32, bf16, and int8 weight-only (on the bf16 model, as the engine serves
-    it), bf16 and int8 as converted copies; a precision that cannot be built here gets its
+    """The model in fp32, bf16, and int8 (on the bf16 model, the engine's int8: on a CPU int8
+    weights for its int8 GEMM), bf16 and int8 as converted copies; a precision that cannot be built here gets its
     reason instead."""
     import copy
 

@@ -44,18 +44,26 @@ def _torchao_config(quant: str, device: torch.device):
 
 
 def quantize(model: torch.nn.Module, quant: str) -> str | None:
-    """Weight-only int8 or int4 through torchao, trying one forward pass; returns why it could
-    not (the model is then unusable: the caller builds a fresh copy), or None when it did."""
+    """int8: on a CPU, int8 weights with activations quantized per call through the CPU's int8
+    GEMM (probe/engine/int8_dynamic.py: torchao's weight-only int8 kernel measured 7× slower
+    than fp32 per matmul there); elsewhere torchao's weight-only int8. int4: torchao's
+    weight-only. Tries one forward pass; returns why it could not (the model is then unusable:
+    the caller builds a fresh copy), or None when it did."""
+    device = next(model.parameters()).device
+    kind = "dynamic" if quant == "int8" and device.type == "cpu" else "weight-only"
     try:
         from torchao.quantization import quantize_
-        device = next(model.parameters()).device
-        quantize_(model, _torchao_config(quant, device))
+        if kind == "dynamic":
+            from probe.engine.int8_dynamic import quantize_dynamic_int8
+            quantize_dynamic_int8(model)
+        else:
+            quantize_(model, _torchao_config(quant, device))
         probe_ids = torch.ones((1, 2), dtype=torch.long, device=device)
         with torch.inference_mode():    # some layouts fail only when their kernel runs
             model(input_ids=probe_ids, decoder_input_ids=probe_ids[:, :1])
     except Exception as exc:  # any failure means "not here", never a crash
         reason = " ".join(str(exc).split())[:200]
-        return (f"{quant} weight-only quantization is not available here "
+        return (f"{quant} {kind} quantization is not available here "
                 f"({type(exc).__name__}: {reason})")
     return None
 

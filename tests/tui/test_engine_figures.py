@@ -13,8 +13,8 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from probe.contract.drift import DriftStats
 from probe.contract.break_even_live import eager_twin
+from probe.contract.drift import DriftStats
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileInProgress
 from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS

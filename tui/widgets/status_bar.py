@@ -179,6 +179,7 @@ class StatusBar(Static):
     paused: reactive[bool] = reactive(False)
     engine_state: reactive[str] = reactive("starting")
     engine_note: reactive[str] = reactive("")
+    switch_note: reactive[str] = reactive("")     # the warm switch's line (tui/warm_switch.py)
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic,
                  id: str | None = None) -> None:
@@ -217,6 +218,11 @@ class StatusBar(Static):
                  if self.engine_state == "live" else None)
         if waits is not None:
             line = Text(f"→ {waits}", style="yellow", no_wrap=True, overflow="ellipsis")
+            line.truncate(width, overflow="ellipsis")
+            lines.append(line)
+        if self.switch_note:
+            line = Text(f"⇄ {self.switch_note}", style="cyan", no_wrap=True,
+                        overflow="ellipsis")
             line.truncate(width, overflow="ellipsis")
             lines.append(line)
         if len(lines) != self._lines:   # the bar's height is auto: one more line, a relayout

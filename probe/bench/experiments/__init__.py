@@ -1,6 +1,6 @@
 """The study's experiments, one module each, in study order. E1–E6, roofline and observer are
 served back to back (shared runs run once); E7 and E8 replay open loop with engines of their
-own, after them."""
+own, after them; so does peers (CTranslate2 alongside infertop's paths)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from probe.bench.experiments import (
     e7_batching,
     e8_kv_layout,
     observer,
+    peers,
     roofline,
 )
 from probe.bench.experiments.base import Experiment, OpenLoopExperiment
@@ -26,7 +27,7 @@ EXPERIMENTS: dict[str, Experiment | OpenLoopExperiment] = {
     module.EXPERIMENT.template.id: module.EXPERIMENT
     for module in (e1_compile_modes, e2_graph_breaks, e3_dynamic_shapes, e4_bucketing,
                    e5_kv_cache, e6_combined, e7_batching, e8_kv_layout, roofline, observer,
-                   capacity)}
+                   capacity, peers)}
 assert tuple(EXPERIMENTS) == EXPERIMENT_IDS, "experiment_ids.py lists the experiments in study order"
 ALL_EXPERIMENTS = DEFAULT_EXPERIMENTS
 

@@ -19,7 +19,7 @@ from probe.contract.units import NO_DATA, fmt_ms, fmt_num, fmt_s
 # Every compiled run uses these unless the experiment varies them: decode fullgraph, the
 # planner's buckets, KV cache on, fp32, dynamic shapes off.
 REFERENCE = OptConfig(compile="default", decode="fullgraph", bucketing="on")
-# int8 weight-only as the engine serves it: torchao's int8 weights on the bf16 model.
+# int8 as the engine serves it on the bf16 model (on a CPU: int8 GEMMs, dynamic activations).
 REFERENCE_BF16 = REFERENCE.with_option("precision", "bf16")
 REFERENCE_INT8 = REFERENCE_BF16.with_option("quant", "int8")
 # The per-step overhead levers together, the library's matmuls kept: kernels launched from C++,

@@ -167,9 +167,10 @@ def _causes(results: Results) -> list[str]:
         if notes:
             cause.append("+int8: " + notes[0])
         else:
-            cause.append(f"+int8 (torchao weight-only) stores weights in "
-                         f"{fmt_bytes(int8.weight_bytes)}; the matmuls dequantize on the "
-                         "fly, which only pays off when bytes, not operations, bound the step.")
+            cause.append(f"+int8 stores weights in {fmt_bytes(int8.weight_bytes)}; on a CPU "
+                         "its matmuls are int8 GEMMs on activations quantized per call "
+                         "(elsewhere torchao's weight-only kernel dequantizes on the fly), "
+                         "which pays off when bytes, not operations, bound the step.")
     return cause
 
 

@@ -1,0 +1,271 @@
+"""Peers: infertop's decode paths against CTranslate2, the T5 runtime a user would pick instead,
+on the model's own weights (through CTranslate2's converter) and the same requests — batch 1,
+greedy, each request's output length forced — their passes alternated in one run."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from probe.bench.experiments.base import (
+    HF_EAGER,
+    LEAN_STEP,
+    REFERENCE,
+    OpenLoopExperiment,
+    Template,
+    settings_text,
+    with_settings,
+)
+from probe.bench.openloop import OpenLoopStudy
+from probe.bench.peer_figures import (
+    INFERTOP,
+    PEER,
+    PathRun,
+    agreement,
+    family,
+    merge_peer,
+    precision_rows,
+)
+from probe.bench.spread import fmt_spread
+from probe.contract.drift import RANDOM_WEIGHTS_CAVEAT
+from probe.contract.options import OptConfig
+from probe.contract.units import NO_DATA, fmt_fraction, fmt_ms, fmt_ratio
+
+TEMPLATE = Template(
+    "peers", "Against CTranslate2",
+    hypothesis="A compiled PyTorch decode step can serve T5 at batch 1 as fast as CTranslate2, "
+               "the runtime built for it, in each precision both offer.",
+    variable="engine and path: infertop's HF eager, compiled fullgraph and best configs; "
+             "CTranslate2 in every compute type it offers on this machine",
+    control="CTranslate2 on the same converted weights and requests, its passes alternated "
+            "with infertop's",
+    expected="infertop's best step at or below the peer's ms/token in fp32 and int8, within "
+             "1.3× of the fp32 roofline; tokens equal to the fp32 reference in fp32.")
+PEER_REQUESTS, QUICK_PEER_REQUESTS = 8, 3
+# The int8 path as the engine serves it (quant=int8 and its default kernel), lean step on top.
+BEST_INT8 = with_settings(REFERENCE.with_option("quant", "int8"), LEAN_STEP)
+PATHS: tuple[tuple[str, str, OptConfig], ...] = (
+    ("hf eager", "fp32", HF_EAGER),
+    ("compiled fullgraph", "fp32", REFERENCE),
+    ("best fp32", "fp32", with_settings(REFERENCE, LEAN_STEP)),
+    ("best int8", "int8", BEST_INT8),
+)
+
+
+def not_installed_section() -> dict:
+    from probe.engine.peer_ctranslate2 import INSTALL_HINT
+    return TEMPLATE.section(table={"columns": [], "rows": []},
+                            observed=[f"CTranslate2 is not installed: {INSTALL_HINT}"],
+                            root_cause=[], precisions={}, skipped=INSTALL_HINT)
+
+
+def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
+    from probe.engine.peer_ctranslate2 import (
+        PRECISION_NAMES,
+        PeerModel,
+        ctranslate2_available,
+        supported_compute_types,
+    )
+    if not ctranslate2_available():
+        section = not_installed_section()
+        return {"skipped": section["skipped"]}, section
+    import torch
+    context, plan = study.context, study.plan
+    requests = plan.requests[:QUICK_PEER_REQUESTS if plan.quick else PEER_REQUESTS]
+    compute_types = supported_compute_types("cpu")
+    study.message(f"peers: converting {plan.model} for CTranslate2 "
+                  f"({', '.join(compute_types)})")
+    loaded: Any = context.loaded     # probe.engine.models.LoadedModel
+    peer = PeerModel(loaded.model, loaded.tokenizer,
+                     threads=torch.get_num_threads())
+    paths: list[PathRun] = []
+    loads: list[list[float]] = []
+    try:
+        reference: list[tuple[int, ...]] = []
+        for name, precision, options in PATHS:
+            study.message(f"peers: {name} ({options.label()}) alternated with CTranslate2")
+            paths += serve_alternating(context, plan, requests, name, precision, options, peer,
+                                       {PRECISION_NAMES.get(t, t): t for t in compute_types},
+                                       reference, loads)
+    finally:
+        peer.close()
+    roof = study.environment.get("roofline") or {}
+    section = build(paths, roofline_ms(roof), loads=loads, model=plan.model,
+                    requests=len(requests), repeats=context.repeats)
+    return {"paths": [p.as_dict() for p in paths], "precisions": section["precisions"]}, section
+
+
+def serve_alternating(context, plan, requests, name: str, precision: str, options: OptConfig,
+                      peer, compute_types: dict[str, str], reference: list, loads: list
+                      ) -> list[PathRun]:
+    """One infertop path on a fresh engine (it starts cold: a warm-up pass first), then its
+    warm passes alternated with one pass of the peer in each compute type (A B C … C B A)."""
+    import os
+
+    from probe.bench.runs import make_engine, serve_pass
+    from probe.engine.engine import REFERENCE_OPTIONS
+    from probe.engine.requests import EngineRequest, pad_batch
+    spec = dataclasses.replace(plan.spec(options), requests=tuple(requests))
+    context = dataclasses.replace(context, keep_tokens=True)
+    engine = make_engine(context, options, bucket_edges=spec.edges,
+                         max_new_tokens=spec.max_new_tokens)
+    try:
+        if engine.options != options:
+            return [PathRun(name, INFERTOP, precision, options.label(),
+                            error="served as " + engine.options.label())]
+        # pass 0 for every pass: the same input ids each time, for every path and the peer
+        rows = [engine.row_for(EngineRequest(r.id, i, r.input_length, r.output_length, 0.0,
+                                             text=r.text)) for i, r in enumerate(requests)]
+        if not reference:
+            import torch
+            with torch.inference_mode():
+                for row, r in zip(rows, requests):
+                    ids, mask = pad_batch([row], len(row),
+                                          engine.loaded.model.config.pad_token_id, engine.device)
+                    out = engine.switchboard.decoder(REFERENCE_OPTIONS)(ids, mask,
+                                                                        r.output_length)
+                    reference.append(tuple(out.tokens[0].tolist()))
+        serve_pass(engine, spec, 0, "warm-up", lambda *a: None)
+        for compute_type in compute_types.values():          # the peer's warm-up
+            for row, r in zip(rows, requests):
+                peer.generate(compute_type, row, r.output_length)
+        ours: list = []
+        theirs: dict[str, list] = {p: [] for p in compute_types}
+        players: list[tuple[str, Callable]] = [("", lambda: serve_pass(
+            engine, spec, 0, "warm", lambda *a: None).records)]
+        players += [(p, _peer_pass(peer, t, rows, requests)) for p, t in compute_types.items()]
+        for i in range(context.repeats):
+            loads.append(list(os.getloadavg()))
+            for who, play in (players if i % 2 == 0 else list(reversed(players))):
+                (theirs[who] if who else ours).append(play())
+    finally:
+        engine.close()
+    runs = [_infertop_run(name, precision, options, ours, reference)]
+    runs += [_peer_run(p, t, passes, reference, name)
+             for (p, t), passes in zip(compute_types.items(), theirs.values())]
+    return runs
+
+
+def _peer_pass(peer, compute_type: str, rows, requests) -> Callable[[], list]:
+    return lambda: [peer.generate(compute_type, row, r.output_length)
+                    for row, r in zip(rows, requests)]
+
+
+def _infertop_run(name, precision, options, passes, reference) -> PathRun:
+    import statistics
+    per_pass = [[r.tpot_ms for r in records if r.ok and r.tpot_ms is not None]
+                for records in passes]
+    tokens = [tuple(r.tokens or ()) for r in passes[0]] if passes else []
+    share, exact = agreement(tokens, reference)
+    failed = next((r.error for records in passes for r in records if not r.ok), None)
+    return PathRun(name, INFERTOP, precision, options.label(),
+                   tuple(statistics.median(v) for v in per_pass if v),
+                   tuple(v for p in per_pass for v in p), share, exact, error=failed)
+
+
+def _peer_run(precision, compute_type, passes, reference, alongside: str) -> PathRun:
+    import statistics
+    per_pass = [[r.tpot_ms for r in results if r.tpot_ms is not None] for results in passes]
+    share, exact = agreement([r.tokens for r in passes[0]] if passes else [], reference)
+    return PathRun(f"ctranslate2 {compute_type}", PEER, precision, compute_type,
+                   tuple(statistics.median(v) for v in per_pass if v),
+                   tuple(v for p in per_pass for v in p), share, exact, alongside)
+
+
+def roofline_ms(roof: dict) -> dict[str, float]:
+    """ms per token at the measured bandwidth, per precision (bytes ÷ bandwidth)."""
+    bandwidth = (roof.get("bandwidth") or {}).get("gemv_read_gb_s")
+    by_precision = roof.get("step_bytes_by_precision") or {}
+    if not bandwidth:
+        return {}
+    return {p: b / (bandwidth * 1e9) * 1e3 for p, b in by_precision.items()
+            if isinstance(b, int)}
+
+
+def build(paths: list[PathRun], roof_ms: dict[str, float], *, loads: list, model: str,
+          requests: int, repeats: int) -> dict:
+    """Pure: the section from the alternated runs (synthetic ones in the tests)."""
+    ours = [p for p in paths if p.engine == INFERTOP]
+    peers: dict[str, list[PathRun]] = {}
+    for p in paths:
+        if p.engine == PEER:
+            peers.setdefault(p.precision, []).append(p)
+    merged = [merge_peer(runs) for runs in peers.values()]
+    precisions = precision_rows(paths, roof_ms)
+    rows = []
+    for p in ours + merged:
+        roof = roof_ms.get(family(p.precision))
+        median = p.spread.median
+        versus = precisions.get(family(p.precision), {})
+        rows.append([p.engine, p.name, p.precision, p.config, p.error or fmt_spread(p.spread),
+                     fmt_ms(p.p95_ms), fmt_ratio(median / roof if median and roof else None),
+                     fmt_ratio(median / versus["peer_ms"]
+                               if p.engine == INFERTOP and median and versus.get("peer_ms")
+                               else None),
+                     fmt_fraction(p.agreement) if p.agreement is not None else NO_DATA])
+    observed = []
+    for precision, row in precisions.items():
+        verdict = ("at or below the peer" if row["ratio_to_peer"] is not None
+                   and row["ratio_to_peer"] <= 1 else "slower than the peer")
+        observed.append(f"{precision}: infertop's best ({row['best_path']}, {row['best_config']})"
+                        f" {fmt_ms(row['best_ms'])}/token vs CTranslate2 "
+                        f"{fmt_ms(row['peer_ms'])}/token = {fmt_ratio(row['ratio_to_peer'])} "
+                        f"({verdict}); roofline {fmt_ms(row['roofline_ms'])}, infertop "
+                        f"{fmt_ratio(row.get('ratio_to_roofline'))} of it, the peer "
+                        f"{fmt_ratio(row.get('peer_ratio_to_roofline'))}.")
+    if loads:
+        observed.append("load average (1 min) while timed: "
+                        f"{min(load[0] for load in loads):.2f}–{max(load[0] for load in loads):.2f} on "
+                        f"this machine (ratios come from passes alternated in the same minutes)")
+    cause = [
+        "CTranslate2 runs the whole decode step in C++ over weights it laid out once at load "
+        "(packed GEMM operands, int8 weights with per-row scales and int8 GEMMs on "
+        "activations it quantizes per step); a PyTorch step, even compiled, calls the "
+        "library's kernels through its own dispatch and allocator per operation. On a CPU "
+        "infertop's quant=int8 is the same kind of int8 GEMM (docs/engine-vs-peer.md has the "
+        "levers tried and the step's profile).",
+    ]
+    notes = [f"{model}, {requests} requests of the replayed list, batch 1, greedy, each "
+             f"request's output length forced (CTranslate2: min_decoding_length = "
+             f"max_decoding_length); {repeats} warm passes per path, each infertop pass "
+             "followed by one pass of the peer in each compute type, the order reversed every "
+             "other pass",
+             "ms/token: (last token − first token) / (n − 1) per request, the median over a "
+             "pass's requests; spread: the range over passes; p95 over every warm request",
+             f"best path: {settings_text(LEAN_STEP)} on compiled fullgraph (int8: quant=int8, "
+             "the engine's default int8 kernel)",
+             "token agreement: against infertop's fp32 eager reference on the same inputs; "
+             f"{RANDOM_WEIGHTS_CAVEAT}"]
+    table = {"columns": ["engine", "path", "precision", "config", "ms/token", "p95",
+                         "× roofline", "× peer (same precision)", "token agreement"],
+             "rows": rows}
+    return TEMPLATE.section(table=table, observed=observed, root_cause=cause, notes=notes,
+                            configs={p.name: p.as_dict() for p in ours + merged},
+                            precisions=precisions, chart=chart(ours + merged))
+
+
+def chart(paths: list[PathRun], width: int = 40) -> list[str]:
+    """ms/token as bars, one line a path (the report's chart)."""
+    values = [(p.name, p.spread.median) for p in paths if p.spread.median]
+    if not values:
+        return []
+    top = max(v for _, v in values)
+    return [f"{name:<28} {'█' * max(1, round(width * v / top))} {fmt_ms(v)}"
+            for name, v in values]
+
+
+def checks(section: dict) -> dict:
+    precisions = section.get("precisions") or {}
+    if not precisions:
+        return {}
+    return {"peers_ratio_to_peer": {k: v.get("ratio_to_peer") for k, v in precisions.items()},
+            "peers_fp32_ratio_to_roofline": (precisions.get("fp32") or {}).get(
+                "ratio_to_roofline")}
+
+
+def estimate_s(plan) -> float:
+    return 120.0 if plan.quick else 900.0
+
+
+EXPERIMENT = OpenLoopExperiment(TEMPLATE, measure, checks, estimate_s=estimate_s)

@@ -1,0 +1,113 @@
+"""The peers experiment's figures, torch-free: each path's per-token times over its alternated
+passes, and what report.json keeps per precision (`experiments.peers.precisions.<name>`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from probe.bench.spread import Spread
+
+INFERTOP, PEER = "infertop", "ctranslate2"
+
+
+@dataclass(frozen=True)
+class PathRun:
+    """One path served alternately with the others: infertop under one config, or the peer
+    in one compute type. `pass_ms` holds each warm pass's median ms/token; `request_ms` every
+    warm request's ms/token; `agreement` the share of tokens equal to the fp32 reference."""
+    name: str                          # "best fp32", "ctranslate2 int8", …
+    engine: str                        # INFERTOP | PEER
+    precision: str                     # "fp32", "int8", "int8_float32", …
+    config: str                        # the OptConfig label, or the peer's compute type
+    pass_ms: tuple[float, ...] = ()
+    request_ms: tuple[float, ...] = ()
+    agreement: float | None = None
+    exact_match: float | None = None
+    alongside: str = ""                # peer passes: the infertop path they alternated with
+    error: str | None = None
+
+    @property
+    def spread(self) -> Spread:
+        return Spread.of(self.pass_ms)
+
+    @property
+    def p95_ms(self) -> float | None:
+        return float(np.percentile(self.request_ms, 95)) if self.request_ms else None
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "engine": self.engine, "precision": self.precision,
+                "config": self.config, "ms_per_token": self.spread.as_dict(),
+                "p95_ms_per_token": self.p95_ms, "pass_ms": list(self.pass_ms),
+                "token_agreement": self.agreement, "exact_match": self.exact_match,
+                "alongside": self.alongside, "error": self.error}
+
+
+def agreement(tokens: Sequence[Sequence[int]], reference: Sequence[Sequence[int]]
+              ) -> tuple[float | None, float | None]:
+    """(share of positions equal to the reference's, share of requests equal throughout),
+    over the requests both have."""
+    pairs = [(t, r) for t, r in zip(tokens, reference) if r]
+    if not pairs:
+        return None, None
+    same = sum(sum(a == b for a, b in zip(t, r)) for t, r in pairs)
+    total = sum(len(r) for _, r in pairs)
+    exact = sum(tuple(t) == tuple(r) for t, r in pairs)
+    return same / total, exact / len(pairs)
+
+
+def family(precision: str) -> str:
+    """The infertop precision a peer compute type is held against: int8_float32 is int8
+    weights with fp32 activations, still int8."""
+    return "int8" if precision.startswith("int8") else precision
+
+
+def precision_rows(paths: Sequence[PathRun], roofline_ms: Mapping[str, float]) -> dict:
+    """report.json `precisions`: per peer compute type, the peer's median ms/token in the
+    passes alternated with infertop's fastest path of that precision, that path's, their
+    ratio (below 1: infertop is faster) and the precision's roofline."""
+    ours = [p for p in paths if p.engine == INFERTOP and p.spread.median is not None]
+    median = {id(p): p.spread.median or 0.0 for p in ours}     # every one of them has one
+    rows: dict = {}
+    for peer in (p for p in paths if p.engine == PEER and p.spread.median is not None):
+        candidates = [p for p in ours if p.precision == family(peer.precision)]
+        if not candidates:
+            continue
+        best = min(candidates, key=lambda p: median[id(p)])
+        best_ms = median[id(best)]
+        peer_ms = _peer_ms_alongside(paths, peer, best.name)
+        rows[peer.precision] = {
+            "peer_ms": peer_ms, "best_ms": best_ms, "best_config": best.config,
+            "best_path": best.name,
+            "ratio_to_peer": best_ms / peer_ms if peer_ms else None,
+            "roofline_ms": roofline_ms.get(family(peer.precision)),
+            "ratio_to_roofline": (best_ms / roofline_ms[family(peer.precision)]
+                                  if roofline_ms.get(family(peer.precision)) else None),
+            "peer_ratio_to_roofline": (peer_ms / roofline_ms[family(peer.precision)]
+                                       if peer_ms and roofline_ms.get(family(peer.precision))
+                                       else None)}
+    return rows
+
+
+def _peer_ms_alongside(paths: Sequence[PathRun], peer: PathRun, infertop_path: str
+                       ) -> float | None:
+    """The peer's median over the passes it alternated with that infertop path (the same
+    minutes of the machine); all its passes when it has none there."""
+    alongside = [p for p in paths if p.engine == PEER and p.precision == peer.precision
+                 and p.alongside == infertop_path and p.spread.median is not None]
+    chosen = alongside[0] if alongside else peer
+    return chosen.spread.median
+
+
+def merge_peer(runs: Sequence[PathRun]) -> PathRun:
+    """One compute type's passes across every infertop path it alternated with."""
+    first = runs[0]
+    agreements = [r.agreement for r in runs if r.agreement is not None]
+    exact = [r.exact_match for r in runs if r.exact_match is not None]
+    return PathRun(first.name, first.engine, first.precision, first.config,
+                   tuple(v for r in runs for v in r.pass_ms),
+                   tuple(v for r in runs for v in r.request_ms),
+                   agreements[0] if agreements else None, exact[0] if exact else None,
+                   "all", next((r.error for r in runs if r.error), None))

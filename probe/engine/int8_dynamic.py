@@ -1,0 +1,71 @@
+"""int8 with dynamic activation quantization through the CPU's quantized GEMM (torch's x86 /
+fbgemm backend): each linear's weight is quantized per output channel and prepacked once; each
+call quantizes its activations on the fly and runs an int8 × int8 GEMM (VNNI where the CPU has
+it), as CTranslate2's int8 does.
+
+torch.ao's dynamic quantized Linear holds its packed weight in a ScriptObject dynamo cannot
+trace (fullgraph fails), so the call goes through a custom op of ours: dynamo and inductor see
+one opaque operator whose argument is the packed weight's key in a registry here."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+# Process-wide and never emptied: an int8 model built once per engine config keeps its
+# packed weights here for the life of the process (a deepcopy shares its keys).
+_PACKED: dict[int, object] = {}
+
+
+@torch.library.custom_op("infertop::int8_dynamic_linear", mutates_args=())
+def int8_dynamic_linear(x: torch.Tensor, key: int, out_features: int) -> torch.Tensor:
+    return torch.ops.quantized.linear_dynamic(x.float(), _PACKED[key], True).to(x.dtype)
+
+
+@int8_dynamic_linear.register_fake
+def _(x: torch.Tensor, key: int, out_features: int) -> torch.Tensor:
+    return x.new_empty((*x.shape[:-1], out_features))
+
+
+class Int8DynamicLinear(torch.nn.Module):
+    """A Linear's weights as a prepacked int8 matrix (per-channel scales) and its bias."""
+
+    def __init__(self, linear: torch.nn.Linear) -> None:
+        super().__init__()
+        weight = linear.weight.detach().float()
+        scales = weight.abs().amax(dim=1).clamp(min=1e-8) / 127
+        bias = None if linear.bias is None else linear.bias.detach().float()
+        with warnings.catch_warnings():     # quantized tensors' deprecation notice: for the log
+            warnings.simplefilter("ignore")
+            qweight = torch.quantize_per_channel(weight, scales, torch.zeros_like(
+                scales, dtype=torch.long), 0, torch.qint8)
+            packed = torch.ops.quantized.linear_prepack(qweight, bias)
+        self.key = len(_PACKED)          # keys are never reused: nothing is removed
+        _PACKED[self.key] = packed
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        # The int8 values, kept as `weight`: what the roofline counts a step reading, and what
+        # T5's feed-forward looks at (an int8 weight: it leaves its input's dtype alone).
+        self.weight = torch.nn.Parameter(qweight.int_repr(), requires_grad=False)
+        self.weight.int8_dynamic_key = self.key  # type: ignore[attr-defined]  # the roofline's matmul chain calls the op
+        self.weight.int8_scales = scales  # type: ignore[attr-defined]  # weight ≈ int8 values × their row's scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return int8_dynamic_linear(x, self.key, self.out_features)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, int8 dynamic"
+
+
+def quantize_dynamic_int8(model: torch.nn.Module) -> int:
+    """Every nn.Linear of the model replaced in place; returns how many. A tied lm_head is
+    replaced too (the embedding keeps its own copy: it is a lookup, not a GEMM)."""
+    if "x86" in torch.backends.quantized.supported_engines:
+        torch.backends.quantized.engine = "x86"
+    count = 0
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, torch.nn.Linear):
+                setattr(parent, name, Int8DynamicLinear(child))
+                count += 1
+    return count

@@ -1,0 +1,62 @@
+"""The warm switch through real engine processes (t5-tiny): the side engine compiles and
+prewarms compile=default beside the serving eager one, which serves on; after the cut over the
+compiled config serves with no request waiting on a compile, in the same session."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import pytest
+
+from probe.contract import protocol
+from probe.contract.options import OptConfig
+from probe.contract.side_compile_cost import side_compile_cost
+from probe.contract.warm_protocol import WarmFailed, WarmReady
+from probe.engine.engine_process import EngineClient, config_from_args
+
+
+def wait_for(client: EngineClient, predicate, timeout: float = 400.0, seen=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        event = client.poll(0.2)
+        if event is not None and seen is not None:
+            seen.append(event)
+        if event is not None and predicate(event):
+            return event
+    raise AssertionError("timed out waiting for the engine")
+
+
+@pytest.mark.slow
+def test_the_side_engine_prewarms_while_the_old_serves_then_takes_over():
+    args = argparse.Namespace(model="t5-tiny", trace="chat", device="cpu", opt=[], speed=8.0,
+                              buckets="64,128", requests=None, max_input=128, max_output=8)
+    client = EngineClient(config_from_args(args))
+    client.start()
+    try:
+        first = wait_for(client, lambda e: isinstance(e, protocol.Live) and e.view.recent).view
+        since = first.t_s
+        wanted = OptConfig(compile="default", bucketing="on")
+        client.warm_switch(wanted)
+        seen: list = []
+        ready = wait_for(client, lambda e: isinstance(e, (WarmReady, WarmFailed)), seen=seen)
+        assert isinstance(ready, WarmReady) and ready.shapes == 2
+        lives = [e.view for e in seen if isinstance(e, protocol.Live)]
+        assert lives and all(v.options == OptConfig() for v in lives)   # served on, eager
+        last_old = lives[-1]
+        served_during = [r for r in last_old.recent if r.start_s >= since]
+        assert served_during and all(r.compile_stall_ms == 0 for r in served_during)
+        cost = side_compile_cost(last_old.recent, last_old.config_id, since, last_old.t_s)
+        print(f"side compile {ready.seconds:.1f} s; "
+              f"{cost.text() if cost else 'no cost measured'}")
+        client.cut_over()
+        after = wait_for(client, lambda e: isinstance(e, protocol.Live) and any(
+            r.config_id != last_old.config_id
+            for r in e.view.recent if r.ok)).view
+        new = [r for r in after.recent if r.config_id == after.config_id]
+        assert after.options.compile == "default" and new
+        assert all(r.compile_stall_ms == 0 for r in new)
+        assert after.t_s > last_old.t_s                         # the same session clock
+        assert {r.id for r in last_old.recent} <= {r.id for r in after.recent}
+    finally:
+        client.stop()
