@@ -28,7 +28,7 @@ sys.exit(main(sys.argv[1:]))
 """
 # What infertop itself writes on stderr during a replay: the fit summary and a progress line
 # per request.
-OWN_LINE = re.compile(r"^(fit to the model .*|  (inputs|outputs): .*|\s*\S+ c\d+ in=.*)$")
+OWN_LINE = re.compile(r"^(fit to the model .*|session journal: .*|  (inputs|outputs): .*|\s*\S+ c\d+ in=.*)$")
 THIRD_PARTY = re.compile(r"torch|dynamo|inductor|torchao|Warning|site-packages|^[WEIF]\d{4} ")
 
 

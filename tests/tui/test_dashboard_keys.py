@@ -194,11 +194,12 @@ async def test_a_failed_session_save_is_reported(make_app, until):
 
 async def test_question_mark_lists_every_key(make_app, read_screen):
     app = make_app(FakeEngine())
-    async with app.run_test(size=(120, 40)) as pilot:
+    # tall enough for the whole list: at 120x40 the help scrolls (its own layout test)
+    async with app.run_test(size=(120, 80)) as pilot:
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         text = read_screen(app)
-        for key in [*TOGGLES, "space", "+", "-", "r", "s", "R", "q", "ctrl+q", "?"]:
+        for key in [*TOGGLES, "space", "+", "-", "r", "s", "R", "q", "ctrl+q", "?", "D", "e", "x", "S"]:
             assert f" {key} " in text, key
         assert "q / ctrl+q" in text                          # one row for one action
         assert "engine log: none (a fake engine keeps no log)" in text
