@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from probe.bench.experiments import (
-    ALL_EXPERIMENTS,
+    DEFAULT_EXPERIMENTS,
     EXPERIMENTS,
     acceptance_checks,
     select_experiments,
@@ -26,7 +26,7 @@ from probe.contract.options import OptConfig
 from probe.contract.units import fmt_ms
 
 # the experiments served back to back (E7 and E8 replay open loop with engines of their own)
-STUDY = tuple(n for n in ALL_EXPERIMENTS if isinstance(EXPERIMENTS[n], Experiment))
+STUDY = tuple(n for n in DEFAULT_EXPERIMENTS if isinstance(EXPERIMENTS[n], Experiment))
 REQUESTS = tuple(BenchRequest(f"r{i}", n, 8) for i, n in enumerate((20, 35, 60, 90)))
 
 
@@ -41,7 +41,7 @@ def plan() -> Plan:
 
 
 def test_select_experiments() -> None:
-    assert select_experiments(None) == tuple(n for n in ALL_EXPERIMENTS if n != "peers")
+    assert select_experiments(None) == tuple(n for n in DEFAULT_EXPERIMENTS if n != "peers")
     assert select_experiments("e4, E2,roofline,E7") == ("E2", "E4", "E7", "roofline")
     assert select_experiments("e8,E1") == ("E1", "E8")
     with pytest.raises(ConfigError, match="unknown experiment 'E9'"):

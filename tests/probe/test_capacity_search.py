@@ -113,8 +113,8 @@ def test_the_result_reads_back_as_json():
 
 def test_bench_capacity_is_opt_in_and_needs_an_slo(capsys, tmp_path, monkeypatch):
     from infertop.cli import main
-    from probe.bench.experiments import ALL_EXPERIMENTS, select_experiments
-    assert "capacity" not in ALL_EXPERIMENTS
+    from probe.bench.experiments import DEFAULT_EXPERIMENTS, select_experiments
+    assert "capacity" not in DEFAULT_EXPERIMENTS
     assert select_experiments("E1,capacity") == ("E1", "capacity")
     monkeypatch.chdir(tmp_path)
     assert main(["bench", "--out", "o", "--experiments", "capacity"]) == 2

@@ -21,7 +21,7 @@ from probe.bench.experiments import (
 )
 from probe.bench.experiments.base import Experiment, OpenLoopExperiment
 
-__all__ = ["ALL_EXPERIMENTS", "EXPERIMENTS", "acceptance_checks", "select_experiments"]
+__all__ = ["DEFAULT_EXPERIMENTS", "EXPERIMENTS", "acceptance_checks", "select_experiments"]
 
 EXPERIMENTS: dict[str, Experiment | OpenLoopExperiment] = {
     module.EXPERIMENT.template.id: module.EXPERIMENT
@@ -29,7 +29,6 @@ EXPERIMENTS: dict[str, Experiment | OpenLoopExperiment] = {
                    e5_kv_cache, e6_combined, e7_batching, e8_kv_layout, roofline, observer,
                    capacity, peers)}
 assert tuple(EXPERIMENTS) == EXPERIMENT_IDS, "experiment_ids.py lists the experiments in study order"
-ALL_EXPERIMENTS = DEFAULT_EXPERIMENTS
 
 
 def acceptance_checks(sections: dict[str, dict]) -> dict:
