@@ -49,7 +49,7 @@ figures: $(STAMP)
 
 # NVML vs nvidia-smi, CUDA graphs, fp16 and the HBM roofline: run it on a machine with a GPU
 gpu-check: $(STAMP)
-	$(PY) -m probe.engine.gpu_check $(ARGS)
+	$(PY) -m probe.engine.measure.gpu_check $(ARGS)
 
 screenshots: $(STAMP)
 	$(PY) -m tui.screenshots screenshots/sessions/*.json --size 80x24

@@ -169,8 +169,8 @@ def _replay(args: argparse.Namespace) -> int:
                               args.speed or 1.0, f"--trace {args.trace}")
         print(workload.fit.summary(), file=sys.stderr)
         note_fewer_requests(args.requests, len(workload.trace.requests))
-        from probe.engine.replay_command import serve_replay
-        from probe.engine.third_party_output import third_party_output_to_engine_log
+        from probe.engine.process.replay_command import serve_replay
+        from probe.engine.process.third_party_output import third_party_output_to_engine_log
         with third_party_output_to_engine_log():
             return serve_replay(args, options, workload, _metrics_exporter)
 

@@ -1,4 +1,4 @@
-"""Stand-ins for probe.engine.engine_process.engine_main that tests run in a spawned engine process.
+"""Stand-ins for probe.engine.process.engine_process.engine_main that tests run in a spawned engine process.
 At module level, in a folder on sys.path (tests/, through conftest.py), so the child, which
 inherits the parent's sys.path, can import them."""
 
@@ -9,8 +9,8 @@ import time
 from multiprocessing.connection import Connection
 
 from probe.contract import protocol
-from probe.engine.engine_child import receive_workload
-from probe.engine.engine_process import EngineProcessConfig
+from probe.engine.process.engine_child import receive_workload
+from probe.engine.process.engine_process import EngineProcessConfig
 
 
 def exits_at_once(config: EngineProcessConfig, conn: Connection) -> None:

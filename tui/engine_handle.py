@@ -1,6 +1,6 @@
 """What the dashboard needs from an engine, and a scripted stand-in for tests and screenshots.
 
-The real one is `probe.engine.engine_process.EngineClient`; the app codes against `EngineHandle` only.
+The real one is `probe.engine.process.engine_process.EngineClient`; the app codes against `EngineHandle` only.
 Import-light on purpose: no torch, no Textual.
 """
 

@@ -43,7 +43,7 @@ def check_snapshot_dir(snapshot_dir: Path, args: argparse.Namespace) -> None:
 
 
 def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
-    from probe.engine.engine_process import EngineClient, config_from_args
+    from probe.engine.process.engine_process import EngineClient, config_from_args
 
     config = config_from_args(args)       # validates every input before Textual is imported
     from tui.app import InfertopApp

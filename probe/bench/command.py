@@ -99,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
         check_trace(trace, args.requests)
     from probe.bench.runner import run_bench
     from probe.contract.output_lock import OutputLock
-    from probe.engine.third_party_output import third_party_output_to_engine_log
+    from probe.engine.process.third_party_output import third_party_output_to_engine_log
     with OutputLock(args.out, "--out"), third_party_output_to_engine_log():
         return run_bench(args)
 

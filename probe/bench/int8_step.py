@@ -16,7 +16,7 @@ import time
 def main(argv: list[str]) -> None:
     import torch
 
-    from probe.engine.decode_static import StaticGreedyDecoder
+    from probe.engine.decode.static_loop import StaticGreedyDecoder
     from probe.engine.models import load_model
     from probe.engine.requests import EngineRequest, input_ids
     from probe.engine.switchboard import quantize

@@ -34,8 +34,8 @@ def run_bench(args: argparse.Namespace) -> int:
     import torch
 
     from probe.bench.experiments.roofline import measure_machine
-    from probe.engine.device_probe import resolve_device
     from probe.engine.models import load_model
+    from probe.engine.observe.device_probe import resolve_device
 
     if settings.threads:
         torch.set_num_threads(settings.threads)

@@ -190,7 +190,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
 def _write_snapshot(engine, data, specs: Sequence[RunSpec], context: RunContext) -> str | None:
     """The group's session snapshot, for `snapshot show` / `snapshot compare`."""
     from probe.contract.snapshot import session_document, write_json_atomic
-    from probe.engine.environment import environment
+    from probe.engine.process.environment import environment
     if context.out_dir is None:
         return None
     first = specs[0]
@@ -209,7 +209,7 @@ def _write_snapshot(engine, data, specs: Sequence[RunSpec], context: RunContext)
 
 
 def _weight_bytes(engine, options: OptConfig) -> int | None:
-    from probe.engine.roofline import weight_bytes
+    from probe.engine.measure.step_roofline import weight_bytes
     try:
         return weight_bytes(engine.switchboard.model_for(options))
     except Exception:  # a figure we cannot read is shown as n/a, never a crash

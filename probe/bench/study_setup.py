@@ -92,7 +92,7 @@ def measuring(progress: StatusLine, torch_trace: TorchTrace | None) -> Iterator[
 def bench_environment(device) -> dict:
     import torch
 
-    from probe.engine.environment import environment
+    from probe.engine.process.environment import environment
     env = environment(device)
     try:
         import torch._inductor.config as inductor_config

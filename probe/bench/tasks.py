@@ -113,7 +113,7 @@ def run_task(task: BenchTask, board=None) -> TaskOutcome:
     import torch
 
     from probe.bench.torch_trace import TorchTrace
-    from probe.engine.device_probe import resolve_device
+    from probe.engine.observe.device_probe import resolve_device
 
     started = time.perf_counter()
     device = resolve_device(task.context.device)

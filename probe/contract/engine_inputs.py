@@ -3,7 +3,7 @@ under a second, before the engine's imports (torch, transformers: seconds) start
 
 The checks are of form only — a preset name or a folder that looks like a checkpoint, a device
 string torch would parse. Whether the folder's weights load and whether CUDA is there is found
-when the engine loads them (probe/engine/models.py, probe/engine/device_probe.py)."""
+when the engine loads them (probe/engine/models.py, probe/engine/observe/device_probe.py)."""
 
 from __future__ import annotations
 

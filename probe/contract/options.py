@@ -106,7 +106,7 @@ OPTIONS: tuple[Option, ...] = (
            "dtypes, strides) and the global state, not the model's module attributes and the "
            "libraries' globals it also guarded; a new input length still recompiles. Unsafe "
            "for code that changes module attributes or globals between calls (this engine "
-           "does not); needs compile", "probe/engine/guards.py: lean_guards", in_footer=False,
+           "does not); needs compile", "probe/engine/observe/guards.py: lean_guards", in_footer=False,
            compiler="dynamo"),
     Option("attention", ("sdpa", "inductor"), "a", "attn",
            "Decode attention: SDPA, or inductor's own kernel (needs compile)",
@@ -115,7 +115,7 @@ OPTIONS: tuple[Option, ...] = (
            "inside, or the same product written as multiply, sum and softmax, which inductor "
            "generates and fuses with its neighbours; longer queries (the encoder, the uncached "
            "decoder) keep SDPA; needs compile",
-           "probe/engine/decode_attention.py: one_query_attention", in_footer=False,
+           "probe/engine/decode/attention.py: one_query_attention", in_footer=False,
            compiler="inductor"),
     Option("kv_layout", ("static", "paged"), "l", "layout",
            "Continuous batching's KV cache, region per slot or blocks",

@@ -1,5 +1,5 @@
 """The warm switch's messages between the dashboard and a side engine process: a new config
-compiled and prewarmed beside the serving one, then cut over to (probe/engine/warm_side.py).
+compiled and prewarmed beside the serving one, then cut over to (probe/engine/process/warm_side.py).
 Frozen and picklable, as the rest of probe/contract/protocol.py."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The engine: serves requests under the current OptConfig and records what each one cost.
 
 Synchronous and UI-free. The serving loop (probe/engine/serving.py) feeds it from a replayer; the
-engine process (probe/engine/engine_process.py) runs it away from the dashboard.
+engine process (probe/engine/process/engine_process.py) runs it away from the dashboard.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from probe.contract.options import OptConfig
 from probe.contract.records import Notice, RequestRecord, RooflineStatus
 from probe.contract.session import Session
 from probe.contract.settings import EngineSettings
-from probe.engine.bandwidth_cache import MachineBandwidth
-from probe.engine.compile_probe import CompileProbe
-from probe.engine.decode_result import DecodeResult
-from probe.engine.device_probe import DeviceProbe, resolve_device
-from probe.engine.kv_cache import used_bytes_formula
+from probe.engine.decode.kv_cache import used_bytes_formula
+from probe.engine.decode.result import DecodeResult
+from probe.engine.measure.bandwidth_cache import MachineBandwidth
 from probe.engine.models import LoadedModel, load_model
+from probe.engine.observe.compile_probe import CompileProbe
+from probe.engine.observe.device_probe import DeviceProbe, resolve_device
 from probe.engine.requests import EngineRequest, input_ids, pad_batch
 from probe.engine.switchboard import Switchboard
 from workloads.buckets import bucket_for
@@ -133,7 +133,7 @@ class Engine:
         """Bytes of weights one cached decode step of `options`' model variant reads."""
         key = (options.precision, options.quant)
         if key not in self._step_bytes:
-            from probe.engine.roofline import decode_step_bytes
+            from probe.engine.measure.step_roofline import decode_step_bytes
             self._step_bytes[key] = decode_step_bytes(self.switchboard.model_for(options)).total
         return self._step_bytes[key]
 

@@ -12,7 +12,7 @@ from typing import Callable
 from probe.contract.live import offered_rps
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
-from probe.engine.continuous_scheduler import ContinuousScheduler
+from probe.engine.decode.continuous_scheduler import ContinuousScheduler
 from probe.engine.engine import Engine
 from probe.engine.requests import EngineRequest
 from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer, ScheduledRequest

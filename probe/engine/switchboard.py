@@ -13,13 +13,13 @@ from transformers import T5ForConditionalGeneration
 
 from probe.contract.options import COMPILE_ONLY, OPTION_BY_KEY, OptConfig
 from probe.contract.settings import EngineSettings
-from probe.engine import decode_hf
-from probe.engine.continuous import SlotBatcher
-from probe.engine.decode_attention import set_attention
-from probe.engine.decode_result import DecodeResult
-from probe.engine.decode_static import StaticGreedyDecoder
-from probe.engine.guards import guard_filter
-from probe.engine.paged import PagedBatcher
+from probe.engine.decode import hf_generate
+from probe.engine.decode.attention import set_attention
+from probe.engine.decode.continuous import SlotBatcher
+from probe.engine.decode.paged import PagedBatcher
+from probe.engine.decode.result import DecodeResult
+from probe.engine.decode.static_loop import StaticGreedyDecoder
+from probe.engine.observe.guards import guard_filter
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -45,7 +45,7 @@ def _torchao_config(quant: str, device: torch.device):
 
 def quantize(model: torch.nn.Module, quant: str) -> str | None:
     """int8: on a CPU, int8 weights with activations quantized per call through the CPU's int8
-    GEMM (probe/engine/int8_dynamic.py: torchao's weight-only int8 kernel measured 7× slower
+    GEMM (probe/engine/decode/int8_dynamic.py: torchao's weight-only int8 kernel measured 7× slower
     than fp32 per matmul there); elsewhere torchao's weight-only int8. int4: torchao's
     weight-only. Tries one forward pass; returns why it could not (the model is then unusable:
     the caller builds a fresh copy), or None when it did."""
@@ -54,7 +54,7 @@ def quantize(model: torch.nn.Module, quant: str) -> str | None:
     try:
         from torchao.quantization import quantize_
         if kind == "dynamic":
-            from probe.engine.int8_dynamic import quantize_dynamic_int8
+            from probe.engine.decode.int8_dynamic import quantize_dynamic_int8
             quantize_dynamic_int8(model)
         else:
             quantize_(model, _torchao_config(quant, device))
@@ -274,6 +274,6 @@ class Switchboard:
         generate_fn = self._wrap(options, False)(model.generate)
 
         def decode(input_ids, attention_mask, new_tokens, stops=frozenset()):
-            return decode_hf.generate(generate_fn, model, input_ids, attention_mask, new_tokens,
+            return hf_generate.generate(generate_fn, model, input_ids, attention_mask, new_tokens,
                                       use_cache, stops)
         return decode

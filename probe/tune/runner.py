@@ -37,8 +37,8 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
 
     from probe.bench.openloop import measure_capacity_rps
     from probe.bench.runs import RunContext
-    from probe.engine.device_probe import resolve_device
     from probe.engine.models import load_model
+    from probe.engine.observe.device_probe import resolve_device
     from probe.engine.workload_setup import prepare_workload
 
     workload = prepare_workload(args.trace)       # a bad trace is refused before any output

@@ -9,8 +9,8 @@ import pytest
 
 from probe.contract.live import break_even_status
 from probe.contract.stats import break_even
-from probe.engine.bandwidth_cache import MachineBandwidth, machine_bandwidth
-from probe.engine.roofline import decode_step_bytes
+from probe.engine.measure.bandwidth_cache import MachineBandwidth, machine_bandwidth
+from probe.engine.measure.step_roofline import decode_step_bytes
 from tests.conftest import synthetic_record as record
 
 
@@ -64,7 +64,7 @@ def test_the_engine_roofline_is_its_step_bytes_over_the_bandwidth(make_engine):
 
 def test_bandwidth_is_measured_once_per_machine_and_working_set_and_cached(tmp_path,
                                                                            monkeypatch):
-    import probe.engine.roofline
+    import probe.engine.measure.step_roofline
     calls = []
 
     def measuring(gb_s):
@@ -72,14 +72,14 @@ def test_bandwidth_is_measured_once_per_machine_and_working_set_and_cached(tmp_p
             "gemv_read_gb_s": gb_s})()
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setattr(probe.engine.roofline, "working_set_bandwidth", measuring(31.8))
+    monkeypatch.setattr(probe.engine.measure.step_roofline, "working_set_bandwidth", measuring(31.8))
     first = machine_bandwidth("cpu", 150 * 2**20, now=1000.0)
     again = machine_bandwidth("cpu", 150 * 2**20, now=2000.0)
     assert calls == [("cpu", 150 * 2**20)] and again == first and first.gemv_read_gb_s == 31.8
     assert first.working_set_bytes == 150 * 2**20
     machine_bandwidth("cpu", 600 * 2**20, now=2000.0)        # another model: its own entry
     assert calls[-1] == ("cpu", 600 * 2**20)
-    monkeypatch.setattr(probe.engine.roofline, "working_set_bandwidth", measuring(12.0))
+    monkeypatch.setattr(probe.engine.measure.step_roofline, "working_set_bandwidth", measuring(12.0))
     next_day = machine_bandwidth("cpu", 150 * 2**20, now=1000.0 + 25 * 3600)  # best kept
     assert len(calls) == 3 and next_day.gemv_read_gb_s == 31.8
     later = machine_bandwidth("cpu", 150 * 2**20, now=1000.0 + 25 * 3600 + 31 * 24 * 3600)
@@ -87,7 +87,7 @@ def test_bandwidth_is_measured_once_per_machine_and_working_set_and_cached(tmp_p
 
 
 def test_the_working_set_bandwidth_reads_a_buffer_of_the_step_s_bytes():
-    from probe.engine.roofline import working_set_bandwidth
+    from probe.engine.measure.step_roofline import working_set_bandwidth
     measured = working_set_bandwidth("cpu", 6 * 2**20, repeats=2)
     assert measured.buffer_bytes == pytest.approx(6 * 2**20, rel=0.01)
     assert measured.gemv_read_gb_s > 0.1

@@ -5,7 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probe.engine.calibration import MAX_SPEED, MIN_SPEED, TARGET_LOAD, choose_speed, opening
+from probe.engine.measure.calibration import (
+    MAX_SPEED,
+    MIN_SPEED,
+    TARGET_LOAD,
+    choose_speed,
+    opening,
+)
 from workloads.trace import load_trace
 
 

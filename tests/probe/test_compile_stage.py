@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from probe.engine.compile_stage import stage_of
+from probe.engine.observe.compile_stage import stage_of
 from tests.conftest import serve
 
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from probe.engine.continued_replay import ContinuedReplayer, rest_of
+from probe.engine.process.resumed_replay import ContinuedReplayer, rest_of
 from workloads.trace_records import Trace, TraceRequest
 
 FAST = 1e6      # the whole trace in milliseconds of real time

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from probe.contract.options import OptConfig
-from probe.engine.decode_attention import DECODE_ATTENTION, one_query_attention
+from probe.engine.decode.attention import DECODE_ATTENTION, one_query_attention
 from tests.conftest import serve, tokens_of
 from tests.probe.test_paged_kv import drive, engine_for
 

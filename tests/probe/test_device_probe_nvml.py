@@ -9,8 +9,8 @@ import pynvml
 import pytest
 import torch
 
-import probe.engine.device_probe as device_probe
-from probe.engine.device_probe import DeviceProbe
+import probe.engine.observe.device_probe as device_probe
+from probe.engine.observe.device_probe import DeviceProbe
 
 GiB = 2**30
 ERRORS = ["NVML_ERROR_NOT_SUPPORTED", "NVML_ERROR_GPU_IS_LOST", "NVML_ERROR_NO_PERMISSION",

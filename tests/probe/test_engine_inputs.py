@@ -103,7 +103,7 @@ def test_the_device_is_checked_first():
 def test_torch_trace_is_kept_beside_the_snapshots_only_when_asked(tmp_path):
     import argparse
 
-    from probe.engine.engine_process import torch_trace_dir
+    from probe.engine.process.engine_process import torch_trace_dir
     asked = argparse.Namespace(torch_trace=True, snapshot_dir=str(tmp_path / "snaps"))
     folder = torch_trace_dir(asked)
     assert folder.startswith(str(tmp_path / "snaps" / "torch_trace-"))

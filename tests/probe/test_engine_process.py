@@ -17,7 +17,7 @@ from probe.contract import protocol
 from probe.contract.options import OptConfig
 from probe.contract.settings import EngineSettings
 from probe.contract.snapshot import read_document, session_data
-from probe.engine.engine_process import EngineClient, EngineProcessConfig, config_from_args
+from probe.engine.process.engine_process import EngineClient, EngineProcessConfig, config_from_args
 from probe.engine.workload_setup import prepare_workload
 from workloads.trace_records import Trace
 
@@ -76,7 +76,7 @@ def test_an_engine_that_cannot_start_is_reported_with_its_exit_code():
 
 
 def test_a_stuck_engine_is_killed_by_stop(monkeypatch):
-    import probe.engine.engine_process as engine_process
+    import probe.engine.process.engine_process as engine_process
     monkeypatch.setattr(engine_process, "STOP_WAIT_S", 0.2)
     client = EngineClient(config(big_workload(0.5)), target=engine_targets.never_reads)
     client.start()
@@ -91,7 +91,7 @@ def test_a_bad_model_or_device_is_refused_before_torch_is_imported():
     import subprocess
     import sys
     code = ("import argparse, sys\n"
-            "from probe.engine.engine_process import config_from_args\n"
+            "from probe.engine.process.engine_process import config_from_args\n"
             "from probe.contract.errors import ConfigError\n"
             "for model, device in (('no-such-model', 'cpu'), ('t5-tiny', 'gpu:0')):\n"
             "    args = argparse.Namespace(model=model, device=device, trace='chat', opt=[],\n"
@@ -202,7 +202,7 @@ print(len(created))
 
 @pytest.mark.parametrize("setup, semaphores", [
     ("", 1),   # the control: tqdm's default lock is a multiprocessing RLock
-    ("from probe.engine.engine_child import prepare_engine_process\n"
+    ("from probe.engine.process.engine_child import prepare_engine_process\n"
      "from tests_engine_config import CONFIG\nprepare_engine_process(CONFIG)", 0),
 ])
 def test_the_engine_process_draws_progress_bars_without_a_semaphore(tmp_path, setup, semaphores):
@@ -212,7 +212,7 @@ def test_the_engine_process_draws_progress_bars_without_a_semaphore(tmp_path, se
     import subprocess
     import sys
     (tmp_path / "tests_engine_config.py").write_text(
-        "from probe.engine.engine_process import EngineProcessConfig\n"
+        "from probe.engine.process.engine_process import EngineProcessConfig\n"
         "from probe.contract.options import OptConfig\n"
         "from probe.contract.settings import EngineSettings\n"
         "CONFIG = EngineProcessConfig(EngineSettings(model='t5-tiny', device='cpu'), OptConfig(),"

@@ -33,7 +33,7 @@ def test_an_error_in_one_request_fails_only_that_request(make_engine):
 
 @pytest.mark.parametrize("quant", ["int8", "int4"])
 def test_weight_quantization_is_served_or_refused_with_a_reason(make_engine, quant):
-    from probe.engine.roofline import weight_bytes
+    from probe.engine.measure.step_roofline import weight_bytes
     engine = make_engine("decode=fullgraph", f"quant={quant}")
     record = serve(engine, [(7, 3)])[0]
     assert record.ok, record.error

@@ -8,8 +8,8 @@ import time
 import pytest
 import torch
 
-from probe.engine.device_probe import DeviceProbe
-from probe.engine.kv_cache import used_bytes_formula
+from probe.engine.decode.kv_cache import used_bytes_formula
+from probe.engine.observe.device_probe import DeviceProbe
 from tests.conftest import request, serve
 from tests.probe.test_batching import replay_all
 

@@ -7,7 +7,7 @@ import pytest
 
 from probe.contract import protocol
 from probe.contract.options import OptConfig
-from probe.engine.engine_process import EngineClient
+from probe.engine.process.engine_process import EngineClient
 from tests.probe.test_engine_process import config, wait_for
 
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from probe.engine.gpu_check import main
+from probe.engine.measure.gpu_check import main
 
 
 def test_without_a_gpu_it_says_so_and_writes_nothing(tmp_path, capsys):

@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probe.engine.int8_dynamic import Int8DynamicLinear, quantize_dynamic_int8
-from probe.engine.roofline import weight_bytes
+from probe.engine.decode.int8_dynamic import Int8DynamicLinear, quantize_dynamic_int8
+from probe.engine.measure.step_roofline import weight_bytes
 
 
 @settings(max_examples=10, deadline=None)

@@ -27,7 +27,7 @@ from probe.contract.journal import (
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
 from probe.contract.snapshot import read_document, session_data
-from probe.engine.state_files import new_journal
+from probe.engine.process.state_files import new_journal
 
 CONTEXT = {"environment": {"device": "cpu"}, "model": {"name": "t5-tiny", "dtype": "fp32"},
            "trace": {"name": "chat"}, "settings": {"bucket_edges": [64]},

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from probe.contract.journal_promise import JOURNAL_STOPPED, journal_promise
-from probe.engine.engine_process import EngineClient
+from probe.engine.process.engine_process import EngineClient
 
 
 def test_no_journal_promises_nothing():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from probe.engine.kv_cache import used_bytes_formula
+from probe.engine.decode.kv_cache import used_bytes_formula
 from tests.conftest import serve
 
 TINY = dict(heads=4, d_kv=16, decoder_layers=2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from probe.engine.live_reporter import LiveReporter
+from probe.engine.process.live_reporter import LiveReporter
 from probe.engine.serving import ServingLoop
 from tests.conftest import request
 from workloads.replayer import OpenLoopReplayer

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probe.contract.options import parse_opts
-from probe.engine.continuous_scheduler import ContinuousScheduler
+from probe.engine.decode.continuous_scheduler import ContinuousScheduler
+from probe.engine.decode.paged import BlockAllocator
 from probe.engine.engine import Engine, EngineSettings
-from probe.engine.paged import BlockAllocator
 from probe.engine.requests import EngineRequest
 from tests.conftest import varied_tiny_model
 

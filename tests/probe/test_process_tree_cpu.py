@@ -15,8 +15,8 @@ import psutil
 import pytest
 import torch
 
-from probe.engine.device_probe import DeviceProbe
-from probe.engine.process_tree_cpu import TreeCpuMeter, tree_cpu_seconds
+from probe.engine.observe.device_probe import DeviceProbe
+from probe.engine.observe.process_tree_cpu import TreeCpuMeter, tree_cpu_seconds
 
 BURN_S = 0.3
 # Burns BURN_S of its own CPU time, says so, then waits (alive) for its stdin to close.
@@ -117,8 +117,8 @@ class _FakeProcess:
 
 def test_the_meter_is_cpu_seconds_over_wall_seconds_and_never_negative(monkeypatch):
     clock, machine = [100.0], {"busy": 0.0, "idle": 0.0}
-    monkeypatch.setattr("probe.engine.process_tree_cpu.time.monotonic", lambda: clock[0])
-    monkeypatch.setattr("probe.engine.process_tree_cpu.psutil.cpu_times", lambda: SimpleNamespace(
+    monkeypatch.setattr("probe.engine.observe.process_tree_cpu.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("probe.engine.observe.process_tree_cpu.psutil.cpu_times", lambda: SimpleNamespace(
         user=machine["busy"], system=0.0, idle=machine["idle"], iowait=0.0))
     engine, compiler = _FakeProcess(1), _FakeProcess(2)
     engine.descendants = [compiler]

@@ -12,7 +12,7 @@ from probe.contract.records import RequestRecord
 from probe.contract.run_summary import run_summary
 from probe.contract.stats import summarize, throughput_rps
 from probe.contract.units import fmt_ms, fmt_rate
-from probe.engine.replay_progress import ReplayProgress
+from probe.engine.process.replay_progress import ReplayProgress
 
 
 def record(seq: int, latency_ms: float, error: str | None = None) -> RequestRecord:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from probe.contract.snapshot import write_json_atomic
 from probe.contract.snapshot_export import export
-from probe.engine.headless import document_for
+from probe.engine.process.headless import document_for
 from probe.engine.workload_setup import prepare_workload
 from tests.conftest import serve
 

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from probe.contract.options import OptConfig
-from probe.engine import guards
-from probe.engine.guards import lean_guards
+from probe.engine.observe import guards
+from probe.engine.observe.guards import lean_guards
 from probe.engine.switchboard import inductor_arguments
 from tests.conftest import serve, tokens_of
 from tests.probe.test_compile_probes import compiles

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from probe.engine.third_party_output import third_party_output_to
+from probe.engine.process.third_party_output import third_party_output_to
 
 REPO = Path(__file__).resolve().parents[2]
 # The replay as `infertop replay` runs it, on dynamo's eager backend (no inductor compile:
 # seconds, and dynamo still breaks graphs and warns).
 REPLAY = """
 import functools, sys
-import probe.engine.headless as headless
+import probe.engine.process.headless as headless
 headless.engine_for = functools.partial(headless.engine_for, compile_backend="eager")
 from infertop.cli import main
 sys.exit(main(sys.argv[1:]))

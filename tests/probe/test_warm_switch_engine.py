@@ -13,7 +13,7 @@ from probe.contract import protocol
 from probe.contract.options import OptConfig
 from probe.contract.side_compile_cost import side_compile_cost
 from probe.contract.warm_protocol import WarmFailed, WarmReady
-from probe.engine.engine_process import EngineClient, config_from_args
+from probe.engine.process.engine_process import EngineClient, config_from_args
 
 
 def wait_for(client: EngineClient, predicate, timeout: float = 400.0, seen=None):

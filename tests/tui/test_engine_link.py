@@ -180,7 +180,7 @@ async def test_s_while_the_engine_is_down_saves_what_it_served_from_its_journal(
         make_app, stages, until, tmp_path):
     from probe.contract.journal import JournaledSession, JournalWriter
     from probe.contract.snapshot import read_document, session_data
-    from probe.engine.state_files import new_journal
+    from probe.engine.process.state_files import new_journal
 
     journal = new_journal(tmp_path / "state")
     writer = JournalWriter(journal)
@@ -227,7 +227,7 @@ async def test_s_while_down_with_nothing_journaled_is_said_not_raised(make_app, 
 def real_engine(target):
     from probe.contract.options import OptConfig
     from probe.contract.settings import EngineSettings
-    from probe.engine.engine_process import EngineClient, EngineProcessConfig
+    from probe.engine.process.engine_process import EngineClient, EngineProcessConfig
     from probe.engine.workload_setup import prepare_workload
     return EngineClient(EngineProcessConfig(EngineSettings(model="t5-tiny", device="cpu"),
                                             OptConfig(), prepare_workload("chat"), "chat"),

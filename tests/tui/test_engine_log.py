@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from probe.engine import engine_process
-from probe.engine.state_files import KEEP_LOGS, new_log, state_dir
+from probe.engine.process import engine_process
+from probe.engine.process.state_files import KEEP_LOGS, new_log, state_dir
 
 
 def mode(path: Path) -> int:

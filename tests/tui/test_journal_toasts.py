@@ -9,7 +9,7 @@ import pytest
 
 from probe.contract.errors import ConfigError
 from probe.contract.journal import JournaledSession, JournalWriter
-from probe.engine.state_files import new_journal
+from probe.engine.process.state_files import new_journal
 from tui.engine_handle import FakeEngine
 from tui.launch import launch
 

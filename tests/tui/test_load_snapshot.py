@@ -92,7 +92,7 @@ def test_launch_load_runs_the_app_read_only(saved, monkeypatch):
 
 
 def test_launch_live_builds_the_engine_from_args_and_stops_it(monkeypatch):
-    import probe.engine.engine_process as engine_process
+    import probe.engine.process.engine_process as engine_process
 
     engines: list[FakeEngine] = []
 

@@ -75,7 +75,7 @@ def test_short_reason_compacts_size_mismatches_only():
 
 def test_graph_breaks_per_config_with_locations(stages):
     bucketing = stages["bucketing"]
-    extra = GraphBreakRecord("c1", "Unsupported: call_function", "probe/engine/decode_hf.py:40", 1)
+    extra = GraphBreakRecord("c1", "Unsupported: call_function", "probe/engine/decode/hf_generate.py:40", 1)
     view = replace(bucketing, graph_breaks=bucketing.graph_breaks + (extra,))
     shown = text(break_reasons(view, width=120))
     # the current config's reasons; the others only counted, newest first (issue 22)

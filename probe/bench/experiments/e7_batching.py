@@ -51,7 +51,7 @@ TEMPLATE = Template(
 @dataclass(frozen=True)
 class BatchRoofline:
     """The fastest a step of B rows can be: it reads the weights once and each row's KV."""
-    weight_bytes: int               # one decode step's weights (probe.engine.roofline.decode_step_bytes)
+    weight_bytes: int               # one decode step's weights (probe.engine.measure.step_roofline.decode_step_bytes)
     kv_bytes_per_position: int      # 2 · layers · heads · d_kv · bytes per element
     bandwidth_gb_s: float
 
@@ -100,9 +100,9 @@ class BatchingResults:
 
 def batch_roofline(study: OpenLoopStudy) -> BatchRoofline:
     """From the roofline experiment's bandwidth when it ran, else this machine's cached one."""
-    from probe.engine.bandwidth_cache import machine_bandwidth
-    from probe.engine.kv_cache import used_bytes_formula
-    from probe.engine.roofline import decode_step_bytes
+    from probe.engine.decode.kv_cache import used_bytes_formula
+    from probe.engine.measure.bandwidth_cache import machine_bandwidth
+    from probe.engine.measure.step_roofline import decode_step_bytes
     model = study.context.loaded.model
     config = model.config
     measured = ((study.environment.get("roofline") or {}).get("bandwidth") or {}).get(

@@ -99,8 +99,8 @@ def measure_machine(loaded, device) -> dict:
     """Bytes one decode step reads (per precision); the gemv bandwidth re-reading the fp32
     step's working set (the roofline's, as the dashboard measures it) and DRAM's beside it;
     GEMM throughput."""
-    from probe.engine.matmul_chain import matmul_chain_by_precision
-    from probe.engine.roofline import (
+    from probe.engine.measure.matmul_chain import matmul_chain_by_precision
+    from probe.engine.measure.step_roofline import (
         decode_step_bytes,
         measure_bandwidth,
         measure_matmul_gflops,
@@ -132,7 +132,7 @@ def _memory_level(roof: dict) -> str:
 
 
 def build(plan: Plan, results: Results, env: dict) -> dict:
-    from probe.engine.roofline import classify
+    from probe.engine.measure.step_roofline import classify
     roof = env.get("roofline") or {}
     configs: dict = {"machine": roof}
     rows, observed, cause = [], [], []

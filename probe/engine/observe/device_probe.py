@@ -10,7 +10,7 @@ import psutil
 import torch
 
 from probe.contract.device_sample import DeviceSample
-from probe.engine.process_tree_cpu import TreeCpuMeter
+from probe.engine.observe.process_tree_cpu import TreeCpuMeter
 
 try:
     import pynvml

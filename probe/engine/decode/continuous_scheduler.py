@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 import torch
 
 from probe.contract.records import RequestRecord
-from probe.engine import kv_cache
-from probe.engine.decode_result import DecodeResult
+from probe.engine.decode import kv_cache
+from probe.engine.decode.kv_cache import KVBytes
+from probe.engine.decode.result import DecodeResult
 from probe.engine.engine import Engine, short_error
-from probe.engine.kv_cache import KVBytes
+from probe.engine.measure.timing import mark
 from probe.engine.requests import EngineRequest, pad_batch
-from probe.engine.timing import mark
 
 
 @dataclass

@@ -7,7 +7,7 @@ from typing import Mapping
 
 import torch
 
-from probe.engine.kv_cache import KVBytes
+from probe.engine.decode.kv_cache import KVBytes
 
 
 @dataclass(frozen=True)

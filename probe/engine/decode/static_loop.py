@@ -16,9 +16,9 @@ import torch
 from transformers import T5ForConditionalGeneration
 from transformers.cache_utils import EncoderDecoderCache, StaticCache
 
-from probe.engine import kv_cache
-from probe.engine.decode_result import DecodeResult
-from probe.engine.timing import mark
+from probe.engine.decode import kv_cache
+from probe.engine.decode.result import DecodeResult
+from probe.engine.measure.timing import mark
 
 CACHE_POOL_SIZE = 8
 

@@ -25,7 +25,7 @@ from torch._dynamo.callback import CallbackArgs, CallbackTrigger, callback_handl
 
 from probe.contract.clock import SessionClock
 from probe.contract.records import CompileEvent, CompileInProgress, GraphBreakRecord
-from probe.engine.compile_stage import thread_stage
+from probe.engine.observe.compile_stage import thread_stage
 
 _RECOMPILES_LOGGER = "torch._dynamo.guards.__recompiles"
 _GRAPH_BREAKS_LOGGER = "torch._dynamo.symbolic_convert.__graph_breaks"

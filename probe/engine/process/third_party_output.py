@@ -40,7 +40,7 @@ def third_party_output_to(log_path: str) -> Iterator[TextIO]:
 def third_party_output_to_engine_log() -> Iterator[TextIO]:
     """`third_party_output_to` a fresh engine log in the per-user state folder, where the
     dashboard's engine logs are (kept and pruned the same way)."""
-    from probe.engine.state_files import new_log
+    from probe.engine.process.state_files import new_log
     with third_party_output_to(new_log()) as log:
         yield log
 

@@ -40,7 +40,7 @@ def nvidia_smi() -> dict[str, float] | str:
 
 
 def nvml_against_smi(device) -> dict:
-    from probe.engine.device_probe import DeviceProbe
+    from probe.engine.observe.device_probe import DeviceProbe
     sample = DeviceProbe(device).sample()
     smi = nvidia_smi()
     ours = {"utilization.gpu": sample.util_pct,
@@ -79,12 +79,12 @@ def decode_timings(model: str, requests: int, output_tokens: int) -> dict:
 
 
 def roofline(model: str, device, timings: dict) -> dict:
-    from probe.engine.models import load_model
-    from probe.engine.roofline import (
+    from probe.engine.measure.step_roofline import (
         measure_bandwidth,
         step_bytes_by_precision,
         working_set_bandwidth,
     )
+    from probe.engine.models import load_model
     loaded = load_model(model).model.to(device)
     by_precision = step_bytes_by_precision(loaded)
     by_precision["fp16"] = by_precision["bf16"]
@@ -103,7 +103,7 @@ def roofline(model: str, device, timings: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m probe.engine.gpu_check", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m probe.engine.measure.gpu_check", description=__doc__)
     parser.add_argument("--model", default="t5-small")
     parser.add_argument("--requests", type=int, default=5)
     parser.add_argument("--output-tokens", type=int, default=64)

@@ -1,6 +1,6 @@
 """What runs in the engine process: receive the workload, load the engine, continue the
 session from its journal when this is a restart, serve the replay, publish live views,
-obey the dashboard's commands. Started by probe.engine.engine_process.EngineClient; imports torch only
+obey the dashboard's commands. Started by probe.engine.process.engine_process.EngineClient; imports torch only
 inside the process."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from probe.contract.journal import (
     read_journal,
 )
 from probe.contract.journal_promise import JOURNAL_STOPPED
-from probe.engine.process_config import EngineProcessConfig
+from probe.engine.process.process_config import EngineProcessConfig
 from probe.engine.workload_setup import PreparedWorkload
 
 PUBLISH_INTERVAL_S = 0.5
@@ -135,7 +135,7 @@ def _journal(engine, config: EngineProcessConfig, earlier: Journal | None) -> Jo
 
 
 def _journal_header(writer: JournalWriter, engine, config: EngineProcessConfig) -> None:
-    from probe.engine.headless_journal import write_header
+    from probe.engine.process.headless_journal import write_header
     write_header(writer, engine, config.workload, config.trace_name)
 
 
@@ -143,8 +143,8 @@ def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None
     from probe.contract.clock import SessionClock
     from probe.contract.snapshot import write_json_atomic
     from probe.engine.engine import Engine
-    from probe.engine.headless import document_for
-    from probe.engine.live_reporter import LiveReporter
+    from probe.engine.process.headless import document_for
+    from probe.engine.process.live_reporter import LiveReporter
 
     settings, workload = config.settings, config.workload
     earlier, unreadable = _earlier_session(config)
@@ -157,7 +157,7 @@ def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None
         send(protocol.EngineFailed(f"the engine could not start: {type(exc).__name__}: {exc}"))
         return
     if config.warm_side:    # a warm switch's side engine: prewarm, then wait to be cut over
-        from probe.engine.warm_side import warm_up
+        from probe.engine.process.warm_side import warm_up
         longest = max(workload.trace.output_lengths(), default=2)
         predecessor = warm_up(engine, conn, send, min(max(longest, 2), settings.max_new_tokens))
         if predecessor is None:
@@ -246,8 +246,8 @@ def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None
 def _measure(engine, config: EngineProcessConfig, send: _Sender) -> float:
     """This machine's bandwidth (for the roofline), and the replay speed: the one given (a
     restart gets the speed last served) or half the engine's measured capacity."""
-    from probe.engine.bandwidth_cache import machine_bandwidth
-    from probe.engine.calibration import choose_speed
+    from probe.engine.measure.bandwidth_cache import machine_bandwidth
+    from probe.engine.measure.calibration import choose_speed
 
     send(protocol.Loading("measuring the bandwidth at which this machine re-reads the model's "
                           "weights, for the roofline (once per machine, then cached)"))
@@ -275,8 +275,8 @@ def _replay(engine, config: EngineProcessConfig, speed: float, earlier: Journal 
             writer: JournalWriter | None):
     """The replayer (going on after the last request `earlier` dispatched, each dispatch
     journaled) and the serving loop over it, its counters going on with the session."""
-    from probe.engine.continued_replay import ContinuedReplayer
-    from probe.engine.headless_journal import dispatch_of
+    from probe.engine.process.headless_journal import dispatch_of
+    from probe.engine.process.resumed_replay import ContinuedReplayer
     from probe.engine.serving import ServingLoop
 
     def journal_dispatch(scheduled) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import torch
 
-from probe.engine.roofline import best_seconds, is_cached_cross_projection
+from probe.engine.measure.step_roofline import best_seconds, is_cached_cross_projection
 
 CHAIN_REPEATS = 30
 
@@ -23,7 +23,7 @@ def step_matrices(model: torch.nn.Module) -> list[torch.Tensor]:
     """The weights a cached decode step multiplies by, in the order it does: each decoder
     linear except the cross-attention k/v projections (applied once per request), then
     lm_head. The same selection as `roofline.decode_step_bytes` (one predicate for both)."""
-    from probe.engine.int8_dynamic import Int8DynamicLinear
+    from probe.engine.decode.int8_dynamic import Int8DynamicLinear
     matrices = []
     for name, module in model.get_decoder().named_modules():
         if not isinstance(module, (torch.nn.Linear, Int8DynamicLinear)):
@@ -39,7 +39,7 @@ def _gemv(weight: torch.Tensor, dtype: torch.dtype) -> Callable[[torch.Tensor], 
     """x (1 × K) → x @ weightᵀ through the kernel the engine's step uses for this weight."""
     key = getattr(weight, "int8_dynamic_key", None)
     if key is not None:      # quant=int8 on a CPU: the int8 GEMM, activations quantized per call
-        from probe.engine.int8_dynamic import int8_dynamic_linear
+        from probe.engine.decode.int8_dynamic import int8_dynamic_linear
         return lambda x: int8_dynamic_linear(x, key, weight.shape[0])
     qdata = getattr(weight, "qdata", None)
     if qdata is None:

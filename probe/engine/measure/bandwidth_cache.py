@@ -1,6 +1,6 @@
 """The bandwidth at which this machine re-reads a model's decode working set, measured once and
 kept per machine, thread count and working-set size (the dashboard's roofline needs it at every
-start; measuring takes a second or two and a quiet machine). See probe/engine/roofline.py for
+start; measuring takes a second or two and a quiet machine). See probe/engine/measure/step_roofline.py for
 why the size matters: a working set inside the last-level cache is read about twice as fast."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def _read(path: Path) -> dict:
 def machine_bandwidth(device, working_set_bytes: int, *,
                       now: float | None = None) -> MachineBandwidth:
     """The cached measurement for this machine and working set, or a fresh one (then cached)."""
-    from probe.engine.roofline import working_set_bandwidth
+    from probe.engine.measure.step_roofline import working_set_bandwidth
     now = time.time() if now is None else now
     key, path = machine_key(device, working_set_bytes), cache_path()
     cached = _read(path).get(key)

@@ -12,9 +12,9 @@ from typing import Callable
 import torch
 from transformers.generation.streamers import BaseStreamer
 
-from probe.engine import kv_cache
-from probe.engine.decode_result import DecodeResult
-from probe.engine.timing import mark
+from probe.engine.decode import kv_cache
+from probe.engine.decode.result import DecodeResult
+from probe.engine.measure.timing import mark
 
 
 class TimingStreamer(BaseStreamer):

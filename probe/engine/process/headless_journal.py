@@ -27,7 +27,7 @@ def dispatch_of(engine: Engine, scheduled: ScheduledRequest) -> Dispatch:
 def write_header(writer: JournalWriter, engine: Engine, workload: PreparedWorkload,
                  trace_name: str) -> None:
     """The session's start on the wall clock, and where it runs, as its JSON says it."""
-    from probe.engine.headless import document_for
+    from probe.engine.process.headless import document_for
 
     document = document_for(engine, workload, trace_name)
     writer.header(time.time() - engine.clock.now_s(),
@@ -63,7 +63,7 @@ def open_headless_journal(engine: Engine, workload: PreparedWorkload, trace_name
                           options: OptConfig) -> tuple[JournalWriter | None, str | None]:
     """The run's journal writer, the engine already serving into it; or None and why (no
     journal is no reason not to serve: the run says so and goes on)."""
-    from probe.engine.state_files import new_replay_journal
+    from probe.engine.process.state_files import new_replay_journal
 
     try:
         writer = JournalWriter(new_replay_journal())

@@ -1,7 +1,7 @@
 """The engine in a process of its own, so a minute-long CPU compile (which holds the GIL) never
 freezes the dashboard. The dashboard talks to it through `EngineClient`, with the frozen
 messages of probe/contract/protocol.py over a pipe. This is the dashboard's side (the config, the
-per-user state files, EngineClient); what runs in the process is probe/engine/engine_child.py.
+per-user state files, EngineClient); what runs in the process is probe/engine/process/engine_child.py.
 Everything the engine serves is journaled (probe/contract/journal.py): a restart continues the session."""
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from probe.contract.journal_promise import JOURNAL_STOPPED, JournalPromise, jour
 from probe.contract.options import OptConfig, parse_opts
 from probe.contract.ports import check_port_free
 from probe.contract.warm_protocol import CutOver, WarmFailed, WarmProgress, WarmReady
-from probe.engine.engine_child import engine_main
-from probe.engine.process_config import EngineProcessConfig
-from probe.engine.state_files import new_journal, new_log
+from probe.engine.process.engine_child import engine_main
+from probe.engine.process.process_config import EngineProcessConfig
+from probe.engine.process.state_files import new_journal, new_log
 from probe.engine.workload_setup import prepare_workload
 
 STOP_WAIT_S = 2.0       # after Shutdown, for the request in progress; then the engine is killed

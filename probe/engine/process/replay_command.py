@@ -100,8 +100,8 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
     that cannot be written (a full disk) is one line naming the journal that keeps it."""
     from probe.contract.run_summary import run_summary
     from probe.contract.snapshot import write_json_atomic
-    from probe.engine.headless import run_replay
-    from probe.engine.headless_journal import remove_journal
+    from probe.engine.process.headless import run_replay
+    from probe.engine.process.headless_journal import remove_journal
 
     interrupted, signum = False, signal.SIGINT
     with GracefulInterrupt() as interrupt:
@@ -144,13 +144,13 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
                  metrics_exporter: Callable) -> int:
     """The command once its input is checked: the engine, its journal, the progress, the
     replay, the save; returns the exit status."""
-    from probe.engine.headless import document_for, engine_for, replay_loop
-    from probe.engine.headless_journal import (
+    from probe.engine.process.headless import document_for, engine_for, replay_loop
+    from probe.engine.process.headless_journal import (
         JournaledReplayer,
         dispatch_of,
         open_headless_journal,
     )
-    from probe.engine.replay_progress import ReplayProgress
+    from probe.engine.process.replay_progress import ReplayProgress
 
     engine = engine_for(workload, model=args.model, device=args.device, options=options,
                         max_input=args.max_input, threads=args.threads,

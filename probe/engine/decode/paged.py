@@ -27,7 +27,7 @@ from transformers import T5ForConditionalGeneration
 from transformers.cache_utils import CacheLayerMixin, EncoderDecoderCache, StaticCache
 
 from probe.contract.records import KVPool
-from probe.engine.continuous import advance_slots, slot_step
+from probe.engine.decode.continuous import advance_slots, slot_step
 
 NULL_BLOCK = 0
 

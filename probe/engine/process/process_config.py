@@ -28,4 +28,4 @@ class EngineProcessConfig:
     predecessor: EngineExit | None = None   # a restart: how the engine it replaces ended
     torch_trace_dir: str = ""   # keep a TORCH_TRACE of the session here, for tlparse
     slo: Slo | None = None      # --slo: what the session's goodput is measured against
-    warm_side: bool = False     # a warm switch's side engine (probe/engine/warm_side.py)
+    warm_side: bool = False     # a warm switch's side engine (probe/engine/process/warm_side.py)
