@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from typing import Mapping, Sequence, Union
 
+from probe.bench.cold_start import ColdStartFigures
 from probe.bench.spread import NO_SPREAD, Spread
 from probe.contract.drift import DriftStats
 from probe.contract.options import OptConfig
@@ -159,6 +160,7 @@ class RunResult:
     group: str | None = None
     snapshot: str | None = None
     observer: ObserverFigures | None = None
+    cold_start: ColdStartFigures | None = None     # E1's pair of fresh processes
     profile: ProfileFiles | None = None
     run_wall_s: float | None = None
     compile_phases: CompilePhases | None = None     # compile_s as dynamo split it
@@ -195,7 +197,7 @@ class RunResult:
             out[name] = getattr(self, name)
         out["compile_phases"] = (None if self.compile_phases is None
                                  else asdict(self.compile_phases))
-        for name in ("snapshot", "observer", "profile"):     # present only when made
+        for name in ("snapshot", "observer", "profile", "cold_start"):  # present only when made
             value = getattr(self, name)
             if value is not None:
                 out[name] = value if isinstance(value, str) else value.as_dict()

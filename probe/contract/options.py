@@ -122,6 +122,14 @@ OPTIONS: tuple[Option, ...] = (
            "continuous batching's KV cache: a static region per slot, or blocks of one pool "
            "taken as tokens come (PagedAttention-style), same memory budget",
            "probe/engine/switchboard.py: Switchboard.slot_batcher", in_footer=False),
+    Option("compile_cache", ("off", "on"), "C", "cache",
+           "Restarts load this config's compiled code from disk (needs compile)",
+           "on: each fullgraph-compiled function is compiled ahead of time (dynamo's "
+           "aot_compile) and saved in infertop's state folder, keyed by everything that changes "
+           "the code (model, weights, options, shapes, torch, CPU); a restart of the same config "
+           "loads it instead of tracing and compiling again. A stale or corrupt file is "
+           "recompiled, never served; needs compile",
+           "probe/engine/switchboard.py: Switchboard._wrap", in_footer=False, compiler="dynamo"),
 )
 OPTION_BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}
 CHOICES: dict[str, tuple[str, ...]] = {option.key: option.values for option in OPTIONS}
@@ -155,6 +163,7 @@ class OptConfig:
     guards: str = _default("guards")
     attention: str = _default("attention")
     kv_layout: str = _default("kv_layout")
+    compile_cache: str = _default("compile_cache")
 
     def __post_init__(self) -> None:
         for key, value in asdict(self).items():

@@ -68,7 +68,8 @@ class Engine:
         self.device_probe = DeviceProbe(self.device)
         self.switchboard = Switchboard(self.loaded.model, self.device,
                                        max_new_tokens=settings.max_new_tokens,
-                                       compile_backend=settings.compile_backend)
+                                       compile_backend=settings.compile_backend,
+                                       compile_events=self.probe)
         self._awaiting_reference: dict[str, EngineRequest] = {}
         self.bandwidth: MachineBandwidth | None = None     # set by whoever measured it
         self.started_unix = time.time()     # a bandwidth measured before: another run's

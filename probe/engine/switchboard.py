@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -13,6 +14,14 @@ from transformers import T5ForConditionalGeneration
 
 from probe.contract.options import COMPILE_ONLY, OPTION_BY_KEY, OptConfig
 from probe.contract.settings import EngineSettings
+from probe.engine.compile_cache import (
+    CachedCompile,
+    CompileEvents,
+    ConfigStore,
+    cache_root,
+    use_own_inductor_folder,
+)
+from probe.engine.compile_cache_key import config_key, weights_digest
 from probe.engine.decode import hf_generate
 from probe.engine.decode.attention import set_attention
 from probe.engine.decode.continuous import SlotBatcher
@@ -143,8 +152,13 @@ def _sharing_weights(model: T5ForConditionalGeneration) -> T5ForConditionalGener
 
 class Switchboard:
     def __init__(self, master: T5ForConditionalGeneration, device: torch.device, *,
-                 max_new_tokens: int, compile_backend: str = "inductor") -> None:
+                 max_new_tokens: int, compile_backend: str = "inductor",
+                 compile_events: CompileEvents | None = None,
+                 cache_root: Path | None = None) -> None:
         self.master = master
+        self.compile_events = compile_events
+        self.cache_root = cache_root            # compile_cache=on's folder (None: the state one)
+        self._master_weights: str | None = None
         self.device = device
         self.max_new_tokens = max_new_tokens
         self.compile_backend = compile_backend
@@ -234,7 +248,22 @@ class Switchboard:
             return lambda fn: fn
         if self.compile_backend == "inductor" and options.gemv == "inductor":
             widen_gemv_decomposition()
+        if fullgraph and options.compile_cache == "on":
+            store = self._cache_store(options)
+            return lambda fn: CachedCompile(
+                fn, torch.compile(fn, **self._compile_arguments(options, fullgraph)), store,
+                self.compile_events)
         return lambda fn: torch.compile(fn, **self._compile_arguments(options, fullgraph))
+
+    def _cache_store(self, options: OptConfig) -> ConfigStore:
+        """compile_cache=on: this config's folder of compiled functions."""
+        root = self.cache_root or cache_root()
+        use_own_inductor_folder(root)
+        if self._master_weights is None:
+            self._master_weights = weights_digest(self.master)
+        key = config_key(self.model_for(options), self._master_weights, options,
+                         backend=self.compile_backend, device=self.device)
+        return ConfigStore(key, root)
 
     def _compile_arguments(self, options: OptConfig, fullgraph: bool) -> dict:
         kwargs: dict = {"fullgraph": fullgraph, "dynamic": options.dynamic == "on",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from probe.bench.cold_start import ColdStartFigures, measure_pair
 from probe.bench.experiments.base import (
     EAGER_FULLGRAPH,
     REFERENCE,
@@ -17,6 +18,7 @@ from probe.bench.experiments.base import (
 )
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import RunResult, section_figures
+from probe.bench.runs import Extra, RunContext, RunHooks
 from probe.bench.spread import fmt_spread
 from probe.bench.verdict import failed_text, versus
 from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS, break_even
@@ -30,6 +32,58 @@ TEMPLATE = Template(
     control="compile=off (the same fullgraph decode loop, eager)",
     expected="compiled modes faster warm, much slower cold; reduce-overhead helps only "
              "where CUDA graphs exist; max-autotune compiles longest for a small further gain.")
+
+
+def measure_cold_start(engine, spec: RunSpec, context: RunContext,
+                       hooks: RunHooks) -> ColdStartFigures:
+    """The run's config with compile_cache=on, started twice in fresh processes on the run's
+    first request: from scratch, then from the cache the first start left."""
+    import torch
+    options = spec.options.with_option("compile_cache", "on")
+    text = " ".join(f"{key}={value}" for key, value in options.as_dict().items())
+    first = spec.requests[0]
+    hooks.on_request("cold start, 2 fresh processes", 0, 1)
+    try:
+        figures = measure_pair(context.model, text, input_length=first.input_length,
+                               output_length=first.output_length,
+                               threads=torch.get_num_threads(), backend=context.compile_backend,
+                               edges=spec.edges)
+    except Exception as exc:  # the pair is one figure of the section, never the whole run
+        figures = ColdStartFigures.failed(options.label(), f"{type(exc).__name__}: {exc}"[:300])
+    hooks.on_request("cold start, 2 fresh processes", 1, 1)
+    return figures
+
+
+COLD_START = Extra("cold_start", measure_cold_start)
+
+
+def cold_start_parts(result: RunResult | None) -> tuple[dict | None, list[str], dict | None]:
+    """(report.json's `cold_start`, the observed line, the extra table) from the pair."""
+    figures = getattr(result, "cold_start", None)
+    if figures is None:
+        return None, [], None
+    if figures.error:
+        return figures.as_dict(), [f"Cold start from the compile cache: not measured "
+                                   f"({figures.error})."], None
+    ratio = figures.ratio
+    line = (f"Cold start in a fresh process, {figures.options}: {fmt_ms(figures.scratch_ms)} "
+            f"from scratch (compile {fmt_s(figures.scratch_compile_s)}), "
+            f"{fmt_ms(figures.cache_ms)} from the compile cache (loading "
+            f"{fmt_s(figures.cache_compile_s)}; {figures.loaded} functions loaded, "
+            f"{figures.compiled_on_restart} compiled, {figures.traced_on_restart} graphs traced "
+            f"by dynamo): "
+            + (f"{ratio:.1%} of the full compile" if ratio is not None else NO_DATA)
+            + ("; same tokens" if figures.tokens_equal else "; TOKENS DIFFER") + ".")
+    table = {"title": "Cold start: fresh process, from scratch and from the compile cache",
+             "columns": ["start", "first request", "compile or load", "process wall",
+                         "from cache"],
+             "rows": [["from scratch", fmt_ms(figures.scratch_ms),
+                       fmt_s(figures.scratch_compile_s), fmt_s(figures.scratch_process_s), "—"],
+                      ["from the cache", fmt_ms(figures.cache_ms),
+                       fmt_s(figures.cache_compile_s), fmt_s(figures.cache_process_s),
+                       f"{figures.loaded} loaded, {figures.compiled_on_restart} compiled"],
+                      ["ratio", f"{ratio:.1%}" if ratio is not None else NO_DATA, "", "", ""]]}
+    return figures.as_dict(), [line], table
 
 
 def runs(plan: Plan) -> dict[str, RunSpec]:
@@ -130,8 +184,16 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                  "fewer requests of this traffic per compile loses time by compiling.")
     table = {"columns": ["config", "compile", "graphs", "cold start", "warm p50", "warm p95",
                          "ms/token", "tokens/s", "warm p50 vs off", "break-even"], "rows": rows}
+    cold_start, cold_line, cold_table = cold_start_parts(default)
+    observed += cold_line
+    if cold_start is not None:
+        cause.append("From the cache a restart skips dynamo's tracing, AOTAutograd and "
+                     "inductor (dynamo's aot_compile artifacts, loaded with "
+                     "torch.compiler.load_compiled_function); what is left is reading them, "
+                     "loading the kernels' shared objects and checking the guards.")
     return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause,
-                            notes=plan.notes("E1"))
+                            notes=plan.notes("E1"), cold_start=cold_start,
+                            extra_tables=[cold_table] if cold_table else [])
 
 
 def _default_cause(gain: dict, default: RunResult) -> str:
@@ -145,4 +207,4 @@ def _default_cause(gain: dict, default: RunResult) -> str:
             f"({fmt_s(default.compile_s)}) is pure cost at this size.")
 
 
-EXPERIMENT = Experiment(TEMPLATE, runs, build)
+EXPERIMENT = Experiment(TEMPLATE, runs, build, extras={"default": frozenset({COLD_START})})

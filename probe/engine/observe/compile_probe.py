@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import torch
@@ -302,6 +304,33 @@ class CompileProbe:
                     function=match["function"] if match else "?", start_s=now, duration_s=0.0,
                     reason="recompile limit hit: new shapes of this function now run eager",
                     request_id=self._request_id, config_id=self._config_id))
+
+    @contextmanager
+    def external_compile(self, function: str, *, from_cache: bool,
+                         reason: str | None = None) -> Iterator[None]:
+        """A compile dynamo's callbacks do not report (the compile cache's aot_compile, or its
+        load from disk): shown live, counted in the waiting request's stall, recorded as an
+        event with `from_cache`."""
+        pending = _Pending("-", CallbackTrigger.DYNAMO, time.perf_counter(), None, None,
+                           thread_id=threading.get_ident(), reason=reason, function=function)
+        with self._lock:
+            pending.request_id, pending.config_id = self._request_id, self._config_id
+            self._open = pending
+        try:
+            yield
+        finally:
+            end = time.perf_counter()
+            with self._lock:
+                self._open = None
+                self._compile_seconds += end - pending.start
+                if pending.request_id is not None and pending.request_id == self._request_id:
+                    self._waited_s += end - pending.start
+                self._events.append(CompileEvent(
+                    compile_id="-", kind="recompile" if reason else "compile",
+                    function=function, start_s=self._clock.to_session_s(pending.start),
+                    duration_s=end - pending.start, reason=reason,
+                    request_id=pending.request_id, config_id=pending.config_id, graphs=1,
+                    from_cache=from_cache))
 
     def record_fallback(self, function: str, reason: str) -> None:
         """A compile that failed and was replaced by eager, as the engine decided."""
