@@ -3,8 +3,9 @@ and records what each one cost, in a process of its own under the dashboard.
 
 Here: what serves — `engine` (one request under the current OptConfig), `serving` (the loop that
 puts the trace's requests on a queue at their arrival times), `switchboard` (an OptConfig turned
-into something that decodes), `models`, `tokenizer`, `requests`, `workload_setup`, and
-`peer_ctranslate2` (the peer engine the bench measures against).
+into something that decodes), `compile_cache` and `compile_cache_key` (compile_cache=on: compiled
+functions saved under the state folder and loaded by a restart), `models`, `tokenizer`,
+`requests`, `workload_setup`, and `peer_ctranslate2` (the peer engine the bench measures against).
 By role, below it:
 - `process/`: the engine in a process of its own, the warm switch's side engine, headless
   `replay`, and the files they keep (logs, journals).

@@ -53,6 +53,26 @@ class CorruptCacheFile(Exception):
     pass
 
 
+def _serializable(entry: Any) -> bool:
+    from torch._dynamo.guards import CheckFunctionManager
+    unsupported = CheckFunctionManager.UNSUPPORTED_SERIALIZATION_GUARD_TYPES
+    kinds = {entry.guard_type, *(entry.orig_guard.guard_types or ())}
+    return not entry.is_global and not kinds.intersection(unsupported)
+
+
+def serializable_guards(inner: Callable | None) -> Callable:
+    """The guard_filter_fn an aot_compile needs: what `inner` keeps (guards=lean's filter, or
+    all), less the guards that cannot be saved — every global one (the libraries' modules and
+    builtins, which a restart re-imports) and those torch cannot serialize (ID_MATCH and kin).
+    Written here because aot_compile's own default looks only at a guard's type, not at the
+    types it derives (t5's BUILTIN_MATCH guards derive ID_MATCH), so saving t5's steps fails
+    with "ID_MATCH guard cannot be serialized"."""
+    def keep(entries: Any) -> list[bool]:
+        kept = inner(entries) if inner is not None else [True] * len(entries)
+        return [k and _serializable(e) for k, e in zip(kept, entries)]
+    return keep
+
+
 def cache_root() -> Path:
     return state_dir() / CACHE_FOLDER
 
@@ -120,7 +140,8 @@ class CachedCompile:
         self.compiled = compiled          # torch.compile(fn, fullgraph=True, ...)
         self.store = store
         self.events = events
-        self._entries: dict[str, Any] = {}
+        self._entries: dict[str, Any] = {}       # call signature → its artifact
+        self._recent: list[Any] = []              # the same artifacts, last used first
         self._plain = False
         self.loads = 0                    # how many signatures came from the store
         self.compiles = 0                 # and how many were compiled (and saved)
@@ -128,13 +149,23 @@ class CachedCompile:
     def __call__(self, *args: Any) -> Any:
         if self._plain:
             return self.compiled(*args)
+        # Dispatch by the artifacts' own guards (shapes, dtypes, strides of every tensor), most
+        # recent first, as torch's AOTCompiledModel does: the signature digest below walks
+        # every argument and is paid only when no artifact fits.
+        for index, entry in enumerate(self._recent):
+            if entry.guard_check(*args):
+                if index:
+                    self._recent.insert(0, self._recent.pop(index))
+                return entry(*args)
         signature = call_signature(args)
-        entry = self._entries.get(signature)
-        if entry is None or not entry.guard_check(*args):
-            entry = self._obtain(signature, args, stale_in_memory=entry is not None)
-            if entry is None:
-                return self.compiled(*args)
-            self._entries[signature] = entry
+        entry = self._obtain(signature, args, stale_in_memory=signature in self._entries)
+        if entry is None:
+            return self.compiled(*args)
+        previous = self._entries.get(signature)
+        if previous is not None:
+            self._recent.remove(previous)
+        self._entries[signature] = entry
+        self._recent.insert(0, entry)
         return entry(*args)
 
     def _event(self, from_cache: bool, reason: str | None) -> AbstractContextManager[None]:

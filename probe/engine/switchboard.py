@@ -19,6 +19,7 @@ from probe.engine.compile_cache import (
     CompileEvents,
     ConfigStore,
     cache_root,
+    serializable_guards,
     use_own_inductor_folder,
 )
 from probe.engine.compile_cache_key import config_key, weights_digest
@@ -272,6 +273,13 @@ class Switchboard:
             kwargs.update(inductor_arguments(options))
         elif options.guards != "full":     # a dynamo option: any backend takes it
             kwargs["options"] = {"guard_filter_fn": guard_filter(options.guards)}
+        if fullgraph and options.compile_cache == "on":   # only savable guards
+            if "mode" in kwargs:                          # mode and options exclude each other
+                from torch._inductor import list_mode_options
+                kwargs["options"] = dict(list_mode_options(kwargs.pop("mode")))
+            extra = dict(kwargs.get("options", {}))
+            extra["guard_filter_fn"] = serializable_guards(extra.get("guard_filter_fn"))
+            kwargs["options"] = extra
         return kwargs
 
     def slot_batcher(self, options: OptConfig, settings: EngineSettings
