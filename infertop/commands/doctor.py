@@ -6,14 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 
+NAME = "doctor"
+HELP = "why a saved session's slowest requests were slow, and what to do next"
 
-def register(commands) -> None:
-    doctor = commands.add_parser(
-        "doctor", help="why a saved session's slowest requests were slow, and what to do next")
-    doctor.add_argument("file", metavar="SESSION.json")
-    doctor.add_argument("--json", action="store_true",
+
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="SESSION.json")
+    parser.add_argument("--json", action="store_true",
                         help="the diagnosis as JSON ({segments: [...], checklist: [...]})")
-    doctor.set_defaults(func=run)
 
 
 def diagnosis_of(path: str):
@@ -25,7 +25,7 @@ def diagnosis_of(path: str):
         document, saved_live_parts(document, source=f"snapshot {path}"), saved=path))
 
 
-def run(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     from probe.contract.doctor_text import report_text
     data, report = diagnosis_of(args.file)
     if args.json:
