@@ -18,7 +18,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 def diagnosis_of(path: str):
     from probe.contract.diagnosis import context_from_document, diagnose_session
-    from probe.contract.snapshot import read_document, saved_live_parts, session_data
+    from probe.session_store.snapshot import read_document, saved_live_parts, session_data
     document = read_document(path)
     data = session_data(document, source=f"snapshot {path}")
     return data, diagnose_session(data, context_from_document(

@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from probe.contract.snapshot_export import export
+    from probe.session_store.snapshot_export import export
     stem = args.out or str(Path(args.file).with_suffix(""))
     for path in export(args.file, stem, args.format):
         print(f"wrote {terminal_text(path)}")
@@ -55,13 +55,13 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
-    from probe.contract.recover import recover
+    from probe.session_store.recover import recover
     print(recover(args.journal, args.out))
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
-    from probe.contract.snapshot_report import show
+    from probe.session_store.snapshot_report import show
     _check_plot(args.plot)
     print(terminal_text(show(args.file), keep_newlines=True))
     if args.plot:
@@ -71,7 +71,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from probe.contract.snapshot_report import compare
+    from probe.session_store.snapshot_report import compare
     _check_plot(args.plot)
     print(terminal_text(compare(args.a, args.b), keep_newlines=True))
     if args.plot:
