@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import torch
@@ -154,11 +153,9 @@ def _sharing_weights(model: T5ForConditionalGeneration) -> T5ForConditionalGener
 class Switchboard:
     def __init__(self, master: T5ForConditionalGeneration, device: torch.device, *,
                  max_new_tokens: int, compile_backend: str = "inductor",
-                 compile_events: CompileEvents | None = None,
-                 cache_root: Path | None = None) -> None:
+                 compile_events: CompileEvents | None = None) -> None:
         self.master = master
         self.compile_events = compile_events
-        self.cache_root = cache_root            # compile_cache=on's folder (None: the state one)
         self._master_weights: str | None = None
         self.device = device
         self.max_new_tokens = max_new_tokens
@@ -258,7 +255,7 @@ class Switchboard:
 
     def _cache_store(self, options: OptConfig) -> ConfigStore:
         """compile_cache=on: this config's folder of compiled functions."""
-        root = self.cache_root or cache_root()
+        root = cache_root()
         use_own_inductor_folder(root)
         if self._master_weights is None:
             self._master_weights = weights_digest(self.master)

@@ -8,7 +8,6 @@ import logging
 import pytest
 import torch
 
-from conftest import serve, varied_tiny_model
 from probe.contract.options import parse_opts
 from probe.engine.compile_cache import (
     CachedCompile,
@@ -20,6 +19,7 @@ from probe.engine.compile_cache import (
 )
 from probe.engine.compile_cache_key import ConfigKey, call_signature, config_key, weights_digest
 from probe.engine.engine import Engine, EngineSettings
+from tests.conftest import serve, varied_tiny_model
 
 CACHED = ("compile=default", "decode=fullgraph", "compile_cache=on")
 SHAPES = [(12, 6), (20, 5)]
