@@ -74,9 +74,11 @@ class RaySteps:
     runner: Callable[..., JobOutcome] = run_job      # a test swaps in a fake engine
 
     @classmethod
-    def connect(cls, target: str, context: RunContext, trace: str, threads: int | None,
-                runs_dir: Path, stop: threading.Event, say: Callable[[str], None]) -> RaySteps:
-        cluster = connect(target, context.device)
+    def connect(cls, target: str, device: str, context: RunContext, trace: str,
+                threads: int | None, runs_dir: Path, stop: threading.Event,
+                say: Callable[[str], None]) -> RaySteps:
+        """Join (or start) the cluster; `device` as given (auto: its GPUs if it has any)."""
+        cluster = connect(target, device)
         say(f"ray at {cluster.address}: {cluster.slots} slot(s) on {cluster.nodes} node(s): up "
             f"to {cluster.slots} candidate(s) of a step at once, each asking for "
             + ", ".join(f"{k}={v}" for k, v in cluster.asks.items()))

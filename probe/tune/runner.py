@@ -55,8 +55,8 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
     steps = None
     if args.ray is not None:        # a cluster that cannot be joined is refused before any file
         from probe.tune.ray_steps import RaySteps
-        steps = RaySteps.connect(args.ray, context, args.trace, args.threads, out / "runs",
-                                 stop, say)
+        steps = RaySteps.connect(args.ray, args.device, context, args.trace, args.threads,
+                                 out / "runs", stop, say)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     counter = iter(range(1, 10_000))
     state_rate: dict[str, float] = {}
