@@ -5,8 +5,8 @@ served, warm-up included; the figures are probe/contract/slo.py's, computed once
 from __future__ import annotations
 
 from probe.contract.slo import slo_from_dict
-from probe.contract.tables import table
 from probe.contract.units import fmt_fraction, fmt_num
+from probe.session_store.tables import table
 
 
 def goodput_markdown(report: dict) -> list[str]:

@@ -14,8 +14,8 @@ from probe.bench.plan import BenchRequest, RunSpec
 from probe.bench.results import PassResult, section_figures, summarize_run
 from probe.contract.options import OptConfig
 from probe.contract.slo import Slo
-from probe.contract.snapshot import read_document, session_document, write_json_atomic
 from probe.contract.units import fmt_fraction, fmt_num
+from probe.session_store.snapshot import read_document, session_document, write_json_atomic
 from tests.bench.conftest import record
 
 

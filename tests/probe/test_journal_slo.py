@@ -11,18 +11,18 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probe.contract.journal import (
+from probe.contract.options import OptConfig
+from probe.contract.protocol import EngineExit
+from probe.contract.slo import Slo, parse_slo
+from probe.session_store.journal import (
     Dispatch,
-    EngineExit,
     JournaledSession,
     JournalWriter,
     read_journal,
     save_from_journal,
 )
-from probe.contract.options import OptConfig
-from probe.contract.recover import recover
-from probe.contract.slo import Slo, parse_slo
-from probe.contract.snapshot import read_document
+from probe.session_store.recover import recover
+from probe.session_store.snapshot import read_document
 from tests.conftest import synthetic_record
 
 CONTEXT = {"environment": {"device": "cpu"}, "model": {"name": "t5-tiny", "dtype": "fp32"},

@@ -21,7 +21,7 @@ from probe.bench.spread import Spread
 from probe.contract.options import OptConfig
 from probe.contract.session import Session
 from probe.contract.slo import parse_slo
-from probe.contract.snapshot import session_document, write_json_atomic
+from probe.session_store.snapshot import session_document, write_json_atomic
 from probe.tune.candidates import SEED_ORDER, Candidate
 from probe.tune.evaluate import Job
 from probe.tune.search import Measured, run_tune
