@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -39,7 +40,6 @@ def evaluate(job: Job, context: RunContext, workload, *, runs_dir: Path, named_d
     """Measure `job`'s config; each run's session is written to `runs_dir` and named in what
     comes back as `named_dir`/file (a Ray task writes in a temporary folder the driver copies
     into --out/runs)."""
-    import time
     started = time.monotonic()
     label = job.label
 
