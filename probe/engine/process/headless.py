@@ -12,7 +12,7 @@ from probe.engine.engine import Engine
 from probe.engine.process.environment import environment
 from probe.engine.serving import ServingLoop
 from probe.engine.workload_setup import PreparedWorkload
-from probe.session_store.snapshot import session_document
+from probe.session_store.snapshot import snapshot_document
 from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer
 
 
@@ -54,7 +54,7 @@ def document_for(engine: Engine, workload: PreparedWorkload, trace_name: str) ->
     roofline, the batching slots), so `--load` redraws every panel as it was."""
     roofline = engine.roofline_status()
     settings = engine.settings
-    return session_document(
+    return snapshot_document(
         engine.session.freeze(), environment=environment(engine.device),
         model=engine.loaded.info.as_dict(engine.options.precision),
         trace={"name": trace_name, "requests": len(workload.trace.requests),
