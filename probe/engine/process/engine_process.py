@@ -1,8 +1,9 @@
 """The engine in a process of its own, so a minute-long CPU compile (which holds the GIL) never
 freezes the dashboard. The dashboard talks to it through `EngineClient`, with the frozen
-messages of probe/contract/protocol.py over a pipe. This is the dashboard's side (the launch, the
-per-user state files, EngineClient); what runs in the process is probe/engine/process/engine_child.py.
-Everything the engine serves is journaled (probe/session_store/journal.py): a restart continues the session."""
+messages of probe/contract/protocol.py over a pipe. This is the dashboard's side (the launch,
+the per-user state files, EngineClient); what runs in the process is
+probe/engine/process/engine_child.py. Everything the engine serves is journaled
+(probe/session_store/journal.py): a restart continues the session."""
 
 from __future__ import annotations
 
@@ -107,12 +108,16 @@ class _Outbox:
 
 
 class EngineClient:
-    """The dashboard's handle on the engine process (implements probe.contract.protocol.EngineHandle). One
-    session: a restart continues it from the session journal."""
+    """The dashboard's handle on the engine process (implements
+    probe.contract.protocol.EngineHandle). One session: a restart continues it from the
+    session journal."""
 
     def __init__(self, launch: EngineLaunch, *,
                  target: Callable[[EngineLaunch, Connection], None] = engine_main) -> None:
+        if launch.workload is None:     # only the spawn arguments go without one
+            raise ValueError("EngineClient: the launch has no workload to send the engine")
         self.launch = launch
+        self._workload = launch.workload
         self._target = target
         self._options = launch.options
         self._speed = launch.speed
@@ -190,7 +195,7 @@ class EngineClient:
             sys.stdout, sys.stderr = streams
             child.close()
         outbox = _Outbox(parent)
-        outbox.put(protocol.Workload(self.launch.workload))
+        outbox.put(protocol.Workload(self._workload))
         return process, parent, outbox
 
     # -- the warm switch ---------------------------------------------------------------------
@@ -308,7 +313,7 @@ class EngineClient:
         _stop_process(process, conn, outbox)
 
 
-def _stop_process(process: mp.process.BaseProcess, conn: Connection,
+def _stop_process(process: mp.process.BaseProcess, conn: Connection | None,
                   outbox: _Outbox | None) -> None:
     """Shutdown, STOP_WAIT_S for the engine to end, then kill it: never an unbounded wait."""
     if outbox is not None:
@@ -319,5 +324,5 @@ def _stop_process(process: mp.process.BaseProcess, conn: Connection,
         process.join(timeout=KILL_WAIT_S)
     # The engine is gone, so a send in progress fails at once; close the connection only
     # after the outbox let go of it (a closed descriptor's number may be reused).
-    if outbox is None or outbox.close(timeout=KILL_WAIT_S):
+    if conn is not None and (outbox is None or outbox.close(timeout=KILL_WAIT_S)):
         conn.close()

@@ -20,6 +20,7 @@ def replay_loop(engine: Engine, workload: PreparedWorkload, *, speed: float = 1.
                 max_requests: int | None = None, concurrency: int | None = None,
                 on_records: Callable[[list[RequestRecord]], None] | None = None) -> ServingLoop:
     """Open loop at the trace's times (× speed), or closed loop with `concurrency` outstanding."""
+    replayer: ClosedLoopReplayer | OpenLoopReplayer
     if concurrency:
         replayer = ClosedLoopReplayer(workload.trace, concurrency=concurrency,
                                       max_requests=max_requests)
