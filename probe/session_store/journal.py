@@ -27,7 +27,7 @@ from probe.contract.protocol import EngineExit
 from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
 from probe.contract.session import ConfigEntry, Session, SessionData
 from probe.contract.slo import Slo
-from probe.session_store.snapshot import session_data, session_document, write_json_atomic
+from probe.session_store.snapshot import session_data, snapshot_document, write_json_atomic
 
 # The session JSON's sections that describe where the session ran, not what it served.
 CONTEXT_SECTIONS = ("environment", "model", "trace", "settings", "live")
@@ -203,8 +203,8 @@ class Journal:
         config = data.configs.get(self._config_serving())
         if isinstance(model, dict) and config is not None:  # as the engine writes it: the dtype served
             context["model"] = {**model, "dtype": config.options.precision}
-        return session_document(data, **{name: context.get(name) or {}
-                                         for name in CONTEXT_SECTIONS})
+        return snapshot_document(data, **{name: context.get(name) or {}
+                                          for name in CONTEXT_SECTIONS})
 
     def _config_serving(self) -> str:
         if self.data.records:

@@ -15,7 +15,7 @@ from probe.bench.results import PassResult, section_figures, summarize_run
 from probe.contract.options import OptConfig
 from probe.contract.slo import Slo
 from probe.contract.units import fmt_fraction, fmt_num
-from probe.session_store.snapshot import read_document, session_document, write_json_atomic
+from probe.session_store.snapshot import read_document, snapshot_document, write_json_atomic
 from tests.bench.conftest import record
 
 
@@ -51,7 +51,7 @@ def test_each_runs_goodput_is_its_saved_records_own(tmp_path_factory, make_sessi
     slo = Slo(latency_ms=bound)
     result, data = a_run(latencies, failed, slo, make_session)
     path = tmp_path_factory.mktemp("run") / "run.json"
-    write_json_atomic(path, session_document(data, environment={}, model={}, trace={}))
+    write_json_atomic(path, snapshot_document(data, environment={}, model={}, trace={}))
     goodput, tokens, attainment = recomputed(read_document(path), bound)
     run = result.as_dict()                                   # report.json `runs.<key>`
     config = section_figures(result)                         # `experiments.<id>.configs.<key>`

@@ -21,7 +21,7 @@ from probe.bench.spread import Spread
 from probe.contract.options import OptConfig
 from probe.contract.session import Session
 from probe.contract.slo import parse_slo
-from probe.session_store.snapshot import session_document, write_json_atomic
+from probe.session_store.snapshot import snapshot_document, write_json_atomic
 from probe.tune.candidates import SEED_ORDER, Candidate
 from probe.tune.evaluate import Job
 from probe.tune.search import Measured, run_tune
@@ -44,8 +44,8 @@ def fake_replay(signal_on_call: int | None, signum: int, calls: list[int]):
             session.add_record(synthetic_record(f"r{i}", i, latency_ms=100.0, config_id=config))
         data = session.freeze()
         if save_to is not None:
-            write_json_atomic(save_to, session_document(data, environment={}, model={},
-                                                        trace={}))
+            write_json_atomic(save_to, snapshot_document(data, environment={}, model={},
+                                                         trace={}))
         return data
     return replay_at
 
