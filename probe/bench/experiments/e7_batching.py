@@ -222,4 +222,4 @@ def _observed(results: BatchingResults, trace: str, capacity: float) -> list[str
 
 
 EXPERIMENT = OpenLoopExperiment(
-    TEMPLATE, measure, estimate_s=lambda plan: 240.0 if plan.quick else 1200.0)
+    TEMPLATE, measure, estimate_s=lambda plan: 60.0 if plan.quick else 1200.0)
