@@ -62,7 +62,8 @@ PATHS: tuple[tuple[str, str, OptConfig], ...] = (
     ("lean step + gemv=inductor", "fp32", LEAN_FP32.with_option("gemv", "inductor")),
     ("lean step int8", "int8", BEST_INT8),
 )
-# --quick: the fastest path of each precision on the 2-core VM (see the doc), the eager baseline
+# --quick: the eager baseline and each precision's lean step (the matmul levers on top of it,
+# one more cold compile each, are the full run's)
 QUICK_PATHS = ("hf eager", "lean step", "lean step int8")
 
 
@@ -264,8 +265,8 @@ def build(paths: list[PathRun], roof_ms: dict[str, float], *, loads: list, model
              f"{PEER_OUTPUT_TOKENS} out (one shape: each compiled path compiles once), batch 1, "
              "greedy, the output length forced (CTranslate2: min_decoding_length = "
              f"max_decoding_length); {repeats} warm passes per path, each infertop pass "
-             "followed by one pass of the peer in each compute type, the order reversed every "
-             "other pass",
+             "followed by one pass of the peer in each compute type of its precision, the order "
+             "reversed every other pass",
              "ms/token: (last token − first token) / (n − 1) per request, the median over a "
              "pass's requests; spread: the range over passes; p95 over every warm request",
              f"best path: the fastest of each precision's paths in this run; the lean step is "
