@@ -81,7 +81,7 @@ def saved_session_app(path: Path, snapshot_dir: Path):
 
 def load_snapshot(path: Path) -> LiveView:
     """A saved session as the dashboard shows it: the last config served is "now"."""
-    from probe.contract.snapshot import read_document, saved_session
+    from probe.session_store.snapshot import read_document, saved_session
 
     document = read_document(path)
     try:
@@ -103,7 +103,7 @@ def _live_from(document: dict, data: SessionData) -> LiveView:
     ok = sum(r.ok for r in records)
     model, environment = _section(document, "model"), _section(document, "environment")
     trace, settings = _section(document, "trace"), _section(document, "settings")
-    from probe.contract.snapshot import saved_live_parts
+    from probe.session_store.snapshot import saved_live_parts
     device_sample, roofline = saved_live_parts(document, for_terminal=True)
     end_s = max((r.end_s for r in records), default=0.0)
     window = records[-WINDOW_SIZE:]

@@ -16,7 +16,7 @@ from probe.bench.experiments.e8_kv_layout import build as build_e8
 from probe.bench.openloop import open_loop_figures
 from probe.contract.records import KVPool
 from probe.contract.session import ConfigEntry, SessionData
-from probe.contract.snapshot import session_document, write_json_atomic
+from probe.session_store.snapshot import session_document, write_json_atomic
 from tests.bench.test_bench_report import _results, _sections
 from tests.conftest import synthetic_record
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from probe.bench.doctor_section import doctor_by_run, doctor_markdown
-from probe.contract.snapshot import session_document
+from probe.session_store.snapshot import session_document
 from tests.probe.doctor_records import serial
 from tests.probe.test_diagnosis import session
 

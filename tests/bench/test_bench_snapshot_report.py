@@ -10,9 +10,9 @@ from infertop.cli import main
 from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, GraphBreakRecord
-from probe.contract.snapshot import session_document, write_json_atomic
-from probe.contract.snapshot_report import compare, metric_rows, show
 from probe.contract.units import fmt_ms
+from probe.session_store.snapshot import session_document, write_json_atomic
+from probe.session_store.snapshot_report import compare, metric_rows, show
 
 EAGER = OptConfig()
 COMPILED = OptConfig(compile="default", decode="fullgraph")

@@ -16,9 +16,9 @@ import engine_targets
 from probe.contract import protocol
 from probe.contract.options import OptConfig
 from probe.contract.settings import EngineSettings
-from probe.contract.snapshot import read_document, session_data
 from probe.engine.process.engine_process import EngineClient, EngineProcessConfig, config_from_args
 from probe.engine.workload_setup import prepare_workload
+from probe.session_store.snapshot import read_document, session_data
 from workloads.trace_records import Trace
 
 

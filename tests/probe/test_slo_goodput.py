@@ -19,7 +19,7 @@ from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
 from probe.contract.session import Session
 from probe.contract.slo import Slo, goodput, parse_slo, slo_from_dict
-from probe.contract.snapshot import session_data, session_document, write_json_atomic
+from probe.session_store.snapshot import session_data, session_document, write_json_atomic
 from tests.conftest import synthetic_record
 
 BOUND_MS = st.one_of(st.none(), st.floats(5, 500))
@@ -180,7 +180,7 @@ def saved(tmp_path):
 
 
 def test_snapshot_show_and_compare_print_goodput_and_attainment(saved):
-    from probe.contract.snapshot_report import compare, show
+    from probe.session_store.snapshot_report import compare, show
     path, rows = saved
     text = show(str(path))
     assert "SLO latency=500ms" in text and "attained" in text
@@ -190,7 +190,7 @@ def test_snapshot_show_and_compare_print_goodput_and_attainment(saved):
 
 
 def test_export_has_the_segment_figures_and_each_requests_verdict(saved, tmp_path):
-    from probe.contract.snapshot_export import export
+    from probe.session_store.snapshot_export import export
     path, rows = saved
     requests, segments = export(path, tmp_path / "out", "csv")
     with open(requests) as handle:

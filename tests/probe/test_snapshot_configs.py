@@ -12,8 +12,8 @@ import pytest
 from infertop.cli import main
 from probe.contract.options import OptConfig
 from probe.contract.session import ConfigEntry, SessionData
-from probe.contract.snapshot import session_document
-from probe.contract.snapshot_report import compare, show
+from probe.session_store.snapshot import session_document
+from probe.session_store.snapshot_report import compare, show
 from tests.probe.test_steady_state import serial
 
 

@@ -20,8 +20,8 @@ from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
 from probe.contract.session import ConfigEntry, SessionData
-from probe.contract.snapshot import read_document, session_data, session_document
-from probe.contract.snapshot_report import compare, show
+from probe.session_store.snapshot import read_document, session_data, session_document
+from probe.session_store.snapshot_report import compare, show
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

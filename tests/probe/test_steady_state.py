@@ -140,8 +140,8 @@ def test_snapshot_show_gives_the_warm_figures_beside_all(tmp_path):
 
     from probe.contract.options import OptConfig
     from probe.contract.session import ConfigEntry, SessionData
-    from probe.contract.snapshot import session_document
-    from probe.contract.snapshot_report import show
+    from probe.session_store.snapshot import session_document
+    from probe.session_store.snapshot_report import show
 
     records = serial([float(i) for i in range(40)], [0.5] * 40, {2: 10.0})
     data = SessionData(records=tuple(records),

@@ -11,8 +11,8 @@ import pytest
 
 from probe.contract import protocol
 from probe.contract.options import OptConfig
+from probe.contract.protocol import WarmFailed, WarmReady
 from probe.contract.side_compile_cost import side_compile_cost
-from probe.contract.warm_protocol import WarmFailed, WarmReady
 from probe.engine.process.engine_process import EngineClient, config_from_args
 
 

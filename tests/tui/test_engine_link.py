@@ -178,9 +178,9 @@ async def test_a_poll_that_raises_is_shown_and_R_still_restarts(make_app, until)
 
 async def test_s_while_the_engine_is_down_saves_what_it_served_from_its_journal(
         make_app, stages, until, tmp_path):
-    from probe.contract.journal import JournaledSession, JournalWriter
-    from probe.contract.snapshot import read_document, session_data
     from probe.engine.process.state_files import new_journal
+    from probe.session_store.journal import JournaledSession, JournalWriter
+    from probe.session_store.snapshot import read_document, session_data
 
     journal = new_journal(tmp_path / "state")
     writer = JournalWriter(journal)

@@ -11,7 +11,7 @@ import pytest
 
 from probe.contract.errors import ConfigError
 from probe.contract.protocol import Shutdown
-from probe.contract.snapshot import session_document, write_json_atomic
+from probe.session_store.snapshot import session_document, write_json_atomic
 from tests.tui.synthetic import session_at
 from tui import launch as launch_module
 from tui.app import InfertopApp

@@ -13,15 +13,15 @@ from multiprocessing.connection import Connection
 
 from probe.contract import protocol
 from probe.contract.errors import ConfigError
-from probe.contract.journal import (
+from probe.contract.protocol import JOURNAL_STOPPED
+from probe.engine.process.process_config import EngineProcessConfig
+from probe.engine.workload_setup import PreparedWorkload
+from probe.session_store.journal import (
     Journal,
     JournaledSession,
     JournalWriter,
     read_journal,
 )
-from probe.contract.journal_promise import JOURNAL_STOPPED
-from probe.engine.process.process_config import EngineProcessConfig
-from probe.engine.workload_setup import PreparedWorkload
 
 PUBLISH_INTERVAL_S = 0.5
 
@@ -141,10 +141,10 @@ def _journal_header(writer: JournalWriter, engine, config: EngineProcessConfig) 
 
 def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None:
     from probe.contract.clock import SessionClock
-    from probe.contract.snapshot import write_json_atomic
     from probe.engine.engine import Engine
     from probe.engine.process.headless import document_for
     from probe.engine.process.live_reporter import LiveReporter
+    from probe.session_store.snapshot import write_json_atomic
 
     settings, workload = config.settings, config.workload
     earlier, unreadable = _earlier_session(config)

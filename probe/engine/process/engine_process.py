@@ -2,7 +2,7 @@
 freezes the dashboard. The dashboard talks to it through `EngineClient`, with the frozen
 messages of probe/contract/protocol.py over a pipe. This is the dashboard's side (the config, the
 per-user state files, EngineClient); what runs in the process is probe/engine/process/engine_child.py.
-Everything the engine serves is journaled (probe/contract/journal.py): a restart continues the session."""
+Everything the engine serves is journaled (probe/session_store/journal.py): a restart continues the session."""
 
 from __future__ import annotations
 
@@ -20,15 +20,23 @@ from typing import Any, Callable
 from probe.contract import protocol
 from probe.contract.engine_inputs import check_engine_inputs
 from probe.contract.errors import ConfigError
-from probe.contract.journal import EngineExit, save_from_journal
-from probe.contract.journal_promise import JOURNAL_STOPPED, JournalPromise, journal_promise
 from probe.contract.options import OptConfig, parse_opts
 from probe.contract.ports import check_port_free
-from probe.contract.warm_protocol import CutOver, WarmFailed, WarmProgress, WarmReady
+from probe.contract.protocol import (
+    JOURNAL_STOPPED,
+    CutOver,
+    EngineExit,
+    JournalPromise,
+    WarmFailed,
+    WarmProgress,
+    WarmReady,
+)
 from probe.engine.process.engine_child import engine_main
 from probe.engine.process.process_config import EngineProcessConfig
 from probe.engine.process.state_files import new_journal, new_log
 from probe.engine.workload_setup import prepare_workload
+from probe.session_store.journal import save_from_journal
+from probe.session_store.journal_promise import journal_promise
 
 STOP_WAIT_S = 2.0       # after Shutdown, for the request in progress; then the engine is killed
 KILL_WAIT_S = 2.0

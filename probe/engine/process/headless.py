@@ -8,11 +8,11 @@ from typing import Callable
 
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
-from probe.contract.snapshot import session_document
 from probe.engine.engine import Engine
 from probe.engine.process.environment import environment
 from probe.engine.serving import ServingLoop
 from probe.engine.workload_setup import PreparedWorkload
+from probe.session_store.snapshot import session_document
 from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer
 
 

@@ -23,27 +23,13 @@ from typing import Any, Mapping
 from probe.contract.clock import SessionClock
 from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
+from probe.contract.protocol import EngineExit
 from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
 from probe.contract.session import ConfigEntry, Session, SessionData
-from probe.contract.snapshot import session_data, session_document, write_json_atomic
+from probe.session_store.snapshot import session_data, session_document, write_json_atomic
 
 # The session JSON's sections that describe where the session ran, not what it served.
 CONTEXT_SECTIONS = ("environment", "model", "trace", "settings", "live")
-
-
-@dataclass(frozen=True)
-class EngineExit:
-    """How an engine of this session ended: when (wall clock: a session clock is read through
-    time.perf_counter, whose values mean nothing in another process), its exit code when it
-    died, and what the dashboard was told."""
-    at_unix: float
-    exit_code: int | None
-    reason: str
-
-    def said(self) -> str:
-        if self.exit_code is not None:
-            return f"died (exit code {self.exit_code})"
-        return f"stopped ({self.reason})"
 
 
 @dataclass(frozen=True)
