@@ -1,6 +1,6 @@
 """Shared fixtures: a t5-tiny whose greedy outputs vary (so token comparisons mean something).
-torch and the engine are imported where a fixture needs them, not here: the pure lane
-(`pytest -m pure`, tests/layers.py) then never pays for loading them."""
+torch and the engine are imported where a fixture needs them, not here: a pure test
+(`pytest -m pure`, tests/layers.py) loads them only if what it tests does."""
 
 from __future__ import annotations
 
