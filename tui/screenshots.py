@@ -1,7 +1,7 @@
 """`python -m tui.screenshots SESSION.json… [--out DIR] [--size COLSxROWS]`: redraw saved
 sessions as SVG screenshots through `--load`'s read-only view, so every picture presented as a
 result comes from a real run (the README's were recorded live with `s`, and their 80×24
-versions redrawn from the same saved sessions). The synthetic session (tui/synthetic.py) is a
+versions redrawn from the same saved sessions). The synthetic session (tests/tui/synthetic.py) is a
 test fixture only.
 """
 

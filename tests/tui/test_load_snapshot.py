@@ -12,11 +12,11 @@ import pytest
 from probe.contract.errors import ConfigError
 from probe.contract.protocol import Shutdown
 from probe.session_store.snapshot import snapshot_document, write_json_atomic
+from tests.tui.synthetic import session_at
 from tui import launch as launch_module
 from tui.app import InfertopApp
 from tui.engine_handle import FakeEngine
 from tui.launch import launch, saved_view
-from tui.synthetic import session_at
 
 
 def status(app) -> str:
