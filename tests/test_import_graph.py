@@ -41,14 +41,45 @@ def _runtime_import_names(path) -> set[str]:
     return names
 
 
-def test_the_contract_imports_nothing_of_the_engine_and_no_torch_even_inside_a_function():
-    """probe/contract is the seam between the dashboard and the engine: both sides read it,
-    so it may lean on workloads, never on the engine, the bench, the UI or torch."""
-    forbidden = ("torch", "transformers", "torchao", "probe.engine", "probe.bench", "tui",
-                 "textual", "infertop")
-    for name, path in import_graph.module_files().items():
-        if not name.startswith("probe.contract"):
+SEAM_FORBIDDEN = ("torch", "transformers", "torchao", "probe.engine", "probe.bench",
+                  "probe.tune", "tui", "textual", "infertop")
+
+
+def _imports_of_package_that_are(package: str, forbidden: tuple[str, ...],
+                                  root=import_graph.REPO) -> dict[str, list[str]]:
+    found = {}
+    for name, path in import_graph.module_files(root).items():
+        if name != package and not name.startswith(package + "."):
             continue
         wrong = sorted(n for n in _runtime_import_names(path)
                        if any(n == f or n.startswith(f + ".") for f in forbidden))
-        assert not wrong, f"{name} imports {', '.join(wrong)}"
+        if wrong:
+            found[name] = wrong
+    return found
+
+
+def test_the_contract_imports_nothing_of_the_engine_and_no_torch_even_inside_a_function():
+    """probe/contract is the seam between the dashboard and the engine: both sides read it,
+    so it may lean on workloads, never on the engine, the bench, the UI or torch; nor on the
+    session store, which is built on it."""
+    wrong = _imports_of_package_that_are("probe.contract", (*SEAM_FORBIDDEN, "probe.session_store"))
+    assert not wrong, wrong
+
+
+def test_the_session_store_imports_nothing_of_the_engine_and_no_torch_even_inside_a_function():
+    """probe/session_store (journal, snapshot files, export, printing) is read by the dashboard,
+    the engine, the bench and the commands alike: held to the contract's rule."""
+    assert import_graph.module_files().get("probe.session_store")
+    wrong = _imports_of_package_that_are("probe.session_store", SEAM_FORBIDDEN)
+    assert not wrong, wrong
+
+
+def test_a_forbidden_import_inside_a_function_is_found(tmp_path, monkeypatch):
+    package = tmp_path / "probe" / "session_store"
+    package.mkdir(parents=True)
+    (tmp_path / "probe" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "x.py").write_text("def f():\n    import torch\n    from probe.engine import y\n")
+    monkeypatch.setattr(import_graph, "PACKAGES", ("probe",))
+    assert _imports_of_package_that_are("probe.session_store", SEAM_FORBIDDEN, tmp_path) == {
+        "probe.session_store.x": ["probe.engine", "torch"]}

@@ -26,7 +26,9 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from probe.contract.live import LiveView
 from probe.contract.options import OPTIONS, OptConfig, Option
 from probe.contract.protocol import (
+    CutOverDone,
     EngineFailed,
+    EngineHandle,
     Finished,
     Live,
     Loading,
@@ -38,11 +40,12 @@ from probe.contract.protocol import (
     SetSpeed,
     SnapshotFailed,
     SnapshotSaved,
+    WarmFailed,
+    WarmProgress,
+    WarmReady,
 )
-from probe.contract.warm_protocol import CutOverDone, WarmFailed, WarmProgress, WarmReady
 from tui import derive
 from tui.doctor_screen import DoctorScreen
-from tui.engine_handle import EngineHandle
 from tui.help_screen import HelpScreen
 from tui.messages import (
     EngineDown,
@@ -495,7 +498,7 @@ class InfertopApp(App[int]):
         (a long session's journal takes a moment to read)."""
         assert self.engine is not None
         try:
-            self.engine.write_session(path)
+            self.engine.write_snapshot(path)
         except OSError as exc:
             self.post_message(SessionNotSaved(path, f"{exc.strerror or exc}"))
         except Exception as exc:  # an unreadable journal: said, never a crash

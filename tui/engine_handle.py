@@ -1,7 +1,6 @@
-"""What the dashboard needs from an engine, and a scripted stand-in for tests and screenshots.
-
-The real one is `probe.engine.process.engine_process.EngineClient`; the app codes against `EngineHandle` only.
-Import-light on purpose: no torch, no Textual.
+"""A scripted engine for tests and screenshots, in place of the real
+`probe.engine.process.engine_process.EngineClient`: the app codes against
+`probe.contract.protocol.EngineHandle` only. Import-light on purpose: no torch, no Textual.
 """
 
 from __future__ import annotations
@@ -10,27 +9,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-
-class EngineHandle(Protocol):
-    log_path: str | None                  # the running engine's log (a fresh one per start)
-    log_problem: str | None               # why there is no log, when there is none
-    journal_problem: str | None           # why the session has no journal, when it has none
-
-    def start(self) -> None: ...          # spawn the engine process (returns at once)
-    def send(self, command: Any) -> None: ...  # never blocks, never raises if the engine died
-    def poll(self, timeout: float) -> Any: ...  # next Event, or None after timeout
-    def is_alive(self) -> bool: ...
-    def restart(self) -> None: ...        # kill if needed, start one that continues the session
-    def stop(self) -> None: ...           # Shutdown, a bounded wait, then kill if needed
-    def write_session(self, path: str) -> Any: ...  # the session JSON without an engine (from
-                                                    # its journal); OSError/ConfigError
-    def journal_promise(self) -> Any: ...  # a JournalPromise: what `s` can save, engine down
-    def open_journal(self) -> str | None: ...  # make the journal before the app opens; why not
-    def warm_switch(self, options: Any) -> None: ...  # a side engine on `options` prewarms
-    def cut_over(self) -> None: ...       # stop the serving engine, the side one serves on
-    def stop_side(self) -> None: ...      # give up a warm switch's side engine
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -44,7 +23,7 @@ class FakeEngine:
 
     `hold()` makes `poll` block (as a reader stuck on a busy engine would) until `release()`.
     `die(error, exit_code)` makes the next poll return EngineFailed once and `is_alive()`
-    false; given `journal_path`, `write_session` saves from that journal as the real one does.
+    false; given `journal_path`, `write_snapshot` saves from that journal as the real one does.
     """
 
     def __init__(self, events: tuple[Any, ...] = (), *, replies: bool = True,
@@ -66,7 +45,7 @@ class FakeEngine:
         self.stopped = False
         self.log_path: str | None = None
         self.log_problem: str | None = "a fake engine keeps no log"
-        self.journal_path = journal_path      # a journal a test wrote, for write_session
+        self.journal_path = journal_path      # a journal a test wrote, for write_snapshot
         self.journal_problem: str | None = None   # set to script a state folder that takes none
         self.ended: Any = None                # how it died (EngineExit), once it did
 
@@ -99,9 +78,9 @@ class FakeEngine:
         self.stopped = True
         self.alive = False
 
-    def write_session(self, path: str) -> Any:
+    def write_snapshot(self, path: str) -> Any:
         from probe.contract.errors import ConfigError
-        from probe.contract.journal import save_from_journal
+        from probe.session_store.journal import save_from_journal
         if self.journal_path is None:
             raise ConfigError("a fake engine keeps no journal")
         return save_from_journal(self.journal_path, path, self.ended)
@@ -110,7 +89,7 @@ class FakeEngine:
         return self.journal_problem
 
     def journal_promise(self) -> Any:
-        from probe.contract.journal_promise import journal_promise
+        from probe.session_store.journal_promise import journal_promise
         return journal_promise(self.journal_path,
                                self.journal_problem or "a fake engine keeps no journal")
 
@@ -128,8 +107,7 @@ class FakeEngine:
         self._events.put(event)
 
     def die(self, error: str, exit_code: int | None = None) -> None:
-        from probe.contract.journal import EngineExit
-        from probe.contract.protocol import EngineFailed
+        from probe.contract.protocol import EngineExit, EngineFailed
         self.alive = False
         self.ended = EngineExit(time.time(), exit_code, error)
         self._events.put(EngineFailed(error))

@@ -43,14 +43,14 @@ def check_snapshot_dir(snapshot_dir: Path, args: argparse.Namespace) -> None:
 
 
 def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
-    from probe.engine.process.engine_process import EngineClient, config_from_args
+    from probe.engine.process.engine_process import EngineClient, launch_from_args
 
-    config = config_from_args(args)       # validates every input before Textual is imported
+    engine_launch = launch_from_args(args)  # validates every input before Textual is imported
     from tui.app import InfertopApp
-    engine = EngineClient(config)
+    engine = EngineClient(engine_launch)
     engine.open_journal()               # a state folder that takes none is said at the start
-    app = InfertopApp(engine, options=config.options, snapshot_dir=snapshot_dir,
-                      speed=config.speed)
+    app = InfertopApp(engine, options=engine_launch.options, snapshot_dir=snapshot_dir,
+                      speed=engine_launch.speed)
     adopt_terminal_size()
     try:
         app.run()
@@ -73,15 +73,15 @@ def saved_session_app(path: Path, snapshot_dir: Path):
     path) terminal-safe."""
     from tui.app import InfertopApp
 
-    view = load_snapshot(path)
+    view = saved_view(path)
     return InfertopApp(None, initial=view, options=view.options,
                        snapshot_dir=snapshot_dir, speed=view.replay.speed, read_only=True,
                        source=terminal_text(path))
 
 
-def load_snapshot(path: Path) -> LiveView:
+def saved_view(path: Path) -> LiveView:
     """A saved session as the dashboard shows it: the last config served is "now"."""
-    from probe.contract.snapshot import read_document, saved_session
+    from probe.session_store.snapshot import read_document, saved_session
 
     document = read_document(path)
     try:
@@ -103,7 +103,7 @@ def _live_from(document: dict, data: SessionData) -> LiveView:
     ok = sum(r.ok for r in records)
     model, environment = _section(document, "model"), _section(document, "environment")
     trace, settings = _section(document, "trace"), _section(document, "settings")
-    from probe.contract.snapshot import saved_live_parts
+    from probe.session_store.snapshot import saved_live_parts
     device_sample, roofline = saved_live_parts(document, for_terminal=True)
     end_s = max((r.end_s for r in records), default=0.0)
     window = records[-WINDOW_SIZE:]

@@ -17,9 +17,9 @@ from tui.snapshot_files import write_text_atomic
 
 async def capture(session: Path, size: tuple[int, int]) -> str:
     from tui.app import InfertopApp
-    from tui.launch import load_snapshot
+    from tui.launch import saved_view
 
-    view = load_snapshot(session)
+    view = saved_view(session)
     app = InfertopApp(None, initial=view, options=view.options,
                       snapshot_dir=Path("snapshots"), speed=view.replay.speed,
                       read_only=True, source=session.name, clock=lambda: 0.0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from probe.contract.tables import table
+from probe.session_store.tables import table
 
 
 def doctor_by_run(out: Path, runs: dict) -> dict[str, list[dict]]:

@@ -9,8 +9,8 @@ import sys
 
 from probe.bench.nodes import nodes_markdown
 from probe.bench.plan import BenchSettings
-from probe.contract.tables import table
 from probe.contract.units import NO_DATA, fmt_s
+from probe.session_store.tables import table
 from workloads.atomic import write_atomic
 
 MATRIX_SCHEMA = "infertop-bench-matrix/1"
@@ -18,7 +18,7 @@ MATRIX_SCHEMA = "infertop-bench-matrix/1"
 
 def write_index(settings: BenchSettings, cells: list[BenchSettings], reports: list[dict],
                 executor: dict, nodes: dict, *, interrupted: bool, wall_s: float) -> None:
-    from probe.contract.snapshot import write_json_atomic
+    from probe.session_store.snapshot import write_json_atomic
     index = {
         "schema": MATRIX_SCHEMA,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

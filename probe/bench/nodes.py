@@ -11,8 +11,8 @@ from typing import Mapping
 
 from probe.bench.results import Outcome, RunResult
 from probe.bench.verdict import DRIFT_TOLERANCE
-from probe.contract.tables import table
 from probe.contract.units import NO_DATA
+from probe.session_store.tables import table
 
 # environment keys whose difference between nodes the report names
 COMPARED = (("device_name", "device"), ("cpu_count", "CPUs"), ("torch_threads", "torch threads"),

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from probe.bench.doctor_section import doctor_by_run, doctor_markdown
 from probe.bench.experiments import acceptance_checks
+from probe.bench.goodput_section import goodput_markdown
 from probe.bench.nodes import nodes_markdown
 from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder
 from probe.bench.verdict import DRIFT_TOLERANCE
-from probe.contract.tables import table
 from probe.contract.units import NO_DATA, fmt_s
 from probe.report_charts.markdown import ACROSS_RUNS, figure_file_lines, figure_lines
+from probe.session_store.tables import table
 from workloads.atomic import write_atomic
 
 REPORT_SCHEMA = "infertop-bench/1"
@@ -43,6 +44,8 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
                      "torch_trace": settings.torch_trace, "profile": settings.profile},
         "environment": environment,
         "executor": executor or {"name": "local"},
+        # --slo: what every run's goodput_rps, goodput_tokens_per_s, slo_attainment are against
+        "slo": None if getattr(settings, "slo", None) is None else settings.slo.as_dict(),
         "plan": {"requests": [{**vars(r), "text": None} for r in plan.requests],
                  "planner_edges": list(plan.planner_edges), "pow2_edges": list(plan.pow2_edges),
                  "e5_outputs": {k: v[0].output_length for k, v in plan.e5_requests.items()},
@@ -64,9 +67,9 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
 
 def write_report(out: Path, report: dict) -> None:
     """report.json, report.md, the charts in figures/ and report.html with them inline."""
-    from probe.contract.snapshot import write_json_atomic
     from probe.report_charts.bench_figures import figures_or_reason
     from probe.report_charts.html_report import html_document
+    from probe.session_store.snapshot import write_json_atomic
     report.setdefault("files", {})["figures"] = figures = figures_or_reason(out, report)
     if figures.get("unavailable"):
         print(f"infertop: no figures: {figures['unavailable']}", file=sys.stderr)
@@ -184,6 +187,7 @@ def render_markdown(report: dict) -> str:
                    f"Planner buckets {plan.get('planner_edges')}, powers of two {plan.get('pow2_edges')}.")
         out.append("")
     out += nodes_markdown(report)
+    out += goodput_markdown(report)
     figures = (report.get("files") or {}).get("figures") or {}
     for section in report.get("experiments", {}).values():
         out += render_section(section)

@@ -1,13 +1,43 @@
-"""The typed contract between the dashboard and the engine process: frozen, picklable values
-sent over a multiprocessing pipe. Commands go to the engine; events come back."""
+"""How the dashboard and the engine talk, top to bottom: the handle the dashboard holds
+(`EngineHandle`), the commands it sends, the events that come back, the warm switch's
+messages, how an engine ended, and what the dashboard may promise about what it served.
+
+Every message is a frozen, picklable value sent over a multiprocessing pipe. The real handle is
+`probe.engine.process.engine_process.EngineClient`; `tui.engine_handle.FakeEngine` is a scripted
+one for tests. Torch-free: the dashboard's process imports this module and nothing of the
+engine."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
 from probe.contract.prepared_workload import PreparedWorkload
+
+
+# -- the handle: what the dashboard needs from an engine ---------------------------------------
+class EngineHandle(Protocol):
+    log_path: str | None                  # the running engine's log (a fresh one per start)
+    log_problem: str | None               # why there is no log, when there is none
+    journal_problem: str | None           # why the session has no journal, when it has none
+
+    def start(self) -> None: ...          # spawn the engine process (returns at once)
+    def send(self, command: Command) -> None: ...  # never blocks, never raises if it died
+    def poll(self, timeout: float) -> Any: ...  # the next Event (or warm message), None
+                                                # after timeout
+    def is_alive(self) -> bool: ...
+    def restart(self) -> None: ...        # kill if needed, start one that continues the session
+    def stop(self) -> None: ...           # Shutdown, a bounded wait, then kill if needed
+    def write_snapshot(self, path: str) -> Path: ...  # the session JSON without an engine (from
+                                                     # its journal); OSError/ConfigError
+    def journal_promise(self) -> JournalPromise: ...  # what `s` can save, engine down
+    def open_journal(self) -> str | None: ...  # make the journal before the app opens; why not
+    def warm_switch(self, options: OptConfig) -> None: ...  # a side engine on `options` warms
+    def cut_over(self) -> None: ...       # stop the serving engine, the side one serves on
+    def stop_side(self) -> None: ...      # give up a warm switch's side engine
 
 
 # -- commands: dashboard -> engine -------------------------------------------------------------
@@ -88,3 +118,76 @@ class Finished:
 
 
 Event = Loading | Live | SnapshotSaved | SnapshotFailed | EngineFailed | Finished
+
+# In the notice (a Live view's notices) the engine sends when a journal write fails.
+JOURNAL_STOPPED = "journaling stopped"
+
+
+# -- the warm switch: a new config compiled and prewarmed beside the serving one, then cut over
+# to (probe/engine/process/warm_side.py) ----------------------------------------------------------
+# side engine -> dashboard
+@dataclass(frozen=True)
+class WarmProgress:
+    text: str                   # "prewarming 4 shapes", "loading t5-tiny on cpu"
+    shapes: int = 0             # shapes it compiles (0 until known)
+
+
+@dataclass(frozen=True)
+class WarmReady:
+    shapes: int                 # shapes compiled and warmed
+    seconds: float              # the side compile's wall time
+
+
+@dataclass(frozen=True)
+class WarmFailed:
+    error: str                  # the side engine could not warm up; the serving one goes on
+
+
+# dashboard -> side engine
+@dataclass(frozen=True)
+class CutOver:
+    predecessor: EngineExit     # the serving engine has been stopped: continue its session
+
+
+# what the engine handle tells its reader, after it cut over
+@dataclass(frozen=True)
+class CutOverDone:
+    shapes: int
+    seconds: float
+
+
+# -- how an engine ended, and what the dashboard may then promise ------------------------------
+@dataclass(frozen=True)
+class EngineExit:
+    """How an engine of this session ended: when (wall clock: a session clock is read through
+    time.perf_counter, whose values mean nothing in another process), its exit code when it
+    died, and what the dashboard was told."""
+    at_unix: float
+    exit_code: int | None
+    reason: str
+
+    def said(self) -> str:
+        if self.exit_code is not None:
+            return f"died (exit code {self.exit_code})"
+        return f"stopped ({self.reason})"
+
+
+@dataclass(frozen=True)
+class JournalPromise:
+    """What `s` can save once the engine has stopped (read from the session's journal by
+    probe/session_store/journal_promise.py). `kept`: everything served; otherwise `why` not,
+    and `partial`: it can still write what the journal holds."""
+    kept: bool
+    why: str = ""
+    partial: bool = False
+
+    def after_crash(self) -> str:
+        """The second half of the toast shown when the engine stops."""
+        if self.kept:
+            return ("Everything served is kept: s saves it, R restarts the engine and continues "
+                    "the session.")
+        if self.partial:
+            return (f"Its journal stopped early ({self.why}): s saves what it holds, not what "
+                    f"came after; R restarts the engine.")
+        return (f"What it served cannot be saved ({self.why}); R restarts the engine "
+                f"(a new session).")

@@ -63,7 +63,7 @@ class Snapshots:
         self._read: dict[str, object] = {}
 
     def session(self, relative: str):
-        from probe.contract.snapshot import read_document, session_data
+        from probe.session_store.snapshot import read_document, session_data
         if relative not in self._read:
             self._read[relative] = session_data(read_document(self.out / relative))
         return self._read[relative]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probe.contract.snapshot import read_document, session_data
 from probe.report_charts.canvas import Caption, date_text, machine_text, save
 from probe.report_charts.session_charts import latency_cdfs, latency_timeline
+from probe.session_store.snapshot import read_document, session_data
 
 
 def session_caption(document: dict, path: str) -> Caption:

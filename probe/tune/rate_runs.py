@@ -29,9 +29,9 @@ def replay_at(context: RunContext, options: OptConfig, workload, *, rate: float,
     config) and rehearses `warm` of the trace's requests without recording them — their
     compiles stay in the session as events, no request waits on them. So a run measures the
     config in steady state, not its cold start (the bench's E1 measures that)."""
-    from probe.contract.snapshot import write_json_atomic
     from probe.engine.process.headless import document_for
     from probe.engine.serving import ServingLoop
+    from probe.session_store.snapshot import write_json_atomic
     from workloads.replayer import OpenLoopReplayer
     engine = make_engine(context, options, bucket_edges=workload.bucket_edges,
                          max_new_tokens=workload.max_new_tokens, max_batch=MAX_BATCH)

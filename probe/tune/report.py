@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from probe.contract.slo import Slo
-from probe.contract.snapshot import write_json_atomic
-from probe.contract.tables import text_table
+from probe.session_store.snapshot import write_json_atomic
+from probe.session_store.tables import text_table
 from probe.tune.candidates import opt_line
 from probe.tune.search import TuneState, step_row
 from workloads.atomic import write_atomic

@@ -16,7 +16,6 @@ import pytest
 
 from probe.bench.experiments.e7_batching import saturation_rps
 from probe.bench.report import write_report
-from probe.contract.snapshot import read_document, session_data
 from probe.contract.stats import COMPILING, summarize
 from probe.report_charts.bench_charts import (
     compile_split,
@@ -35,6 +34,7 @@ from probe.report_charts.bench_figures import (
     section_timeline,
 )
 from probe.report_charts.session_charts import warm_latencies
+from probe.session_store.snapshot import read_document, session_data
 from tests.bench.figure_report import e7_results, synthetic_bench
 
 pytest.importorskip("matplotlib")

@@ -9,13 +9,13 @@ import pytest
 
 from probe.contract.device_sample import DeviceSample
 from probe.contract.diagnosis import DoctorContext, diagnose, diagnose_session
-from probe.contract.doctor_compare import cause_moves
 from probe.contract.doctor_live import live_doctor, overload_finding
 from probe.contract.doctor_text import report_text
 from probe.contract.findings import cpu_contention, peak_concurrency, saturation
 from probe.contract.options import parse_opts
 from probe.contract.records import RooflineStatus
 from probe.contract.session import ConfigEntry, SessionData
+from probe.session_store.doctor_compare import cause_moves
 from tests.probe.doctor_records import event, record, serial
 
 

@@ -4,8 +4,8 @@ engine and the workloads load no UI, and the command line's own module loads nei
 from tests.import_check import roots_loaded
 
 
-def test_the_contract_imports_neither_torch_nor_a_ui():
-    loaded = roots_loaded(packages=("probe.contract",))
+def test_the_contract_and_the_session_store_import_neither_torch_nor_a_ui():
+    loaded = roots_loaded(packages=("probe.contract", "probe.session_store"))
     assert not {"torch", "transformers", "textual", "tui"} & loaded
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from probe.bench.study_setup import Stop
 from probe.contract.interrupts import Interrupted, signal_of, signals_as_interrupt
-from probe.engine.process.replay_command import GracefulInterrupt, outcome
+from probe.engine.process.replay_and_save import GracefulInterrupt, outcome
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])

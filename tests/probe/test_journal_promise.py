@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from probe.contract.journal_promise import JOURNAL_STOPPED, journal_promise
+from probe.contract.protocol import JOURNAL_STOPPED
 from probe.engine.process.engine_process import EngineClient
+from probe.session_store.journal_promise import journal_promise
 
 
 def test_no_journal_promises_nothing():

@@ -106,7 +106,7 @@ def test_snapshot_export_from_the_command_line(tmp_path, capsys):
 
 
 def test_the_saved_session_keeps_what_the_panels_cannot_recompute(tmp_path):
-    from probe.contract.snapshot import read_document, saved_live_parts
+    from probe.session_store.snapshot import read_document, saved_live_parts
     out = tmp_path / "run.json"
     assert main([*BASE, "--requests", "2", "--out", str(out)]) == 0
     document = read_document(out)

@@ -92,7 +92,7 @@ def test_after_kill_9_the_journal_recovers_every_request_served(tmp_path, capsys
 
 def test_a_full_disk_is_one_line_and_the_journal_keeps_what_was_served(tmp_path, capsys,
                                                                        monkeypatch):
-    import probe.contract.snapshot as snapshot
+    import probe.session_store.snapshot as snapshot
 
     def full(path, document):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from probe.contract.records import RequestRecord
-from probe.contract.run_summary import run_summary
 from probe.contract.stats import summarize, throughput_rps
 from probe.contract.units import fmt_ms, fmt_rate
 from probe.engine.process.replay_progress import ReplayProgress
+from probe.session_store.run_summary import run_summary
 
 
 def record(seq: int, latency_ms: float, error: str | None = None) -> RequestRecord:

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probe.contract.snapshot import write_json_atomic
-from probe.contract.snapshot_export import export
 from probe.engine.process.headless import document_for
 from probe.engine.workload_setup import prepare_workload
+from probe.session_store.snapshot import write_json_atomic
+from probe.session_store.snapshot_export import export
 from tests.conftest import serve
 
 NUMERIC = ("latency_ms", "ttft_ms", "tpot_ms", "queue_ms", "kv_cache_bytes", "start_s", "end_s")
@@ -89,7 +89,7 @@ def test_an_eager_config_then_a_compiled_one_export_every_figure(make_engine, tm
                                                          "aot_s": st.floats(0, 60)}),
 }), min_size=1, max_size=5))
 def test_segment_rows_share_their_columns_and_keep_every_value(segments):
-    from probe.contract.snapshot_export import _flatten, _same_columns
+    from probe.session_store.snapshot_export import _flatten, _same_columns
     flat = [_flatten(segment) for segment in segments]
     rows = _same_columns(flat)
     assert len({tuple(row) for row in rows}) == 1                  # one header for all rows

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from infertop.cli import main
-from probe.contract.snapshot import read_document, session_data
+from probe.session_store.snapshot import read_document, session_data
 
 pytest.importorskip("matplotlib")
 SESSIONS = Path(__file__).resolve().parents[2] / "screenshots" / "sessions"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from probe.contract.slo import goodput
-from probe.contract.snapshot import read_document, session_data
+from probe.session_store.snapshot import read_document, session_data
 
 OUTPUT = 256
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from probe.contract.errors import ConfigError
-from probe.contract.journal import JournaledSession, JournalWriter
 from probe.engine.process.state_files import new_journal
+from probe.session_store.journal import JournaledSession, JournalWriter
 from tui.engine_handle import FakeEngine
 from tui.launch import launch
 

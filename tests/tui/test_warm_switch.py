@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from probe.contract.protocol import Live, SetOptions
-from probe.contract.warm_protocol import WarmFailed, WarmProgress, WarmReady
+from probe.contract.protocol import Live, SetOptions, WarmFailed, WarmProgress, WarmReady
 from tests.tui.conftest import screen_text
 from tui.engine_handle import FakeEngine
 

@@ -38,12 +38,12 @@ def write_csv(tmp_path: Path) -> Callable[..., Path]:
 
 @pytest.fixture
 def cli() -> Callable[..., int]:
-    """Run `infertop trace ...` through workloads.trace_commands.register, as the top-level CLI will."""
-    from workloads.trace_commands import register
+    """Run `infertop trace ...` through infertop/commands/trace.py, as the top-level CLI does."""
+    from infertop.commands import add_command, trace
 
     def run(*argv: str) -> int:
         parser = argparse.ArgumentParser(prog="infertop")
-        register(parser.add_subparsers(dest="command", required=True))
+        add_command(parser.add_subparsers(dest="command", required=True), trace)
         args = parser.parse_args(["trace", *argv])
         return args.func(args)
 

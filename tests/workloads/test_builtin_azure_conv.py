@@ -50,7 +50,7 @@ def test_nothing_in_the_package_reads_the_shared_data_folder():
 
 @pytest.mark.skipif(not SOURCE.exists(), reason="the original CSV is not beside this checkout")
 def test_the_shipped_file_is_what_the_documented_import_makes(tmp_path):
-    from workloads.trace_commands import main as trace_main
+    from infertop.cli import main as trace_main
     out = tmp_path / "azure-conv.jsonl"
     assert trace_main(["trace", "import", str(SOURCE), "--format", "azure", "--fit", "scale",
                        "--scale-quantile", "0.99", "-o", str(out)]) == 0

@@ -88,10 +88,10 @@ def test_bad_options_exit_2_with_one_message(argv, message: str, cli, capsys, tm
 
 def test_python_dash_m_entry_point(tmp_path: Path) -> None:
     out = tmp_path / "t.jsonl"
-    done = subprocess.run([sys.executable, "-m", "workloads.trace_commands", "trace", "generate", "--profile", "translate",
+    done = subprocess.run([sys.executable, "-m", "infertop", "trace", "generate", "--profile", "translate",
                            "-n", "50", "-o", str(out)], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    bad = subprocess.run([sys.executable, "-m", "workloads.trace_commands", "trace", "stats", str(tmp_path / "missing.csv")],
+    bad = subprocess.run([sys.executable, "-m", "infertop", "trace", "stats", str(tmp_path / "missing.csv")],
                          cwd=REPO, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.startswith("infertop: error:")
 

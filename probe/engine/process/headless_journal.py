@@ -9,9 +9,9 @@ import os
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from probe.contract.journal import CONTEXT_SECTIONS, Dispatch, JournaledSession, JournalWriter
 from probe.contract.options import OptConfig
 from probe.engine.workload_setup import PreparedWorkload
+from probe.session_store.journal import CONTEXT_SECTIONS, Dispatch, JournaledSession, JournalWriter
 from workloads.replayer import ScheduledRequest
 
 if TYPE_CHECKING:

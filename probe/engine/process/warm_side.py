@@ -10,8 +10,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from probe.contract import protocol
-from probe.contract.journal import EngineExit
-from probe.contract.warm_protocol import CutOver, WarmProgress, WarmReady
+from probe.contract.protocol import CutOver, EngineExit, WarmProgress, WarmReady
 
 
 def warm_up(engine: Any, conn: Connection, send: Callable[[Any], bool],

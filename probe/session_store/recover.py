@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 
 from probe.contract.errors import ConfigError
-from probe.contract.journal import EngineExit, read_journal
-from probe.contract.snapshot import write_json_atomic
+from probe.contract.protocol import EngineExit
+from probe.session_store.journal import read_journal
+from probe.session_store.snapshot import write_json_atomic
 from workloads.output_rule import check_output_file
 
 RECOVERED = "the run ended without saving; recovered from its journal"

@@ -8,8 +8,8 @@ from typing import Sequence
 
 from probe.contract.records import RequestRecord
 from probe.contract.stats import summarize, throughput_rps, tokens_per_s
-from probe.contract.tables import text_table
 from probe.contract.units import fmt_ms, fmt_rate, plural
+from probe.session_store.tables import text_table
 
 LATENCIES = (("latency", "latency_ms"), ("ttft", "ttft_ms"), ("tpot", "tpot_ms"))
 

@@ -6,26 +6,26 @@ from __future__ import annotations
 import argparse
 import json
 
+NAME = "doctor"
+HELP = "why a saved session's slowest requests were slow, and what to do next"
 
-def register(commands) -> None:
-    doctor = commands.add_parser(
-        "doctor", help="why a saved session's slowest requests were slow, and what to do next")
-    doctor.add_argument("file", metavar="SESSION.json")
-    doctor.add_argument("--json", action="store_true",
+
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="SESSION.json")
+    parser.add_argument("--json", action="store_true",
                         help="the diagnosis as JSON ({segments: [...], checklist: [...]})")
-    doctor.set_defaults(func=run)
 
 
 def diagnosis_of(path: str):
     from probe.contract.diagnosis import context_from_document, diagnose_session
-    from probe.contract.snapshot import read_document, saved_live_parts, session_data
+    from probe.session_store.snapshot import read_document, saved_live_parts, session_data
     document = read_document(path)
     data = session_data(document, source=f"snapshot {path}")
     return data, diagnose_session(data, context_from_document(
         document, saved_live_parts(document, source=f"snapshot {path}"), saved=path))
 
 
-def run(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     from probe.contract.doctor_text import report_text
     data, report = diagnosis_of(args.file)
     if args.json:

@@ -1,27 +1,22 @@
-"""`infertop trace import|generate|stats`: argparse wiring. Handlers return an exit status.
-
-The single `infertop` entry point (infertop/cli.py) calls register(); `python -m workloads.trace_commands`
-runs the same commands standalone.
-"""
+"""`infertop trace import|generate|stats`: argparse wiring. Handlers return an exit status."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from typing import Sequence
 
-from .argtypes import OneLineParser, arrival_rate, real_number, whole_number
-from .atomic import check_output_file
-from .errors import TraceError
-from .fitting import POLICIES, fit_to_model
-from .generator import PROFILES, generate, write_builtin
-from .import_flags import import_flags
-from .importers import FORMATS, import_trace
-from .rows import MAX_LENGTH
-from .terminal_text import terminal_text
-from .trace import BUILTIN_TRACES, GENERATED_TRACES, load_trace_with_report, write_trace
-from .trace_stats import format_stats, trace_stats
+from workloads.argtypes import arrival_rate, real_number, whole_number
+from workloads.atomic import check_output_file
+from workloads.errors import TraceError
+from workloads.fitting import POLICIES, fit_to_model
+from workloads.generator import PROFILES, generate, write_builtin
+from workloads.import_flags import import_flags
+from workloads.importers import FORMATS, import_trace
+from workloads.rows import MAX_LENGTH
+from workloads.terminal_text import terminal_text
+from workloads.trace import BUILTIN_TRACES, GENERATED_TRACES, load_trace_with_report, write_trace
+from workloads.trace_stats import format_stats, trace_stats
 
 EXIT_BAD_INPUT = 2
 # requests `trace generate` writes at most: ~16 µs of CPU each here, so ~20 s and 80 MB of
@@ -32,9 +27,12 @@ token_limit = whole_number(1, MAX_LENGTH)
 seed_number = whole_number(0)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    trace = subparsers.add_parser("trace", help="import, generate and inspect traffic traces")
-    commands = trace.add_subparsers(dest="trace_command", metavar="{import,generate,stats}", required=True)
+NAME = "trace"
+HELP = "import, generate and inspect traffic traces"
+
+
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="trace_command", metavar="{import,generate,stats}", required=True)
 
     imp = commands.add_parser("import", help="convert a public trace (Azure, BurstGPT, mooncake, ShareGPT)")
     imp.add_argument("file", metavar="FILE")
@@ -53,7 +51,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imp.add_argument("--integer-ms", action="store_true",
                      help="round timestamps to whole ms (AIPerf's mooncake reader wants integers)")
     _add_skip_bad(imp)
-    imp.set_defaults(func=_guarded(_cmd_import))
 
     gen = commands.add_parser("generate", help="write a synthetic trace from a workload profile")
     gen.add_argument("--profile", choices=tuple(PROFILES), help="workload profile")
@@ -65,7 +62,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--builtin", action="store_true",
                      help=f"rewrite the generated built-in traces ({', '.join(GENERATED_TRACES)}) "
                           "inside the package")
-    gen.set_defaults(func=_guarded(_cmd_generate))
 
     stats = commands.add_parser("stats", help="request count, rate, burstiness, lengths, best buckets")
     stats.add_argument("file", metavar="FILE", help=f"a trace file or a built-in name ({', '.join(BUILTIN_TRACES)})")
@@ -74,7 +70,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     stats.add_argument("--format", choices=("native", *FORMATS), default="native",
                        help="read a public trace directly, without fitting (default: infertop's format)")
     _add_skip_bad(stats)
-    stats.set_defaults(func=_guarded(_cmd_stats))
+
+
+def main(args: argparse.Namespace) -> int:
+    handler = {"import": _cmd_import, "generate": _cmd_generate,
+               "stats": _cmd_stats}[args.trace_command]
+    return _guarded(handler)(args)
 
 
 def _add_skip_bad(parser: argparse.ArgumentParser) -> None:
@@ -160,13 +161,3 @@ def _cmd_stats(args: argparse.Namespace) -> int:
             print(f"{'note':<19}{terminal_text(line)}")
     return 0
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = OneLineParser(prog="infertop")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

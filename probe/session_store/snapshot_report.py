@@ -12,14 +12,14 @@ from dataclasses import fields
 from typing import Callable
 
 from probe.contract.diagnosis import SessionDiagnosis, context_from_document, diagnose_session
-from probe.contract.doctor_compare import cause_moves
 from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
-from probe.contract.snapshot import read_document, saved_live_parts, saved_session
 from probe.contract.stats import SegmentStats, phases_within
-from probe.contract.tables import text_table
 from probe.contract.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num, fmt_ratio, fmt_s
+from probe.session_store.doctor_compare import cause_moves
+from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
+from probe.session_store.tables import text_table
 from workloads.terminal_text import terminal_text
 
 # (name, how to read it from a segment, how to show it, lower is better?)

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import argparse
 
-from probe.bench.command import add_slo_arguments
+from infertop.commands.bench import add_slo_arguments
 from workloads.argtypes import real_number, thread_count, whole_number
 
 DEFAULT_REQUESTS, DEFAULT_REPEATS, DEFAULT_BUDGET_MIN = 24, 2, 30.0
 DEFAULT_MAX_DRIFT = 0.05
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+NAME = "tune"
+HELP = ("search the optimizations, one change at a time, for the config with the most goodput "
+        "under an SLO on your traffic")
+
+
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
     from workloads.trace import DEFAULT_TRACE
-    tune = subparsers.add_parser(
-        "tune", help="search the optimizations, one change at a time, for the config with the "
-                     "most goodput under an SLO on your traffic")
+    tune = parser
     tune.add_argument("--model", default="t5-small", help="a preset or a local T5 checkpoint")
     tune.add_argument("--trace", default=DEFAULT_TRACE, help="a built-in trace or a file")
     tune.add_argument("--device", default="auto")
@@ -44,13 +47,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     tune.add_argument("--threads", type=thread_count, default=None)
     tune.add_argument("--compile-backend", default="inductor")
     tune.add_argument("--ray", nargs="?", const="", default=None, metavar="local|ADDRESS",
-                      help="run one step's candidates in parallel on a Ray cluster (not built "
-                           "yet: refused)")
+                      help="measure one step's candidates in parallel, one per node slot of "
+                           "a Ray cluster (local: start one here)")
     tune.add_argument("--out", required=True, metavar="DIR")
-    tune.set_defaults(func=_run)
 
 
-def _run(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     from probe.contract.engine_inputs import check_engine_inputs
     from probe.contract.errors import ConfigError
     from probe.contract.options import parse_opts
@@ -60,9 +62,8 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError("tune: --slo is required (the objective goodput is measured against), "
                           "e.g. --slo ttft=1s,latency=8s")
     if args.ray is not None:
-        raise ConfigError("tune --ray: not built yet (bench's Ray executor schedules a fixed "
-                          "plan of runs; tune's next runs depend on its last verdict); run "
-                          "without --ray")
+        from probe.bench.cluster import require_ray
+        require_ray()                   # not installed: one line, before the model loads
     baseline = parse_opts(args.opt)
     check_output_folder(args.out, "--out")
     check_engine_inputs(args.model, args.device)

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Callable
 
 from probe.contract.interrupts import STOP_SIGNALS, Interrupted, exit_status, say, signal_of
-from probe.contract.journal import JournalWriter
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
 from probe.engine.engine import Engine
 from probe.engine.workload_setup import PreparedWorkload
+from probe.session_store.journal import JournalWriter
 
 EXIT_SERVED, EXIT_FAILED = 0, 1
 EXIT_INTERRUPTED = exit_status(signal.SIGINT)
@@ -98,10 +98,10 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
                    before_summary: Callable[[], None] | None = None) -> ReplayOutcome:
     """Run the replay under GracefulInterrupt and always save what was served. A snapshot
     that cannot be written (a full disk) is one line naming the journal that keeps it."""
-    from probe.contract.run_summary import run_summary
-    from probe.contract.snapshot import write_json_atomic
     from probe.engine.process.headless import run_replay
     from probe.engine.process.headless_journal import remove_journal
+    from probe.session_store.run_summary import run_summary
+    from probe.session_store.snapshot import write_json_atomic
 
     interrupted, signum = False, signal.SIGINT
     with GracefulInterrupt() as interrupt:
@@ -156,6 +156,7 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
                         max_input=args.max_input, threads=args.threads,
                         keep_tokens=args.tokens)
     journal, problem = open_headless_journal(engine, workload, args.trace, options)
+    engine.session.set_slo(args.slo)      # the journaled session's, so a recovery keeps it
     if journal is not None:
         print(f"session journal: {journal.path} (if this run dies: infertop snapshot recover "
               f"{journal.path} -o OUT.json)", file=sys.stderr)

@@ -1,35 +1,15 @@
-"""What the dashboard may promise about a session's journal, said in one place: at the start
+"""What the dashboard may promise about a session's journal, read in one place: at the start
 (an unusable state folder means no journal) and when the engine stops (whether `s` can still
-write what it served). Torch-free: the dashboard's process reads it."""
+write what it served). The promise itself is a value of probe/contract/protocol.py."""
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 
-JOURNAL_STOPPED = "journaling stopped"     # in the notice the engine sends when a write fails
+from probe.contract.protocol import JournalPromise
+
 FIRST_LINE_BYTES = 1 << 20
-
-
-@dataclass(frozen=True)
-class JournalPromise:
-    """`kept`: `s` can write everything served from the journal; otherwise `why` not, and
-    `partial`: it can still write what the journal holds."""
-    kept: bool
-    why: str = ""
-    partial: bool = False
-
-    def after_crash(self) -> str:
-        """The second half of the toast shown when the engine stops."""
-        if self.kept:
-            return ("Everything served is kept: s saves it, R restarts the engine and continues "
-                    "the session.")
-        if self.partial:
-            return (f"Its journal stopped early ({self.why}): s saves what it holds, not what "
-                    f"came after; R restarts the engine.")
-        return (f"What it served cannot be saved ({self.why}); R restarts the engine "
-                f"(a new session).")
 
 
 def journal_promise(journal_path: str | None, problem: str | None,

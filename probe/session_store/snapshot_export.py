@@ -17,7 +17,7 @@ from typing import Any
 
 from probe.contract.errors import ConfigError
 from probe.contract.records import RequestRecord
-from probe.contract.snapshot import read_document, saved_session
+from probe.session_store.snapshot import read_document, saved_session
 from workloads.atomic import atomic_write_lines, check_output_file, replace_atomically
 
 FORMATS = ("csv", "parquet")

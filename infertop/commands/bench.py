@@ -16,9 +16,12 @@ MAX_REPEATS = 1000   # warm passes per config
 MAX_BUCKETS = 64     # the planner's bucket count (more edges than shapes worth compiling)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    bench = subparsers.add_parser(
-        "bench", help="rerun the controlled study headless and write report.md / report.json")
+NAME = "bench"
+HELP = "rerun the controlled study headless and write report.md / report.json"
+
+
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    bench = parser
     bench.add_argument("--model", default=None,
                        help="a preset or a local T5 checkpoint (default: t5-small, or t5-tiny "
                             "with --quick); with --ray, a list (a,b) for a matrix of studies")
@@ -58,7 +61,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                             "`local` starts one on this machine, ADDRESS joins one (alone: "
                             f"RAY_ADDRESS, else local; needs {RAY_HINT})")
     add_slo_arguments(bench)
-    bench.set_defaults(func=_run)
 
 
 def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,7 +74,7 @@ def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
                                                  f"(default {DEFAULT_TARGET:g})")
 
 
-def _run(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     from probe.bench.bench_checks import check_compile_backend, check_ray_address
     from probe.bench.experiment_ids import select_experiments
     from probe.bench.plan import names

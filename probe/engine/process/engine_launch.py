@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probe.contract.journal import EngineExit
 from probe.contract.options import OptConfig
+from probe.contract.protocol import EngineExit
 from probe.contract.settings import EngineSettings
 from probe.contract.slo import Slo
 from probe.engine.workload_setup import PreparedWorkload
 
 
 @dataclass(frozen=True)
-class EngineProcessConfig:
+class EngineLaunch:
     settings: EngineSettings
     options: OptConfig
     workload: PreparedWorkload | None   # None in the spawn arguments: it follows over the pipe

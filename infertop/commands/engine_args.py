@@ -1,0 +1,49 @@
+"""Flags the dashboard and `replay` share: which engine serves which trace, the metrics port
+and the SLO."""
+
+from __future__ import annotations
+
+import argparse
+
+from workloads.argtypes import model_length, request_count, speed_factor, thread_count, whole_number
+from workloads.trace import BUILTIN_TRACES, DEFAULT_TRACE
+
+
+def add_metrics_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--metrics-port", type=whole_number(0, 65535), default=None,
+                        metavar="N", help="serve Prometheus metrics on 127.0.0.1:N/metrics "
+                                          "(0: any free port)")
+
+
+def add_slo_argument(parser: argparse.ArgumentParser) -> None:
+    from probe.contract.slo import SLO_HELP, slo_argument
+    parser.add_argument("--slo", type=slo_argument, default=None, metavar="BOUNDS",
+                        help=SLO_HELP)
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser, *,
+                         default_speed: float | None) -> None:
+    parser.add_argument("--model", default="t5-small",
+                        help="a preset (t5-small, t5-tiny) or a local T5 checkpoint folder "
+                             "(offline: config + safetensors)")
+    parser.add_argument("--trace", default=DEFAULT_TRACE,
+                        help=f"a built-in trace ({', '.join(BUILTIN_TRACES)}; default "
+                             f"{DEFAULT_TRACE}: real production traffic) or a .jsonl/.csv file")
+    parser.add_argument("--device", default="auto", help="auto, cpu or cuda[:N]")
+    parser.add_argument("--opt", action="append", default=[], metavar="KEY=VALUE",
+                        help="an optimization setting, e.g. compile=default (repeatable)")
+    parser.add_argument("--buckets", default=None, metavar="EDGES",
+                        help="bucket edges, e.g. 64,128,256 (default: the planner's best 4)")
+    parser.add_argument("--speed", type=speed_factor, default=default_speed,
+                        help="replay speed factor (default: " + (
+                            f"{default_speed:g})" if default_speed else
+                            "measure the engine's capacity and offer half of it)"))
+    parser.add_argument("--requests", type=request_count, default=None, metavar="N",
+                        help="stop after N requests")
+    parser.add_argument("--threads", type=thread_count, default=None, metavar="N",
+                        help="torch threads for the engine (default: torch's; the dashboard "
+                             "leaves one core to itself)")
+    parser.add_argument("--max-input", type=model_length, default=512,
+                        help="longest input (default 512)")
+    parser.add_argument("--max-output", type=model_length, default=512,
+                        help="longest output (default 512)")

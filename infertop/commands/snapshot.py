@@ -1,0 +1,93 @@
+"""`infertop snapshot show|compare|export|recover`: read, compare, export and recover saved
+sessions."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from workloads.terminal_text import terminal_text
+
+NAME = "snapshot"
+HELP = "inspect saved sessions"
+
+
+def add_cli_args(parser: argparse.ArgumentParser) -> None:
+    snapshot_commands = parser.add_subparsers(dest="snapshot_command", required=True,
+                                              metavar="{show,compare,export,recover}")
+    show = snapshot_commands.add_parser("show", help="a saved session's segments as a table")
+    show.add_argument("file", metavar="FILE")
+    show.add_argument("--plot", default=None, metavar="OUT.svg",
+                      help="also draw its per-request latency timeline (.svg or .png; needs "
+                           "pip install 'infertop[plots]')")
+    compare = snapshot_commands.add_parser("compare", help="per-metric deltas between sessions")
+    compare.add_argument("a", metavar="A", help="a session JSON, or FILE:cN for one config")
+    compare.add_argument("b", metavar="B", help="a session JSON, or FILE:cN for one config")
+    compare.add_argument("--plot", default=None, metavar="OUT.svg",
+                         help="also draw each config's latency CDF on one axis (.svg or .png; "
+                              "needs pip install 'infertop[plots]')")
+    export = snapshot_commands.add_parser(
+        "export", help="a saved session's records and segments as CSV or Parquet (pandas)")
+    export.add_argument("file", metavar="FILE")
+    kind = export.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--csv", dest="format", action="store_const", const="csv")
+    kind.add_argument("--parquet", dest="format", action="store_const", const="parquet")
+    export.add_argument("-o", "--out", default=None, metavar="STEM",
+                        help="writes STEM.requests.EXT and STEM.segments.EXT (default: FILE "
+                             "without .json)")
+    recover = snapshot_commands.add_parser(
+        "recover", help="write the session JSON of a run that died, from its journal")
+    recover.add_argument("journal", metavar="JOURNAL")
+    recover.add_argument("-o", "--out", required=True, metavar="SNAPSHOT.json")
+
+
+def main(args: argparse.Namespace) -> int:
+    return {"show": _show, "compare": _compare, "export": _export,
+            "recover": _recover}[args.snapshot_command](args)
+
+
+def _export(args: argparse.Namespace) -> int:
+    from probe.session_store.snapshot_export import export
+    stem = args.out or str(Path(args.file).with_suffix(""))
+    for path in export(args.file, stem, args.format):
+        print(f"wrote {terminal_text(path)}")
+    return 0
+
+
+def _recover(args: argparse.Namespace) -> int:
+    from probe.session_store.recover import recover
+    print(recover(args.journal, args.out))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from probe.session_store.snapshot_report import show
+    _check_plot(args.plot)
+    print(terminal_text(show(args.file), keep_newlines=True))
+    if args.plot:
+        from probe.report_charts.snapshot_plots import plot_show
+        print(f"wrote {terminal_text(str(plot_show(args.file, args.plot)))}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from probe.session_store.snapshot_report import compare
+    _check_plot(args.plot)
+    print(terminal_text(compare(args.a, args.b), keep_newlines=True))
+    if args.plot:
+        from probe.report_charts.snapshot_plots import plot_compare
+        print(f"wrote {terminal_text(str(plot_compare(args.a, args.b, args.plot)))}")
+    return 0
+
+
+def _check_plot(out: str | None) -> None:
+    """--plot is refused before anything is read: its suffix, its folder, matplotlib."""
+    if out is None:
+        return
+    from probe.contract.errors import ConfigError
+    from probe.report_charts.canvas import require_matplotlib
+    from workloads.atomic import check_output_file
+    if Path(out).suffix.lower() not in (".svg", ".png"):
+        raise ConfigError(f"--plot {out}: a chart is written as .svg or .png")
+    check_output_file(out, "--plot")
+    require_matplotlib()
