@@ -10,7 +10,8 @@ STAMP := $(VENV)/.installed
 #   make run TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 
-.PHONY: run test check lint bench figures screenshots gpu-check clean
+.PHONY: run test test-pure test-engine test-pilot test-layout check lint bench figures \
+	screenshots gpu-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +25,12 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -ra $(ARGS)
+
+# The suite by layer (tests/layers.py marks each test with one): pure values, the engine (and
+# the CLI and child processes), the dashboard through Textual's Pilot, its SVG layout snapshots.
+# A lane imports only the test files that can hold its tests.
+test-pure test-engine test-pilot test-layout: $(STAMP)
+	$(PY) -m pytest -q -ra -m $(@:test-%=%) $(ARGS)
 
 # ruff and mypy, configured in pyproject.toml
 lint: $(STAMP)

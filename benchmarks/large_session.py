@@ -52,7 +52,7 @@ def _record(index: int, rng: random.Random) -> dict:
         "last_token_s": None if failed else end}
 
 
-def write_session(path: Path, records: int, seed: int = 0) -> None:
+def write_snapshot(path: Path, records: int, seed: int = 0) -> None:
     """Written the way infertop writes one (json.dumps, indent=1), one record at a time."""
     rng = random.Random(seed)
     head = {"schema_version": 1,
@@ -96,7 +96,7 @@ def main() -> int:
         session = folder / "large.json"
         if not session.exists():
             start = time.perf_counter()
-            write_session(session, args.records)
+            write_snapshot(session, args.records)
             print(f"wrote {session}: {args.records:,} records, "
                   f"{session.stat().st_size / 1e6:.0f} MB in {time.perf_counter() - start:.1f} s")
         print(f"machine: {os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB, "

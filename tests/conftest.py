@@ -1,11 +1,13 @@
-"""Shared fixtures: a t5-tiny whose greedy outputs vary (so token comparisons mean something)."""
+"""Shared fixtures: a t5-tiny whose greedy outputs vary (so token comparisons mean something).
+torch and the engine are imported where a fixture needs them, not here: a pure test
+(`pytest -m pure`, tests/layers.py) loads them only if what it tests does."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
 from hypothesis import HealthCheck, settings
 
 # Two busy cores: no property may fail for being slow (examples are bounded per test instead).
@@ -16,14 +18,19 @@ settings.load_profile("infertop")
 
 from probe.contract.options import OptConfig, parse_opts
 from probe.contract.records import RequestRecord
-from probe.engine.engine import Engine, EngineSettings
-from probe.engine.models import LoadedModel, load_model
-from probe.engine.requests import EngineRequest
+
+if TYPE_CHECKING:
+    from probe.engine.engine import Engine
+    from probe.engine.models import LoadedModel
+    from probe.engine.requests import EngineRequest
 
 
 def varied_tiny_model(seed: int = 1) -> LoadedModel:
     """The t5-tiny preset re-drawn with larger weights: the preset's default init makes greedy
     decoding repeat one token, which would let a wrong decoder pass a token comparison."""
+    import torch
+
+    from probe.engine.models import load_model
     loaded = load_model("t5-tiny")
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -33,12 +40,24 @@ def varied_tiny_model(seed: int = 1) -> LoadedModel:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the pure tests (tests/layers.py): `pytest -m pure` is the fast lane."""
-    from layers import is_pure
+    """Mark each test with its layer (tests/layers.py): `pytest -m pure` is the fast lane,
+    `-m engine`, `-m pilot` and `-m layout` the others."""
+    from layers import layer_of
     for item in items:
-        if is_pure(Path(str(item.fspath)), list(getattr(item, "fixturenames", ())),
-                   item.get_closest_marker("slow") is not None):
-            item.add_marker(pytest.mark.pure)
+        layer = layer_of(Path(str(item.fspath)), list(getattr(item, "fixturenames", ())),
+                         item.get_closest_marker("slow") is not None)
+        item.add_marker(getattr(pytest.mark, layer))
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """`-m LAYER` alone does not import the files that cannot hold a test of that layer."""
+    from layers import LAYERS, may_hold
+    lane = (config.option.markexpr or "").strip()
+    if (lane in LAYERS and collection_path.suffix == ".py"
+            and collection_path.name.startswith("test_")
+            and not may_hold(collection_path, lane)):
+        return True
+    return None
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +68,7 @@ def _state_home(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def make_engine():
+    from probe.engine.engine import Engine, EngineSettings
     engines: list[Engine] = []
 
     def make(*opts: str, backend: str = "eager", buckets: tuple[int, ...] = (),
@@ -66,6 +86,7 @@ def make_engine():
 
 
 def request(engine: Engine, seq: int, input_length: int, output_length: int) -> EngineRequest:
+    from probe.engine.requests import EngineRequest
     return EngineRequest(id=f"r{seq}", seq=seq, input_length=input_length,
                          output_length=output_length, arrival_s=engine.clock.now_s())
 

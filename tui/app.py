@@ -498,7 +498,7 @@ class InfertopApp(App[int]):
         (a long session's journal takes a moment to read)."""
         assert self.engine is not None
         try:
-            self.engine.write_session(path)
+            self.engine.write_snapshot(path)
         except OSError as exc:
             self.post_message(SessionNotSaved(path, f"{exc.strerror or exc}"))
         except Exception as exc:  # an unreadable journal: said, never a crash

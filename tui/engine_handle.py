@@ -23,7 +23,7 @@ class FakeEngine:
 
     `hold()` makes `poll` block (as a reader stuck on a busy engine would) until `release()`.
     `die(error, exit_code)` makes the next poll return EngineFailed once and `is_alive()`
-    false; given `journal_path`, `write_session` saves from that journal as the real one does.
+    false; given `journal_path`, `write_snapshot` saves from that journal as the real one does.
     """
 
     def __init__(self, events: tuple[Any, ...] = (), *, replies: bool = True,
@@ -45,7 +45,7 @@ class FakeEngine:
         self.stopped = False
         self.log_path: str | None = None
         self.log_problem: str | None = "a fake engine keeps no log"
-        self.journal_path = journal_path      # a journal a test wrote, for write_session
+        self.journal_path = journal_path      # a journal a test wrote, for write_snapshot
         self.journal_problem: str | None = None   # set to script a state folder that takes none
         self.ended: Any = None                # how it died (EngineExit), once it did
 
@@ -78,7 +78,7 @@ class FakeEngine:
         self.stopped = True
         self.alive = False
 
-    def write_session(self, path: str) -> Any:
+    def write_snapshot(self, path: str) -> Any:
         from probe.contract.errors import ConfigError
         from probe.session_store.journal import save_from_journal
         if self.journal_path is None:

@@ -43,14 +43,14 @@ def check_snapshot_dir(snapshot_dir: Path, args: argparse.Namespace) -> None:
 
 
 def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
-    from probe.engine.process.engine_process import EngineClient, config_from_args
+    from probe.engine.process.engine_process import EngineClient, launch_from_args
 
-    config = config_from_args(args)       # validates every input before Textual is imported
+    engine_launch = launch_from_args(args)  # validates every input before Textual is imported
     from tui.app import InfertopApp
-    engine = EngineClient(config)
+    engine = EngineClient(engine_launch)
     engine.open_journal()               # a state folder that takes none is said at the start
-    app = InfertopApp(engine, options=config.options, snapshot_dir=snapshot_dir,
-                      speed=config.speed)
+    app = InfertopApp(engine, options=engine_launch.options, snapshot_dir=snapshot_dir,
+                      speed=engine_launch.speed)
     adopt_terminal_size()
     try:
         app.run()
@@ -73,13 +73,13 @@ def saved_session_app(path: Path, snapshot_dir: Path):
     path) terminal-safe."""
     from tui.app import InfertopApp
 
-    view = load_snapshot(path)
+    view = saved_view(path)
     return InfertopApp(None, initial=view, options=view.options,
                        snapshot_dir=snapshot_dir, speed=view.replay.speed, read_only=True,
                        source=terminal_text(path))
 
 
-def load_snapshot(path: Path) -> LiveView:
+def saved_view(path: Path) -> LiveView:
     """A saved session as the dashboard shows it: the last config served is "now"."""
     from probe.session_store.snapshot import read_document, saved_session
 

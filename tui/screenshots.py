@@ -1,7 +1,7 @@
 """`python -m tui.screenshots SESSION.json… [--out DIR] [--size COLSxROWS]`: redraw saved
 sessions as SVG screenshots through `--load`'s read-only view, so every picture presented as a
 result comes from a real run (the README's were recorded live with `s`, and their 80×24
-versions redrawn from the same saved sessions). The synthetic session (tui/synthetic.py) is a
+versions redrawn from the same saved sessions). The synthetic session (tests/tui/synthetic.py) is a
 test fixture only.
 """
 
@@ -17,9 +17,9 @@ from tui.snapshot_files import write_text_atomic
 
 async def capture(session: Path, size: tuple[int, int]) -> str:
     from tui.app import InfertopApp
-    from tui.launch import load_snapshot
+    from tui.launch import saved_view
 
-    view = load_snapshot(session)
+    view = saved_view(session)
     app = InfertopApp(None, initial=view, options=view.options,
                       snapshot_dir=Path("snapshots"), speed=view.replay.speed,
                       read_only=True, source=session.name, clock=lambda: 0.0)

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Sequence, TypeAlias
 
 import numpy as np
 
 from .errors import file_error
 from .rows import MAX_LENGTH, shown
+
+# request lengths, as a list or a numpy array (trace_stats hands arrays)
+Lengths: TypeAlias = Sequence[int] | np.ndarray
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ def bucket_for(length: int, edges: Sequence[int]) -> int:
     return edges[index] if index < len(edges) else length
 
 
-def evaluate_edges(lengths: Sequence[int], edges: Sequence[int]) -> BucketPlan:
+def evaluate_edges(lengths: Lengths, edges: Sequence[int]) -> BucketPlan:
     values = _lengths_array(lengths)
     edge_array = np.array(sorted(set(int(e) for e in edges)), dtype=np.int64)
     if edge_array.size == 0:
@@ -53,7 +56,7 @@ def evaluate_edges(lengths: Sequence[int], edges: Sequence[int]) -> BucketPlan:
     return _plan(tuple(edge_array.tolist()), values, padded)
 
 
-def plan_buckets(lengths: Sequence[int], k: int) -> BucketPlan:
+def plan_buckets(lengths: Lengths, k: int) -> BucketPlan:
     """The K edges (or fewer, if fewer distinct lengths) that minimise total padded tokens. Exact."""
     if k < 1:
         raise ValueError(f"need at least one bucket, got k={k}")
@@ -65,7 +68,7 @@ def plan_buckets(lengths: Sequence[int], k: int) -> BucketPlan:
     return evaluate_edges(values, edges)
 
 
-def powers_of_two_plan(lengths: Sequence[int]) -> BucketPlan:
+def powers_of_two_plan(lengths: Lengths) -> BucketPlan:
     """Edges 2^a .. 2^b spanning the lengths: the usual fixed bucket set."""
     values = _lengths_array(lengths)
     low = int(values.min() - 1).bit_length()  # smallest a with 2^a >= min
@@ -88,7 +91,7 @@ def parse_bucket_edges(text: str) -> tuple[int, ...]:
     return tuple(sorted(set(edges)))
 
 
-def _lengths_array(lengths: Sequence[int]) -> np.ndarray:
+def _lengths_array(lengths: Lengths) -> np.ndarray:
     values = np.asarray(lengths, dtype=np.int64)
     if values.size == 0:
         raise ValueError("no lengths to bucket")

@@ -47,8 +47,8 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     tune.add_argument("--threads", type=thread_count, default=None)
     tune.add_argument("--compile-backend", default="inductor")
     tune.add_argument("--ray", nargs="?", const="", default=None, metavar="local|ADDRESS",
-                      help="run one step's candidates in parallel on a Ray cluster (not built "
-                           "yet: refused)")
+                      help="measure one step's candidates in parallel, one per node slot of "
+                           "a Ray cluster (local: start one here)")
     tune.add_argument("--out", required=True, metavar="DIR")
 
 
@@ -62,9 +62,8 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError("tune: --slo is required (the objective goodput is measured against), "
                           "e.g. --slo ttft=1s,latency=8s")
     if args.ray is not None:
-        raise ConfigError("tune --ray: not built yet (bench's Ray executor schedules a fixed "
-                          "plan of runs; tune's next runs depend on its last verdict); run "
-                          "without --ray")
+        from probe.bench.cluster import require_ray
+        require_ray()                   # not installed: one line, before the model loads
     baseline = parse_opts(args.opt)
     check_output_folder(args.out, "--out")
     check_engine_inputs(args.model, args.device)

@@ -22,14 +22,30 @@ QUICK_BUCKETS, DEFAULT_BUCKETS = 2, 4
 QUICK_E5_REQUESTS, DEFAULT_E5_REQUESTS = 2, 8
 MAX_INPUT, MAX_OUTPUT = 512, 512
 FULL_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+# What --quick leaves out, one line per experiment: what and how to get it. --quick serves one
+# run per phenomenon: a compiled run only where an acceptance check needs it, read by every
+# experiment that can (REFERENCE by E1, E2, E4, E6, roofline and observer).
 QUICK_LEFT_OUT = (
+    "E3: --quick leaves out dynamic=on (its symbolic-shape compile is the longest of the "
+    "study; the check, recompiles growing with the distinct lengths, needs dynamic=off "
+    "only); run without --quick to include it",
     "E4: --quick computes the powers-of-two row (its shapes and padding follow from the "
     "lengths alone) instead of compiling and serving it; run without --quick to measure it",
-    "E6: --quick stops at +bf16 (+int8 and +lean step are each one more cold compile of "
-    "every shape); run without --quick to include them",
-    "roofline: --quick tries each lever on fp32 only, and bf16 and int8 as they are (each "
-    "lever on each precision is one more cold compile); run without --quick for the grid",
+    "E5: --quick serves short and long outputs (medium lies between them); run without "
+    "--quick to include medium",
+    "E6: --quick orders the steps baseline → +KV cache → +bucketing → +compile → "
+    "+graph-break removal, so each compiled step is a run E2 and E4 serve anyway (compiling "
+    "without the cache recompiles up to dynamo's limit: three more cold compiles), and stops "
+    "there (+bf16, +int8 and +lean step are each one more cold compile of every shape); run "
+    "without --quick for the seed's order and every step",
+    "E7: --quick replays chat at 4× capacity only (batch at 2× and chat at 0.5–2× show the "
+    "same modes below and at saturation); run without --quick for the sweep",
+    "roofline: --quick holds the compiled fp32 step and HF eager against the roofline (each "
+    "lever and each other precision is one more cold compile); run without --quick for the "
+    "grid",
 )
+# E5's output classes --quick serves: E5's check reads the long ones, short shows the other end
+QUICK_E5_CLASSES = ("short", "long")
 
 
 @dataclass(frozen=True)
@@ -161,6 +177,9 @@ class Plan:
     left_out: tuple[str, ...] = ()
     serve_pow2: bool = True             # False: E4's powers-of-two row is computed, not served
     e6_int8: bool = True                # False: E6 stops at +bf16
+    e6_shared_steps: bool = False       # True: E6's --quick chain (e6_combined.QUICK_STEPS)
+    e3_dynamic: bool = True             # False: E3 leaves out dynamic=on
+    roofline_grid: bool = True          # False: the compiled fp32 step and HF eager only
 
     @property
     def planner_name(self) -> str:
@@ -230,7 +249,8 @@ def make_plan(*, model: str, trace_name: str, device: str, quick: bool, requests
     inputs = chosen[:e5_count]
     e5 = {name: tuple(BenchRequest(id=f"{r.id}-{name}", input_length=r.input_length,
                                    output_length=tokens, text=r.text) for r in inputs)
-          for name, tokens in output_classes(trace).items()}
+          for name, tokens in output_classes(trace).items()
+          if not quick or name in QUICK_E5_CLASSES}
     modes, left_out = quick_compile_modes(device) if quick else (FULL_COMPILE_MODES, ())
     if quick:
         left_out = left_out + QUICK_LEFT_OUT
@@ -239,4 +259,5 @@ def make_plan(*, model: str, trace_name: str, device: str, quick: bool, requests
                 planner_edges=tuple(plan_buckets(lengths, bucket_count).edges),
                 pow2_edges=tuple(powers_of_two_plan(lengths).edges),
                 trace_input_lengths=tuple(trace.input_lengths()), e5_requests=e5,
-                compile_modes=modes, left_out=left_out, serve_pow2=not quick, e6_int8=not quick)
+                compile_modes=modes, left_out=left_out, serve_pow2=not quick, e6_int8=not quick,
+                e6_shared_steps=quick, e3_dynamic=not quick, roofline_grid=not quick)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from probe.bench.doctor_section import doctor_by_run, doctor_markdown
 from probe.bench.experiments import acceptance_checks
+from probe.bench.goodput_section import goodput_markdown
 from probe.bench.nodes import nodes_markdown
 from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder
 from probe.bench.verdict import DRIFT_TOLERANCE
@@ -43,6 +44,8 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
                      "torch_trace": settings.torch_trace, "profile": settings.profile},
         "environment": environment,
         "executor": executor or {"name": "local"},
+        # --slo: what every run's goodput_rps, goodput_tokens_per_s, slo_attainment are against
+        "slo": None if getattr(settings, "slo", None) is None else settings.slo.as_dict(),
         "plan": {"requests": [{**vars(r), "text": None} for r in plan.requests],
                  "planner_edges": list(plan.planner_edges), "pow2_edges": list(plan.pow2_edges),
                  "e5_outputs": {k: v[0].output_length for k, v in plan.e5_requests.items()},
@@ -184,6 +187,7 @@ def render_markdown(report: dict) -> str:
                    f"Planner buckets {plan.get('planner_edges')}, powers of two {plan.get('pow2_edges')}.")
         out.append("")
     out += nodes_markdown(report)
+    out += goodput_markdown(report)
     figures = (report.get("files") or {}).get("figures") or {}
     for section in report.get("experiments", {}).values():
         out += render_section(section)

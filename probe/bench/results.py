@@ -11,6 +11,7 @@ from probe.bench.spread import NO_SPREAD, Spread
 from probe.contract.drift import DriftStats
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, RequestRecord
+from probe.contract.slo import NO_GOODPUT, Goodput, Slo
 from probe.contract.stats import COMPILING, CompilePhases, summarize, tokens_per_s
 
 
@@ -164,6 +165,11 @@ class RunResult:
     profile: ProfileFiles | None = None
     run_wall_s: float | None = None
     compile_phases: CompilePhases | None = None     # compile_s as dynamo split it
+    # under --slo: the run's session figures over every request it served (its segment's,
+    # probe/contract/slo.py), with the throughput over the same span beside them
+    slo: Slo | None = None
+    goodput: Goodput = NO_GOODPUT
+    throughput_rps: float | None = None
     # the warm passes' records, for figures that need them (E1's break-even); not serialised
     steady_records: tuple[RequestRecord, ...] = field(default=(), repr=False, compare=False)
 
@@ -197,6 +203,9 @@ class RunResult:
             out[name] = getattr(self, name)
         out["compile_phases"] = (None if self.compile_phases is None
                                  else asdict(self.compile_phases))
+        out["slo"] = None if self.slo is None else self.slo.as_dict()
+        out["throughput_rps"] = self.throughput_rps
+        out.update(self.goodput.as_dict())
         for name in ("snapshot", "observer", "profile", "cold_start"):  # present only when made
             value = getattr(self, name)
             if value is not None:
@@ -226,7 +235,8 @@ SECTION_KEYS = ("key", "label", "options", "requests", "bucket_set", "bucket_edg
                 "cold_start_compile_stall_ms", "steady_compiles", "recompile_limit_hits",
                 "compile_fallbacks", "kv_cache_peak_bytes", "weight_bytes", "padding_waste",
                 "drift", "distinct_input_lengths", "distinct_padded_lengths", "failed", "errors",
-                "notes", "snapshot")
+                "notes", "snapshot", "slo", "throughput_rps", "goodput_rps",
+                "goodput_tokens_per_s", "slo_attainment")
 
 
 def section_figures(outcome: Outcome) -> dict:
@@ -290,6 +300,9 @@ def summarize_run(spec, data, warmup: PassResult, steady: Sequence[PassResult]) 
         failed=len(errors), errors=tuple(sorted(set(errors))[:5]),
         recompile_reasons=_distinct([e.reason for e in events if e.kind == "recompile"], 3),
         notes=tuple(n.text for n in data.notices),
+        slo=data.slo, throughput_rps=segment.throughput_rps if segment else None,
+        goodput=(Goodput(segment.goodput_rps, segment.goodput_tokens_per_s,
+                         segment.slo_attainment) if segment else NO_GOODPUT),
         steady_records=tuple(r for p in steady for r in p.records))
 
 

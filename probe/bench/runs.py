@@ -190,11 +190,11 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
 def _write_snapshot(engine, data, specs: Sequence[RunSpec], context: RunContext) -> str | None:
     """The group's session snapshot, for `snapshot show` / `snapshot compare`."""
     from probe.engine.process.environment import environment
-    from probe.session_store.snapshot import session_document, write_json_atomic
+    from probe.session_store.snapshot import snapshot_document, write_json_atomic
     if context.out_dir is None:
         return None
     first = specs[0]
-    document = session_document(
+    document = snapshot_document(
         data, environment=environment(engine.device),
         model=engine.loaded.info.as_dict(first.options.precision),
         trace={**context.trace_info, "requests": max(len(s.requests) for s in specs),

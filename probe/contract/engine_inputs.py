@@ -60,7 +60,7 @@ def check_model(name: str, positions: int = CHECKED_POSITIONS) -> None:
                           f"a checkpoint folder")
     if HUB_ID.fullmatch(name) and os.environ.get(DOWNLOAD_ENV) == "1":
         return
-    cached = _hub_snapshot(name) if HUB_ID.fullmatch(name) else None
+    cached = _hub_cached_folder(name) if HUB_ID.fullmatch(name) else None
     if cached is not None:
         _check_folder(name, cached, positions)
         return
@@ -88,7 +88,7 @@ def _check_folder(name: str, folder: Path, positions: int) -> None:
     check_checkpoint(name, folder, model_type, document, positions)
 
 
-def _hub_snapshot(repo_id: str) -> Path | None:
+def _hub_cached_folder(repo_id: str) -> Path | None:
     """The cached snapshot folder of a hub id (the newest), or None when it is not cached."""
     from huggingface_hub.constants import HF_HUB_CACHE  # constants only: milliseconds
 

@@ -117,6 +117,16 @@ OPTIONS: tuple[Option, ...] = (
            "decoder) keep SDPA; needs compile",
            "probe/engine/decode/attention.py: one_query_attention", in_footer=False,
            compiler="inductor"),
+    Option("qkv", ("separate", "fused"), "F", "qkv",
+           "q/k/v projections as one GEMM (needs compile; turns freezing on)",
+           "fused: inductor's concat-linear pass (cpp.enable_concat_linear) joins the matmuls "
+           "that share an input and whose weights are frozen constants — each self-attention's "
+           "q, k and v — into one GEMM over the concatenated weights, as CTranslate2 lays them "
+           "out; it acts on frozen weights only, so it turns freezing on. The cross-attention's "
+           "k and v are already computed once per request (the first step fills the cache); "
+           "int8's matmuls are custom ops it leaves alone; needs compile",
+           "probe/engine/switchboard.py: inductor_arguments", in_footer=False,
+           compiler="inductor"),
     Option("kv_layout", ("static", "paged"), "l", "layout",
            "Continuous batching's KV cache, region per slot or blocks",
            "continuous batching's KV cache: a static region per slot, or blocks of one pool "
@@ -162,6 +172,7 @@ class OptConfig:
     wrapper: str = _default("wrapper")
     guards: str = _default("guards")
     attention: str = _default("attention")
+    qkv: str = _default("qkv")
     kv_layout: str = _default("kv_layout")
     compile_cache: str = _default("compile_cache")
 

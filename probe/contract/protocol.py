@@ -31,7 +31,7 @@ class EngineHandle(Protocol):
     def is_alive(self) -> bool: ...
     def restart(self) -> None: ...        # kill if needed, start one that continues the session
     def stop(self) -> None: ...           # Shutdown, a bounded wait, then kill if needed
-    def write_session(self, path: str) -> Path: ...  # the session JSON without an engine (from
+    def write_snapshot(self, path: str) -> Path: ...  # the session JSON without an engine (from
                                                      # its journal); OSError/ConfigError
     def journal_promise(self) -> JournalPromise: ...  # what `s` can save, engine down
     def open_journal(self) -> str | None: ...  # make the journal before the app opens; why not

@@ -1,4 +1,7 @@
-"""The engine's store of raw records, and the frozen view of it that everything else reads."""
+"""A session in memory: `Session` while the engine serves it (append-only, its records kept as
+they come), `SessionData` once frozen, which everything else reads. One session is what one
+dashboard run (across engine restarts), one `replay` or one bench run served; on disk it is a
+journal while it runs and a snapshot once saved (probe/session_store/)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ from probe.contract.stats import SegmentStats, segments
 
 @dataclass(frozen=True)
 class ConfigEntry:
+    """A config as the session served it: its id (c1, c2, … in order of first use), its
+    options, and what the engine noted about it."""
     config_id: str
     options: OptConfig
     notes: tuple[str, ...] = ()

@@ -190,6 +190,8 @@ def break_even(compile_s: float, compiled: Sequence[RequestRecord],
             r.ok for r in eager) < MIN_BREAK_EVEN_REQUESTS:
         return None
     fast, slow = service_ms_per_token(compiled_ok), service_ms_per_token(eager)
+    if fast is None or slow is None:    # eager served its requests with no output tokens
+        return None
     mean_tokens = sum(r.output_tokens for r in compiled_ok) / len(compiled_ok)
     saved = (slow - fast) * mean_tokens
     requests = compile_s * 1e3 / saved if saved > 0 else math.inf

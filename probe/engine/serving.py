@@ -81,7 +81,7 @@ class ServingLoop:
         with self._lock:
             options, self._pending_options = self._pending_options, None
         changed = options is not None and options != self.engine.options
-        if changed:
+        if options is not None and changed:
             self.engine.set_options(options)
         if (changed or starting) and self.engine.options.prewarm == "on":
             self.engine.prewarm()
@@ -170,7 +170,7 @@ class ServingLoop:
             return None
 
     def _take_now(self, most: int) -> list[ScheduledRequest]:
-        taken = []
+        taken: list[ScheduledRequest] = []
         while len(taken) < most:
             try:
                 taken.append(self._queue.get_nowait())

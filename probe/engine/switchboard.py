@@ -109,6 +109,8 @@ def inductor_arguments(options: OptConfig) -> dict:
     ours: dict = {}
     if options.freezing == "on":
         ours["freezing"] = True
+    if options.qkv == "fused":
+        ours["cpp.enable_concat_linear"] = True
     if options.wrapper == "cpp":
         ours["cpp_wrapper"] = True
     if options.guards != "full":
@@ -194,6 +196,10 @@ class Switchboard:
                   and self.compile_backend != "inductor"):
                 notes.append(f"{key} needs the inductor backend (this engine compiles with "
                              f"{self.compile_backend})")
+        if (options.qkv == "fused" and options.freezing != "on" and options.compiled
+                and self.compile_backend == "inductor"):
+            notes.append("qkv=fused joins frozen weights only: freezing=on")
+            options = options.with_option("freezing", "on")
         if options.kv_layout == "paged" and options.batching != "continuous":
             notes.append("the paged KV layout is continuous batching's: kv_layout=static")
             options = options.with_option("kv_layout", "static")

@@ -1,7 +1,7 @@
 """The session journal: everything the engine commits to its Session — request records,
-compile events, graph breaks, notices, configs, drift references, KV pools — and each request
-it dispatches, appended as one JSON line at the moment it is committed, in the per-user state
-folder next to the engine logs.
+compile events, graph breaks, notices, configs, drift references, KV pools, the SLO — and
+each request it dispatches, appended as one JSON line at the moment it is committed, in the
+per-user state folder next to the engine logs.
 
 A restarted engine reads it back and continues the session (same clock, same records, the
 crash marked); the dashboard writes the session JSON from it while no engine runs. Torch-free:
@@ -26,7 +26,8 @@ from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineExit
 from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
 from probe.contract.session import ConfigEntry, Session, SessionData
-from probe.session_store.snapshot import session_data, session_document, write_json_atomic
+from probe.contract.slo import Slo
+from probe.session_store.snapshot import session_data, snapshot_document, write_json_atomic
 
 # The session JSON's sections that describe where the session ran, not what it served.
 CONTEXT_SECTIONS = ("environment", "model", "trace", "settings", "live")
@@ -142,6 +143,11 @@ class JournaledSession(Session):
         super().add_notice(notice)
         self._writer.write("notice", asdict(notice))
 
+    def set_slo(self, slo: Slo | None) -> None:
+        """Journaled too: a session recovered from its journal keeps its goodput."""
+        super().set_slo(slo)
+        self._writer.write("slo", None if slo is None else slo.as_dict())
+
 
 def merge_breaks(*parts: tuple[GraphBreakRecord, ...] | list[GraphBreakRecord]
                  ) -> tuple[GraphBreakRecord, ...]:
@@ -197,8 +203,8 @@ class Journal:
         config = data.configs.get(self._config_serving())
         if isinstance(model, dict) and config is not None:  # as the engine writes it: the dtype served
             context["model"] = {**model, "dtype": config.options.precision}
-        return session_document(data, **{name: context.get(name) or {}
-                                         for name in CONTEXT_SECTIONS})
+        return snapshot_document(data, **{name: context.get(name) or {}
+                                          for name in CONTEXT_SECTIONS})
 
     def _config_serving(self) -> str:
         if self.data.records:
@@ -282,6 +288,8 @@ def _add(sections: dict[str, Any], kind: str, value: Any) -> None:
         sections["reference_tokens"][value["request_id"]] = value["tokens"]
     elif kind == "kv_pool":
         sections["kv_pools"][value["config_id"]] = value["pool"]
+    elif kind == "slo":
+        sections["slo"] = value         # the last one set (session_data checks it)
 
 
 def save_from_journal(journal_path: str, out: str | os.PathLike, end: EngineExit | None) -> Path:

@@ -38,8 +38,8 @@ from workloads.textio import JsonProblem, parse_json, read_text
 SCHEMA_VERSION = 1
 
 
-def session_document(data: SessionData, *, environment: dict, model: dict, trace: dict,
-                     settings: dict | None = None, live: dict | None = None) -> dict[str, Any]:
+def snapshot_document(data: SessionData, *, environment: dict, model: dict, trace: dict,
+                      settings: dict | None = None, live: dict | None = None) -> dict[str, Any]:
     document = {
         "schema_version": SCHEMA_VERSION,
         "slo": None if data.slo is None else data.slo.as_dict(),

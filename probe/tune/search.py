@@ -99,57 +99,118 @@ def verdict(candidate: Measured, current: Measured, *, capacity: bool) -> tuple[
     return False, f"{result.text}: {shown}"
 
 
-def run_tune(baseline: OptConfig, evaluate: Callable[[OptConfig, str], Measured],
+Evaluate = Callable[[OptConfig, str], Measured]
+EvaluateMany = Callable[[list[tuple[OptConfig, str]]], list[Measured]]
+
+
+def run_tune(baseline: OptConfig, evaluate: Evaluate,
              order: Callable[[SegmentStats | None], list[Candidate]], *, capacity: bool,
              max_drift: float, budget_s: float, stop: threading.Event | None = None,
              on_step: Callable[[Step, TuneState], None] = lambda step, state: None,
-             clock: Callable[[], float] = time.monotonic) -> TuneState:
+             clock: Callable[[], float] = time.monotonic, width: int = 1,
+             evaluate_many: EvaluateMany | None = None) -> TuneState:
     """`evaluate(options, label)` measures a config; `on_step` hears each step as it is
-    decided (tune writes its files there, so an interrupted tune keeps what it did)."""
+    decided (tune writes its files there, so an interrupted tune keeps what it did).
+
+    A step measures up to `width` candidates at once, each on top of the config kept so far
+    (`evaluate_many`, e.g. one Ray task per node slot; `width` 1 is one change at a time). Each
+    gets the same verdict against the current config; of those that beat it, the one with the
+    most goodput (capacity) is kept, and the others are tried again on top of it."""
     stop = stop or threading.Event()
+    many = evaluate_many or (lambda jobs: [evaluate(options, label) for options, label in jobs])
     state = TuneState(final=baseline)
     started = clock()
     current = evaluate(baseline, "baseline")
     step = Step("baseline", baseline, True, "the starting point", current)
     state.steps.append(step)
     on_step(step, state)
-    for candidate in order(current.segment):
+    queue = list(order(current.segment))
+    over_budget = 0
+
+    def record(step: Step) -> None:
+        state.steps.append(step)
+        on_step(step, state)
+
+    while queue:
         if stop.is_set():
             state.stopped = "interrupted"
             break
-        options, reason = applied(state.final, candidate)
-        if options is None:
-            step = Step(candidate.text, state.final, False, f"not tried: {reason}",
-                        hint=candidate.hint)
-            state.steps.append(step)
-            on_step(step, state)
-            continue
+        batch: list[tuple[Candidate, OptConfig]] = []
+        later: list[Candidate] = []
         spent = clock() - started
-        runs = [s.measured.seconds for s in state.steps if s.measured]
-        expected = sum(runs) / len(runs) if runs else 0.0
-        # the first change that applies always runs: a budget smaller than two configs still
-        # compares one change with the baseline
-        if len(runs) >= 2 and spent + expected > budget_s:
-            state.stopped = (f"budget: {spent / 60:.1f} of {budget_s / 60:.1f} min spent, a "
-                             f"step takes about {expected / 60:.1f} min")
+        for candidate in queue:
+            if len(batch) >= max(width, 1):
+                later.append(candidate)
+                continue
+            options, reason = applied(state.final, candidate)
+            if options is None:
+                if any(applied(chosen, candidate)[0] is not None for _, chosen in batch):
+                    later.append(candidate)     # it applies once a change of this step is kept
+                else:
+                    record(Step(candidate.text, state.final, False, f"not tried: {reason}",
+                                hint=candidate.hint))
+                continue
+            runs = [s.measured.seconds for s in state.steps if s.measured]
+            expected = estimate_s(state.steps, options)
+            # the first change that applies always runs: a budget smaller than two configs
+            # still compares one change with the baseline
+            if len(runs) >= 2 and spent + expected > budget_s:
+                over_budget += 1
+                record(Step(candidate.text, options, False,
+                            f"not started for the budget: a step like it takes about "
+                            f"{expected / 60:.1f} min, {max(budget_s - spent, 0) / 60:.1f} of "
+                            f"{budget_s / 60:.1f} min left", hint=candidate.hint))
+                continue
+            batch.append((candidate, options))
+        queue = later
+        if not batch:
             break
-        measured = evaluate(options, candidate.text)
+        results = many([(options, candidate.text) for candidate, options in batch])
         if stop.is_set():                # the run was cut short: it proves nothing
             state.stopped = "interrupted"
             break
-        kept, why = verdict(measured, current, capacity=capacity)
-        if kept and candidate.key in DRIFTING:
-            if measured.drift is None:
-                kept, why = False, f"{why}; but its drift was not measured (no sampled request)"
-            elif measured.drift > max_drift:
-                kept, why = False, (f"{why}; but its drift {fmt_fraction(measured.drift)} is "
-                                    f"above --max-drift {fmt_fraction(max_drift)}")
-        step = Step(candidate.text, options, kept, why, measured, candidate.hint)
-        state.steps.append(step)
-        if kept:
-            state.final, current = options, measured
-        on_step(step, state)
+        judged = [(candidate, options, measured,
+                   *_judged(measured, current, candidate, capacity, max_drift))
+                  for (candidate, options), measured in zip(batch, results)]
+        winners = [j for j in judged if j[3]]
+        best = max(winners, key=lambda j: j[2].figure.median or 0.0) if winners else None
+        again: list[Candidate] = []
+        for candidate, options, measured, kept, why in judged:
+            if kept and best is not None and candidate is not best[0]:
+                kept, why = False, (f"{why}; but {best[0].text} beat the current by more in "
+                                    f"the same step: tried again on top of it")
+                again.append(candidate)
+            record(Step(candidate.text, options, kept, why, measured, candidate.hint))
+            if kept:
+                state.final, current = options, measured
+        queue = again + queue
+    if over_budget and not state.stopped:
+        state.stopped = (f"budget: {over_budget} change(s) not started, each expected to pass "
+                         f"the {budget_s / 60:.1f} min budget")
     return state
+
+
+def estimate_s(steps: list[Step], options: OptConfig) -> float:
+    """What a step with these options should take, from the steps already run: the mean of
+    those of its kind (compiled or eager, which differ most), else the longest one run."""
+    runs = [s for s in steps if s.measured]
+    alike = [s.measured.seconds for s in runs if s.measured and
+             s.options.compiled == options.compiled]
+    if alike:
+        return sum(alike) / len(alike)
+    return max((s.measured.seconds for s in runs if s.measured), default=0.0)
+
+
+def _judged(measured: Measured, current: Measured, candidate: Candidate, capacity: bool,
+            max_drift: float) -> tuple[bool, str]:
+    kept, why = verdict(measured, current, capacity=capacity)
+    if kept and candidate.key in DRIFTING:
+        if measured.drift is None:
+            return False, f"{why}; but its drift was not measured (no sampled request)"
+        if measured.drift > max_drift:
+            return False, (f"{why}; but its drift {fmt_fraction(measured.drift)} is above "
+                           f"--max-drift {fmt_fraction(max_drift)}")
+    return kept, why
 
 
 def step_row(step: Step, capacity: bool) -> list[str]:

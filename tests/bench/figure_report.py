@@ -16,7 +16,7 @@ from probe.bench.experiments.e8_kv_layout import build as build_e8
 from probe.bench.openloop import open_loop_figures
 from probe.contract.records import KVPool
 from probe.contract.session import ConfigEntry, SessionData
-from probe.session_store.snapshot import session_document, write_json_atomic
+from probe.session_store.snapshot import snapshot_document, write_json_atomic
 from tests.bench.test_bench_report import _results, _sections
 from tests.conftest import synthetic_record
 
@@ -63,8 +63,8 @@ def write_snapshot(out: Path, name: str, result) -> str:
     """The run's warm passes as a session snapshot, as the bench writes runs/KEY.json."""
     data = SessionData(records=result.steady_records,
                        configs=MappingProxyType({"c1": ConfigEntry("c1", result.options)}))
-    document = session_document(data, environment=ENVIRONMENT, model={"name": "t5-tiny"},
-                                trace={"name": "chat"})
+    document = snapshot_document(data, environment=ENVIRONMENT, model={"name": "t5-tiny"},
+                                 trace={"name": "chat"})
     relative = f"runs/{name}.json"
     write_json_atomic(out / relative, document)
     return relative

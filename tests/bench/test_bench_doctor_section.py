@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 
 from probe.bench.doctor_section import doctor_by_run, doctor_markdown
-from probe.session_store.snapshot import session_document
+from probe.session_store.snapshot import snapshot_document
 from tests.probe.doctor_records import serial
 from tests.probe.test_diagnosis import session
 
 
 def test_each_runs_snapshot_gives_its_verdict_and_next_step(tmp_path):
-    document = session_document(session(serial([(0.01, 0.5)] * 30)), environment={},
-                                model={}, trace={})
+    document = snapshot_document(session(serial([(0.01, 0.5)] * 30)), environment={},
+                                 model={}, trace={})
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs" / "E1-eager.json").write_text(json.dumps(document))
     runs = {"E1-eager": {"snapshot": "runs/E1-eager.json"},

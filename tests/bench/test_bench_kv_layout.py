@@ -5,7 +5,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from probe.bench.experiments.e8_kv_layout import build, checks, layout_run
+from probe.bench.experiments.e8_kv_layout import build, checks, layout_run, paged_static_ratio
 from probe.contract.records import KVPool
 from tests.bench.conftest import record
 
@@ -37,7 +37,7 @@ def test_layouts_side_by_side_with_the_papers_figures(make_session) -> None:
     section = build({"static": static, "paged": paged}, capacity=1.0, requests=4)
     rows = {row[0]: row for row in section["table"]["rows"]}
     assert rows["static"][-1] == "60–80%" and rows["paged"][-1] == "under 4%"
-    assert rows["paged"][9] == "37 / 100" and rows["static"][9] == "—"
+    assert rows["paged"][10] == "37 / 100" and rows["static"][10] == "—"
     assert any("SOSP 2023" in note for note in section["notes"])
     found = checks(section)
     assert found["e8_static_waste_pct"] == pytest.approx(static.kv_waste_pct)
@@ -67,3 +67,29 @@ def test_a_machine_that_changed_speed_between_the_layouts_is_said(make_session) 
     assert any("moved 2.50×" in line for line in observed)
     assert not any("moved" in line for line in build(
         {"static": static, "paged": replace(paged, calibration_ms=(10.0, 11.0))}, 1.0, 2)["observed"])
+
+
+def test_paged_over_static_is_tokens_per_second_at_the_same_slots(make_session) -> None:
+    used = [30_000, 50_000, 40_000, 60_000]
+    static = layout_run("static", session(make_session, held=100_000, used=used,
+                                          rows=[2, 4, 4, 3]), 10.0)
+    same = layout_run("paged", session(make_session, held=0, used=used, rows=[2, 4, 4, 3],
+                                       pool=POOL), 10.0, slots=8)
+    paged = layout_run("paged", session(make_session, held=0, used=used, rows=[5, 8, 8, 7],
+                                        pool=POOL), 10.0)
+    assert same.slots == static.slots == 8 and paged.slots == 16
+    slower = replace(same, figures=replace(same.figures,
+                                           tokens_per_s=0.8 * static.figures.tokens_per_s))
+    runs = {"static": static, "paged_same_slots": slower, "paged": paged}
+    assert paged_static_ratio(runs) == pytest.approx(0.8)
+    section = build(runs, capacity=1.0, requests=4)
+    assert section["paged_static_ratio"] == pytest.approx(0.8)
+    assert {row[0] for row in section["table"]["rows"]} == set(runs)
+    found = checks(section)
+    assert found["e8_paged_static_ratio"] == pytest.approx(0.8)
+    assert found["e8_same_slots_waste_pct"] == pytest.approx(same.kv_waste_pct)
+    assert not found["e8_paging_keeps_speed"]              # 0.8 < 0.9
+    assert any("0.80× the tokens per second" in line for line in section["observed"])
+    runs["paged_same_slots"] = same
+    assert checks(build(runs, 1.0, 4))["e8_paging_keeps_speed"]
+    assert "e8_paged_static_ratio" not in checks(build({"static": static, "paged": paged}, 1.0, 4))

@@ -10,11 +10,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probe.bench.experiments.peers import (
+    PATHS,
+    PEER_INPUT_TOKENS,
+    PEER_OUTPUT_TOKENS,
+    QUICK_PATHS,
     build,
     chart,
     checks,
     measure,
     not_installed_section,
+    peer_requests,
+    peer_spec,
     roofline_ms,
 )
 from probe.bench.peer_figures import (
@@ -120,11 +126,29 @@ def test_peers_end_to_end_on_t5_tiny(tmp_path) -> None:
     assert by_name["ctranslate2 float32"]["ms_per_token"]["n"] == 2
     # same weights, fp32: the peer's greedy tokens are the reference's
     assert by_name["ctranslate2 float32"]["token_agreement"] >= 0.9
-    assert by_name["compiled fullgraph"]["token_agreement"] >= 0.9
+    assert by_name["lean step"]["token_agreement"] >= 0.9
+    assert set(by_name) >= set(QUICK_PATHS)
     assert "fp32" in section["precisions"]
     assert section["precisions"]["fp32"]["peer_ms"] > 0
     assert statistics.median(by_name["hf eager"]["pass_ms"]) > 0
     assert torch.get_num_threads() >= 1
+
+
+def test_every_request_has_the_issue_s_shape_and_compiles_one_shape() -> None:
+    from probe.bench.plan import make_plan
+    requests = peer_requests(3)
+    assert {(r.input_length, r.output_length) for r in requests} == {
+        (PEER_INPUT_TOKENS, PEER_OUTPUT_TOKENS)}
+    assert len({r.id for r in requests}) == 3
+    plan = make_plan(model="t5-tiny", trace_name="chat", device="cpu", quick=True, requests=3,
+                     bucket_count=2, seed=0, e5_count=1)
+    for _, _, options in PATHS:
+        spec = peer_spec(plan, options, requests)
+        assert spec.requests == requests
+        assert spec.edges == ((PEER_INPUT_TOKENS,) if options.bucketing == "on" else ())
+    assert set(QUICK_PATHS) <= {name for name, _, _ in PATHS}
+    # every precision the peer is held against has a path of its own in --quick too
+    assert {p for name, p, _ in PATHS if name in QUICK_PATHS} == {p for _, p, _ in PATHS}
 
 
 def test_peers_runs_only_when_asked_for_by_name() -> None:

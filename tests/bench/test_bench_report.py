@@ -336,17 +336,19 @@ def test_a_runs_compile_seconds_carry_dynamos_split_into_the_report(make_result)
     assert json.loads(json.dumps(section_figures(unsplit)))["compile_phases"] is None
 
 
-def test_quick_roofline_tries_each_lever_once_on_fp32_and_each_precision_as_it_is(
+def test_quick_roofline_holds_the_shared_fp32_step_and_hf_eager_against_the_roofline(
         plan, make_result) -> None:
-    full, quick = replace(plan, quick=False), plan
+    full, quick = replace(plan, quick=False), replace(plan, roofline_grid=False)
     assert len(EXPERIMENTS["roofline"].runs(full)) == 2 + 3 * len(LEVERS)
-    roles = set(EXPERIMENTS["roofline"].runs(quick))
-    assert roles == {"compiled fullgraph", "hf eager", "bf16", "int8",
-                     *(f"fp32{lever}" for lever in LEVERS)}
+    specs = EXPERIMENTS["roofline"].runs(quick)
+    assert set(specs) == {"compiled fullgraph", "hf eager", "fp32"}
+    assert specs["fp32"] == specs["compiled fullgraph"]           # one run, read twice
     section = _sections(quick, _results(quick, make_result))["roofline"]
-    assert section["configs"]["precisions"]["fp32"]["config"].startswith("fp32")
+    assert set(section["configs"]["precisions"]) == {"fp32"}
+    assert section["configs"]["precisions"]["fp32"]["config"] == "fp32"
     whats = tuple(lever.what for lever in LEVERS.values() if lever is not None)
-    effects = [line for line in section["root_cause"] if line.startswith(whats)]
-    assert len(effects) == len(LEVERS) - 1            # still one line per lever
-    assert all("fp32 within noise" in line and "bf16" not in line for line in effects)
-    assert not any("not run" in str(row) for row in section["table"]["rows"])
+    assert not [line for line in section["root_cause"] if line.startswith(whats)]
+    rows = section["table"]["rows"]
+    assert not any("not run" in str(row) for row in rows)
+    # every precision's memory roofline is still computed from its bytes, with no run
+    assert {row[0] for row in rows if row[1] == "memory roofline"} == {"fp32", "bf16", "int8"}

@@ -11,7 +11,7 @@ from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, GraphBreakRecord
 from probe.contract.units import fmt_ms
-from probe.session_store.snapshot import session_document, write_json_atomic
+from probe.session_store.snapshot import snapshot_document, write_json_atomic
 from probe.session_store.snapshot_report import compare, metric_rows, show
 
 EAGER = OptConfig()
@@ -19,7 +19,7 @@ COMPILED = OptConfig(compile="default", decode="fullgraph")
 
 
 def _write(path: Path, data) -> str:
-    document = session_document(
+    document = snapshot_document(
         data, environment={"device": "cpu", "device_name": "test", "torch": "x"},
         model={"name": "t5-tiny", "parameters": 1000, "dtype": "fp32"}, trace={"name": "chat"})
     return str(write_json_atomic(path, document))

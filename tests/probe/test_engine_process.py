@@ -16,7 +16,7 @@ import engine_targets
 from probe.contract import protocol
 from probe.contract.options import OptConfig
 from probe.contract.settings import EngineSettings
-from probe.engine.process.engine_process import EngineClient, EngineProcessConfig, config_from_args
+from probe.engine.process.engine_process import EngineClient, EngineLaunch, launch_from_args
 from probe.engine.workload_setup import prepare_workload
 from probe.session_store.snapshot import read_document, session_data
 from workloads.trace_records import Trace
@@ -43,11 +43,11 @@ def big_workload(megabytes: float = 2.0):
     return replace(workload, trace=Trace("big", tuple(requests)))
 
 
-def config(workload=None, **changes) -> EngineProcessConfig:
+def config(workload=None, **changes) -> EngineLaunch:
     workload = workload or prepare_workload("chat", max_output=8)
     settings = EngineSettings(model="t5-tiny", device="cpu", bucket_edges=workload.bucket_edges,
                               max_new_tokens=workload.max_new_tokens, threads=1)
-    return replace(EngineProcessConfig(settings, OptConfig(), workload, "chat", speed=20.0),
+    return replace(EngineLaunch(settings, OptConfig(), workload, "chat", speed=20.0),
                    **changes)
 
 
@@ -91,13 +91,13 @@ def test_a_bad_model_or_device_is_refused_before_torch_is_imported():
     import subprocess
     import sys
     code = ("import argparse, sys\n"
-            "from probe.engine.process.engine_process import config_from_args\n"
+            "from probe.engine.process.engine_process import launch_from_args\n"
             "from probe.contract.errors import ConfigError\n"
             "for model, device in (('no-such-model', 'cpu'), ('t5-tiny', 'gpu:0')):\n"
             "    args = argparse.Namespace(model=model, device=device, trace='chat', opt=[],\n"
             "                              speed=None)\n"
             "    try:\n"
-            "        config_from_args(args)\n"
+            "        launch_from_args(args)\n"
             "    except ConfigError as exc:\n"
             "        print(exc)\n"
             "print('torch' in sys.modules)\n")
@@ -113,7 +113,7 @@ def test_a_bad_model_or_device_is_refused_before_torch_is_imported():
 def test_engine_process_publishes_and_obeys(tmp_path):
     args = argparse.Namespace(model="t5-tiny", trace="chat", device="cpu", opt=[], speed=20.0,
                               buckets=None, requests=None, max_input=512, max_output=32)
-    client = EngineClient(config_from_args(args))
+    client = EngineClient(launch_from_args(args))
     client.start()
     try:
         live = wait_for(client, lambda e: isinstance(e, protocol.Live) and e.view.recent)
@@ -156,7 +156,7 @@ def test_after_kill_9_a_restart_continues_the_session(tmp_path):
         os.kill(client._process.pid, signal.SIGKILL)
         wait_for(client, lambda e: isinstance(e, protocol.EngineFailed), timeout=20)
 
-        down = session_data(read_document(client.write_session(str(tmp_path / "down.json"))))
+        down = session_data(read_document(client.write_snapshot(str(tmp_path / "down.json"))))
         assert {r.id for r in before.recent} <= {r.id for r in down.records}
         # every request dispatched has a record: served, or failed as lost in the crash
         assert sorted(r.seq for r in down.records) == list(range(len(down.records)))
@@ -212,10 +212,10 @@ def test_the_engine_process_draws_progress_bars_without_a_semaphore(tmp_path, se
     import subprocess
     import sys
     (tmp_path / "tests_engine_config.py").write_text(
-        "from probe.engine.process.engine_process import EngineProcessConfig\n"
+        "from probe.engine.process.engine_process import EngineLaunch\n"
         "from probe.contract.options import OptConfig\n"
         "from probe.contract.settings import EngineSettings\n"
-        "CONFIG = EngineProcessConfig(EngineSettings(model='t5-tiny', device='cpu'), OptConfig(),"
+        "CONFIG = EngineLaunch(EngineSettings(model='t5-tiny', device='cpu'), OptConfig(),"
         f" None, 'chat', log_path={str(tmp_path / 'engine.log')!r})\n")
     (tmp_path / "engine.log").touch()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}

@@ -79,8 +79,18 @@ def drive(engine: Engine, shapes: list[tuple[int, int, int]], first_seq: int):
         most = max(most, scheduler.active)
         if scheduler.active:
             records += scheduler.step()
+            assert_window_covers_the_held_blocks(scheduler.batcher)
         step += 1
     return records, most
+
+
+def assert_window_covers_the_held_blocks(batcher) -> None:
+    """The blocks the step attended over hold every block a running request holds."""
+    if batcher.layout != "paged":
+        return
+    own, cross = batcher.window.self_table.shape[1], batcher.window.cross_table.shape[1]
+    for held in batcher._held.values():
+        assert len(held.self_blocks) <= own and len(held.cross_blocks) <= cross
 
 
 shapes = st.lists(st.tuples(st.integers(0, 2 * MAX_NEW), st.integers(1, MAX_INPUT),
@@ -132,15 +142,86 @@ def test_a_request_bigger_than_the_pool_fails_with_its_reason():
         engine.close()
 
 
-def test_paged_step_compiles_to_one_graph_without_breaks():
+def record_widths(batcher) -> list[int]:
+    """Every width the batcher's steps attend at from now on, in order."""
+    widths: list[int] = []
+    choose = batcher._set_window
+
+    def recording(needed: int) -> int:
+        widths.append(choose(needed))
+        return widths[-1]
+    batcher._set_window = recording
+    return widths
+
+
+# a short input growing past 1, 2 then 3 self blocks; a long one joining mid-batch (6 cross
+# blocks: the whole table) and leaving three steps later
+GROWING = [(0, 3, MAX_NEW), (5, 22, 3)]
+
+
+def test_tokens_stay_the_static_tokens_as_the_width_grows_and_shrinks_mid_batch(engines):
+    batcher = engines["paged"].switchboard.slot_batcher(engines["paged"].options,
+                                                        engines["paged"].settings)
+    assert batcher.widths == (1, 2, 3, 6)        # ladder over max(12 / 4, 24 / 4) blocks
+    widths = record_widths(batcher)
+    try:
+        paged, _ = drive(engines["paged"], GROWING, 7000)
+    finally:
+        del batcher._set_window                      # the class's own again
+    static, _ = drive(engines["static"], GROWING, 7000)
+    assert all(r.ok for r in paged)
+    assert {r.id: r.tokens for r in paged} == {r.id: r.tokens for r in static}
+    # the first request alone: 1 then 2 blocks; the long one joins (6), leaves (back to 3)
+    assert widths[:5] == [1, 1, 1, 1, 2] and 6 in widths and widths[-1] == 3
+    first_wide = widths.index(6)
+    assert widths[first_wide:first_wide + 3] == [6, 6, 6] and widths[first_wide + 3] < 6
+
+
+def test_freed_blocks_are_taken_again_and_decode_the_same_tokens(engines):
+    engine = engines["tight"]
+    batcher = engine.switchboard.slot_batcher(engine.options, engine.settings)
+    taken: list[int] = []
+    take = batcher.allocator.take
+
+    def recording(reserved: bool = True) -> int:
+        taken.append(take(reserved))
+        return taken[-1]
+    batcher.allocator.take = recording            # type: ignore[method-assign]
+    try:
+        wave = [(0, 20, MAX_NEW), (0, 9, 5)]
+        first, _ = drive(engine, wave, 7100)
+        assert batcher.allocator.used == 0
+        first_blocks, taken[:] = set(taken), []
+        second, _ = drive(engine, wave, 7200)
+        assert batcher.allocator.used == 0 and first_blocks & set(taken)
+    finally:
+        del batcher.allocator.take
+    for records, seq in ((first, 7100), (second, 7200)):       # a request's ids follow its seq
+        static, _ = drive(engines["static"], wave, seq)
+        assert by_arrival(records, seq) == by_arrival(static, seq)
+
+
+def by_arrival(records, first_seq: int) -> dict[int, list[int]]:
+    return {int(r.id[1:]) - first_seq: r.tokens for r in records}
+
+
+@pytest.mark.slow
+def test_paged_step_compiles_once_per_width_without_breaks():
     engine = engine_for("batching=continuous", "kv_layout=paged", "compile=default")
     try:
-        records, _ = drive(engine, [(0, 9, 6), (1, 13, 4), (0, 5, 9)], 0)
+        batcher = engine.switchboard.slot_batcher(engine.options, engine.settings)
+        arrivals = [(0, 9, 6), (1, 13, 4), (0, 5, 9)] + GROWING
+        records, _ = drive(engine, arrivals, 0)
         assert all(r.ok for r in records)
         data = engine.session.freeze()
         steps = [e for e in data.events if e.function == "slot_step"]
-        assert len(steps) == 1 and steps[0].kind == "compile"
-        assert data.breaks == ()
+        assert len(batcher.widths_used) > 1            # the width moved
+        assert len(steps) == len(batcher.widths_used) <= len(batcher.widths)
+        assert steps[0].kind == "compile" and data.breaks == ()
+        again, _ = drive(engine, arrivals, 0)          # the same widths: nothing compiles
+        assert by_arrival(again, 0) == by_arrival(records, 0)
+        assert len([e for e in engine.session.freeze().events
+                    if e.function == "slot_step"]) == len(steps)
     finally:
         engine.close()
 

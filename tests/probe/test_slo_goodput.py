@@ -19,7 +19,7 @@ from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
 from probe.contract.session import Session
 from probe.contract.slo import Slo, goodput, parse_slo, slo_from_dict
-from probe.session_store.snapshot import session_data, session_document, write_json_atomic
+from probe.session_store.snapshot import session_data, snapshot_document, write_json_atomic
 from tests.conftest import synthetic_record
 
 BOUND_MS = st.one_of(st.none(), st.floats(5, 500))
@@ -100,7 +100,7 @@ def session_of(rows: list[RequestRecord], slo: Slo | None) -> Session:
 def test_every_segment_and_the_saved_session_carry_the_same_figures(rows, slo):
     rows = [dataclasses.replace(r, config_id="c2" if r.seq % 3 == 0 else "c1") for r in rows]
     data = session_of(rows, slo).freeze()
-    document = session_document(data, environment={}, model={}, trace={})
+    document = snapshot_document(data, environment={}, model={}, trace={})
     assert document["slo"] == slo.as_dict()
     for segment in document["segments"]:
         mine = [r for r in rows if r.config_id == segment["config_id"]]
@@ -115,7 +115,7 @@ def test_every_segment_and_the_saved_session_carry_the_same_figures(rows, slo):
 def test_without_an_slo_the_figures_are_none_and_old_sessions_read():
     rows = [synthetic_record("a", 0, latency_ms=10.0)]
     data = session_of(rows, None).freeze()
-    document = session_document(data, environment={}, model={}, trace={})
+    document = snapshot_document(data, environment={}, model={}, trace={})
     assert document["slo"] is None
     segment = document["segments"][0]
     assert segment["goodput_rps"] is None and segment["slo_attainment"] is None
@@ -174,8 +174,8 @@ def saved(tmp_path):
             synthetic_record("lost", 2, latency_ms=20.0, error="boom")]
     data = session_of(rows, parse_slo("latency=500ms")).freeze()
     path = tmp_path / "s.json"
-    write_json_atomic(path, session_document(data, environment={}, model={"name": "m"},
-                                             trace={"name": "t"}))
+    write_json_atomic(path, snapshot_document(data, environment={}, model={"name": "m"},
+                                              trace={"name": "t"}))
     return path, rows
 
 

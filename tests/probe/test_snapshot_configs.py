@@ -12,7 +12,7 @@ import pytest
 from infertop.cli import main
 from probe.contract.options import OptConfig
 from probe.contract.session import ConfigEntry, SessionData
-from probe.session_store.snapshot import session_document
+from probe.session_store.snapshot import snapshot_document
 from probe.session_store.snapshot_report import compare, show
 from tests.probe.test_steady_state import serial
 
@@ -26,7 +26,7 @@ def session(tmp_path):
                                 "c2": ConfigEntry("c2", OptConfig(precision="bf16"))})
     data = SessionData(records=tuple(records), configs=configs)
     path = tmp_path / "s.json"
-    path.write_text(json.dumps(session_document(
+    path.write_text(json.dumps(snapshot_document(
         data, environment={"device": "cpu"},
         model={"name": "t5-tiny", "parameters": 10, "dtype": "bf16"}, trace={"name": "x"})))
     return path

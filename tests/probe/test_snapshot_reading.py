@@ -20,7 +20,7 @@ from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
 from probe.contract.session import ConfigEntry, SessionData
-from probe.session_store.snapshot import read_document, session_data, session_document
+from probe.session_store.snapshot import read_document, session_data, snapshot_document
 from probe.session_store.snapshot_report import compare, show
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -48,7 +48,7 @@ def valid_document() -> dict[str, Any]:
         breaks=(_record(GraphBreakRecord),),
         configs=MappingProxyType({"c1": ConfigEntry("c1", OptConfig(compile="default"), ("a note",))}),
         notices=(_record(Notice, level="info"),))
-    document = session_document(data, environment={"device": "cpu", "torch": "x"},
+    document = snapshot_document(data, environment={"device": "cpu", "torch": "x"},
                                  model={"name": "t5-tiny", "parameters": 10, "dtype": "fp32"},
                                  trace={"name": "chat"})
     return json.loads(json.dumps(document))  # exactly what a file holds

@@ -140,14 +140,14 @@ def test_snapshot_show_gives_the_warm_figures_beside_all(tmp_path):
 
     from probe.contract.options import OptConfig
     from probe.contract.session import ConfigEntry, SessionData
-    from probe.session_store.snapshot import session_document
+    from probe.session_store.snapshot import snapshot_document
     from probe.session_store.snapshot_report import show
 
     records = serial([float(i) for i in range(40)], [0.5] * 40, {2: 10.0})
     data = SessionData(records=tuple(records),
                        configs=MappingProxyType({"c1": ConfigEntry("c1", OptConfig())}))
     path = tmp_path / "s.json"
-    path.write_text(json.dumps(session_document(
+    path.write_text(json.dumps(snapshot_document(
         data, environment={"device": "cpu"}, model={"name": "t5-tiny"}, trace={"name": "x"})))
     text = show(str(path))
     header = next(line for line in text.splitlines() if line.startswith("config"))

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from infertop.cli import main
 from tests.probe.test_snapshot_reading import valid_document
-from tui.launch import load_snapshot
+from tui.launch import saved_view
 from workloads.terminal_text import terminal_text
 
 # Written out here, not imported: what a terminal acts on (C0 but newline, DEL, C1, bidi).
@@ -97,7 +97,7 @@ def test_show_and_compare_print_nothing_raw(tmp_path: Path, capsys, text: str) -
 def test_the_loaded_view_holds_no_raw_string(tmp_path: Path, text: str) -> None:
     path = tmp_path / "hostile.json"
     path.write_text(json.dumps(hostile_document(text)))
-    view = load_snapshot(path)
+    view = saved_view(path)
     assert view.model == terminal_text(f"m{text}")
     assert not any(RAW.search(s) or "\n" in s for s in _strings(view))
 

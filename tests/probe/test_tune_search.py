@@ -155,7 +155,6 @@ def test_tune_json_has_the_keys_the_issue_fixes(tmp_path):
 @pytest.mark.parametrize("argv, named", [
     (["tune", "--out", "o", "--rate", "1"], "--slo is required"),
     (["tune", "--out", "o", "--slo", "ttft=1s"], "one of the arguments --rate --find-capacity"),
-    (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--ray"], "not built yet"),
     (["tune", "--out", "o", "--slo", "ttft=1q", "--rate", "1"], "argument --slo"),
     (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--opt", "kv_cache=maybe"],
      "kv_cache"),
@@ -175,3 +174,55 @@ def test_bad_tune_input_is_one_line_and_exit_2(argv, named, capsys, tmp_path, mo
 def test_prewarm_is_listed_but_not_run_since_every_run_is_warm():
     options, why = applied(OptConfig(compile="default"), Candidate("prewarm", "on"))
     assert options is None and "measured warm" in why
+
+
+def test_a_step_that_would_pass_the_budget_is_not_started_and_says_so(tmp_path):
+    """Eager steps take 10 s, compiled ones 60 s: once a compiled step has run, the next
+    compiled change is estimated at 60 s, not at the 27 s mean of all steps, and is not started
+    when that would pass the budget; the whole search stays within it."""
+    now = [0.0]
+
+    def evaluate(options: OptConfig, label: str) -> Measured:
+        seconds = 60.0 if options.compiled else 10.0
+        now[0] += seconds
+        value = (3.0 if options.kv_cache == "on" else 1.0) * (2.0 if options.compiled else 1.0)
+        return measured([value * 0.99, value * 1.01], 0.0, seconds=seconds)
+    state = run_tune(OptConfig(kv_cache="off"), evaluate, seed_order, capacity=False,
+                     max_drift=0.05, budget_s=110.0, clock=lambda: now[0])
+    ran = [s.change for s in state.steps if s.measured]
+    assert ran == ["baseline", "kv_cache=on", "compile=default"] and now[0] <= 110.0
+    skipped = [s for s in state.steps if "for the budget" in s.why]
+    assert skipped and skipped[0].change == "decode=fullgraph"
+    assert "1.0 min" in skipped[0].why and state.stopped.startswith("budget")
+    write_tune(tmp_path, state, slo=parse_slo("latency=1s"), target=0.9, rate_rps=1.0,
+               capacity=False, settings={"model": "m", "trace": "t", "requests": 4,
+                                         "repeats": 2, "budget_min": 110 / 60, "command": "…"},
+               done=True)
+    markdown = (tmp_path / "tune.md").read_text()
+    assert "not started for the budget" in markdown and "Stopped early: budget" in markdown
+
+
+def test_a_wide_step_keeps_the_best_retries_the_runner_up_and_defers_what_it_enables():
+    """Two candidates a step: each judged against the current config as one change would be;
+    of two that beat it the better is kept and the other is tried again on top of it; a change
+    that needs one of its step's candidates (wrapper needs compile) waits for the next step."""
+    batches: list[list[str]] = []
+
+    def goodput_of(options: OptConfig) -> float:
+        value = 2.0 if options.compiled else 1.0
+        value *= 1.5 if options.decode == "fullgraph" else 1.0
+        return value * (1.3 if options.wrapper == "cpp" else 1.0)
+
+    def many(pairs):
+        batches.append([label for _, label in pairs])
+        return [measured([goodput_of(o) * 0.99, goodput_of(o) * 1.01]) for o, _ in pairs]
+    order = lambda segment: [Candidate("compile", "default"), Candidate("decode", "fullgraph"),  # noqa: E731
+                             Candidate("wrapper", "cpp")]
+    state = run_tune(OptConfig(), lambda o, label: many([(o, label)])[0], order,
+                     capacity=False, max_drift=0.05, budget_s=1e9, width=2, evaluate_many=many)
+    assert batches[1] == ["compile=default", "decode=fullgraph"]    # wrapper deferred
+    assert batches[2] == ["decode=fullgraph", "wrapper=cpp"]        # both on top of compile
+    first_decode = next(s for s in state.steps if s.change == "decode=fullgraph")
+    assert not first_decode.kept and "tried again on top of it" in first_decode.why
+    assert state.final == OptConfig(compile="default", decode="fullgraph", wrapper="cpp")
+    assert not any("needs compile" in s.why for s in state.steps)

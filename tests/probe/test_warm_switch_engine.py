@@ -13,7 +13,7 @@ from probe.contract import protocol
 from probe.contract.options import OptConfig
 from probe.contract.protocol import WarmFailed, WarmReady
 from probe.contract.side_compile_cost import side_compile_cost
-from probe.engine.process.engine_process import EngineClient, config_from_args
+from probe.engine.process.engine_process import EngineClient, launch_from_args
 
 
 def wait_for(client: EngineClient, predicate, timeout: float = 400.0, seen=None):
@@ -31,7 +31,7 @@ def wait_for(client: EngineClient, predicate, timeout: float = 400.0, seen=None)
 def test_the_side_engine_prewarms_while_the_old_serves_then_takes_over():
     args = argparse.Namespace(model="t5-tiny", trace="chat", device="cpu", opt=[], speed=8.0,
                               buckets="64,128", requests=None, max_input=128, max_output=8)
-    client = EngineClient(config_from_args(args))
+    client = EngineClient(launch_from_args(args))
     client.start()
     try:
         first = wait_for(client, lambda e: isinstance(e, protocol.Live) and e.view.recent).view

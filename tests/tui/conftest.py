@@ -1,4 +1,4 @@
-"""Fixtures for the dashboard tests: synthetic snapshots (tui/synthetic.py, built by the real
+"""Fixtures for the dashboard tests: synthetic snapshots (tests/tui/synthetic.py, built by the real
 probe.contract.live.build_live, with the states that stress the text), a fake engine, and the screen as
 plain text. (Engine logs go under tmp_path: tests/conftest.py points XDG_STATE_HOME there.)"""
 
@@ -15,9 +15,9 @@ from rich.console import Console
 
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
+from tests.tui.synthetic import ASKED, STAGES, stage
 from tui.app import InfertopApp
 from tui.engine_handle import FakeEngine
-from tui.synthetic import ASKED, STAGES, stage
 from tui.widgets.recompiles import RecompilePanel
 
 

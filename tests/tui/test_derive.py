@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from probe.contract.options import OptConfig
+from tests.tui.synthetic import ASKED, CONTINUOUS_NOTE, ERRORS, MAX_BATCH
 from tui import derive
-from tui.synthetic import ASKED, CONTINUOUS_NOTE, ERRORS, MAX_BATCH
 
 
 def test_config_changes_are_read_from_the_requests(stages):

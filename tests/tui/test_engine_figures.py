@@ -18,9 +18,9 @@ from probe.contract.drift import DriftStats
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileInProgress
 from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS
+from tests.tui.synthetic import MEASURED_UNIX
 from tui import derive
 from tui.engine_handle import FakeEngine
-from tui.synthetic import MEASURED_UNIX
 from tui.widgets.compile_clock import CompileClock
 from tui.widgets.kv_cache import kv_detail, kv_headline
 from tui.widgets.latency import break_even_line, cost_summary, log_ticks, roofline_line, twin_keys

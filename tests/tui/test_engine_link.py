@@ -205,8 +205,8 @@ async def test_s_while_the_engine_is_down_saves_what_it_served_from_its_journal(
     assert [r.id for r in data.records] == [r.id for r in served]
     assert data.notices[-1].text == "the engine died (exit code -9)"
     assert not engine.commands()                          # no engine was asked
-    from tui.launch import load_snapshot
-    assert load_snapshot(Path(path)).notices[-1] == data.notices[-1]   # --load reopens it
+    from tui.launch import saved_view
+    assert saved_view(Path(path)).notices[-1] == data.notices[-1]   # --load reopens it
 
 
 async def test_s_while_down_with_nothing_journaled_is_said_not_raised(make_app, until):
@@ -227,10 +227,10 @@ async def test_s_while_down_with_nothing_journaled_is_said_not_raised(make_app, 
 def real_engine(target):
     from probe.contract.options import OptConfig
     from probe.contract.settings import EngineSettings
-    from probe.engine.process.engine_process import EngineClient, EngineProcessConfig
+    from probe.engine.process.engine_process import EngineClient, EngineLaunch
     from probe.engine.workload_setup import prepare_workload
-    return EngineClient(EngineProcessConfig(EngineSettings(model="t5-tiny", device="cpu"),
-                                            OptConfig(), prepare_workload("chat"), "chat"),
+    return EngineClient(EngineLaunch(EngineSettings(model="t5-tiny", device="cpu"),
+                                     OptConfig(), prepare_workload("chat"), "chat"),
                         target=target)
 
 

@@ -1,4 +1,4 @@
-"""Layout snapshots (pytest-textual-snapshot) at 120×40 and 80×24, from the synthetic session:
+"""Layout pictures (pytest-textual-snapshot's snapshots) at 120×40 and 80×24, from the synthetic session:
 the main states, those that stress the text (queue growing, a compile running, failed
 requests, continuous batching with an option the engine changed), and those that show what
 the engine measures besides latency (the paged KV pool; drift, roofline and break-even). Update with

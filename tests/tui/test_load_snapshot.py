@@ -11,12 +11,12 @@ import pytest
 
 from probe.contract.errors import ConfigError
 from probe.contract.protocol import Shutdown
-from probe.session_store.snapshot import session_document, write_json_atomic
+from probe.session_store.snapshot import snapshot_document, write_json_atomic
+from tests.tui.synthetic import session_at
 from tui import launch as launch_module
 from tui.app import InfertopApp
 from tui.engine_handle import FakeEngine
-from tui.launch import launch, load_snapshot
-from tui.synthetic import session_at
+from tui.launch import launch, saved_view
 
 
 def status(app) -> str:
@@ -26,15 +26,15 @@ def status(app) -> str:
 @pytest.fixture
 def saved(tmp_path: Path, stages) -> Path:
     bucketing = stages["bucketing"]
-    document = session_document(
+    document = snapshot_document(
         session_at(bucketing.t_s, "c3"), environment={"device": "cpu", "torch": "2.13"},
         model={"name": "t5-small"}, trace={"name": "chat"},
         settings={"bucket_edges": list(bucketing.bucket_edges)})
     return write_json_atomic(tmp_path / "session.json", document)
 
 
-def test_a_saved_session_becomes_the_snapshot_the_panels_show(saved, stages):
-    loaded = load_snapshot(saved)
+def test_a_saved_session_becomes_the_view_the_panels_show(saved, stages):
+    loaded = saved_view(saved)
     live = stages["bucketing"]
     assert loaded.read_only and loaded.config_id == "c3" and loaded.options == live.options
     assert loaded.segments == live.segments                # same records, same figures
@@ -53,11 +53,11 @@ def test_a_bad_snapshot_file_is_a_config_error(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content)
     with pytest.raises(ConfigError, match=message):
-        load_snapshot(path)
+        saved_view(path)
 
 
 async def test_loaded_sessions_are_read_only(saved, tmp_path, read_screen):
-    loaded = load_snapshot(saved)
+    loaded = saved_view(saved)
     app = InfertopApp(None, initial=loaded, options=loaded.options, snapshot_dir=tmp_path,
                       speed=1.0, read_only=True, source=str(saved))
     said: list[str] = []
@@ -111,7 +111,7 @@ def test_launch_live_builds_the_engine_from_args_and_stops_it(monkeypatch):
         ran.append(self)
         self.reader_stopped.set()
 
-    monkeypatch.setattr(engine_process, "config_from_args", Config)
+    monkeypatch.setattr(engine_process, "launch_from_args", Config)
     monkeypatch.setattr(engine_process, "EngineClient", client)
     monkeypatch.setattr(InfertopApp, "run", run)
     monkeypatch.setattr(launch_module, "READER_STOP_WAIT_S", 0.1)
@@ -129,7 +129,7 @@ def test_a_loaded_continuous_session_shows_its_slots_and_device(tmp_path):
     assert main(["replay", "--model", "t5-tiny", "--trace", "chat", "--device", "cpu",
                  "--requests", "6", "--speed", "1000", "--max-output", "8",
                  "--opt", "batching=continuous", "--out", str(out)]) == 0
-    loaded = load_snapshot(out)
+    loaded = saved_view(out)
     assert loaded.batch.mode == "continuous" and loaded.batch.max_batch == 8
     assert loaded.batch.occupancy_mean is not None and loaded.batch.occupancy_mean <= 8
     assert loaded.device_sample is not None and loaded.device_sample.kind == "CPU"

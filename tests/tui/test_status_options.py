@@ -9,8 +9,8 @@ from dataclasses import replace
 
 from probe.contract.options import OptConfig
 from probe.contract.protocol import Live, SetOptions
+from tests.tui.synthetic import CONTINUOUS_NOTE
 from tui.engine_handle import FakeEngine
-from tui.synthetic import CONTINUOUS_NOTE
 
 
 def status(app) -> str:

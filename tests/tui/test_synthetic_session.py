@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from tui.synthetic import BUCKET_EDGES, MAX_BATCH, session_at, stage
+from tests.tui.synthetic import BUCKET_EDGES, MAX_BATCH, session_at, stage
 
 
 def test_baseline_is_eager_and_steady(stages):

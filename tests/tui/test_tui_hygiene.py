@@ -25,5 +25,5 @@ def test_load_reads_a_saved_session_without_torch(tmp_path):
     path.write_text(json.dumps({"schema_version": 1, "configs": {"c1": {}},
                                 "requests": records}))
     loaded = roots_loaded("tui.launch", then=f"import pathlib, tui.launch\n"
-                                              f"tui.launch.load_snapshot(pathlib.Path({str(path)!r}))")
+                                              f"tui.launch.saved_view(pathlib.Path({str(path)!r}))")
     assert "torch" not in loaded and "textual" not in loaded

@@ -183,7 +183,7 @@ class RecompilePanel(Panel):
     def __init__(self, *, clock: Callable[[], float] | None = None,
                  id: str | None = None) -> None:
         super().__init__(id=id)
-        self._compile_clock = CompileClock(clock or self.default_clock)
+        self._compile_clock = CompileClock(clock or type(self).default_clock)
         self.border_subtitle = "e: reasons in full"
 
     def on_mount(self) -> None:

@@ -30,14 +30,16 @@ STATIC_UNBUCKETED = OptConfig(compile="default", decode="fullgraph")
 
 
 def runs(plan: Plan) -> dict[str, RunSpec]:
-    return {"off": plan.spec(STATIC_UNBUCKETED, edges="none"),
-            "on": plan.spec(STATIC_UNBUCKETED.with_option("dynamic", "on"), edges="none")}
+    specs = {"off": plan.spec(STATIC_UNBUCKETED, edges="none")}
+    if plan.e3_dynamic:
+        specs["on"] = plan.spec(STATIC_UNBUCKETED.with_option("dynamic", "on"), edges="none")
+    return specs
 
 
 def build(plan: Plan, results: Results, env: dict) -> dict:
     off, on = results.get("off"), results.get("on")
     rows, configs, observed, cause = [], {}, [], []
-    for role, result in (("off", off), ("on", on)):
+    for role, result in (("off", off), ("on", on))[:2 if plan.e3_dynamic else 1]:
         configs[role] = section_figures(result)
         if failed_text(result):
             rows.append([f"dynamic={role}", failed_text(result)] + [NO_DATA] * 7)
@@ -53,7 +55,8 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     if served(off) and off.curve:
         on_curve = on.curve if served(on) else ()
         for i, point in enumerate(off.curve):
-            other = str(on_curve[i].recompiles) if i < len(on_curve) else NO_DATA
+            other = (str(on_curve[i].recompiles) if i < len(on_curve)
+                     else NO_DATA if plan.e3_dynamic else "not run (--quick)")
             curve_rows.append([str(i + 1), str(point.input_tokens), str(point.distinct_shapes),
                                str(point.recompiles), other])
         lengths = off.curve[-1].distinct_shapes
@@ -95,7 +98,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     table = {"columns": ["config", "distinct lengths", "compiles", "recompiles", "compile",
                          "per compile", "cold start", "warm p50", "warm p95"], "rows": rows}
     return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause,
-                            extra_tables=extra)
+                            extra_tables=extra, notes=plan.notes("E3"))
 
 
 def dedupe_steps(values: list[int]) -> list[int]:

@@ -72,7 +72,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     table = {"columns": ["outputs", "tokens", "cache on p50", "cache off p50", "on vs off",
                          "on ms/token", "off ms/token", "cache memory (peak)"], "rows": rows}
     return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause,
-                            decode_path="hf-generate, eager")
+                            decode_path="hf-generate, eager", notes=plan.notes("E5"))
 
 
 def checks(section: dict) -> dict:

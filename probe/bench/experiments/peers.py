@@ -27,6 +27,7 @@ from probe.bench.peer_figures import (
     merge_peer,
     precision_rows,
 )
+from probe.bench.plan import BenchRequest, RunSpec
 from probe.bench.spread import fmt_spread
 from probe.contract.drift import RANDOM_WEIGHTS_CAVEAT
 from probe.contract.options import OptConfig
@@ -42,15 +43,28 @@ TEMPLATE = Template(
             "with infertop's",
     expected="infertop's best step at or below the peer's ms/token in fp32 and int8, within "
              "1.3× of the fp32 roofline; tokens equal to the fp32 reference in fp32.")
-PEER_REQUESTS, QUICK_PEER_REQUESTS = 8, 3
+# The issue's shape: batch 1, 64 tokens in, 64 out. One input length for every request, so each
+# compiled path compiles one encoder, one prefill and one decode step (the trace's lengths made
+# the t5-small run compile a shape per bucket edge and pass its 1,300 s limit).
+PEER_INPUT_TOKENS, PEER_OUTPUT_TOKENS = 64, 64
+PEER_REQUESTS, QUICK_PEER_REQUESTS = 4, 2
 # The int8 path as the engine serves it (quant=int8 and its default kernel), lean step on top.
 BEST_INT8 = with_settings(REFERENCE.with_option("quant", "int8"), LEAN_STEP)
+LEAN_FP32 = with_settings(REFERENCE, LEAN_STEP)
+# Each precision's best is the fastest of its paths in the run (peer_figures.precision_rows):
+# the lean step, and the lean step with each matmul lever on top (docs/engine-vs-peer.md).
 PATHS: tuple[tuple[str, str, OptConfig], ...] = (
     ("hf eager", "fp32", HF_EAGER),
     ("compiled fullgraph", "fp32", REFERENCE),
-    ("best fp32", "fp32", with_settings(REFERENCE, LEAN_STEP)),
-    ("best int8", "int8", BEST_INT8),
+    ("lean step", "fp32", LEAN_FP32),
+    ("lean step + qkv=fused", "fp32", with_settings(LEAN_FP32, (("freezing", "on"),
+                                                                ("qkv", "fused")))),
+    ("lean step + gemv=inductor", "fp32", LEAN_FP32.with_option("gemv", "inductor")),
+    ("lean step int8", "int8", BEST_INT8),
 )
+# --quick: the eager baseline and each precision's lean step (the matmul levers on top of it,
+# one more cold compile each, are the full run's)
+QUICK_PATHS = ("hf eager", "lean step", "lean step int8")
 
 
 def not_installed_section() -> dict:
@@ -72,7 +86,7 @@ def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
         return {"skipped": section["skipped"]}, section
     import torch
     context, plan = study.context, study.plan
-    requests = plan.requests[:QUICK_PEER_REQUESTS if plan.quick else PEER_REQUESTS]
+    requests = peer_requests(QUICK_PEER_REQUESTS if plan.quick else PEER_REQUESTS)
     compute_types = supported_compute_types("cpu")
     study.message(f"peers: converting {plan.model} for CTranslate2 "
                   f"({', '.join(compute_types)})")
@@ -83,17 +97,38 @@ def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
     loads: list[list[float]] = []
     try:
         reference: list[tuple[int, ...]] = []
+        offered = {PRECISION_NAMES.get(t, t): t for t in compute_types}
         for name, precision, options in PATHS:
-            study.message(f"peers: {name} ({options.label()}) alternated with CTranslate2")
+            if plan.quick and name not in QUICK_PATHS:
+                continue
+            # the peer in the compute types this path is held against (fp32: float32;
+            # int8: int8 and int8_float32), so each pass costs one precision's peer passes
+            alongside = {p: t for p, t in offered.items() if family(p) == precision}
+            study.message(f"peers: {name} ({options.label()}) alternated with CTranslate2 "
+                          f"{', '.join(alongside.values()) or '(none in this precision)'}")
             paths += serve_alternating(context, plan, requests, name, precision, options, peer,
-                                       {PRECISION_NAMES.get(t, t): t for t in compute_types},
-                                       reference, loads)
+                                       alongside, reference, loads)
     finally:
         peer.close()
     roof = study.environment.get("roofline") or {}
     section = build(paths, roofline_ms(roof), loads=loads, model=plan.model,
                     requests=len(requests), repeats=context.repeats)
     return {"paths": [p.as_dict() for p in paths], "precisions": section["precisions"]}, section
+
+
+def peer_requests(count: int) -> tuple[BenchRequest, ...]:
+    """`count` requests of the issue's shape; their input ids come from their seq (pass 0)."""
+    return tuple(BenchRequest(f"peer-{i:02d}", PEER_INPUT_TOKENS, PEER_OUTPUT_TOKENS)
+                 for i in range(count))
+
+
+def peer_spec(plan, options: OptConfig, requests: tuple[BenchRequest, ...]) -> RunSpec:
+    """One bucket edge at the requests' own length: nothing padded, one shape compiled."""
+    spec = plan.spec(options, requests=requests, requests_name="peers-64-in-64-out")
+    if options.bucketing != "on":
+        return spec
+    return dataclasses.replace(spec, edges=(PEER_INPUT_TOKENS,),
+                               edges_name=f"one edge ({PEER_INPUT_TOKENS})")
 
 
 def serve_alternating(context, plan, requests, name: str, precision: str, options: OptConfig,
@@ -106,7 +141,7 @@ def serve_alternating(context, plan, requests, name: str, precision: str, option
     from probe.bench.runs import make_engine, serve_pass
     from probe.engine.engine import REFERENCE_OPTIONS
     from probe.engine.requests import EngineRequest, pad_batch
-    spec = dataclasses.replace(plan.spec(options), requests=tuple(requests))
+    spec = peer_spec(plan, options, tuple(requests))
     context = dataclasses.replace(context, keep_tokens=True)
     engine = make_engine(context, options, bucket_edges=spec.edges,
                          max_new_tokens=spec.max_new_tokens)
@@ -226,15 +261,18 @@ def build(paths: list[PathRun], roof_ms: dict[str, float], *, loads: list, model
         "infertop's quant=int8 is the same kind of int8 GEMM (docs/engine-vs-peer.md has the "
         "levers tried and the step's profile).",
     ]
-    notes = [f"{model}, {requests} requests of the replayed list, batch 1, greedy, each "
-             f"request's output length forced (CTranslate2: min_decoding_length = "
+    notes = [f"{model}, {requests} requests of {PEER_INPUT_TOKENS} tokens in and "
+             f"{PEER_OUTPUT_TOKENS} out (one shape: each compiled path compiles once), batch 1, "
+             "greedy, the output length forced (CTranslate2: min_decoding_length = "
              f"max_decoding_length); {repeats} warm passes per path, each infertop pass "
-             "followed by one pass of the peer in each compute type, the order reversed every "
-             "other pass",
+             "followed by one pass of the peer in each compute type of its precision, the order "
+             "reversed every other pass",
              "ms/token: (last token − first token) / (n − 1) per request, the median over a "
              "pass's requests; spread: the range over passes; p95 over every warm request",
-             f"best path: {settings_text(LEAN_STEP)} on compiled fullgraph (int8: quant=int8, "
-             "the engine's default int8 kernel)",
+             f"best path: the fastest of each precision's paths in this run; the lean step is "
+             f"{settings_text(LEAN_STEP)} on compiled fullgraph (int8: quant=int8, the "
+             "engine's default int8 kernel); each infertop pass alternates with the peer's "
+             "compute types of its own precision",
              "token agreement: against infertop's fp32 eager reference on the same inputs; "
              f"{RANDOM_WEIGHTS_CAVEAT}"]
     table = {"columns": ["engine", "path", "precision", "config", "ms/token", "p95",

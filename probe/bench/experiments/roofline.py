@@ -80,10 +80,10 @@ def lever(options: OptConfig, name: str) -> OptConfig:
 
 
 def levers_for(plan: Plan, precision: str) -> tuple[str, ...]:
-    """The levers tried on one precision: every one on every precision; `--quick` tries each
-    lever once, on fp32, and each other precision as it is (14 cold compiles fewer)."""
-    if plan.quick and precision != "fp32":
-        return ("",)
+    """The levers tried on one precision: every one on every precision; without the grid
+    (`--quick`) none, and fp32 alone (each is one more cold compile)."""
+    if not plan.roofline_grid:
+        return ("",) if precision == "fp32" else ()
     return tuple(LEVERS)
 
 
@@ -243,7 +243,8 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                  "roofline.")
     table = {"columns": ["precision", "path", "ms/token", "× its roofline", "config / how"],
              "rows": rows}
-    return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause)
+    return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause,
+                            notes=plan.notes("roofline"))
 
 
 def gap_split(precision: str, roof_ms: float, chain_ms: float, step_ms: float) -> str:
@@ -271,7 +272,8 @@ def lever_effects(plan: Plan, results: Results) -> list[str]:
             against = versus(results.get(f"{precision}{name}"), results.get(precision),
                              metric="tpot_ms")
             effects.append(f"{precision} {against.text}")
-        lines.append(f"{chosen.what}: {'; '.join(effects)}.")
+        if effects:
+            lines.append(f"{chosen.what}: {'; '.join(effects)}.")
     return lines
 
 

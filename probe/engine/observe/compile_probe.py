@@ -20,6 +20,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from types import FrameType
 
 import torch
 import torch._dynamo
@@ -45,7 +46,7 @@ def frame_being_compiled() -> str | None:
     holds the code object): the start callback carries only a compile id, and dynamo records
     the name only after the compile ends — too late for a feed that shows compiles as they
     run. None when dynamo's internals no longer look like this."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code.co_name == "compile_inner":
             return getattr(frame.f_locals.get("code"), "co_name", None)
@@ -84,9 +85,10 @@ def _from_cache(metrics) -> bool | None:
         return None
     counts = [getattr(metrics, f"aotautograd_{where}_cache_{what}_count", None)
               for where in ("local", "remote") for what in ("hit", "miss")]
-    if not all(isinstance(c, int) for c in counts):
+    known = [c for c in counts if isinstance(c, int)]
+    if len(known) != len(counts):
         return None
-    local_hit, local_miss, remote_hit, remote_miss = counts
+    local_hit, local_miss, remote_hit, remote_miss = known
     return local_hit + remote_hit > 0 and local_miss + remote_miss == 0
 
 

@@ -14,7 +14,7 @@ from multiprocessing.connection import Connection
 from probe.contract import protocol
 from probe.contract.errors import ConfigError
 from probe.contract.protocol import JOURNAL_STOPPED
-from probe.engine.process.process_config import EngineProcessConfig
+from probe.engine.process.engine_launch import EngineLaunch
 from probe.engine.workload_setup import PreparedWorkload
 from probe.session_store.journal import (
     Journal,
@@ -70,25 +70,25 @@ def thread_only_progress_lock() -> None:
     tqdm.set_lock(threading.RLock())
 
 
-def prepare_engine_process(config: EngineProcessConfig) -> None:
+def prepare_engine_process(launch: EngineLaunch) -> None:
     """What the process sets up before torch is imported: where its output goes, its progress
     bars' lock, and torch's trace folder (torch reads it at import)."""
-    _redirect_output(config.log_path)   # before torch/transformers print import warnings
+    _redirect_output(launch.log_path)   # before torch/transformers print import warnings
     thread_only_progress_lock()
-    if config.torch_trace_dir:
-        os.makedirs(config.torch_trace_dir, exist_ok=True)
-        os.environ["TORCH_TRACE"] = config.torch_trace_dir
+    if launch.torch_trace_dir:
+        os.makedirs(launch.torch_trace_dir, exist_ok=True)
+        os.environ["TORCH_TRACE"] = launch.torch_trace_dir
 
 
-def engine_main(config: EngineProcessConfig, conn: Connection) -> None:
+def engine_main(launch: EngineLaunch, conn: Connection) -> None:
     """The engine process: receive the workload, load, (prewarm), serve the replay, publish
     live views. Whatever ends it early is told to the dashboard and logged."""
-    prepare_engine_process(config)
+    prepare_engine_process(launch)
     send = _Sender(conn)
     try:
         workload = receive_workload(conn)
         if workload is not None:
-            _serve(replace(config, workload=workload), conn, send)
+            _serve(replace(launch, workload=workload), conn, send)
     except Exception as exc:
         traceback.print_exc()
         send(protocol.EngineFailed(f"the engine stopped: {type(exc).__name__}: {exc}"))
@@ -107,82 +107,82 @@ def receive_workload(conn: Connection) -> PreparedWorkload | None:
             return None
 
 
-def _earlier_session(config: EngineProcessConfig) -> tuple[Journal | None, str | None]:
+def _earlier_session(launch: EngineLaunch) -> tuple[Journal | None, str | None]:
     """A restart's session so far (None: nothing to continue), and why it could not be read."""
-    if config.predecessor is None or not config.journal_path:
+    if launch.predecessor is None or not launch.journal_path:
         return None, None
     try:
-        return read_journal(config.journal_path), None
+        return read_journal(launch.journal_path), None
     except ConfigError as exc:
         return None, f"the session so far could not be read back ({exc}); a new one starts"
 
 
-def _journal(engine, config: EngineProcessConfig, earlier: Journal | None) -> JournalWriter:
+def _journal(engine, launch: EngineLaunch, earlier: Journal | None) -> JournalWriter:
     """Serve into a JournaledSession: `earlier`'s records and then ours, every change appended
     to the journal as it is made. A restarted engine marks how its predecessor ended and fails
     the requests it held."""
-    writer = JournalWriter(config.journal_path)
+    writer = JournalWriter(launch.journal_path)
     session = JournaledSession(writer, earlier.data if earlier else None)
     # Engine made a Session of its own and registered its options there: register them here.
     engine.session, engine.config_id = session, ""
-    engine.set_options(config.options)
+    engine.set_options(launch.options)
     if earlier is not None:
-        lost, notice = earlier.crash_marks(config.predecessor, restarted=True)
+        lost, notice = earlier.crash_marks(launch.predecessor, restarted=True)
         for record in lost:
             session.add_record(record)
         session.add_notice(notice)
     return writer
 
 
-def _journal_header(writer: JournalWriter, engine, config: EngineProcessConfig) -> None:
+def _journal_header(writer: JournalWriter, engine, launch: EngineLaunch) -> None:
     from probe.engine.process.headless_journal import write_header
-    write_header(writer, engine, config.workload, config.trace_name)
+    write_header(writer, engine, launch.workload, launch.trace_name)
 
 
-def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None:
+def _serve(launch: EngineLaunch, conn: Connection, send: _Sender) -> None:
     from probe.contract.clock import SessionClock
     from probe.engine.engine import Engine
     from probe.engine.process.headless import document_for
     from probe.engine.process.live_reporter import LiveReporter
     from probe.session_store.snapshot import write_json_atomic
 
-    settings, workload = config.settings, config.workload
-    earlier, unreadable = _earlier_session(config)
+    settings, workload = launch.settings, launch.workload
+    earlier, unreadable = _earlier_session(launch)
     send(protocol.Loading(f"loading {settings.model} on {settings.device}"))
     try:
-        engine = Engine(settings, config.options,
+        engine = Engine(settings, launch.options,
                         clock=earlier.clock() if earlier else SessionClock())
     except Exception as exc:
         traceback.print_exc()
         send(protocol.EngineFailed(f"the engine could not start: {type(exc).__name__}: {exc}"))
         return
-    if config.warm_side:    # a warm switch's side engine: prewarm, then wait to be cut over
+    if launch.warm_side:    # a warm switch's side engine: prewarm, then wait to be cut over
         from probe.engine.process.warm_side import warm_up
         longest = max(workload.trace.output_lengths(), default=2)
         predecessor = warm_up(engine, conn, send, min(max(longest, 2), settings.max_new_tokens))
         if predecessor is None:
             engine.close()
             return
-        config = replace(config, predecessor=predecessor, warm_side=False)
-        earlier, unreadable = _earlier_session(config)
+        launch = replace(launch, predecessor=predecessor, warm_side=False)
+        earlier, unreadable = _earlier_session(launch)
         if earlier is not None:     # the session's clock, shared with the compile probe
             engine.clock.start = earlier.clock().start
     writer = None
     if unreadable:
         engine.notify("error", unreadable)
-    elif config.journal_path:
+    elif launch.journal_path:
         try:
-            writer = _journal(engine, config, earlier)
+            writer = _journal(engine, launch, earlier)
         except OSError as exc:
             engine.notify("warning", f"no session journal ({exc.strerror or exc}): a restarted "
                                      f"engine will start a new session")
-    engine.session.set_slo(config.slo)
-    speed = _measure(engine, config, send)
+    engine.session.set_slo(launch.slo)
+    speed = _measure(engine, launch, send)
     if writer is not None and earlier is None:   # measured first: the header has the roofline
-        _journal_header(writer, engine, config)
-    replayer, loop = _replay(engine, config, speed, earlier, writer)
-    reporter = LiveReporter(loop, config.trace_name)
-    exporter = _exporter(engine, loop, config.metrics_port)
+        _journal_header(writer, engine, launch)
+    replayer, loop = _replay(engine, launch, speed, earlier, writer)
+    reporter = LiveReporter(loop, launch.trace_name)
+    exporter = _exporter(engine, loop, launch.metrics_port)
     stop = threading.Event()
 
     def handle(command) -> None:
@@ -198,7 +198,7 @@ def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None
             reporter.reset_window()
         elif isinstance(command, protocol.SaveSnapshot):
             try:
-                write_json_atomic(command.path, document_for(engine, workload, config.trace_name))
+                write_json_atomic(command.path, document_for(engine, workload, launch.trace_name))
                 send(protocol.SnapshotSaved(command.path))
             except OSError as exc:
                 send(protocol.SnapshotFailed(command.path, f"{exc.strerror or exc}"))
@@ -230,7 +230,7 @@ def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None
 
     threading.Thread(target=commands, name="commands", daemon=True).start()
     threading.Thread(target=publish, name="publisher", daemon=True).start()
-    if config.options.prewarm == "on":     # the serving loop prewarms before it serves
+    if launch.options.prewarm == "on":     # the serving loop prewarms before it serves
         send(protocol.Loading("prewarming bucket shapes"))
     loop.run(stop)
     if not stop.is_set():
@@ -243,7 +243,7 @@ def _serve(config: EngineProcessConfig, conn: Connection, send: _Sender) -> None
         writer.close()
 
 
-def _measure(engine, config: EngineProcessConfig, send: _Sender) -> float:
+def _measure(engine, launch: EngineLaunch, send: _Sender) -> float:
     """This machine's bandwidth (for the roofline), and the replay speed: the one given (a
     restart gets the speed last served) or half the engine's measured capacity."""
     from probe.engine.measure.bandwidth_cache import machine_bandwidth
@@ -255,12 +255,12 @@ def _measure(engine, config: EngineProcessConfig, send: _Sender) -> float:
         engine.bandwidth = machine_bandwidth(engine.device, engine.fp32_step_bytes())
     except Exception as exc:  # no roofline is no reason not to serve
         engine.notify("warning", f"no roofline: bandwidth not measured ({type(exc).__name__})")
-    if config.speed is not None:
-        return config.speed
+    if launch.speed is not None:
+        return launch.speed
     send(protocol.Loading("measuring what the engine serves one at a time, to replay at "
                           "half of it"))
     try:
-        choice = choose_speed(engine, config.workload.trace)
+        choice = choose_speed(engine, launch.workload.trace)
     except Exception as exc:  # a failed measurement leaves the trace's own rate
         engine.notify("warning", f"capacity not measured ({type(exc).__name__}: {exc}); "
                                  f"replaying at the trace's rate")
@@ -271,7 +271,7 @@ def _measure(engine, config: EngineProcessConfig, send: _Sender) -> float:
     return choice.speed
 
 
-def _replay(engine, config: EngineProcessConfig, speed: float, earlier: Journal | None,
+def _replay(engine, launch: EngineLaunch, speed: float, earlier: Journal | None,
             writer: JournalWriter | None):
     """The replayer (going on after the last request `earlier` dispatched, each dispatch
     journaled) and the serving loop over it, its counters going on with the session."""
@@ -282,9 +282,9 @@ def _replay(engine, config: EngineProcessConfig, speed: float, earlier: Journal 
     def journal_dispatch(scheduled) -> None:
         writer.dispatch(dispatch_of(engine, scheduled))
 
-    replayer = ContinuedReplayer(config.workload.trace,
+    replayer = ContinuedReplayer(launch.workload.trace,
                                  first_seq=earlier.next_seq if earlier else 0, speed=speed,
-                                 loop=config.loop, max_requests=config.max_requests,
+                                 loop=launch.loop, max_requests=launch.max_requests,
                                  on_dispatch=journal_dispatch if writer else None)
     loop = ServingLoop(engine, replayer)
     if earlier is not None:

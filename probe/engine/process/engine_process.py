@@ -1,8 +1,9 @@
 """The engine in a process of its own, so a minute-long CPU compile (which holds the GIL) never
 freezes the dashboard. The dashboard talks to it through `EngineClient`, with the frozen
-messages of probe/contract/protocol.py over a pipe. This is the dashboard's side (the config, the
-per-user state files, EngineClient); what runs in the process is probe/engine/process/engine_child.py.
-Everything the engine serves is journaled (probe/session_store/journal.py): a restart continues the session."""
+messages of probe/contract/protocol.py over a pipe. This is the dashboard's side (the launch,
+the per-user state files, EngineClient); what runs in the process is
+probe/engine/process/engine_child.py. Everything the engine serves is journaled
+(probe/session_store/journal.py): a restart continues the session."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from probe.contract.protocol import (
     WarmReady,
 )
 from probe.engine.process.engine_child import engine_main
-from probe.engine.process.process_config import EngineProcessConfig
+from probe.engine.process.engine_launch import EngineLaunch
 from probe.engine.process.state_files import new_journal, new_log
 from probe.engine.workload_setup import prepare_workload
 from probe.session_store.journal import save_from_journal
@@ -48,7 +49,7 @@ def dashboard_threads() -> int:
     return max(1, (os.cpu_count() or 2) - 1)
 
 
-def config_from_args(args) -> EngineProcessConfig:
+def launch_from_args(args) -> EngineLaunch:
     """From the dashboard's CLI arguments; ConfigError/TraceError for bad input (exit 2)."""
     check_engine_inputs(args.model, args.device, positions=getattr(args, "max_input", 512)
                         + getattr(args, "max_output", 512))
@@ -60,11 +61,11 @@ def config_from_args(args) -> EngineProcessConfig:
     settings = workload.engine_settings(
         model=args.model, device=args.device, max_input=getattr(args, "max_input", 512),
         threads=getattr(args, "threads", None) or dashboard_threads())
-    return EngineProcessConfig(settings, options, workload, args.trace, speed=args.speed,
-                               max_requests=getattr(args, "requests", None),
-                               metrics_port=getattr(args, "metrics_port", None),
-                               torch_trace_dir=torch_trace_dir(args),
-                               slo=getattr(args, "slo", None))
+    return EngineLaunch(settings, options, workload, args.trace, speed=args.speed,
+                        max_requests=getattr(args, "requests", None),
+                        metrics_port=getattr(args, "metrics_port", None),
+                        torch_trace_dir=torch_trace_dir(args),
+                        slo=getattr(args, "slo", None))
 
 
 def torch_trace_dir(args) -> str:
@@ -107,15 +108,19 @@ class _Outbox:
 
 
 class EngineClient:
-    """The dashboard's handle on the engine process (implements tui's EngineHandle). One
-    session: a restart continues it from the session journal."""
+    """The dashboard's handle on the engine process (implements
+    probe.contract.protocol.EngineHandle). One session: a restart continues it from the
+    session journal."""
 
-    def __init__(self, config: EngineProcessConfig, *,
-                 target: Callable[[EngineProcessConfig, Connection], None] = engine_main) -> None:
-        self.config = config
+    def __init__(self, launch: EngineLaunch, *,
+                 target: Callable[[EngineLaunch, Connection], None] = engine_main) -> None:
+        if launch.workload is None:     # only the spawn arguments go without one
+            raise ValueError("EngineClient: the launch has no workload to send the engine")
+        self.launch = launch
+        self._workload = launch.workload
         self._target = target
-        self._options = config.options
-        self._speed = config.speed
+        self._options = launch.options
+        self._speed = launch.speed
         self._process: mp.process.BaseProcess | None = None
         self._conn: Connection | None = None
         self._outbox: _Outbox | None = None
@@ -171,7 +176,7 @@ class EngineClient:
         # our code; a child that never gets that far never reads them, and a larger write
         # blocked here — on "starting the engine…", deaf to ctrl+q. So they stay small, and
         # the workload (a whole trace: 100 KB to megabytes) follows through the outbox.
-        arguments = replace(self.config, workload=None, options=options, speed=self._speed,
+        arguments = replace(self.launch, workload=None, options=options, speed=self._speed,
                             log_path=log_path, journal_path=self.journal_path or "",
                             predecessor=predecessor, warm_side=warm_side)
         process = context.Process(target=self._target, args=(arguments, child),
@@ -190,7 +195,7 @@ class EngineClient:
             sys.stdout, sys.stderr = streams
             child.close()
         outbox = _Outbox(parent)
-        outbox.put(protocol.Workload(self.config.workload))
+        outbox.put(protocol.Workload(self._workload))
         return process, parent, outbox
 
     # -- the warm switch ---------------------------------------------------------------------
@@ -291,7 +296,7 @@ class EngineClient:
     def is_alive(self) -> bool:
         return self._process is not None and self._process.is_alive()
 
-    def write_session(self, path: str) -> Path:
+    def write_snapshot(self, path: str) -> Path:
         """The session JSON from the journal, with no engine: what the engine served before it
         ended (`s` while it is down). ConfigError when there is nothing to save."""
         if not self.journal_path:
@@ -308,7 +313,7 @@ class EngineClient:
         _stop_process(process, conn, outbox)
 
 
-def _stop_process(process: mp.process.BaseProcess, conn: Connection,
+def _stop_process(process: mp.process.BaseProcess, conn: Connection | None,
                   outbox: _Outbox | None) -> None:
     """Shutdown, STOP_WAIT_S for the engine to end, then kill it: never an unbounded wait."""
     if outbox is not None:
@@ -319,5 +324,5 @@ def _stop_process(process: mp.process.BaseProcess, conn: Connection,
         process.join(timeout=KILL_WAIT_S)
     # The engine is gone, so a send in progress fails at once; close the connection only
     # after the outbox let go of it (a closed descriptor's number may be reused).
-    if outbox is None or outbox.close(timeout=KILL_WAIT_S):
+    if conn is not None and (outbox is None or outbox.close(timeout=KILL_WAIT_S)):
         conn.close()

@@ -12,7 +12,7 @@ from probe.engine.engine import Engine
 from probe.engine.process.environment import environment
 from probe.engine.serving import ServingLoop
 from probe.engine.workload_setup import PreparedWorkload
-from probe.session_store.snapshot import session_document
+from probe.session_store.snapshot import snapshot_document
 from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer
 
 
@@ -20,6 +20,7 @@ def replay_loop(engine: Engine, workload: PreparedWorkload, *, speed: float = 1.
                 max_requests: int | None = None, concurrency: int | None = None,
                 on_records: Callable[[list[RequestRecord]], None] | None = None) -> ServingLoop:
     """Open loop at the trace's times (× speed), or closed loop with `concurrency` outstanding."""
+    replayer: ClosedLoopReplayer | OpenLoopReplayer
     if concurrency:
         replayer = ClosedLoopReplayer(workload.trace, concurrency=concurrency,
                                       max_requests=max_requests)
@@ -54,7 +55,7 @@ def document_for(engine: Engine, workload: PreparedWorkload, trace_name: str) ->
     roofline, the batching slots), so `--load` redraws every panel as it was."""
     roofline = engine.roofline_status()
     settings = engine.settings
-    return session_document(
+    return snapshot_document(
         engine.session.freeze(), environment=environment(engine.device),
         model=engine.loaded.info.as_dict(engine.options.precision),
         trace={"name": trace_name, "requests": len(workload.trace.requests),

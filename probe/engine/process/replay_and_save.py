@@ -156,6 +156,7 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
                         max_input=args.max_input, threads=args.threads,
                         keep_tokens=args.tokens)
     journal, problem = open_headless_journal(engine, workload, args.trace, options)
+    engine.session.set_slo(args.slo)      # the journaled session's, so a recovery keeps it
     if journal is not None:
         print(f"session journal: {journal.path} (if this run dies: infertop snapshot recover "
               f"{journal.path} -o OUT.json)", file=sys.stderr)

@@ -14,7 +14,7 @@ from probe.engine.workload_setup import PreparedWorkload
 
 
 @dataclass(frozen=True)
-class EngineProcessConfig:
+class EngineLaunch:
     settings: EngineSettings
     options: OptConfig
     workload: PreparedWorkload | None   # None in the spawn arguments: it follows over the pipe

@@ -1,0 +1,186 @@
+"""`tune` on SIGTERM/SIGHUP exits 128 + the signal with the steps done written, and `tune --ray`
+measures one step's candidates at once (one Ray task per node slot) and decides them as the
+one-change-at-a-time search does. A fake replay stands in for the engine: no compile."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from probe.bench.cluster import SLOT, Cluster
+from probe.bench.runs import RunContext
+from probe.bench.spread import Spread
+from probe.contract.options import OptConfig
+from probe.contract.session import Session
+from probe.contract.slo import parse_slo
+from probe.session_store.snapshot import snapshot_document, write_json_atomic
+from probe.tune.candidates import SEED_ORDER, Candidate
+from probe.tune.evaluate import Job
+from probe.tune.search import Measured, run_tune
+from tests.conftest import synthetic_record
+
+
+def fake_replay(signal_on_call: int | None, signum: int, calls: list[int]):
+    """replay_at without an engine: `requests` served records at 100 ms, the session saved;
+    on call `signal_on_call` the process sends itself `signum` mid-run."""
+    def replay_at(context, options, workload, *, rate, requests, trace_name, save_to=None,
+                  stop=None, warm=2):
+        calls.append(1)
+        if len(calls) == signal_on_call:
+            os.kill(os.getpid(), signum)
+            time.sleep(0.2)                 # the handler runs in this (the main) thread
+        session = Session()
+        session.set_slo(context.slo)
+        config = session.config_id(options)
+        for i in range(requests):
+            session.add_record(synthetic_record(f"r{i}", i, latency_ms=100.0, config_id=config))
+        data = session.freeze()
+        if save_to is not None:
+            write_json_atomic(save_to, snapshot_document(data, environment={}, model={},
+                                                         trace={}))
+        return data
+    return replay_at
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_exits_128_plus_it_and_keeps_the_steps_done(signum, tmp_path,
+                                                                  monkeypatch, capfd):
+    from infertop.cli import main
+    calls: list[int] = []
+    # the baseline's two runs finish; the first change's first run is cut by the signal
+    monkeypatch.setattr("probe.tune.evaluate.replay_at", fake_replay(3, signum, calls))
+    out = tmp_path / "tune"
+    code = main(["tune", "--model", "t5-tiny", "--trace", "chat", "--device", "cpu",
+                 "--slo", "latency=1s", "--rate", "2", "--requests", "3", "--repeats", "2",
+                 "--threads", "1", "--out", str(out)])
+    assert code == 128 + signum
+    assert len(calls) == 3                                  # nothing ran after the signal
+    document = json.loads((out / "tune.json").read_text())
+    assert document["done"] is False and document["stopped"] == "interrupted"
+    measured = [s for s in document["steps"] if s["measured"]]
+    assert [s["change"] for s in measured] == ["baseline"]  # the cut run is not counted
+    assert measured[0]["slo_attainment"] == 1.0
+    assert "baseline" in (out / "tune.md").read_text()
+    assert signal.Signals(signum).name in capfd.readouterr().err    # said from the handler
+
+
+# -- tune --ray, through a local Ray instance with two slots ---------------------------------
+PAIR = ("kv_cache=on", "compile=default")          # the first step: each waits for the other
+
+
+def table_goodput(options: OptConfig) -> float:
+    value = 3.0 if options.kv_cache == "on" else 1.0          # the planted fix
+    value *= 1.5 if options.decode == "fullgraph" else 1.0    # a real gain
+    value *= 0.5 if options.batching == "dynamic" else 1.0    # worse
+    value *= 1.2 if options.batching == "continuous" else 1.0
+    return value
+
+
+def table_measured(options: OptConfig) -> Measured:
+    value = table_goodput(options)
+    figure = Spread.of([value * 0.99, value * 1.01])
+    return Measured(figure, figure.median, 0.9, 100.0, 0.0, seconds=1.0)
+
+
+def fake_job(job: Job, context: RunContext, trace: str, threads, named_dir: str):
+    """A node's run without an engine. The first step's two candidates meet at a barrier (a
+    file each, in the test's folder): it returns only if both ran at the same time."""
+    from probe.tune.ray_steps import JobOutcome
+    barrier = Path(os.environ["TUNE_BARRIER"])
+    if job.label in PAIR:
+        (barrier / job.label).touch()
+        deadline = time.monotonic() + 120
+        while not all((barrier / name).exists() for name in PAIR):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{job.label}: its step's other candidate never ran beside it")
+            time.sleep(0.05)
+    name = f"{job.index:02d}_{job.label}.json"
+    return JobOutcome(table_measured(job.options), ((name, b"{}"),), "node-a", 0.0)
+
+
+@pytest.fixture(scope="module")
+def ray_two_slots():
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        pytest.skip("another test's Ray instance is running in this process")
+    home = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+    barrier = Path(tempfile.mkdtemp(prefix="barrier", dir="/tmp"))
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in (("HOME", home), ("RAY_TMPDIR", home), ("TUNE_BARRIER", str(barrier))):
+            patch.setenv(name, value)
+        patch.delenv("RAY_ADDRESS", raising=False)
+        try:
+            ray.init(address="local", num_cpus=2, include_dashboard=False,
+                     resources={SLOT: 2}, log_to_driver=False)
+        except Exception as exc:      # Ray does not start twice in one process
+            pytest.skip(f"no local Ray here: {exc}")
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        yield ray
+        ray.shutdown()
+    shutil.rmtree(home, ignore_errors=True)
+    shutil.rmtree(barrier, ignore_errors=True)
+
+
+def seed_order(segment):
+    return [Candidate(k, v) for k, v in SEED_ORDER]
+
+
+@pytest.mark.timeout(300)
+def test_tune_ray_runs_a_steps_candidates_at_once_and_decides_as_the_sequential_path(
+        ray_two_slots, tmp_path):
+    import threading
+
+    from probe.tune.ray_steps import RaySteps
+    context = RunContext(model="t5-tiny", device="cpu", loaded=None, max_input=512, repeats=2,
+                         compile_backend="eager", slo=parse_slo("latency=1s"))
+    cluster = Cluster("local", "cpu", {"num_cpus": 1, "resources": {SLOT: 1}}, 2, 1, "2.x")
+    said: list[str] = []
+    steps = RaySteps(cluster, context, "chat", 1, tmp_path, threading.Event(), said.append,
+                     runner=fake_job)
+    counter = iter(range(1, 100))
+
+    def job(options, label):
+        return Job(options, label, next(counter), 3, 2, "chat", 2.0)
+
+    def many(pairs):
+        return steps.measure([job(o, label) for o, label in pairs])
+
+    baseline = OptConfig(kv_cache="off")
+    parallel = run_tune(baseline, lambda o, label: many([(o, label)])[0], seed_order,
+                        capacity=False, max_drift=0.05, budget_s=1e9, width=steps.width,
+                        evaluate_many=many)
+    sequential = run_tune(baseline, lambda o, label: table_measured(o), seed_order,
+                          capacity=False, max_drift=0.05, budget_s=1e9)
+    assert steps.width == 2
+    assert any("2 candidates at once" in line and "kv_cache=on" in line for line in said)
+    # the pair met at its barrier: both ran at once (else the task raised and was dropped)
+    first = {s.change: s for s in parallel.steps[1:3]}
+    assert set(first) == set(PAIR) and first["kv_cache=on"].kept
+    assert first["compile=default"].measured.figure.median is not None
+    # the same choice, the same keep/drop rule as one change at a time
+    assert parallel.final == sequential.final == OptConfig(decode="fullgraph",
+                                                           batching="continuous")
+    decided = {s.change: s.kept for s in sequential.steps if s.measured}
+    for step in parallel.steps:
+        if step.measured and step.change in decided and step.kept:
+            assert decided[step.change], step.change
+    # every run's session came back into the runs folder
+    assert len(list(tmp_path.glob("*.json"))) == sum(1 for s in parallel.steps if s.measured)
+
+
+def test_tune_ray_without_ray_installed_is_one_line(tmp_path, monkeypatch, capsys):
+    from infertop.cli import main
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert main(["tune", "--slo", "latency=1s", "--rate", "1", "--ray", "local",
+                 "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "pip install 'infertop[ray]'" in err and "\n" not in err
+    assert not (tmp_path / "o").exists()
