@@ -26,6 +26,9 @@ FULL_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 # run per phenomenon: a compiled run only where an acceptance check needs it, read by every
 # experiment that can (REFERENCE by E1, E2, E4, E6, roofline and observer).
 QUICK_LEFT_OUT = (
+    "E1: --quick leaves out the cold start from the compile cache (two more fresh processes, "
+    "each starting the compiled config: about a minute here); run without --quick to "
+    "measure it",
     "E3: --quick leaves out dynamic=on (its symbolic-shape compile is the longest of the "
     "study; the check, recompiles growing with the distinct lengths, needs dynamic=off "
     "only); run without --quick to include it",
@@ -180,6 +183,7 @@ class Plan:
     e6_shared_steps: bool = False       # True: E6's --quick chain (e6_combined.QUICK_STEPS)
     e3_dynamic: bool = True             # False: E3 leaves out dynamic=on
     roofline_grid: bool = True          # False: the compiled fp32 step and HF eager only
+    e1_cold_start: bool = True          # False: E1 leaves out the compile-cache cold-start pair
 
     @property
     def planner_name(self) -> str:
@@ -260,4 +264,5 @@ def make_plan(*, model: str, trace_name: str, device: str, quick: bool, requests
                 pow2_edges=tuple(powers_of_two_plan(lengths).edges),
                 trace_input_lengths=tuple(trace.input_lengths()), e5_requests=e5,
                 compile_modes=modes, left_out=left_out, serve_pow2=not quick, e6_int8=not quick,
-                e6_shared_steps=quick, e3_dynamic=not quick, roofline_grid=not quick)
+                e6_shared_steps=quick, e3_dynamic=not quick, roofline_grid=not quick,
+                e1_cold_start=not quick)

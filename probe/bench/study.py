@@ -51,7 +51,7 @@ def collect_runs(plan: Plan, experiments: tuple[str, ...]
                 if unit not in units:
                     units.append(unit)
             planned = runs[spec.key]
-            planned.extras |= experiment.extras.get(role, frozenset())
+            planned.extras |= experiment.extras(plan).get(role, frozenset())
             planned.users.append((name, role))
     return runs, units
 

@@ -36,8 +36,10 @@ def _section(make_result, figures: ColdStartFigures | None) -> dict:
     return experiment.build(plan, results, {"device": "cpu"})
 
 
-def test_e1_asks_for_the_pair_on_its_compiled_default_run() -> None:
-    assert [e.name for e in EXPERIMENTS["E1"].extras["default"]] == ["cold_start"]
+def test_e1_asks_for_the_pair_on_its_compiled_default_run_but_not_under_quick() -> None:
+    full = replace(_plan(), quick=False)
+    assert [e.name for e in EXPERIMENTS["E1"].extras(full)["default"]] == ["cold_start"]
+    assert EXPERIMENTS["E1"].extras(replace(full, e1_cold_start=False)) == {}
 
 
 def test_e1_reports_both_cold_starts_and_their_ratio(make_result) -> None:

@@ -4,7 +4,7 @@ most experiments share are named here."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from probe.bench.openloop import OpenLoopStudy
@@ -79,7 +79,8 @@ class Experiment:
     runs: Callable[[Plan], dict[str, RunSpec]]
     build: Callable[[Plan, Results, dict], dict]       # (plan, results by role, environment)
     checks: Checks = no_checks
-    extras: Mapping[str, frozenset[Extra]] = field(default_factory=dict)
+    # what a role's run measures beyond its passes (e.g. E1's cold-start pair), by plan
+    extras: Callable[[Plan], Mapping[str, frozenset[Extra]]] = lambda plan: {}
     # roles whose runs share one engine with interleaved passes (eager configs only)
     groups: Callable[[Plan], list[tuple[str, ...]]] = lambda plan: []
 

@@ -207,4 +207,8 @@ def _default_cause(gain: dict, default: RunResult) -> str:
             f"({fmt_s(default.compile_s)}) is pure cost at this size.")
 
 
-EXPERIMENT = Experiment(TEMPLATE, runs, build, extras={"default": frozenset({COLD_START})})
+def extras(plan: Plan) -> dict[str, frozenset[Extra]]:
+    return {"default": frozenset({COLD_START})} if plan.e1_cold_start else {}
+
+
+EXPERIMENT = Experiment(TEMPLATE, runs, build, extras=extras)

@@ -143,4 +143,5 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause)
 
 
-EXPERIMENT = Experiment(TEMPLATE, runs, build, extras={"probed": frozenset({OBSERVER})})
+EXPERIMENT = Experiment(TEMPLATE, runs, build,
+                        extras=lambda plan: {"probed": frozenset({OBSERVER})})
