@@ -36,7 +36,8 @@ CONTEXT = RunContext(model="t5-tiny", device="cpu", loaded=None, max_input=512, 
 STUDY = ["bench", "--quick", "--experiments", "E4", "--requests", "2", "--repeats", "1",
          "--compile-backend", "eager", "--device", "cpu"]
 TIMINGS = {"cold_start_ms", "cold_start_compile_stall_ms", "warmup", "steady", "steady_passes",
-           "curve", "calibration_ms", "compile_s", "compile_phases", "run_wall_s", "node"}
+           "curve", "calibration_ms", "compile_s", "compile_phases", "run_wall_s", "node",
+           "throughput_rps", "goodput_rps", "goodput_tokens_per_s", "slo_attainment"}
 
 
 def task(id: str, estimate_s: float = 10.0) -> BenchTask:
