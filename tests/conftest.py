@@ -39,14 +39,25 @@ def varied_tiny_model(seed: int = 1) -> LoadedModel:
     return loaded
 
 
+# Files that start a local Ray: under `make test`'s workers they run in one, one after another
+# (two Ray instances at once on two cores time out starting).
+RAY_FILES = frozenset({"test_bench_ray.py", "test_tune_interrupt_and_ray.py"})
+
+
+# tryfirst: pytest-xdist reads the groups in its own hook, which would otherwise run first
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its layer (tests/layers.py): `pytest -m pure` is the fast lane,
-    `-m engine`, `-m pilot` and `-m layout` the others."""
+    `-m engine`, `-m pilot` and `-m layout` the others. And with its file's worker group
+    (`--dist loadgroup`): a file's tests share one worker, so its module fixtures run once."""
     from layers import layer_of
     for item in items:
-        layer = layer_of(Path(str(item.fspath)), list(getattr(item, "fixturenames", ())),
+        path = Path(str(item.fspath))
+        layer = layer_of(path, list(getattr(item, "fixturenames", ())),
                          item.get_closest_marker("slow") is not None)
         item.add_marker(getattr(pytest.mark, layer))
+        group = "ray" if path.name in RAY_FILES else str(path.relative_to(Path(__file__).parent))
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

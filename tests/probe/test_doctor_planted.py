@@ -49,14 +49,15 @@ def burst(folder) -> Path:
 
 @pytest.fixture(scope="module")
 def healthy(folder) -> Path:
-    """Low load: one short request every 4 s (about 0.3 s of service here)."""
-    return _replay(folder, "healthy", [(4000 * i, 20, 8) for i in range(10)])
+    """Low load: one short request every 1.5 s (about 0.3 s of service here, twice that with
+    the other core busy: evenly spaced arrivals below capacity never queue)."""
+    return _replay(folder, "healthy", [(1500 * i, 20, 8) for i in range(10)])
 
 
 @pytest.fixture(scope="module")
 def padded(folder) -> Path:
     """Powers-of-two buckets with inputs just above an edge: 17-20 tokens run at 128."""
-    return _replay(folder, "padded", [(4000 * i, 17 + i % 4, 8) for i in range(10)],
+    return _replay(folder, "padded", [(1500 * i, 17 + i % 4, 8) for i in range(10)],
                    opts=("bucketing=on",), buckets="16,128,512")
 
 
