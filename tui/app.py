@@ -117,7 +117,7 @@ class InfertopApp(App[int]):
         Binding(REASONS_KEY, "reasons", "reasons", show=False,
                 tooltip="Every compile event's guard failures and reasons in full (the feed "
                 "cuts them to a line)."),
-        Binding(SWITCH_KEY, "switch_mode", "warm/cold switch", show=False,
+        Binding(SWITCH_KEY, "toggle_switch", "warm/cold switch", show=False,
                 tooltip="Warm switch on/off. On: an option change that needs a compile is "
                 "compiled and prewarmed in a second engine beside the serving one, then the "
                 "session cuts over to it (no request waits on the compile). Off (the "
@@ -137,7 +137,8 @@ class InfertopApp(App[int]):
     paused: reactive[bool] = reactive(False, init=False)
     engine_state: reactive[str] = reactive("starting", init=False)
     engine_note: reactive[str] = reactive("", init=False)
-    switch_mode: reactive[str] = reactive("cold", init=False)    # or "warm"
+    # (not `switch_mode`: that is Textual's App.switch_mode, its screen modes' API)
+    switch_kind: reactive[str] = reactive("cold", init=False)    # or "warm"
     switch_note: reactive[str] = reactive("", init=False)        # the warm switch's line
 
     def __init__(self, engine: EngineHandle | None, *, initial: LiveView | None = None,
@@ -370,7 +371,7 @@ class InfertopApp(App[int]):
             self.engine.stop_side()         # asked for something else: that warm-up is moot
             self._warm = None
             self._show_switch()
-        if self.switch_mode == "warm" and self.engine is not None and wants_warm(
+        if self.switch_kind == "warm" and self.engine is not None and wants_warm(
                 self.requested, self.view) and self.engine_state == "live":
             self._start_warm_switch()
             return
@@ -378,11 +379,11 @@ class InfertopApp(App[int]):
         self._send(SetOptions(self.requested))
 
     # -- the warm switch ---------------------------------------------------------------------
-    def action_switch_mode(self) -> None:
+    def action_toggle_switch(self) -> None:
         if self._read_only_says_so():
             return
-        self.switch_mode = "cold" if self.switch_mode == "warm" else "warm"
-        if self.switch_mode == "warm":
+        self.switch_kind = "cold" if self.switch_kind == "warm" else "warm"
+        if self.switch_kind == "warm":
             self.say(f"warm switch: an option change that compiles is prewarmed beside the "
                      f"serving config, then cut over ({SWITCH_KEY}: back to the cold switch)")
         else:
@@ -430,7 +431,7 @@ class InfertopApp(App[int]):
         switch = self._warm
         if switch is not None:
             self.switch_note = warm_line(switch, self.view, self._engine_now_s())
-        elif self.switch_mode == "warm":
+        elif self.switch_kind == "warm":
             self.switch_note = (f"warm switch on: a config that compiles is prewarmed beside "
                                 f"the serving one, then cut over — {SWITCH_KEY}: cold switch")
         else:
@@ -508,7 +509,8 @@ class InfertopApp(App[int]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(list(self.BINDINGS), self.log_line()))
+            keys = [b for b in self.BINDINGS if isinstance(b, Binding)]    # all of them are
+            self.push_screen(HelpScreen(keys, self.log_line()))
 
     def action_doctor(self) -> None:
         if not isinstance(self.screen, DoctorScreen):
