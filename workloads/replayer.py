@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 from .errors import file_error
 from .trace_records import Trace, TraceRequest
@@ -28,6 +28,22 @@ class ScheduledRequest:
     seq: int  # 0, 1, 2, ... in dispatch order (keeps growing across loops)
     request: TraceRequest
     scheduled_s: float  # the clock() value at which it was due to arrive: queue wait starts here
+
+
+class Replayer(Protocol):
+    """What a serving loop drives: `run` dispatches until done or `stop`; `request_done` is told
+    each time a dispatched request finishes (a closed loop frees its slot; an open loop's
+    arrivals wait for nothing)."""
+
+    @property
+    def paused(self) -> bool: ...
+
+    @property
+    def total(self) -> int | None: ...
+
+    def run(self, submit: Submit, stop: threading.Event) -> None: ...
+
+    def request_done(self) -> None: ...
 
 
 class _Schedule:
@@ -139,6 +155,9 @@ class OpenLoopReplayer:
             if self._vclock is not None:
                 self._vclock.resume(self._clock())
         self._wake.set()
+
+    def request_done(self) -> None:
+        pass    # arrivals keep their trace times whatever the engine finishes
 
     def run(self, submit: Submit, stop: threading.Event) -> None:
         """Dispatch until the trace (or --requests) is done or `stop` is set."""

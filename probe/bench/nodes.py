@@ -94,7 +94,8 @@ def differences(nodes: Mapping[str, dict]) -> list[str]:
     medians = {n["hostname"]: n["calibration_ms"]["median"] for n in nodes.values()
                if n["calibration_ms"]}
     if len(medians) >= 2:
-        fast, slow = min(medians, key=medians.get), max(medians, key=medians.get)
+        fast = min(medians, key=lambda host: medians[host])
+        slow = max(medians, key=lambda host: medians[host])
         ratio = medians[slow] / medians[fast]
         lines.append(
             f"the calibration workload ran {ratio:.2f}× slower on {slow} than on {fast} (median "

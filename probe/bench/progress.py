@@ -96,9 +96,9 @@ class Progress(StatusLine):
 
     # -- numbers ---------------------------------------------------------------------------------
     def _scale(self) -> float:
-        done = [r for r in self.runs if r.actual is not None]
-        estimated = sum(r.estimate for r in done)
-        return (sum(r.actual for r in done) / estimated) if estimated > 0 else 1.0
+        done = [(r.estimate, r.actual) for r in self.runs if r.actual is not None]
+        estimated = sum(estimate for estimate, _ in done)
+        return (sum(actual for _, actual in done) / estimated) if estimated > 0 else 1.0
 
     def remaining_s(self) -> float:
         scale = self._scale()

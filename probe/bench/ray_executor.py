@@ -72,7 +72,7 @@ def write_reports(settings: BenchSettings, studies: list[Study], dispatch: Dispa
     from probe.bench.matrix import write_index
     from probe.bench.study_setup import print_written
     cells, executor = settings.cells(), dispatch.cluster.as_dict()
-    machines = {t.context.model: {**dispatch.measured(t).machine,
+    machines = {t.context.model: {**(dispatch.measured(t).machine or {}),
                                   "measured_on": dispatch.placement(t.id).as_dict()}
                 for t in dispatch.tasks
                 if isinstance(t.work, MachineWork) and t.id in dispatch.outcomes}
@@ -203,7 +203,7 @@ class Dispatch:
         outcome, attempts = self.outcomes[task_id], self.progress.attempts.get(task_id, 1)
         if isinstance(outcome, TaskOutcome):
             return Placement(outcome.node, attempts)
-        host, node_id = self.last_node.get(task_id, (None, None))
+        host, node_id = self.last_node.get(task_id, ("", ""))
         return Placement(NodeInfo(node_id, host, {}) if node_id else None, attempts)
 
 
@@ -251,7 +251,8 @@ def cell_environment(study: Study, places: dict[str, Placement], machine: dict |
     spread over all of the study's runs, and the roofline's machine where it was measured."""
     from probe.bench.study_setup import calibration_spread
     first = next((p.node for p in places.values() if p.node and p.node.environment), None)
-    environment = dict(first.environment) if first else {"device": study.context.device}
+    environment: dict[str, object] = (dict(first.environment) if first
+                                      else {"device": study.context.device})
     environment.update(calibration_spread(study))
     if machine is not None:
         environment["roofline"] = machine

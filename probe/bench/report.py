@@ -142,7 +142,7 @@ def render_section(section: dict) -> list[str]:
         out.append(f"> {note}")
     if section.get("notes"):
         out.append("")
-    snapshots = sorted({c.get("snapshot") for c in section.get("configs", {}).values()
+    snapshots = sorted({c["snapshot"] for c in section.get("configs", {}).values()
                         if isinstance(c, dict) and c.get("snapshot")})
     if snapshots:
         out += ["Snapshots: " + ", ".join(f"`{s}`" for s in snapshots), ""]

@@ -3,7 +3,7 @@ written to report.json under the same keys as ever (`as_dict`)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Mapping, Sequence, Union
 
 from probe.bench.cold_start import ColdStartFigures
@@ -213,6 +213,21 @@ class RunResult:
         return out
 
 
+# What a run's Extra measures beyond its passes (runs.Extra): each fills the RunResult field of
+# its type; None: nothing measured (a profile without an output folder).
+ExtraFigures = Union[ObserverFigures, ColdStartFigures, ProfileFiles, None]
+
+
+def with_extra(result: RunResult, figures: ExtraFigures) -> RunResult:
+    if isinstance(figures, ObserverFigures):
+        return replace(result, observer=figures)
+    if isinstance(figures, ColdStartFigures):
+        return replace(result, cold_start=figures)
+    if isinstance(figures, ProfileFiles):
+        return replace(result, profile=figures)
+    return result
+
+
 @dataclass(frozen=True)
 class FailedRun:
     """A run that raised: the study goes on, and its cells say why."""
@@ -225,6 +240,7 @@ class FailedRun:
         return asdict(self)
 
 
+RunOutcome = Union[RunResult, FailedRun]        # a run that was made: served, or raised
 Outcome = Union[RunResult, FailedRun, None]     # None: not run (interrupted, not planned)
 
 # The figures a section keeps per config (every number of the run is under `runs`).

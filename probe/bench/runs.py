@@ -11,20 +11,24 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from probe.bench.plan import RunSpec
-from probe.bench.results import PassResult, RunResult, summarize_run
+from probe.bench.results import ExtraFigures, PassResult, RunResult, summarize_run, with_extra
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
 from probe.contract.slo import Slo
+
+if TYPE_CHECKING:   # the engine's types only: the bench's plan and results load no torch
+    from probe.engine.engine import Engine
+    from probe.engine.models import LoadedModel
 
 
 @dataclass(frozen=True)
 class RunHooks:
     """What the runner wants to hear about (the progress bar) and add (TORCH_TRACE)."""
     on_request: Callable[[str, int, int], None] = lambda phase, done, total: None
-    after_engine: Callable[[object], None] = lambda engine: None
+    after_engine: Callable[[Engine], None] = lambda engine: None
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,7 @@ class RunContext:
     """What every engine of the study shares."""
     model: str
     device: str
-    loaded: object                       # probe.engine.models.LoadedModel, shared by every run
+    loaded: LoadedModel | None           # shared by every run; None while shipped to a node
     max_input: int
     repeats: int
     compile_backend: str = "inductor"
@@ -42,18 +46,25 @@ class RunContext:
     slo: Slo | None = None               # what each run's goodput is measured against
     slo_target: float = 0.9              # the attainment capacity at the SLO keeps
 
+    def require_model(self) -> LoadedModel:
+        """The loaded model, for what reads it directly (an engine loads its own without)."""
+        if self.loaded is None:
+            raise RuntimeError("this run context was shipped without its model; the node that "
+                               "runs it loads one (probe.bench.tasks.loaded_model)")
+        return self.loaded
+
 
 @dataclass(frozen=True)
 class Extra:
     """More measurement on a run's engine after its timed passes (the observer's alternating
-    passes, a profile). `name` is the RunResult field its value goes to."""
+    passes, a profile). `name` is the RunResult field its figures go to (results.with_extra)."""
     name: str
-    measure: Callable[..., object]       # (engine, spec, context, hooks) -> value
+    measure: Callable[[Engine, RunSpec, RunContext, RunHooks], ExtraFigures]
     passes: Callable[[int], int] = lambda repeats: 0     # more passes, for the time estimate
 
 
 def make_engine(context: RunContext, options: OptConfig, *, max_new_tokens: int,
-                bucket_edges: tuple[int, ...] = (), **settings):
+                bucket_edges: tuple[int, ...] = (), **settings) -> Engine:
     """The bench's one way to build an engine: the study's model, device and backend, with
     what a run or an experiment sets on top (`max_batch`, `kv_budget_bytes`, …)."""
     from probe.engine.engine import Engine, EngineSettings
@@ -67,7 +78,7 @@ def make_engine(context: RunContext, options: OptConfig, *, max_new_tokens: int,
     return engine
 
 
-def serve_pass(engine, spec: RunSpec, pass_index: int, label: str,
+def serve_pass(engine: Engine, spec: RunSpec, pass_index: int, label: str,
                on_request: Callable[[str, int, int], None], *,
                seq_stride: int | None = None) -> PassResult:
     """Every request of the spec, back to back; arrival = the moment it is handed over.
@@ -166,8 +177,8 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
             calibration.append(calibrate_ms())   # a load change inside the run shows up too
             for spec in (specs if i % 2 == 0 else list(reversed(specs))):
                 steady[spec.key].append(run_pass(spec, f"pass {i + 1}/{context.repeats}"))
-        measured = {extra.name: extra.measure(engine, first, context, hooks)
-                    for extra in sorted(extras.get(first.key, ()), key=lambda e: e.name)}
+        measured = [extra.measure(engine, first, context, hooks)
+                    for extra in sorted(extras.get(first.key, ()), key=lambda e: e.name)]
         calibration.append(calibrate_ms())
         engine.compute_references()     # after the timed passes: drift costs them nothing
         data = engine.session.freeze()
@@ -175,12 +186,14 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
         results = {}
         for spec in specs:
             cid = config_ids[spec.key]
-            results[spec.key] = replace(
+            result = replace(
                 summarize_run(spec, _only(data, cid), warmup[spec.key], steady[spec.key]),
                 weight_bytes=_weight_bytes(engine, data.configs[cid].options),
                 served_options=data.configs[cid].options, calibration_ms=tuple(calibration),
-                group=group_key(specs) if len(specs) > 1 else None, snapshot=snapshot,
-                **(measured if spec is first else {}))
+                group=group_key(specs) if len(specs) > 1 else None, snapshot=snapshot)
+            for figures in (measured if spec is first else []):
+                result = with_extra(result, figures)
+            results[spec.key] = result
     finally:
         engine.close()
     wall = (time.perf_counter() - started) / len(specs)

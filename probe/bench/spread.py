@@ -37,11 +37,14 @@ class Spread:
     @property
     def relative_spread(self) -> float | None:
         """(max − min) / median: how far apart the repeats were."""
-        if self.n < 2 or not self.median:
+        if self.n < 2 or not self.median or self.high is None or self.low is None:
             return None
         return (self.high - self.low) / abs(self.median)
 
     def overlaps(self, other: Spread) -> bool:
+        """Two measured ranges overlap; an empty spread overlaps nothing."""
+        if self.low is None or self.high is None or other.low is None or other.high is None:
+            return False
         return self.low <= other.high and other.low <= self.high
 
 

@@ -14,7 +14,7 @@ from probe.bench.experiments.base import Experiment, OpenLoopExperiment
 from probe.bench.openloop import OpenLoopStudy
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.progress import Progress, estimate_s
-from probe.bench.results import FailedRun, Outcome
+from probe.bench.results import FailedRun, RunOutcome
 from probe.bench.runs import Extra, RunContext, RunHooks, execute_group
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class Study:
     runs: dict[str, PlannedRun]
     units: list[tuple[str, ...]]
     after_engine: Callable[[object], None] = lambda engine: None
-    results: dict[str, Outcome] = field(default_factory=dict)
+    results: dict[str, RunOutcome] = field(default_factory=dict)
     open_loop: dict[str, tuple[dict, dict]] = field(default_factory=dict)
 
     @classmethod
@@ -155,7 +155,7 @@ class Study:
 
 
 def run_unit(specs: list[RunSpec], context: RunContext, hooks: RunHooks,
-             extras: dict[str, frozenset[Extra]]) -> dict[str, Outcome]:
+             extras: dict[str, frozenset[Extra]]) -> dict[str, RunOutcome]:
     """One unit on a fresh engine; a unit that raises is recorded as failed runs."""
     try:
         return dict(execute_group(specs, context, hooks, extras=extras))
@@ -164,7 +164,8 @@ def run_unit(specs: list[RunSpec], context: RunContext, hooks: RunHooks,
         return failed_runs(specs, exc, traceback.format_exc()[-2000:])
 
 
-def failed_runs(specs: list[RunSpec], exc: BaseException, trace: str = "") -> dict[str, Outcome]:
+def failed_runs(specs: list[RunSpec], exc: BaseException,
+                trace: str = "") -> dict[str, RunOutcome]:
     return {spec.key: FailedRun(spec.key, spec.options.label(),
                                 f"{type(exc).__name__}: {exc}"[:500], trace)
             for spec in specs}

@@ -11,7 +11,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from probe.bench.plan import MAX_INPUT, BenchSettings, make_plan
 from probe.bench.progress import StatusLine
@@ -22,8 +22,11 @@ from probe.bench.torch_trace import TlparseReport, TorchTrace, TraceFolder
 from probe.bench.verdict import speed_drift
 from probe.contract.interrupts import exit_status, signal_of, signals_as_interrupt
 
+if TYPE_CHECKING:
+    from probe.engine.models import LoadedModel
 
-def prepare_study(settings: BenchSettings, device: str, loaded: object) -> Study:
+
+def prepare_study(settings: BenchSettings, device: str, loaded: LoadedModel | None) -> Study:
     """The plan (the trace is loaded and fitted here: a bad one is refused) and every run of
     one (model, trace) study."""
     from probe.bench.profile import PROFILE

@@ -14,7 +14,7 @@ from typing import Callable, Mapping, Union
 
 from probe.bench.nodes import NodeInfo
 from probe.bench.plan import Plan, RunSpec
-from probe.bench.results import Outcome
+from probe.bench.results import RunOutcome
 from probe.bench.runs import Extra, RunContext, RunHooks
 
 Phase = Callable[[str], None]           # what a task is doing now, for the progress line
@@ -24,7 +24,7 @@ Phase = Callable[[str], None]           # what a task is doing now, for the prog
 class Measured:
     """What a task measured: runs by key, open-loop experiments by id (results, section), or
     the machine's roofline figures."""
-    runs: Mapping[str, Outcome] = field(default_factory=dict)
+    runs: Mapping[str, RunOutcome] = field(default_factory=dict)
     open_loop: Mapping[str, tuple[dict, dict]] = field(default_factory=dict)
     machine: dict | None = None
 
@@ -70,7 +70,8 @@ class MachineWork:
         import torch
 
         from probe.bench.experiments.roofline import measure_machine
-        return Measured(machine=measure_machine(context.loaded, torch.device(context.device)))
+        return Measured(machine=measure_machine(context.require_model(),
+                                                torch.device(context.device)))
 
     def lost(self, exc: BaseException) -> Measured:
         return Measured(machine={"error": f"{type(exc).__name__}: {exc}"})

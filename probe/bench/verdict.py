@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Iterable
 
-from probe.bench.results import Outcome, RunResult, steady_spread
+from probe.bench.results import Outcome, RunResult
 from probe.bench.spread import Spread
 from probe.contract.units import NO_DATA
 
@@ -74,24 +74,25 @@ def versus(result: Outcome, control: Outcome, metric: str = "latency_p50_ms",
     """`result` against `control`. Overlapping repeat ranges are noise; so is a difference
     smaller than the machine's own speed change between the two runs (runs of one interleaved
     group share the machine's state, so their comparison needs no such care)."""
-    unusable = failed_text(result) or failed_text(control)
-    if unusable:
-        return Versus(metric, None, "not comparable", unusable, None)
-    c = compare(steady_spread(result, metric), steady_spread(control, metric),
-                lower_is_better=lower_is_better)
-    same_group = bool(result.group and result.group == control.group)
-    drift = None if same_group else machine_drift(result, control)
-    if (c.verdict in ("faster", "slower") and drift and drift > DRIFT_TOLERANCE
-            and max(c.ratio, 1 / c.ratio) < drift):
+    run, against = usable(result), usable(control)
+    if isinstance(run, str):
+        return Versus(metric, None, "not comparable", run, None)
+    if isinstance(against, str):
+        return Versus(metric, None, "not comparable", against, None)
+    c = compare(run.spread(metric), against.spread(metric), lower_is_better=lower_is_better)
+    same_group = bool(run.group and run.group == against.group)
+    drift = None if same_group else machine_drift(run, against)
+    if (c.verdict in ("faster", "slower") and c.ratio is not None and drift
+            and drift > DRIFT_TOLERANCE and max(c.ratio, 1 / c.ratio) < drift):
         return Versus(metric, c.ratio, "within noise",
                       f"within noise: the machine's own speed moved {drift:.2f}× between these "
                       f"runs ({c.text} by the medians)", drift)
     return Versus(metric, c.ratio, c.verdict, c.text, drift)
 
 
-def failed_text(outcome: Outcome) -> str | None:
-    """Why a run cannot be compared with another, or None. A run that lost requests is not
-    comparable: its latencies describe only the requests that survived."""
+def usable(outcome: Outcome) -> RunResult | str:
+    """The run when its figures can be compared with another's, otherwise why not. A run that
+    lost requests is not comparable: its latencies describe only the requests that survived."""
     if outcome is None:
         return "not run"
     if not isinstance(outcome, RunResult):
@@ -99,7 +100,13 @@ def failed_text(outcome: Outcome) -> str | None:
     if outcome.failed:
         first = (outcome.errors or ("?",))[0]
         return f"not comparable: {outcome.failed} requests failed ({first})"
-    return None
+    return outcome
+
+
+def failed_text(outcome: Outcome) -> str | None:
+    """Why a run cannot be compared with another, or None (see `usable`)."""
+    run = usable(outcome)
+    return run if isinstance(run, str) else None
 
 
 def stability(outcome: Outcome) -> str:
@@ -121,14 +128,15 @@ STEP_WORDS = {"faster": "keep", "slower": "drop", "within noise": "no measurable
 
 def step_verdict(result: Outcome, previous: Outcome) -> dict:
     """E6: keep, drop or no measurable gain for one more optimization over the step before."""
-    if failed_text(result):
-        return {"verdict": "n/a", "text": failed_text(result)}
-    unsupported = [n for n in result.notes if "int8" in n]
-    if result.options.quant == "int8" and unsupported:
-        return {"verdict": "not supported", "text": "int8 not supported here: " + result.notes[0]}
-    against = versus(result, previous)
-    steady = stability(result)
-    if result.compile_fallbacks or result.recompile_limit_hits:
+    run = usable(result)
+    if isinstance(run, str):
+        return {"verdict": "n/a", "text": run}
+    unsupported = [n for n in run.notes if "int8" in n]
+    if run.options.quant == "int8" and unsupported:
+        return {"verdict": "not supported", "text": "int8 not supported here: " + run.notes[0]}
+    against = versus(run, previous)
+    steady = stability(run)
+    if run.compile_fallbacks or run.recompile_limit_hits:
         word = "unstable"
     elif against.verdict == "noise unknown":
         word = "keep?" if (against.ratio or 1) < 1 else "drop?"

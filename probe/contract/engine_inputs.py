@@ -10,19 +10,32 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TypedDict
 
 from probe.contract.checkpoint_check import check_checkpoint, check_fits_memory, checked_shape
 from probe.contract.errors import ConfigError
 from workloads.errors import TraceError
 from workloads.textio import JsonProblem, parse_json, read_text
 
-PRESETS: dict[str, dict[str, int]] = {
+
+class PresetShape(TypedDict):
+    """A preset's T5Config fields (its shape; the rest are T5's defaults)."""
+    d_model: int
+    d_ff: int
+    d_kv: int
+    num_heads: int
+    num_layers: int
+    num_decoder_layers: int
+    vocab_size: int
+
+
+PRESETS: dict[str, PresetShape] = {
     # The real t5-small shape.
-    "t5-small": dict(d_model=512, d_ff=2048, d_kv=64, num_heads=8, num_layers=6,
-                     num_decoder_layers=6, vocab_size=32128),
+    "t5-small": PresetShape(d_model=512, d_ff=2048, d_kv=64, num_heads=8, num_layers=6,
+                            num_decoder_layers=6, vocab_size=32128),
     # For tests: compiles in seconds on two cores; vocab just above the byte tokenizer's.
-    "t5-tiny": dict(d_model=64, d_ff=128, d_kv=16, num_heads=4, num_layers=2,
-                    num_decoder_layers=2, vocab_size=512),
+    "t5-tiny": PresetShape(d_model=64, d_ff=128, d_kv=16, num_heads=4, num_layers=2,
+                           num_decoder_layers=2, vocab_size=512),
 }
 SUPPORTED_MODEL_TYPES = ("t5", "mt5")
 DEVICE_FORM = re.compile(r"auto|cpu|cuda(:\d{1,4})?")
@@ -48,7 +61,7 @@ def check_model(name: str, positions: int = CHECKED_POSITIONS) -> None:
     hub id already in the Hugging Face cache (any hub id when downloads are allowed); its
     weights and one request of `positions` tokens must fit in the memory available."""
     if name in PRESETS:
-        check_fits_memory(name, checked_shape(name, "t5", PRESETS[name]), positions,
+        check_fits_memory(name, checked_shape(name, "t5", dict(PRESETS[name])), positions,
                           source="")
         return
     path = Path(name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Sequence, TypedDict, TypeVar
 
 import torch
 import torch._dynamo
@@ -22,7 +22,7 @@ from probe.contract.settings import EngineSettings
 from probe.engine.decode.kv_cache import used_bytes_formula
 from probe.engine.decode.result import DecodeResult
 from probe.engine.measure.bandwidth_cache import MachineBandwidth
-from probe.engine.models import LoadedModel, load_model
+from probe.engine.models import DecoderDims, LoadedModel, load_model
 from probe.engine.observe.compile_probe import CompileProbe
 from probe.engine.observe.device_probe import DeviceProbe, resolve_device
 from probe.engine.requests import EngineRequest, input_ids, pad_batch
@@ -51,6 +51,21 @@ def is_compile_failure(exc: BaseException) -> bool:
     return module.startswith(("torch._dynamo", "torch._inductor"))
 
 
+class _RecordStart(TypedDict):
+    """The fields every record of a request has, whether it was served or failed."""
+    id: str
+    seq: int
+    config_id: str
+    input_tokens: int
+    padded_tokens: int
+    arrival_s: float
+    start_s: float
+    queue_ms: float
+    compile_stall_ms: float
+    batch_size: float
+    kv_wait_ms: float
+
+
 class Engine:
     def __init__(self, settings: EngineSettings, options: OptConfig | None = None, *,
                  clock: SessionClock | None = None, loaded: LoadedModel | None = None) -> None:
@@ -60,7 +75,11 @@ class Engine:
             torch.set_num_threads(settings.threads)
         self.device = resolve_device(settings.device)
         self.loaded = loaded or load_model(settings.model)
-        self.loaded.model.to(self.device)
+        # through nn.Module's `to` (the same call): transformers wraps PreTrainedModel.to in
+        # functools.wraps, which mypy does not bind to an instance (python/mypy#17166)
+        module: torch.nn.Module = self.loaded.model
+        module.to(self.device)
+        self.dims = DecoderDims.of(self.loaded.model)
         self.session = Session()
         self.probe = CompileProbe(self.clock)
         self.probe.install()
@@ -149,11 +168,10 @@ class Engine:
         if self.bandwidth is None:
             return None
         nbytes, bandwidth = self.step_bytes(self.options), self.bandwidth.gemv_read_gb_s
-        config = self.loaded.model.config
+        dims = self.dims
         per_position = used_bytes_formula(
-            element_bytes=ELEMENT_BYTES.get(self.options.precision, 4), heads=config.num_heads,
-            d_kv=config.d_kv, decoder_layers=config.num_decoder_layers, self_positions=1,
-            cross_positions=0)
+            element_bytes=ELEMENT_BYTES.get(self.options.precision, 4), heads=dims.heads,
+            d_kv=dims.d_kv, decoder_layers=dims.layers, self_positions=1, cross_positions=0)
         return RooflineStatus(precision=self.options.precision
                               + ("" if self.options.quant == "off" else f"+{self.options.quant}"),
                               step_bytes=nbytes, bandwidth_gb_s=bandwidth,
@@ -182,8 +200,7 @@ class Engine:
             request = self._awaiting_reference.pop(request_id)
             row = input_ids(request, self.loaded.tokenizer, self.loaded.model.config.vocab_size,
                             self.settings.max_input_tokens)
-            ids, mask = pad_batch([row], len(row), self.loaded.model.config.pad_token_id,
-                                  self.device)
+            ids, mask = pad_batch([row], len(row), self.dims.pad_token_id, self.device)
             self.probe.set_context(None, None)
             try:
                 with torch.inference_mode():
@@ -230,7 +247,7 @@ class Engine:
         error = None
         result = None
         try:
-            ids, mask = pad_batch(rows, width, self.loaded.model.config.pad_token_id, self.device)
+            ids, mask = pad_batch(rows, width, self.dims.pad_token_id, self.device)
             result = self.with_compile_fallback(
                 options, lambda: self.switchboard.decoder(options)(ids, mask, new_tokens, stops))
         except Exception as exc:  # one request's fault never takes the engine down
@@ -284,10 +301,11 @@ class Engine:
                 if tokens is not None and (self.settings.keep_tokens or sampled) else None)
         if kept is not None and sampled:
             self._awaiting_reference[request.id] = request
-        common = dict(id=request.id, seq=request.seq, config_id=config_id, input_tokens=len(row),
-                      padded_tokens=width, arrival_s=request.arrival_s, start_s=start_s,
-                      queue_ms=(start_s - request.arrival_s) * 1e3, compile_stall_ms=stall_ms,
-                      batch_size=batch, kv_wait_ms=kv_wait_ms)
+        common = _RecordStart(id=request.id, seq=request.seq, config_id=config_id,
+                              input_tokens=len(row), padded_tokens=width,
+                              arrival_s=request.arrival_s, start_s=start_s,
+                              queue_ms=(start_s - request.arrival_s) * 1e3,
+                              compile_stall_ms=stall_ms, batch_size=batch, kv_wait_ms=kv_wait_ms)
         if result is None:
             end_s = self.clock.now_s()
             return RequestRecord(

@@ -11,7 +11,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Union, cast
 
 import torch
 from transformers import (
@@ -38,7 +38,10 @@ PRESET_SEED = 0
 # dtype: the cost per token is unchanged.
 PRESET_WEIGHT_SCALE = 3.2
 # mt5 is T5 with its own config class (no scale_decoder_outputs): each type its own model class
-MODEL_CLASSES = {"t5": T5ForConditionalGeneration, "mt5": MT5ForConditionalGeneration}
+MODEL_CLASSES: dict[str, type[T5ForConditionalGeneration] | type[MT5ForConditionalGeneration]] = {
+    "t5": T5ForConditionalGeneration, "mt5": MT5ForConditionalGeneration}
+# What the engine serves: both classes hold the same module tree (encoder, decoder, lm_head)
+T5Family = Union[T5ForConditionalGeneration, MT5ForConditionalGeneration]
 T5_DEFAULT_START = 0   # T5's decoder starts from the pad token, id 0
 TIED = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")
 log = logging.getLogger(__name__)
@@ -56,16 +59,37 @@ class ModelInfo:
                 "dtype": dtype, "config": dict(self.config)}
 
 
+@dataclass(frozen=True)
+class DecoderDims:
+    """The decoder's sizes and token ids, as the decode paths and KV caches read them: T5Config
+    types the layer count and the token ids as optional; load_model leaves none of them unset."""
+    layers: int
+    heads: int
+    d_kv: int
+    pad_token_id: int
+    start_token_id: int
+
+    @classmethod
+    def of(cls, model: T5Family) -> DecoderDims:
+        config = model.config
+        layers, pad = config.num_decoder_layers, config.pad_token_id
+        start = config.decoder_start_token_id
+        if layers is None or pad is None or start is None:
+            raise ConfigError(f"model config without num_decoder_layers ({layers}), "
+                              f"pad_token_id ({pad}) or decoder_start_token_id ({start})")
+        return cls(layers, config.num_heads, config.d_kv, pad, start)
+
+
 @dataclass
 class LoadedModel:
-    model: T5ForConditionalGeneration
+    model: T5Family
     tokenizer: PreTrainedTokenizerBase
     info: ModelInfo
 
 
 def _preset(name: str) -> tuple[T5ForConditionalGeneration, PreTrainedTokenizerBase]:
-    config = T5Config(**PRESETS[name], decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
-                      dropout_rate=0.0)
+    config = T5Config(**PRESETS[name], pad_token_id=0, eos_token_id=1, dropout_rate=0.0)
+    config.decoder_start_token_id = 0    # not one of T5Config's declared fields: set, not passed
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(PRESET_SEED)
         model = T5ForConditionalGeneration(config)
@@ -82,7 +106,7 @@ def input_dependent_weights(model: T5ForConditionalGeneration, seed: int) -> Non
             parameter.copy_(torch.randn(parameter.shape, generator=generator) * sigma)
 
 
-def _checkpoint(name: str) -> tuple[T5ForConditionalGeneration, PreTrainedTokenizerBase, str]:
+def _checkpoint(name: str) -> tuple[T5Family, PreTrainedTokenizerBase, str]:
     offline = os.environ.get("INFERTOP_ALLOW_DOWNLOAD") != "1"
     try:
         config = AutoConfig.from_pretrained(name, local_files_only=offline, trust_remote_code=False)
@@ -121,15 +145,19 @@ def _start_token(name: str, config: T5Config) -> None:
                     "(T5's default, the pad token)", name, pad)
 
 
-def _weights(name: str, config: T5Config, offline: bool) -> T5ForConditionalGeneration:
+def _weights(name: str, config: T5Config, offline: bool) -> T5Family:
     """The checkpoint's weights; transformers' load report goes to the log. Any tensor of the
     model not in the checkpoint is refused (it would be served with random weights)."""
     verbosity = transformers_logging.get_verbosity()
     transformers_logging.set_verbosity_error()
     try:
-        model, info = MODEL_CLASSES[config.model_type].from_pretrained(
-            name, config=config, local_files_only=offline, use_safetensors=True,
-            trust_remote_code=False, output_loading_info=True)
+        # transformers annotates from_pretrained as returning the model; with
+        # output_loading_info=True it returns (model, the load report) instead
+        model, info = cast(tuple[T5Family, dict[str, list]],
+                           MODEL_CLASSES[config.model_type].from_pretrained(
+                               name, config=config, local_files_only=offline,
+                               use_safetensors=True, trust_remote_code=False,
+                               output_loading_info=True))
     except Exception as exc:  # safetensors, OS and format errors alike mean "cannot serve this"
         raise ConfigError(f"checkpoint {name!r} could not be loaded (config + safetensors "
                           f"expected): {str(exc).splitlines()[0]}") from None
@@ -149,6 +177,7 @@ def _weights(name: str, config: T5Config, offline: bool) -> T5ForConditionalGene
 
 def load_model(name: str) -> LoadedModel:
     """A preset name or a checkpoint folder/id; ConfigError on anything that cannot be served."""
+    model: T5Family
     if name in PRESETS:
         model, tokenizer = _preset(name)
         source = "preset"

@@ -15,13 +15,13 @@ from probe.contract.records import RequestRecord
 from probe.engine.decode.continuous_scheduler import ContinuousScheduler
 from probe.engine.engine import Engine
 from probe.engine.requests import EngineRequest
-from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer, ScheduledRequest
+from workloads.replayer import Replayer, ScheduledRequest
 
 POLL_S = 0.05
 
 
 class ServingLoop:
-    def __init__(self, engine: Engine, replayer: OpenLoopReplayer | ClosedLoopReplayer, *,
+    def __init__(self, engine: Engine, replayer: Replayer, *,
                  on_records: Callable[[list[RequestRecord]], None] | None = None) -> None:
         self.engine = engine
         self.replayer = replayer
@@ -189,9 +189,8 @@ class ServingLoop:
     def _finished(self, records: list[RequestRecord]) -> None:
         self.completed += sum(r.ok for r in records)
         self.failed += sum(not r.ok for r in records)
-        if isinstance(self.replayer, ClosedLoopReplayer):
-            for _ in records:
-                self.replayer.request_done()
+        for _ in records:
+            self.replayer.request_done()
         if records and self.on_records:
             self.on_records(records)
 

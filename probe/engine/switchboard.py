@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-from transformers import T5ForConditionalGeneration
 
 from probe.contract.options import COMPILE_ONLY, OPTION_BY_KEY, OptConfig
 from probe.contract.settings import EngineSettings
@@ -28,6 +27,7 @@ from probe.engine.decode.continuous import SlotBatcher
 from probe.engine.decode.paged import PagedBatcher
 from probe.engine.decode.result import DecodeResult
 from probe.engine.decode.static_loop import StaticGreedyDecoder
+from probe.engine.models import DecoderDims, T5Family
 from probe.engine.observe.guards import guard_filter
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -126,26 +126,26 @@ def inductor_arguments(options: OptConfig) -> dict:
     return {} if options.compile == "default" else {"mode": options.compile}
 
 
-def static_kv_bytes(model: T5ForConditionalGeneration, settings: EngineSettings,
+def static_kv_bytes(model: T5Family, settings: EngineSettings,
                     max_new_tokens: int) -> int:
     """What the static layout holds for max_batch slots: the budget both layouts share."""
-    config = model.config
+    dims = DecoderDims.of(model)
     element = torch.finfo(model.decoder.final_layer_norm.weight.dtype).bits // 8
-    per_position = 2 * config.num_decoder_layers * config.num_heads * config.d_kv * element
+    per_position = 2 * dims.layers * dims.heads * dims.d_kv * element
     return settings.max_batch * (max_new_tokens + settings.max_input_tokens) * per_position
 
 
-def paged_blocks(model: T5ForConditionalGeneration, settings: EngineSettings,
+def paged_blocks(model: T5Family, settings: EngineSettings,
                  max_new_tokens: int) -> int:
-    config = model.config
+    dims = DecoderDims.of(model)
     element = torch.finfo(model.decoder.final_layer_norm.weight.dtype).bits // 8
-    block_bytes = (2 * config.num_decoder_layers * config.num_heads * settings.kv_block_tokens
-                   * config.d_kv * element)
+    block_bytes = (2 * dims.layers * dims.heads * settings.kv_block_tokens * dims.d_kv
+                   * element)
     budget = settings.kv_budget_bytes or static_kv_bytes(model, settings, max_new_tokens)
     return max(1, budget // block_bytes)
 
 
-def _sharing_weights(model: T5ForConditionalGeneration) -> T5ForConditionalGeneration:
+def _sharing_weights(model: T5Family) -> T5Family:
     """A copy with its own config (so its own attention implementation) over the same weight
     tensors: no second copy of the weights in memory, nor in the cache a step reads them from."""
     shared = {id(t): t for t in (*model.parameters(), *model.buffers())}
@@ -153,7 +153,7 @@ def _sharing_weights(model: T5ForConditionalGeneration) -> T5ForConditionalGener
 
 
 class Switchboard:
-    def __init__(self, master: T5ForConditionalGeneration, device: torch.device, *,
+    def __init__(self, master: T5Family, device: torch.device, *,
                  max_new_tokens: int, compile_backend: str = "inductor",
                  compile_events: CompileEvents | None = None) -> None:
         self.master = master
@@ -162,9 +162,9 @@ class Switchboard:
         self.device = device
         self.max_new_tokens = max_new_tokens
         self.compile_backend = compile_backend
-        self._models: dict[tuple[str, str, str], T5ForConditionalGeneration] = {}
+        self._models: dict[tuple[str, str, str], T5Family] = {}
         self._decoders: dict[OptConfig, Callable[..., DecodeResult]] = {}
-        self._slot_batchers: dict[OptConfig, SlotBatcher] = {}
+        self._slot_batchers: dict[OptConfig, SlotBatcher | PagedBatcher] = {}
         self._eager_fallback: set[OptConfig] = set()
 
     def resolve(self, options: OptConfig) -> Variant:
@@ -209,7 +209,7 @@ class Switchboard:
         return Variant(options, tuple(notes))
 
     def _model(self, precision: str, quant: str, attention: str = "sdpa"
-               ) -> tuple[T5ForConditionalGeneration, str | None]:
+               ) -> tuple[T5Family, str | None]:
         key = (precision, quant, attention)
         if key in self._models:
             return self._models[key], None
@@ -220,7 +220,9 @@ class Switchboard:
             if not refused:
                 self._models[key] = model
             return model, refused
-        model = copy.deepcopy(self.master).to(device=self.device, dtype=DTYPES[precision])
+        model = copy.deepcopy(self.master)
+        module: torch.nn.Module = model     # nn.Module's `to`, as in Engine.__init__
+        module.to(device=self.device, dtype=DTYPES[precision])
         if quant != "off":
             refused = quantize(model, quant)
             if refused:
@@ -228,7 +230,7 @@ class Switchboard:
         self._models[key] = model
         return model, None
 
-    def model_for(self, options: OptConfig) -> T5ForConditionalGeneration:
+    def model_for(self, options: OptConfig) -> T5Family:
         return self._model(options.precision, options.quant, options.attention)[0]
 
     def fall_back_to_eager(self, options: OptConfig) -> None:

@@ -27,8 +27,8 @@ METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool
     ("latency p50", lambda s: s.latency_ms.p50, fmt_ms, True),
     ("latency p95", lambda s: s.latency_ms.p95, fmt_ms, True),
     ("latency p99", lambda s: s.latency_ms.p99, fmt_ms, True),
-    ("warm latency p50", lambda s: s.warm and s.warm.latency_ms.p50, fmt_ms, True),
-    ("warm latency p95", lambda s: s.warm and s.warm.latency_ms.p95, fmt_ms, True),
+    ("warm latency p50", lambda s: s.warm.latency_ms.p50 if s.warm else None, fmt_ms, True),
+    ("warm latency p95", lambda s: s.warm.latency_ms.p95 if s.warm else None, fmt_ms, True),
     ("ttft p50", lambda s: s.ttft_ms.p50, fmt_ms, True),
     ("tpot p50", lambda s: s.tpot_ms.p50, fmt_ms, True),
     ("throughput (req/s)", lambda s: s.throughput_rps, lambda v: fmt_num(v, 2), False),
@@ -125,8 +125,8 @@ def show(path: str) -> str:
         warm = s.warm.latency_ms if s.warm else None
         rows.append([s.config_id, s.requests, s.failed, fmt_ms(s.latency_ms.p50),
                      fmt_ms(s.latency_ms.p95), fmt_ms(s.latency_ms.p99),
-                     s.warm.requests if s.warm else NO_DATA, fmt_ms(warm and warm.p50),
-                     fmt_ms(warm and warm.p95), fmt_ms(s.ttft_ms.p50),
+                     s.warm.requests if s.warm else NO_DATA, fmt_ms(warm.p50 if warm else None),
+                     fmt_ms(warm.p95 if warm else None), fmt_ms(s.ttft_ms.p50),
                      fmt_ms(s.tpot_ms.p50), fmt_num(s.tokens_per_s, 1), s.compiles,
                      s.recompiles, fmt_s(s.compile_s), s.graph_breaks, s.graphs,
                      fmt_bytes(s.kv_cache_peak_bytes), fmt_fraction(s.padding_waste)])

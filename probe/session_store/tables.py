@@ -12,7 +12,7 @@ def cell(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def table(columns: list[str], rows: list[list[object]]) -> str:
+def table(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(cell(c) for c in columns) + " |",
              "|" + "|".join("---" for _ in columns) + "|"]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]

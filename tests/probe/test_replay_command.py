@@ -14,6 +14,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from infertop.cli import main
 from probe.engine.switchboard import Switchboard
 
@@ -29,6 +31,16 @@ def test_all_served_exits_0_and_tokens_are_kept_on_request(tmp_path, capsys):
     assert last == f"wrote {out}: 5 served"
     records = json.loads(out.read_text())["requests"]
     assert all(len(r["tokens"]) == r["output_tokens"] for r in records)
+
+
+@pytest.mark.timeout(300)
+def test_a_closed_loop_replay_serves_every_request(tmp_path, capsys):
+    """--concurrency N dispatches through the journal's replayer: each finished request must
+    reach the closed loop through it, or after N requests the replay waits forever (it did:
+    the serving loop told only a bare ClosedLoopReplayer; mypy found it)."""
+    out = tmp_path / "run.json"
+    assert main([*BASE, "--concurrency", "2", "--requests", "5", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == f"wrote {out}: 5 served"
 
 
 def test_without_tokens_only_the_drift_sample_keeps_them(tmp_path):

@@ -5,14 +5,14 @@ most experiments share are named here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, TypeGuard
 
 from probe.bench.openloop import OpenLoopStudy
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import Outcome, RunResult
 from probe.bench.runs import Extra
 from probe.bench.spread import fmt_spread
-from probe.bench.verdict import failed_text
+from probe.bench.verdict import usable
 from probe.contract.options import OptConfig
 from probe.contract.units import NO_DATA, fmt_ms, fmt_num, fmt_s
 
@@ -98,10 +98,11 @@ class OpenLoopExperiment:
 
 def warm_row(result: Outcome) -> list[str]:
     """cold start, warm p50, warm p95, ms/token, tokens/s"""
-    if failed_text(result):
-        return [failed_text(result)] + [NO_DATA] * 4
-    steady = result.steady
-    return [fmt_ms(result.cold_start_ms), fmt_spread(steady.latency_p50_ms),
+    run = usable(result)
+    if isinstance(run, str):
+        return [run] + [NO_DATA] * 4
+    steady = run.steady
+    return [fmt_ms(run.cold_start_ms), fmt_spread(steady.latency_p50_ms),
             fmt_spread(steady.latency_p95_ms), fmt_spread(steady.tpot_ms),
             fmt_spread(steady.tokens_per_s, lambda v: fmt_num(v, 0))]
 
@@ -115,6 +116,6 @@ def compiled_text(result: RunResult) -> str:
             f"in {fmt_s(result.compile_s)}{share}")
 
 
-def served(result: Outcome) -> bool:
+def served(result: Outcome) -> TypeGuard[RunResult]:
     """The run finished (some requests may have failed): its figures exist."""
     return isinstance(result, RunResult)

@@ -17,10 +17,10 @@ from probe.bench.experiments.base import (
     warm_row,
 )
 from probe.bench.plan import Plan, RunSpec
-from probe.bench.results import RunResult, section_figures
+from probe.bench.results import Outcome, RunResult, section_figures
 from probe.bench.runs import Extra, RunContext, RunHooks
 from probe.bench.spread import fmt_spread
-from probe.bench.verdict import failed_text, versus
+from probe.bench.verdict import usable, versus
 from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS, break_even
 from probe.contract.units import NO_DATA, fmt_ms, fmt_s
 
@@ -57,9 +57,9 @@ def measure_cold_start(engine, spec: RunSpec, context: RunContext,
 COLD_START = Extra("cold_start", measure_cold_start)
 
 
-def cold_start_parts(result: RunResult | None) -> tuple[dict | None, list[str], dict | None]:
+def cold_start_parts(result: Outcome) -> tuple[dict | None, list[str], dict | None]:
     """(report.json's `cold_start`, the observed line, the extra table) from the pair."""
-    figures = getattr(result, "cold_start", None)
+    figures = result.cold_start if isinstance(result, RunResult) else None
     if figures is None:
         return None, [], None
     if figures.error:
@@ -121,36 +121,42 @@ def repaid_text(requests: int | str | None) -> str:
 
 def build(plan: Plan, results: Results, env: dict) -> dict:
     off = results.get("off")
-    rows, configs, observed, cause = [], {}, [], []
+    eager = usable(off)
+    rows: list[list[str]] = []
+    configs: dict[str, dict] = {}
+    observed: list[str] = []
+    cause: list[str] = []
     for role in ["off", *plan.compile_modes]:
         result = results.get(role)
         configs[role] = section_figures(result)
         compile_cell = graphs = repaid = NO_DATA
-        if not failed_text(result):
-            compile_cell = "—" if role == "off" else fmt_s(result.compile_s)
-            graphs = str(result.graphs)
+        run = usable(result)
+        if not isinstance(run, str):
+            compile_cell = "—" if role == "off" else fmt_s(run.compile_s)
+            graphs = str(run.graphs)
         if role == "off":
             repaid = "—"
         elif served(result):
             configs[role]["vs_off"] = versus(result, off).as_dict()
-            if not failed_text(result) and not failed_text(off):
-                configs[role]["break_even_requests"] = break_even_requests(result, off)
+            if not isinstance(run, str) and not isinstance(eager, str):
+                configs[role]["break_even_requests"] = break_even_requests(run, eager)
                 repaid = break_even_text(configs[role]["break_even_requests"])
         vs = configs[role].get("vs_off", {}).get("text", "control" if role == "off" else NO_DATA)
         rows.append([f"compile={role}", compile_cell, graphs, *warm_row(result), vs, repaid])
     eager_p50 = off.steady.latency_p50_ms.median if served(off) else None
     for mode in plan.compile_modes:
-        result = results.get(mode)
-        if failed_text(result):
-            observed.append(f"compile={mode}: {failed_text(result)}.")
+        run = usable(results.get(mode))
+        if isinstance(run, str):
+            observed.append(f"compile={mode}: {run}.")
             continue
-        cold_ratio = (result.cold_start_ms / off.cold_start_ms
-                      if served(off) and off.cold_start_ms else None)
+        cold_ratio = (run.cold_start_ms / off.cold_start_ms
+                      if served(off) and off.cold_start_ms and run.cold_start_ms is not None
+                      else None)
         observed.append(
-            f"compile={mode}: {compiled_text(result)}; the first request took "
-            f"{fmt_ms(result.cold_start_ms)}"
+            f"compile={mode}: {compiled_text(run)}; the first request took "
+            f"{fmt_ms(run.cold_start_ms)}"
             + (f" ({cold_ratio:.0f}× eager's first request)" if cold_ratio else "")
-            + f"; warm p50 {fmt_spread(result.steady.latency_p50_ms)} vs "
+            + f"; warm p50 {fmt_spread(run.steady.latency_p50_ms)} vs "
               f"{fmt_ms(eager_p50)} eager: {configs[mode]['vs_off']['text']}"
             + (f"; {repaid_text(configs[mode]['break_even_requests'])}"
                if "break_even_requests" in configs[mode] else "") + ".")

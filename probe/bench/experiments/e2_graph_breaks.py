@@ -16,7 +16,7 @@ from probe.bench.experiments.base import (
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import BreakReason, RunResult, section_figures
 from probe.bench.spread import fmt_spread
-from probe.bench.verdict import failed_text, versus
+from probe.bench.verdict import usable, versus
 from probe.contract.options import OptConfig
 from probe.contract.units import NO_DATA, fmt_s
 
@@ -57,11 +57,16 @@ def per_function(result: RunResult) -> str:
 
 def build(plan: Plan, results: Results, env: dict) -> dict:
     hf, fg = results.get("hf-generate"), results.get("fullgraph")
-    rows, configs, observed, cause, reason_rows = [], {}, [], [], []
-    for role, result in (("hf-generate", hf), ("fullgraph", fg)):
-        configs[role] = section_figures(result)
-        if failed_text(result):
-            rows.append([f"decode={role}", failed_text(result)] + [NO_DATA] * 8)
+    rows: list[list[str]] = []
+    reason_rows: list[list[str]] = []
+    configs: dict[str, dict] = {}
+    observed: list[str] = []
+    cause: list[str] = []
+    for role, outcome in (("hf-generate", hf), ("fullgraph", fg)):
+        configs[role] = section_figures(outcome)
+        result = usable(outcome)
+        if isinstance(result, str):
+            rows.append([f"decode={role}", result] + [NO_DATA] * 8)
             continue
         configs[role]["break_reasons"] = [asdict(r) for r in result.break_reasons]
         places = len({r.location for r in result.break_reasons})

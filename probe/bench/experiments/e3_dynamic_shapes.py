@@ -15,7 +15,7 @@ from probe.bench.experiments.base import (
 )
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import section_figures
-from probe.bench.verdict import failed_text, versus
+from probe.bench.verdict import usable, versus
 from probe.contract.options import OptConfig
 from probe.contract.units import NO_DATA, fmt_s
 
@@ -38,11 +38,15 @@ def runs(plan: Plan) -> dict[str, RunSpec]:
 
 def build(plan: Plan, results: Results, env: dict) -> dict:
     off, on = results.get("off"), results.get("on")
-    rows, configs, observed, cause = [], {}, [], []
-    for role, result in (("off", off), ("on", on))[:2 if plan.e3_dynamic else 1]:
-        configs[role] = section_figures(result)
-        if failed_text(result):
-            rows.append([f"dynamic={role}", failed_text(result)] + [NO_DATA] * 7)
+    rows: list[list[str]] = []
+    configs: dict[str, dict] = {}
+    observed: list[str] = []
+    cause: list[str] = []
+    for role, outcome in (("off", off), ("on", on))[:2 if plan.e3_dynamic else 1]:
+        configs[role] = section_figures(outcome)
+        result = usable(outcome)
+        if isinstance(result, str):
+            rows.append([f"dynamic={role}", result] + [NO_DATA] * 7)
             continue
         configs[role]["curve"] = [asdict(p) for p in result.curve]
         done = result.compiles + result.recompiles
@@ -51,7 +55,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
         rows.append([f"dynamic={role}", str(result.distinct_input_lengths),
                      str(result.compiles), str(result.recompiles),
                      fmt_s(result.compile_s), fmt_s(per), *warm_row(result)[:3]])
-    curve_rows = []
+    curve_rows: list[list[str]] = []
     if served(off) and off.curve:
         on_curve = on.curve if served(on) else ()
         for i, point in enumerate(off.curve):

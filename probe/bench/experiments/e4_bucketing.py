@@ -7,7 +7,7 @@ from probe.bench.experiments.e3_dynamic_shapes import STATIC_UNBUCKETED
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import section_figures
 from probe.bench.spread import fmt_spread
-from probe.bench.verdict import failed_text, versus
+from probe.bench.verdict import usable, versus
 from probe.contract.units import NO_DATA, fmt_fraction, fmt_ms, fmt_s
 
 TEMPLATE = Template(
@@ -31,30 +31,34 @@ def runs(plan: Plan) -> dict[str, RunSpec]:
 
 def build(plan: Plan, results: Results, env: dict) -> dict:
     from workloads.buckets import evaluate_edges, plan_buckets, powers_of_two_plan
-    rows, configs, observed = [], {}, []
+    rows: list[list[str]] = []
+    configs: dict[str, dict] = {}
+    observed: list[str] = []
     names = {"none": "none", "planner": plan.planner_name, "pow2": "powers of two"}
     edges = {"none": (), "planner": plan.planner_edges, "pow2": plan.pow2_edges}
     lengths = [r.input_length for r in plan.requests]
     for role in ROLES:
-        result = results.get(role)
-        analytic = evaluate_edges(lengths, edges[role]) if edges[role] else None
+        outcome = results.get(role)
         if role == "pow2" and not plan.serve_pow2:
             # not served: its shapes and padding follow from the lengths and edges alone
+            computed = evaluate_edges(lengths, edges[role])
             configs[role] = {"served": False, "edges": list(edges[role]),
-                             "planned_waste_pct": analytic.waste_pct,
-                             "padding_waste_pct": analytic.waste_pct,
-                             "compiled_graphs": analytic.distinct_shapes_after}
+                             "planned_waste_pct": computed.waste_pct,
+                             "padding_waste_pct": computed.waste_pct,
+                             "compiled_graphs": computed.distinct_shapes_after}
             note = "not served"
             rows.append([f"{names[role]} (computed)", ",".join(map(str, edges[role])),
-                         str(analytic.distinct_shapes_after), note, note, note,
-                         f"{analytic.waste_pct:.1f}%", note, note])
+                         str(computed.distinct_shapes_after), note, note, note,
+                         f"{computed.waste_pct:.1f}%", note, note])
             continue
-        configs[role] = {**section_figures(result), "edges": list(edges[role]),
+        analytic = evaluate_edges(lengths, edges[role]) if edges[role] else None
+        configs[role] = {**section_figures(outcome), "edges": list(edges[role]),
                          "planned_waste_pct": analytic.waste_pct if analytic else 0.0,
-                         "compiled_graphs": result.max_graphs_per_function
-                         if served(result) else None}
-        if failed_text(result):
-            rows.append([names[role], failed_text(result)] + [NO_DATA] * 7)
+                         "compiled_graphs": outcome.max_graphs_per_function
+                         if served(outcome) else None}
+        result = usable(outcome)
+        if isinstance(result, str):
+            rows.append([names[role], result] + [NO_DATA] * 7)
             continue
         rows.append([names[role], ",".join(map(str, edges[role])) or "—",
                      str(result.max_graphs_per_function), str(result.graphs),

@@ -7,7 +7,7 @@ from probe.bench.experiments.base import HF_EAGER, Experiment, Results, Template
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import section_figures, steady_spread
 from probe.bench.spread import fmt_spread
-from probe.bench.verdict import failed_text, versus
+from probe.bench.verdict import usable, versus
 from probe.contract.units import NO_DATA, fmt_bytes, fmt_ms
 
 TEMPLATE = Template(
@@ -36,14 +36,20 @@ def groups(plan: Plan) -> list[tuple[str, ...]]:
 
 
 def build(plan: Plan, results: Results, env: dict) -> dict:
-    rows, configs, observed = [], {}, []
+    rows: list[list[str]] = []
+    configs: dict[str, dict] = {}
+    observed: list[str] = []
     for name, requests in plan.e5_requests.items():
-        on, off = results.get(f"{name}/on"), results.get(f"{name}/off")
+        cached, uncached = results.get(f"{name}/on"), results.get(f"{name}/off")
         tokens = requests[0].output_length
-        configs[f"{name}/on"] = {**section_figures(on), "output_tokens": tokens}
-        configs[f"{name}/off"] = {**section_figures(off), "output_tokens": tokens}
-        if failed_text(on) or failed_text(off):
-            rows.append([name, str(tokens), failed_text(on) or failed_text(off)] + [NO_DATA] * 5)
+        configs[f"{name}/on"] = {**section_figures(cached), "output_tokens": tokens}
+        configs[f"{name}/off"] = {**section_figures(uncached), "output_tokens": tokens}
+        on, off = usable(cached), usable(uncached)
+        if isinstance(on, str):
+            rows.append([name, str(tokens), on] + [NO_DATA] * 5)
+            continue
+        if isinstance(off, str):
+            rows.append([name, str(tokens), off] + [NO_DATA] * 5)
             continue
         against = versus(on, off)
         configs[f"{name}/on"]["vs_off"] = against.as_dict()

@@ -16,10 +16,10 @@ from probe.bench.experiments.base import (
     with_settings,
 )
 from probe.bench.plan import Plan, RunSpec
-from probe.bench.results import Outcome, section_figures, steady_spread
+from probe.bench.results import Outcome, RunResult, section_figures, steady_spread
 from probe.bench.spread import fmt_spread
-from probe.bench.verdict import failed_text, step_verdict, versus
-from probe.contract.drift import RANDOM_WEIGHTS_CAVEAT
+from probe.bench.verdict import step_verdict, usable, versus
+from probe.contract.drift import RANDOM_WEIGHTS_CAVEAT, DriftStats
 from probe.contract.drift import REFERENCE as DRIFT_REFERENCE
 from probe.contract.options import OptConfig
 from probe.contract.settings import EngineSettings
@@ -69,16 +69,17 @@ def runs(plan: Plan) -> dict[str, RunSpec]:
     return {name: plan.spec(options) for name, options in steps(plan)}
 
 
-def agreement(drift) -> str:
+def agreement(drift: DriftStats | None) -> str:
     if drift is None:
         return NO_DATA
     return (f"{100 * drift.token_agreement:.1f}% "
             f"({100 * drift.exact_match:.0f}% exact, n={drift.sampled_requests})")
 
 
-def _row(name: str, options: OptConfig, result: Outcome, config: dict) -> list[str]:
-    if failed_text(result):
-        return [name, options.label(), failed_text(result)] + [NO_DATA] * 10
+def _row(name: str, options: OptConfig, outcome: Outcome, config: dict) -> list[str]:
+    result = usable(outcome)
+    if isinstance(result, str):
+        return [name, options.label(), result] + [NO_DATA] * 10
     stability = (f"{result.graphs} graphs, {result.graph_breaks} breaks, "
                  f"{result.recompiles} recompiles"
                  + (", limit hit" if result.recompile_limit_hits else "")
@@ -96,8 +97,10 @@ def _row(name: str, options: OptConfig, result: Outcome, config: dict) -> list[s
 
 
 def build(plan: Plan, results: Results, env: dict) -> dict:
-    rows, configs, observed = [], {}, []
-    previous = None
+    rows: list[list[str]] = []
+    configs: dict[str, dict] = {}
+    observed: list[str] = []
+    previous: RunResult | None = None
     baseline = results.get("baseline")
     for name, options in steps(plan):
         result = results.get(name)
@@ -107,9 +110,10 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                                     else {"verdict": "control", "text": "control"})
         if served(result) and served(baseline):
             configs[name]["vs_baseline"] = versus(result, baseline).as_dict()
-        if not failed_text(result):
-            configs[name]["memory_bytes"] = ((result.weight_bytes or 0)
-                                             + (result.kv_cache_peak_bytes or 0))
+        run = usable(result)
+        if not isinstance(run, str):
+            configs[name]["memory_bytes"] = ((run.weight_bytes or 0)
+                                             + (run.kv_cache_peak_bytes or 0))
         rows.append(_row(name, options, result, configs[name]))
         if served(result):
             previous = result
@@ -151,8 +155,8 @@ def _causes(results: Results) -> list[str]:
         cause.append(f"+compile on hf-generate: {hf.graph_breaks} graph breaks split each step "
                      "into several graphs (see E2).")
     limited = [name for name in ("+compile", "+graph-break removal", "+bucketing")
-               if served(results.get(name)) and results[name].options.kv_cache == "off"
-               and (results[name].recompile_limit_hits or results[name].compile_fallbacks)]
+               if served(run := results.get(name)) and run.options.kv_cache == "off"
+               and (run.recompile_limit_hits or run.compile_fallbacks)]
     if "+compile" in limited:
         cause.append("+compile without a KV cache: generate() feeds the decoder the whole prefix, "
                      "one token longer every step — a new shape each step — so the compiled "

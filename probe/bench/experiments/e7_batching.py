@@ -103,16 +103,17 @@ def batch_roofline(study: OpenLoopStudy) -> BatchRoofline:
     from probe.engine.decode.kv_cache import used_bytes_formula
     from probe.engine.measure.bandwidth_cache import machine_bandwidth
     from probe.engine.measure.step_roofline import decode_step_bytes
-    model = study.context.loaded.model
-    config = model.config
+    from probe.engine.models import DecoderDims
+    model = study.context.require_model().model
+    dims = DecoderDims.of(model)
     measured = ((study.environment.get("roofline") or {}).get("bandwidth") or {}).get(
         "gemv_read_gb_s")
     step_bytes = decode_step_bytes(model).total
     bandwidth = measured or machine_bandwidth(study.context.device, step_bytes).gemv_read_gb_s
     element = next(model.parameters()).element_size()
-    per_position = used_bytes_formula(element_bytes=element, heads=config.num_heads,
-                                      d_kv=config.d_kv, decoder_layers=config.num_decoder_layers,
-                                      self_positions=1, cross_positions=0)
+    per_position = used_bytes_formula(element_bytes=element, heads=dims.heads, d_kv=dims.d_kv,
+                                      decoder_layers=dims.layers, self_positions=1,
+                                      cross_positions=0)
     return BatchRoofline(step_bytes, per_position, bandwidth)
 
 

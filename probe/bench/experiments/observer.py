@@ -59,7 +59,7 @@ def measure_observer(engine, spec: RunSpec, context: RunContext,
                      hooks: RunHooks) -> ObserverFigures:
     """Alternating on/off passes (on, off, off, on, …) so slow drift hits both alike."""
     pairs = observer_pairs(context.repeats)
-    samples: dict[str, list[float]] = {"on": [], "off": []}
+    samples: dict[str, list[float | None]] = {"on": [], "off": []}
     latencies: list[float] = []
     real_probe = engine.probe
     order: list[str] = []

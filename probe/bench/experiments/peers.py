@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 from probe.bench.experiments.base import (
     HF_EAGER,
@@ -90,7 +89,7 @@ def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
     compute_types = supported_compute_types("cpu")
     study.message(f"peers: converting {plan.model} for CTranslate2 "
                   f"({', '.join(compute_types)})")
-    loaded: Any = context.loaded     # probe.engine.models.LoadedModel
+    loaded = context.require_model()
     peer = PeerModel(loaded.model, loaded.tokenizer,
                      threads=torch.get_num_threads())
     paths: list[PathRun] = []
@@ -156,8 +155,8 @@ def serve_alternating(context, plan, requests, name: str, precision: str, option
             import torch
             with torch.inference_mode():
                 for row, r in zip(rows, requests):
-                    ids, mask = pad_batch([row], len(row),
-                                          engine.loaded.model.config.pad_token_id, engine.device)
+                    ids, mask = pad_batch([row], len(row), engine.dims.pad_token_id,
+                                          engine.device)
                     out = engine.switchboard.decoder(REFERENCE_OPTIONS)(ids, mask,
                                                                         r.output_length)
                     reference.append(tuple(out.tokens[0].tolist()))

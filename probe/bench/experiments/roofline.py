@@ -5,6 +5,7 @@ that precision."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from probe.bench.experiments.base import (
     HF_EAGER,
@@ -21,9 +22,14 @@ from probe.bench.experiments.base import (
 from probe.bench.plan import Plan, RunSpec
 from probe.bench.results import section_figures, steady_spread
 from probe.bench.spread import fmt_spread
-from probe.bench.verdict import DRIFT_TOLERANCE, failed_text, machine_drift, versus
+from probe.bench.verdict import DRIFT_TOLERANCE, machine_drift, usable, versus
 from probe.contract.options import OptConfig
 from probe.contract.units import NO_DATA, fmt_bytes, fmt_ms, fmt_ratio
+
+if TYPE_CHECKING:
+    import torch
+
+    from probe.engine.models import LoadedModel
 
 TEMPLATE = Template(
     "roofline", "Roofline",
@@ -95,7 +101,7 @@ def runs(plan: Plan) -> dict[str, RunSpec]:
     return specs
 
 
-def measure_machine(loaded, device) -> dict:
+def measure_machine(loaded: LoadedModel, device: torch.device) -> dict:
     """Bytes one decode step reads (per precision); the gemv bandwidth re-reading the fp32
     step's working set (the roofline's, as the dashboard measures it) and DRAM's beside it;
     GEMM throughput."""
@@ -135,7 +141,9 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     from probe.engine.measure.step_roofline import classify
     roof = env.get("roofline") or {}
     configs: dict = {"machine": roof}
-    rows, observed, cause = [], [], []
+    rows: list[list[str]] = []
+    observed: list[str] = []
+    cause: list[str] = []
     step_bytes = (roof.get("step_bytes") or {}).get("total")
     bandwidth = (roof.get("bandwidth") or {}).get("gemv_read_gb_s")
     gflops = roof.get("matmul_gflops")
@@ -167,22 +175,23 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
             rows.append([precision, "its matmuls alone", fmt_ms(chain),
                          fmt_ratio(chain / roof_ms), "the step's weight matrices back to back "
                          "through the library's kernel, no graph (best of 30)"])
-        best = None
+        best: tuple[str, float, float] | None = None     # (role, ratio, ms per token)
         for name in levers_for(plan, precision):
             role = f"{precision}{name}"
-            result = results.get(role)
-            configs[role] = section_figures(result)
-            if failed_text(result):
-                rows.append([precision, f"compiled{name}", failed_text(result), "", ""])
+            configs[role] = section_figures(results.get(role))
+            result = usable(results.get(role))
+            if isinstance(result, str):
+                rows.append([precision, f"compiled{name}", result, "", ""])
                 continue
             measured = result.steady.tpot_ms
-            ratio = measured.median / roof_ms if measured.median else None
+            median = measured.median
+            ratio = median / roof_ms if median else None
             configs[role].update({"ms_per_token": measured.as_dict(),
                                   "ratio_to_roofline": ratio})
             rows.append([precision, f"compiled{name}", fmt_spread(measured), fmt_ratio(ratio),
                          lever(options, name).label()])
-            if ratio and (best is None or ratio < best[1]):
-                best = (role, ratio, measured.median)
+            if median and ratio and (best is None or ratio < best[1]):
+                best = (role, ratio, median)
         if best:
             precisions[precision] = {"roofline_ms": roof_ms, "compiled_ms": best[2],
                                      "ratio": best[1], "config": best[0]}

@@ -13,7 +13,7 @@ keep SDPA.
 from __future__ import annotations
 
 import torch
-from transformers import AttentionInterface
+from transformers import AttentionInterface, PreTrainedModel
 from transformers.integrations.sdpa_attention import (
     create_position_bias_mask,
     sdpa_attention_forward,
@@ -59,7 +59,7 @@ AttentionInterface.register(DECODE_ATTENTION, one_query_attention)
 AttentionMaskInterface.register(DECODE_ATTENTION, sdpa_mask)
 
 
-def set_attention(model: torch.nn.Module, attention: str) -> None:
+def set_attention(model: PreTrainedModel, attention: str) -> None:
     """Point the model at an attention option's implementation (transformers sets it on every
     submodule's config)."""
     model.set_attn_implementation(IMPLEMENTATIONS[attention])

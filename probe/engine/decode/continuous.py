@@ -10,12 +10,39 @@ bf16 weights — is the model's own modules, unchanged.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Union
 
 import torch
-from transformers import T5ForConditionalGeneration
 from transformers.cache_utils import EncoderDecoderCache, StaticCache, StaticLayer
+from transformers.models.mt5.modeling_mt5 import MT5Attention
 from transformers.models.t5.modeling_t5 import T5Attention
+
+from probe.engine.models import DecoderDims, T5Family
+
+Attention = Union[T5Attention, MT5Attention]
+
+
+def self_attention(model: T5Family, block: int) -> Attention:
+    return _attention(model, f"decoder.block.{block}.layer.0.SelfAttention")
+
+
+def cross_attention(model: T5Family, block: int) -> Attention:
+    return _attention(model, f"decoder.block.{block}.layer.1.EncDecAttention")
+
+
+def _attention(model: T5Family, path: str) -> Attention:
+    module = model.get_submodule(path)
+    if not isinstance(module, (T5Attention, MT5Attention)):
+        raise TypeError(f"{path} is a {type(module).__name__}, not a T5 attention")
+    return module
+
+
+def allocated(layer: object) -> tuple[torch.Tensor, torch.Tensor]:
+    """A static cache layer's keys and values: None until allocated, which every cache here is
+    up front (early_initialization)."""
+    if not isinstance(layer, StaticLayer) or layer.keys is None or layer.values is None:
+        raise RuntimeError(f"{type(layer).__name__}: a static cache layer used unallocated")
+    return layer.keys, layer.values
 
 
 class SlotLayer(StaticLayer):
@@ -28,12 +55,13 @@ class SlotLayer(StaticLayer):
 
     def update(self, key_states, value_states, *args, **kwargs):
         # key_states: [slots, heads, 1, d_kv] -> written at (slot, :, positions[slot])
-        self.keys[self.rows, :, self.positions] = key_states[:, :, 0, :]
-        self.values[self.rows, :, self.positions] = value_states[:, :, 0, :]
-        return self.keys, self.values
+        keys, values = allocated(self)
+        keys[self.rows, :, self.positions] = key_states[:, :, 0, :]
+        values[self.rows, :, self.positions] = value_states[:, :, 0, :]
+        return keys, values
 
 
-def slot_step(model: T5ForConditionalGeneration, tokens: torch.Tensor, self_bias: torch.Tensor,
+def slot_step(model: T5Family, tokens: torch.Tensor, self_bias: torch.Tensor,
               self_mask: torch.Tensor, cross_mask: torch.Tensor,
               cache: EncoderDecoderCache) -> torch.Tensor:
     """One greedy step for every slot: [slots, 1] tokens in, [slots, 1] tokens out."""
@@ -52,7 +80,7 @@ def slot_step(model: T5ForConditionalGeneration, tokens: torch.Tensor, self_bias
     return model.lm_head(hidden)[:, -1, :].argmax(-1, keepdim=True)
 
 
-def slot_self_bias_and_mask(attention: T5Attention, key_positions: torch.Tensor,
+def slot_self_bias_and_mask(attention: Attention, key_positions: torch.Tensor,
                             positions: torch.Tensor, minimum: float,
                             dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """T5's decoder relative-position bias, per slot (key j seen from query position p), and
@@ -89,9 +117,10 @@ class SlotBatcher:
 
     layout = "static"
 
-    def __init__(self, model: T5ForConditionalGeneration, *, slots: int, max_new_tokens: int,
+    def __init__(self, model: T5Family, *, slots: int, max_new_tokens: int,
                  max_input_tokens: int, wrap: Callable[[Callable], Callable]) -> None:
         config = model.config
+        self.dims = dims = DecoderDims.of(model)
         parameter = next(model.parameters())
         self.model, self.slots = model, slots
         self.device, self.dtype = parameter.device, model.decoder.final_layer_norm.weight.dtype
@@ -100,23 +129,23 @@ class SlotBatcher:
         # 1 for a slot that holds a request: only those advance, so a slot that stays free for
         # any length of time never runs past its region of the cache.
         self.occupied = torch.zeros(slots, dtype=torch.long, device=self.device)
-        self.tokens = torch.full((slots, 1), config.decoder_start_token_id, dtype=torch.long,
+        self.tokens = torch.full((slots, 1), dims.start_token_id, dtype=torch.long,
                                  device=self.device)
         self.self_cache = StaticCache(config=config, max_cache_len=max_new_tokens)
         self.self_cache.layers = [SlotLayer(max_new_tokens, self.positions)
-                                  for _ in range(config.num_decoder_layers)]
+                                  for _ in range(dims.layers)]
         self.cross_cache = StaticCache(config=config, max_cache_len=max_input_tokens)
         for part in (self.self_cache, self.cross_cache):
             part.early_initialization(slots, config.num_heads, config.d_kv, self.dtype, self.device)
         self.cache = EncoderDecoderCache(self.self_cache, self.cross_cache)
-        for layer_idx in range(config.num_decoder_layers):
+        for layer_idx in range(dims.layers):
             self.cache.is_updated[layer_idx] = True
         minimum = torch.finfo(self.dtype).min
         self._minimum = minimum
         self.cross_mask = torch.full((slots, 1, 1, max_input_tokens), minimum, dtype=self.dtype,
                                      device=self.device)
         self._key_positions = torch.arange(max_new_tokens, device=self.device)
-        self._attention: T5Attention = model.decoder.block[0].layer[0].SelfAttention
+        self._attention = self_attention(model, 0)
         self._step = wrap(slot_step)
 
     def admit(self, input_length: int, output_length: int) -> bool:
@@ -145,17 +174,17 @@ class SlotBatcher:
         length = hidden.shape[1]
         config = self.model.config
         rows = torch.tensor(slot_ids, device=self.device)
-        for layer_idx, block in enumerate(self.model.decoder.block):
-            attention = block.layer[1].EncDecAttention
+        for layer_idx in range(self.dims.layers):
+            attention = cross_attention(self.model, layer_idx)
             shape = (len(slot_ids), length, config.num_heads, config.d_kv)
-            layer = self.cross_cache.layers[layer_idx]
-            layer.keys[rows, :, :length] = attention.k(hidden).view(shape).transpose(1, 2)
-            layer.values[rows, :, :length] = attention.v(hidden).view(shape).transpose(1, 2)
+            keys, values = allocated(self.cross_cache.layers[layer_idx])
+            keys[rows, :, :length] = attention.k(hidden).view(shape).transpose(1, 2)
+            values[rows, :, :length] = attention.v(hidden).view(shape).transpose(1, 2)
         self.cross_mask[rows] = self._minimum
         self.cross_mask[rows, 0, 0, :length] = torch.where(
             attention_mask.bool(), 0.0, self._minimum).to(self.dtype)
         self.positions[rows] = 0
-        self.tokens[rows] = config.decoder_start_token_id
+        self.tokens[rows] = self.dims.start_token_id
         self.occupied[rows] = 1
 
     def leave(self, slot_ids: list[int]) -> None:

@@ -11,6 +11,7 @@ import torch
 from probe.contract.records import RequestRecord
 from probe.engine.decode import kv_cache
 from probe.engine.decode.kv_cache import KVBytes
+from probe.engine.decode.paged import PagedBatcher
 from probe.engine.decode.result import DecodeResult
 from probe.engine.engine import Engine, short_error
 from probe.engine.measure.timing import mark
@@ -85,8 +86,7 @@ class ContinuousScheduler:
         width = engine.padded_width(rows)
         engine.probe.set_context(requests[0].id, self.config_id)
         try:
-            ids, mask = pad_batch(rows, width, engine.loaded.model.config.pad_token_id,
-                                  engine.device)
+            ids, mask = pad_batch(rows, width, engine.dims.pad_token_id, engine.device)
             outputs = [r.output_length for r in requests]
             engine.with_compile_fallback(self.options,
                                          lambda: self.batcher.join(free, ids, mask, outputs))
@@ -133,18 +133,18 @@ class ContinuousScheduler:
         return finished
 
     def _slot_bytes(self, self_positions: int, cross_positions: int) -> int:
-        config = self.engine.loaded.model.config
+        dims = self.engine.dims
         return kv_cache.used_bytes_formula(
-            element_bytes=torch.finfo(self.batcher.dtype).bits // 8, heads=config.num_heads,
-            d_kv=config.d_kv, decoder_layers=config.num_decoder_layers,
-            self_positions=self_positions, cross_positions=cross_positions)
+            element_bytes=torch.finfo(self.batcher.dtype).bits // 8, heads=dims.heads,
+            d_kv=dims.d_kv, decoder_layers=dims.layers, self_positions=self_positions,
+            cross_positions=cross_positions)
 
     def _record(self, slot: int, running: _Running, end: float) -> RequestRecord:
         """Held: the slot's whole region (static) or the blocks it holds (paged). Used: the
         positions it filled — its own tokens, and the encoder positions its cache keeps (the
         width its join batch was padded to in the static region, its real length in blocks)."""
         engine, batcher, request = self.engine, self.batcher, running.request
-        if batcher.layout == "paged":
+        if isinstance(batcher, PagedBatcher):
             self_held, cross_held = batcher.held_bytes(slot)
             cross_used = len(running.row)
         else:

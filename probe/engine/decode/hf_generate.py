@@ -15,6 +15,7 @@ from transformers.generation.streamers import BaseStreamer
 from probe.engine.decode import kv_cache
 from probe.engine.decode.result import DecodeResult
 from probe.engine.measure.timing import mark
+from probe.engine.models import DecoderDims, T5Family
 
 
 class TimingStreamer(BaseStreamer):
@@ -41,7 +42,7 @@ class TimingStreamer(BaseStreamer):
         pass
 
 
-def generate(generate_fn: Callable, model: torch.nn.Module, input_ids: torch.Tensor,
+def generate(generate_fn: Callable, model: T5Family, input_ids: torch.Tensor,
              attention_mask: torch.Tensor, new_tokens: int, use_cache: bool,
              stops: frozenset[int] = frozenset()) -> DecodeResult:
     """Greedy, exactly `new_tokens` tokens (min = max), so replay reproduces the decode work."""
@@ -52,11 +53,11 @@ def generate(generate_fn: Callable, model: torch.nn.Module, input_ids: torch.Ten
                       return_dict_in_generate=True)
     end = mark(input_ids.device)
     cache = out.past_key_values if use_cache else None
-    config = model.config
+    dims = DecoderDims.of(model)
     kv = kv_cache.measure(
         cache, self_positions=cache.self_attention_cache.get_seq_length() if cache else 0,
-        cross_positions=input_ids.shape[1], heads=config.num_heads, d_kv=config.d_kv,
-        decoder_layers=config.num_decoder_layers, batch=input_ids.shape[0])
+        cross_positions=input_ids.shape[1], heads=dims.heads, d_kv=dims.d_kv,
+        decoder_layers=dims.layers, batch=input_ids.shape[0])
     marks = {**streamer.marks, new_tokens: end}
     return DecodeResult(tokens=out.sequences[:, 1:], kv=kv,
                         encoder_done=streamer.encoder_done or end,

@@ -25,12 +25,17 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-from transformers import T5ForConditionalGeneration
 from transformers.cache_utils import CacheLayerMixin, EncoderDecoderCache, StaticCache
 
 from probe.contract.records import KVPool
-from probe.engine.decode.continuous import advance_slots, slot_step
+from probe.engine.decode.continuous import (
+    advance_slots,
+    cross_attention,
+    self_attention,
+    slot_step,
+)
 from probe.engine.decode.paged_widths import attended_width, width_ladder
+from probe.engine.models import DecoderDims, T5Family
 
 NULL_BLOCK = 0
 
@@ -164,9 +169,17 @@ class _PagedCrossLayer(_PagedLayer):
     def keys(self) -> torch.Tensor:
         return self.pool.gather(self.pool.keys, self.layer, self.window.cross_table)
 
+    @keys.setter
+    def keys(self, value: torch.Tensor) -> None:
+        raise AttributeError("a paged cross-attention layer's keys live in the pool")
+
     @property
     def values(self) -> torch.Tensor:
         return self.pool.gather(self.pool.values, self.layer, self.window.cross_table)
+
+    @values.setter
+    def values(self, value: torch.Tensor) -> None:
+        raise AttributeError("a paged cross-attention layer's values live in the pool")
 
 
 @dataclass
@@ -181,10 +194,11 @@ class PagedBatcher:
 
     layout = "paged"
 
-    def __init__(self, model: T5ForConditionalGeneration, *, slots: int, max_new_tokens: int,
+    def __init__(self, model: T5Family, *, slots: int, max_new_tokens: int,
                  max_input_tokens: int, wrap: Callable[[Callable], Callable], blocks: int,
                  block_tokens: int = 16) -> None:
         config = model.config
+        self.dims = dims = DecoderDims.of(model)
         parameter = next(model.parameters())
         self.model, self.slots = model, slots
         self.device, self.dtype = parameter.device, model.decoder.final_layer_norm.weight.dtype
@@ -193,15 +207,18 @@ class PagedBatcher:
         self.self_width = math.ceil(max_new_tokens / block_tokens)
         self.cross_width = math.ceil(max_input_tokens / block_tokens)
         self.allocator = BlockAllocator(blocks)
-        layers = config.num_decoder_layers
-        self.pool = _Pool(layers, blocks, config.num_heads, block_tokens, config.d_kv,
-                          self.dtype, self.device)
-        long = dict(dtype=torch.long, device=self.device)
-        self.positions = torch.zeros(slots, **long)
-        self.occupied = torch.zeros(slots, **long)
-        self.self_table = torch.full((slots, self.self_width), NULL_BLOCK, **long)
-        self.cross_table = torch.full((slots, self.cross_width), NULL_BLOCK, **long)
-        self.tokens = torch.full((slots, 1), config.decoder_start_token_id, **long)
+        layers = dims.layers
+        self.pool = _Pool(layers, blocks, dims.heads, block_tokens, dims.d_kv, self.dtype,
+                          self.device)
+        device = self.device
+        self.positions = torch.zeros(slots, dtype=torch.long, device=device)
+        self.occupied = torch.zeros(slots, dtype=torch.long, device=device)
+        self.self_table = torch.full((slots, self.self_width), NULL_BLOCK, dtype=torch.long,
+                                     device=device)
+        self.cross_table = torch.full((slots, self.cross_width), NULL_BLOCK, dtype=torch.long,
+                                      device=device)
+        self.tokens = torch.full((slots, 1), dims.start_token_id, dtype=torch.long,
+                                 device=device)
         # one ladder for both tables, so the step has one width per compile, not a pair
         self.widths = width_ladder(max(self.self_width, self.cross_width))
         self.widths_used: set[int] = set()      # the widths steps have attended at
@@ -224,7 +241,7 @@ class PagedBatcher:
                                                device=self.device)
         # what advance_slots reads: the window's part, set before every step
         self.cross_mask, self._key_positions = self._full_cross_mask, self._all_key_positions
-        self._attention = model.decoder.block[0].layer[0].SelfAttention
+        self._attention = self_attention(model, 0)
         self._held: dict[int, _SlotBlocks] = {}
         self._admitted: deque[int] = deque()      # blocks promised to the next joiners
         self.blocks_peak = 0
@@ -232,9 +249,9 @@ class PagedBatcher:
 
     @property
     def block_bytes(self) -> int:
-        config = self.model.config
-        return (2 * config.num_decoder_layers * config.num_heads * self.block_tokens
-                * config.d_kv * torch.finfo(self.dtype).bits // 8)
+        dims = self.dims
+        return (2 * dims.layers * dims.heads * self.block_tokens * dims.d_kv
+                * torch.finfo(self.dtype).bits // 8)
 
     def info(self) -> KVPool:
         static_slot = self.block_bytes // self.block_tokens * (self.max_new_tokens
@@ -285,8 +302,8 @@ class PagedBatcher:
             held.cross_blocks, held.reserved = blocks, held.reserved - cross_count
             padded = cross_count * self.block_tokens
             states = hidden[index:index + 1, :length]
-            for layer_idx, block in enumerate(self.model.decoder.block):
-                attention = block.layer[1].EncDecAttention
+            for layer_idx in range(self.dims.layers):
+                attention = cross_attention(self.model, layer_idx)
                 for pool, projection in ((self.pool.keys, attention.k),
                                          (self.pool.values, attention.v)):
                     kv = projection(states).view(length, config.num_heads, config.d_kv)
@@ -300,7 +317,7 @@ class PagedBatcher:
             self._full_cross_mask[slot, 0, 0, :length] = 0.0
         rows = torch.tensor(slot_ids, device=self.device)
         self.positions[rows] = 0
-        self.tokens[rows] = config.decoder_start_token_id
+        self.tokens[rows] = self.dims.start_token_id
         self.occupied[rows] = 1
         self._note_peak()
 

@@ -13,17 +13,17 @@ from collections import OrderedDict
 from typing import Callable
 
 import torch
-from transformers import T5ForConditionalGeneration
 from transformers.cache_utils import EncoderDecoderCache, StaticCache
 
 from probe.engine.decode import kv_cache
 from probe.engine.decode.result import DecodeResult
 from probe.engine.measure.timing import mark
+from probe.engine.models import DecoderDims, T5Family
 
 CACHE_POOL_SIZE = 8
 
 
-def encode(model: T5ForConditionalGeneration, input_ids: torch.Tensor,
+def encode(model: T5Family, input_ids: torch.Tensor,
            attention_mask: torch.Tensor) -> torch.Tensor:
     return model.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
@@ -56,9 +56,10 @@ def uncached_step(model, prefix, hidden, attention_mask) -> torch.Tensor:
 class StaticGreedyDecoder:
     """Greedy decoding of exactly `new_tokens` tokens; `wrap` compiles each function (or not)."""
 
-    def __init__(self, model: T5ForConditionalGeneration, *, max_new_tokens: int,
+    def __init__(self, model: T5Family, *, max_new_tokens: int,
                  use_cache: bool, wrap: Callable[[Callable], Callable]) -> None:
         self.model = model
+        self.dims = DecoderDims.of(model)
         self.max_new_tokens = max_new_tokens
         self.use_cache = use_cache
         self.encode = wrap(encode)
@@ -99,8 +100,8 @@ class StaticGreedyDecoder:
         batch = input_ids.shape[0]
         hidden = self.encode(self.model, input_ids, attention_mask)
         encoder_done = mark(device)
-        start = torch.full((batch, 1), self.model.config.decoder_start_token_id,
-                           dtype=torch.long, device=device)
+        start = torch.full((batch, 1), self.dims.start_token_id, dtype=torch.long,
+                           device=device)
         marks: dict[int, float] = {}
         if self.use_cache:
             tokens, cache = self._cached_loop(start, hidden, attention_mask, new_tokens, stops,
@@ -109,10 +110,10 @@ class StaticGreedyDecoder:
             tokens = self._uncached_loop(start, hidden, attention_mask, new_tokens, stops, marks)
             cache = None
         end = mark(device)
-        config = self.model.config
+        dims = self.dims
         kv = kv_cache.measure(cache, self_positions=new_tokens, cross_positions=input_ids.shape[1],
-                              heads=config.num_heads, d_kv=config.d_kv,
-                              decoder_layers=config.num_decoder_layers, batch=batch)
+                              heads=dims.heads, d_kv=dims.d_kv, decoder_layers=dims.layers,
+                              batch=batch)
         marks[new_tokens] = end
         return DecodeResult(tokens=tokens, kv=kv, encoder_done=encoder_done,
                             first_token=marks.get(1, end), end=end, token_marks=marks)

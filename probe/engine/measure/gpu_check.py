@@ -18,13 +18,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
+from probe.contract.records import RequestRecord
 from probe.contract.units import fmt_ratio
 from workloads.atomic import write_atomic
 
 CONFIGS = (("fp32", "off"), ("fp32", "default"), ("fp32", "reduce-overhead"),
            ("fp16", "default"), ("fp16", "reduce-overhead"))
 SMI_FIELDS = ("utilization.gpu", "memory.used", "memory.total", "power.draw", "temperature.gpu")
+
+if TYPE_CHECKING:
+    import torch
 
 
 def nvidia_smi() -> dict[str, float] | str:
@@ -39,7 +44,7 @@ def nvidia_smi() -> dict[str, float] | str:
     return {name: float(v) for name, v in zip(SMI_FIELDS, values) if v not in ("[N/A]", "")}
 
 
-def nvml_against_smi(device) -> dict:
+def nvml_against_smi(device: torch.device) -> dict:
     from probe.engine.observe.device_probe import DeviceProbe
     sample = DeviceProbe(device).sample()
     smi = nvidia_smi()
@@ -55,7 +60,8 @@ def decode_timings(model: str, requests: int, output_tokens: int) -> dict:
     from probe.engine.engine import Engine, EngineSettings
     from probe.engine.requests import EngineRequest
 
-    results, reference = {}, None
+    results: dict[str, dict] = {}
+    reference: list[tuple[int, ...] | None] | None = None
     for precision, compile_mode in CONFIGS:
         options = OptConfig(decode="fullgraph", precision=precision, compile=compile_mode)
         engine = Engine(EngineSettings(model=model, device="cuda", max_new_tokens=output_tokens,
@@ -64,12 +70,10 @@ def decode_timings(model: str, requests: int, output_tokens: int) -> dict:
         for i in range(requests + 1):       # the first warms (and compiles)
             request = EngineRequest(f"g{i}", i, 64, output_tokens, engine.clock.now_s())
             served += engine.serve([request])
-        warm = [r for r in served[1:] if r.ok]
-        tpot = sorted(r.tpot_ms for r in warm)[len(warm) // 2] if warm else None
         tokens = [r.tokens for r in served]
         reference = reference or tokens
         results[f"{precision} compile={compile_mode}"] = {
-            "ms_per_token": tpot, "failed": sum(not r.ok for r in served),
+            "ms_per_token": warm_tpot_ms(served), "failed": sum(not r.ok for r in served),
             "first_request_ms": served[0].latency_ms,
             "compile_s": sum(e.duration_s or 0 for e in engine.session.freeze().events),
             "tokens_equal_fp32_eager": tokens == reference,
@@ -78,28 +82,38 @@ def decode_timings(model: str, requests: int, output_tokens: int) -> dict:
     return results
 
 
-def roofline(model: str, device, timings: dict) -> dict:
+def warm_tpot_ms(served: Sequence[RequestRecord]) -> float | None:
+    """The median ms/token of the requests after the first (which warms and compiles); None
+    when none has one (all failed, or one output token each)."""
+    values = sorted(r.tpot_ms for r in served[1:] if r.ok and r.tpot_ms is not None)
+    return values[len(values) // 2] if values else None
+
+
+def roofline(model: str, device: torch.device, timings: dict[str, dict]) -> dict:
     from probe.engine.measure.step_roofline import (
         measure_bandwidth,
         step_bytes_by_precision,
         working_set_bandwidth,
     )
     from probe.engine.models import load_model
-    loaded = load_model(model).model.to(device)
-    by_precision = step_bytes_by_precision(loaded)
+    loaded = load_model(model).model
+    module: torch.nn.Module = loaded    # nn.Module's `to`, as in Engine.__init__
+    module.to(device)
+    # fp32 and bf16 are always built (only int8 can be refused, with a reason): their bytes
+    by_precision = {p: b for p, b in step_bytes_by_precision(loaded).items() if isinstance(b, int)}
     by_precision["fp16"] = by_precision["bf16"]
     # the roofline's bandwidth, as everywhere: re-reading the fp32 step's working set (on an
     # H200 it is larger than L2, so this is HBM); the big-buffer figure beside it
     bandwidth = working_set_bandwidth(device, by_precision["fp32"]).gemv_read_gb_s
-    out = {"bandwidth_gb_s": bandwidth,
-           "big_buffer_gb_s": measure_bandwidth(device).gemv_read_gb_s, "precisions": {}}
+    big_buffer = measure_bandwidth(device).gemv_read_gb_s
+    precisions: dict[str, dict] = {}
     for name, result in timings.items():
         precision = name.split()[0]
         roof_ms = by_precision[precision] / (bandwidth * 1e9) * 1e3
         tpot = result["ms_per_token"]
-        out["precisions"][name] = {"roofline_ms": roof_ms, "ms_per_token": tpot,
-                                   "ratio": tpot / roof_ms if tpot else None}
-    return out
+        precisions[name] = {"roofline_ms": roof_ms, "ms_per_token": tpot,
+                            "ratio": tpot / roof_ms if tpot else None}
+    return {"bandwidth_gb_s": bandwidth, "big_buffer_gb_s": big_buffer, "precisions": precisions}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,24 +129,25 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     device = torch.device("cuda:0")
     started = time.time()
-    report = {"device": torch.cuda.get_device_name(device), "torch": torch.__version__,
-              "nvml": nvml_against_smi(device)}
-    report["decode"] = decode_timings(args.model, args.requests, args.output_tokens)
-    report["roofline"] = roofline(args.model, device, report["decode"])
-    report["wall_s"] = time.time() - started
+    device_name = torch.cuda.get_device_name(device)
+    nvml = nvml_against_smi(device)
+    timings = decode_timings(args.model, args.requests, args.output_tokens)
+    roof = roofline(args.model, device, timings)
+    report = {"device": device_name, "torch": torch.__version__, "nvml": nvml, "decode": timings,
+              "roofline": roof, "wall_s": time.time() - started}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "gpu-check.json", [json.dumps(report, indent=1), "\n"])
-    print(f"{report['device']} · torch {report['torch']}")
-    print(f"NVML (infertop) vs nvidia-smi: {json.dumps(report['nvml'])}")
-    for name, row in report["roofline"]["precisions"].items():
-        decode = report["decode"][name]
+    print(f"{device_name} · torch {torch.__version__}")
+    print(f"NVML (infertop) vs nvidia-smi: {json.dumps(nvml)}")
+    for name, row in roof["precisions"].items():
+        decode = timings[name]
         ms, ratio = row["ms_per_token"], row["ratio"]
         print(f"{name:32} {ms if ms is None else round(ms, 3)} ms/token  "
               f"{fmt_ratio(ratio)} roofline  "
               f"compile {decode['compile_s']:.1f} s  tokens = fp32 eager: "
               f"{decode['tokens_equal_fp32_eager']}  failed {decode['failed']}")
-    print(f"bandwidth {report['roofline']['bandwidth_gb_s']:.0f} GB/s; wrote {out / 'gpu-check.json'}")
+    print(f"bandwidth {roof['bandwidth_gb_s']:.0f} GB/s; wrote {out / 'gpu-check.json'}")
     return 0
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from transformers import PreTrainedModel
 
 from probe.engine.measure.step_roofline import best_seconds, is_cached_cross_projection
 
 CHAIN_REPEATS = 30
 
 
-def step_matrices(model: torch.nn.Module) -> list[torch.Tensor]:
+def step_matrices(model: PreTrainedModel) -> list[torch.Tensor]:
     """The weights a cached decode step multiplies by, in the order it does: each decoder
     linear except the cross-attention k/v projections (applied once per request), then
     lm_head. The same selection as `roofline.decode_step_bytes` (one predicate for both)."""
@@ -41,16 +42,16 @@ def _gemv(weight: torch.Tensor, dtype: torch.dtype) -> Callable[[torch.Tensor], 
     if key is not None:      # quant=int8 on a CPU: the int8 GEMM, activations quantized per call
         from probe.engine.decode.int8_dynamic import int8_dynamic_linear
         return lambda x: int8_dynamic_linear(x, key, weight.shape[0])
-    qdata = getattr(weight, "qdata", None)
-    if qdata is None:
+    # torchao's Int8Tensor: int8 rows with a scale each; its CPU linear is this aten kernel.
+    qdata, scales = getattr(weight, "qdata", None), getattr(weight, "scale", None)
+    if qdata is None or scales is None:
         plain = weight.detach()
         return lambda x: torch.mm(x, plain.t())
-    # torchao's Int8Tensor: int8 rows with a scale each; its CPU linear is this aten kernel.
-    scale = weight.scale.reshape(-1).to(dtype)
+    scale = scales.reshape(-1).to(dtype)
     return lambda x: torch.ops.aten._weight_int8pack_mm(x, qdata, scale)
 
 
-def matmul_chain_ms(model: torch.nn.Module, repeats: int = CHAIN_REPEATS) -> float:
+def matmul_chain_ms(model: PreTrainedModel, repeats: int = CHAIN_REPEATS) -> float:
     """Best of `repeats` passes over the step's matmuls (ms), timed as the roofline's bandwidth
     is (after a pass that brings the weights in): the floor these kernels set for a step."""
     dtype = model.get_decoder().final_layer_norm.weight.dtype     # the activations' dtype
@@ -66,7 +67,7 @@ def matmul_chain_ms(model: torch.nn.Module, repeats: int = CHAIN_REPEATS) -> flo
         return best_seconds(one_pass, repeats, matrices[0].device) * 1e3
 
 
-def matmul_chain_by_precision(copies: dict[str, torch.nn.Module | str],
+def matmul_chain_by_precision(copies: dict[str, PreTrainedModel | str],
                               repeats: int = CHAIN_REPEATS) -> dict[str, float | str]:
     """`matmul_chain_ms` for each precision's copy (roofline.precision_copies); a precision
     whose kernel cannot be called here gets its reason."""

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+from transformers import PreTrainedModel
 
 from probe.contract.units import fmt_ratio
 
@@ -48,7 +49,7 @@ def _tensor_bytes(tensor: torch.Tensor) -> int:
     return tensor.numel() * tensor.element_size()
 
 
-def weight_bytes(model: torch.nn.Module) -> int:
+def weight_bytes(model: PreTrainedModel) -> int:
     """Bytes of every distinct parameter and buffer (a tied weight counted once)."""
     seen: set[int] = set()
     total = 0
@@ -67,7 +68,7 @@ def is_cached_cross_projection(module_name: str) -> bool:
     return "EncDecAttention" in module_name and module_name.rsplit(".", 1)[-1] in ("k", "v")
 
 
-def decode_step_bytes(model: torch.nn.Module, *, kv_cache: bool = True) -> StepBytes:
+def decode_step_bytes(model: PreTrainedModel, *, kv_cache: bool = True) -> StepBytes:
     """Bytes a greedy T5 decode step reads. The decoder's input embedding reads one row (not
     counted); with a KV cache the cross-attention k/v projections were applied at the first
     step and are not read again; lm_head is the full vocab × d_model matrix, tied or not."""
@@ -86,20 +87,22 @@ def decode_step_bytes(model: torch.nn.Module, *, kv_cache: bool = True) -> StepB
                      total=layers + head)
 
 
-def precision_copies(model: torch.nn.Module) -> dict[str, torch.nn.Module | str]:
+def precision_copies(model: PreTrainedModel) -> dict[str, PreTrainedModel | str]:
     """The model in fp32, bf16, and int8 (on the bf16 model, the engine's int8: on a CPU int8
     weights for its int8 GEMM), bf16 and int8 as converted copies; a precision that cannot be built here gets its
     reason instead."""
     import copy
 
     from probe.engine.switchboard import quantize
-    half = copy.deepcopy(model).to(torch.bfloat16)
+    half = copy.deepcopy(model)
+    module: torch.nn.Module = half      # nn.Module's `to`, as in Engine.__init__
+    module.to(torch.bfloat16)
     int8 = copy.deepcopy(half)
     return {"fp32": model.float(), "bf16": half, "int8": quantize(int8, "int8") or int8}
 
 
-def step_bytes_by_precision(model: torch.nn.Module,
-                            copies: dict[str, torch.nn.Module | str] | None = None
+def step_bytes_by_precision(model: PreTrainedModel,
+                            copies: dict[str, PreTrainedModel | str] | None = None
                             ) -> dict[str, int | str]:
     """Bytes a cached step reads in each precision, measured on its converted copy (made here
     unless the caller already has them)."""

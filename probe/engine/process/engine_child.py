@@ -88,7 +88,7 @@ def engine_main(launch: EngineLaunch, conn: Connection) -> None:
     try:
         workload = receive_workload(conn)
         if workload is not None:
-            _serve(replace(launch, workload=workload), conn, send)
+            _serve(replace(launch, workload=workload), workload, conn, send)
     except Exception as exc:
         traceback.print_exc()
         send(protocol.EngineFailed(f"the engine stopped: {type(exc).__name__}: {exc}"))
@@ -126,7 +126,7 @@ def _journal(engine, launch: EngineLaunch, earlier: Journal | None) -> JournalWr
     # Engine made a Session of its own and registered its options there: register them here.
     engine.session, engine.config_id = session, ""
     engine.set_options(launch.options)
-    if earlier is not None:
+    if earlier is not None and launch.predecessor is not None:   # a restart (_earlier_session)
         lost, notice = earlier.crash_marks(launch.predecessor, restarted=True)
         for record in lost:
             session.add_record(record)
@@ -134,19 +134,22 @@ def _journal(engine, launch: EngineLaunch, earlier: Journal | None) -> JournalWr
     return writer
 
 
-def _journal_header(writer: JournalWriter, engine, launch: EngineLaunch) -> None:
+def _journal_header(writer: JournalWriter, engine, launch: EngineLaunch,
+                    workload: PreparedWorkload) -> None:
     from probe.engine.process.headless_journal import write_header
-    write_header(writer, engine, launch.workload, launch.trace_name)
+    write_header(writer, engine, workload, launch.trace_name)
 
 
-def _serve(launch: EngineLaunch, conn: Connection, send: _Sender) -> None:
+def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
+           send: _Sender) -> None:
+    """`workload`: the launch's, received over the pipe."""
     from probe.contract.clock import SessionClock
     from probe.engine.engine import Engine
     from probe.engine.process.headless import document_for
     from probe.engine.process.live_reporter import LiveReporter
     from probe.session_store.snapshot import write_json_atomic
 
-    settings, workload = launch.settings, launch.workload
+    settings = launch.settings
     earlier, unreadable = _earlier_session(launch)
     send(protocol.Loading(f"loading {settings.model} on {settings.device}"))
     try:
@@ -177,10 +180,10 @@ def _serve(launch: EngineLaunch, conn: Connection, send: _Sender) -> None:
             engine.notify("warning", f"no session journal ({exc.strerror or exc}): a restarted "
                                      f"engine will start a new session")
     engine.session.set_slo(launch.slo)
-    speed = _measure(engine, launch, send)
+    speed = _measure(engine, launch, workload, send)
     if writer is not None and earlier is None:   # measured first: the header has the roofline
-        _journal_header(writer, engine, launch)
-    replayer, loop = _replay(engine, launch, speed, earlier, writer)
+        _journal_header(writer, engine, launch, workload)
+    replayer, loop = _replay(engine, launch, workload, speed, earlier, writer)
     reporter = LiveReporter(loop, launch.trace_name)
     exporter = _exporter(engine, loop, launch.metrics_port)
     stop = threading.Event()
@@ -243,7 +246,7 @@ def _serve(launch: EngineLaunch, conn: Connection, send: _Sender) -> None:
         writer.close()
 
 
-def _measure(engine, launch: EngineLaunch, send: _Sender) -> float:
+def _measure(engine, launch: EngineLaunch, workload: PreparedWorkload, send: _Sender) -> float:
     """This machine's bandwidth (for the roofline), and the replay speed: the one given (a
     restart gets the speed last served) or half the engine's measured capacity."""
     from probe.engine.measure.bandwidth_cache import machine_bandwidth
@@ -260,7 +263,7 @@ def _measure(engine, launch: EngineLaunch, send: _Sender) -> float:
     send(protocol.Loading("measuring what the engine serves one at a time, to replay at "
                           "half of it"))
     try:
-        choice = choose_speed(engine, launch.workload.trace)
+        choice = choose_speed(engine, workload.trace)
     except Exception as exc:  # a failed measurement leaves the trace's own rate
         engine.notify("warning", f"capacity not measured ({type(exc).__name__}: {exc}); "
                                  f"replaying at the trace's rate")
@@ -271,21 +274,25 @@ def _measure(engine, launch: EngineLaunch, send: _Sender) -> float:
     return choice.speed
 
 
-def _replay(engine, launch: EngineLaunch, speed: float, earlier: Journal | None,
-            writer: JournalWriter | None):
+def _replay(engine, launch: EngineLaunch, workload: PreparedWorkload, speed: float,
+            earlier: Journal | None, writer: JournalWriter | None):
     """The replayer (going on after the last request `earlier` dispatched, each dispatch
     journaled) and the serving loop over it, its counters going on with the session."""
     from probe.engine.process.headless_journal import dispatch_of
     from probe.engine.process.resumed_replay import ContinuedReplayer
     from probe.engine.serving import ServingLoop
+    from workloads.replayer import ScheduledRequest
 
-    def journal_dispatch(scheduled) -> None:
-        writer.dispatch(dispatch_of(engine, scheduled))
+    on_dispatch = None
+    if writer is not None:
+        def journal_dispatch(scheduled: ScheduledRequest) -> None:
+            writer.dispatch(dispatch_of(engine, scheduled))
+        on_dispatch = journal_dispatch
 
-    replayer = ContinuedReplayer(launch.workload.trace,
+    replayer = ContinuedReplayer(workload.trace,
                                  first_seq=earlier.next_seq if earlier else 0, speed=speed,
                                  loop=launch.loop, max_requests=launch.max_requests,
-                                 on_dispatch=journal_dispatch if writer else None)
+                                 on_dispatch=on_dispatch)
     loop = ServingLoop(engine, replayer)
     if earlier is not None:
         records = engine.session.freeze().records

@@ -6,13 +6,14 @@ session. The journal is removed once the run's own snapshot is written."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from probe.contract.options import OptConfig
 from probe.engine.workload_setup import PreparedWorkload
 from probe.session_store.journal import CONTEXT_SECTIONS, Dispatch, JournaledSession, JournalWriter
-from workloads.replayer import ScheduledRequest
+from workloads.replayer import Replayer, ScheduledRequest, Submit
 
 if TYPE_CHECKING:
     from probe.engine.engine import Engine
@@ -46,10 +47,21 @@ class JournaledReplayer:
     run held when it died is recovered as failed, not forgotten); anything else is the
     wrapped replayer's."""
 
-    def __init__(self, replayer: Any, journal: Callable[[ScheduledRequest], None]) -> None:
+    def __init__(self, replayer: Replayer, journal: Callable[[ScheduledRequest], None]) -> None:
         self._replayer, self._journal = replayer, journal
 
-    def run(self, submit: Callable[[ScheduledRequest], None], stop) -> None:
+    @property
+    def paused(self) -> bool:
+        return self._replayer.paused
+
+    @property
+    def total(self) -> int | None:
+        return self._replayer.total
+
+    def request_done(self) -> None:
+        self._replayer.request_done()
+
+    def run(self, submit: Submit, stop: threading.Event) -> None:
         def journaled(scheduled: ScheduledRequest) -> None:
             self._journal(scheduled)
             submit(scheduled)

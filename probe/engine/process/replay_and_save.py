@@ -11,7 +11,8 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from types import FrameType
+from typing import Callable, Optional, Union
 
 from probe.contract.interrupts import STOP_SIGNALS, Interrupted, exit_status, say, signal_of
 from probe.contract.options import OptConfig
@@ -22,6 +23,9 @@ from probe.session_store.journal import JournalWriter
 
 EXIT_SERVED, EXIT_FAILED = 0, 1
 EXIT_INTERRUPTED = exit_status(signal.SIGINT)
+# what signal.signal returns and takes back: a function, SIG_DFL/SIG_IGN, or None (not set
+# from Python)
+SignalHandler = Union[Callable[[int, Optional[FrameType]], object], int, None]
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ class GracefulInterrupt:
         self.stop = threading.Event()
         self.signum: int | None = None
         self.saving = False
-        self._previous: dict[int, object] = {}
+        self._previous: dict[int, SignalHandler] = {}
 
     def _handle(self, signum, frame) -> None:
         if self.saving:
@@ -103,7 +107,7 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
     from probe.session_store.run_summary import run_summary
     from probe.session_store.snapshot import write_json_atomic
 
-    interrupted, signum = False, signal.SIGINT
+    interrupted, signum = False, int(signal.SIGINT)
     with GracefulInterrupt() as interrupt:
         try:
             run_replay(loop, interrupt.stop)
@@ -169,7 +173,8 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
 
     def on_records(records) -> None:
         progress(records)
-        if not journal_said[0] and journal.error:   # its disk is full: said once, as it happens
+        # its disk is full: said once, as it happens
+        if journal is not None and not journal_said[0] and journal.error:
             journal_said[0] = True
             print(f"infertop: warning: {journal.error}: journaling stopped; serving goes on, "
                   f"and the snapshot at the end keeps everything", file=sys.stderr)

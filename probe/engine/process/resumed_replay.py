@@ -66,6 +66,9 @@ class ContinuedReplayer:
         if self._rest:
             self._rest.resume()
 
+    def request_done(self) -> None:
+        pass    # open loop: arrivals wait for nothing
+
     def run(self, submit: Submit, stop: threading.Event) -> None:
         if self._rest is None:
             return

@@ -1,0 +1,101 @@
+"""What the dashboard holds: the reactives its panels bind to (the live view, the options asked
+for, the replay's speed, the engine's state), the engine handle and the events its reader
+thread shares, the warm switch under way; and what its keys and its engine's events both use:
+a notification, a command sent, the engine's clock now, the warm switch's line.
+
+tui/key_actions.py (the keys) and tui/engine_events.py (what the engine says) build on it, and
+tui/app.py puts the two together."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from textual.app import App
+from textual.notifications import SeverityLevel
+from textual.reactive import reactive
+from textual.timer import Timer
+
+from probe.contract.live import LiveView
+from probe.contract.options import OptConfig
+from probe.contract.protocol import EngineHandle
+from tui.warm_switch import SWITCH_KEY, WarmSwitch, warm_line
+
+APPLY_DELAY_S = 1.0     # toggles are sent once no key has been pressed for this long
+
+
+class DashboardState(App[int]):
+    view: reactive[LiveView | None] = reactive(None, init=False)
+    requested: reactive[OptConfig] = reactive(OptConfig, init=False)
+    # Session time the engine was sent `requested`; inf while it waits for keys to settle.
+    options_sent_s: reactive[float | None] = reactive(None, init=False)
+    # None until the engine picked the rate (half its measured capacity); then the engine's
+    speed: reactive[float | None] = reactive(None, init=False)
+    paused: reactive[bool] = reactive(False, init=False)
+    engine_state: reactive[str] = reactive("starting", init=False)
+    engine_note: reactive[str] = reactive("", init=False)
+    # (not `switch_mode`: that is Textual's App.switch_mode, its screen modes' API)
+    switch_kind: reactive[str] = reactive("cold", init=False)    # or "warm"
+    switch_note: reactive[str] = reactive("", init=False)        # the warm switch's line
+
+    def __init__(self, engine: EngineHandle | None, *, initial: LiveView | None = None,
+                 options: OptConfig, snapshot_dir: Path, speed: float | None,
+                 read_only: bool = False,
+                 source: str = "", clock: Callable[[], float] = time.monotonic,
+                 apply_delay_s: float = APPLY_DELAY_S) -> None:
+        super().__init__()
+        self.engine = engine
+        self.read_only = read_only or engine is None
+        self.snapshot_dir = Path(snapshot_dir)
+        self._clock = clock
+        self._apply_delay_s = apply_delay_s
+        self._apply_timer: Timer | None = None
+        self._view_at = clock()
+        self._restart = threading.Event()
+        self._stopping = threading.Event()
+        self.reader_stopped = threading.Event()
+        self._notices_seen_s = float("-inf")
+        self._warm: WarmSwitch | None = None
+        self.set_reactive(DashboardState.view, initial)
+        self.set_reactive(DashboardState.requested, options)
+        self.set_reactive(DashboardState.speed, speed)
+        self._speed_sent_at = float("-inf")
+        if self.read_only:
+            state = "read-only"
+        else:
+            state = "live" if initial is not None else "starting"
+        self.set_reactive(DashboardState.engine_state, state)
+        self.set_reactive(DashboardState.engine_note, source)
+        if engine is None:
+            self.reader_stopped.set()
+
+    def say(self, message: str, *, severity: SeverityLevel = "information",
+            timeout: float | None = None) -> None:
+        """A notification. Paths, error messages and engine notices are data, never markup:
+        a folder named `runs[/]` must not end the session."""
+        self.notify(message, severity=severity, timeout=timeout, markup=False)
+
+    def _send(self, command: Any) -> None:
+        if self.engine is not None:
+            self.engine.send(command)
+
+    def _engine_now_s(self) -> float:
+        """The engine's session clock now, from the latest live view and the time since."""
+        if self.view is None:
+            return 0.0
+        return self.view.t_s + max(self._clock() - self._view_at, 0.0)
+
+    def _warming(self) -> bool:
+        return self._warm is not None and self._warm.cut_over_s is None
+
+    def _show_switch(self) -> None:
+        switch = self._warm
+        if switch is not None:
+            self.switch_note = warm_line(switch, self.view, self._engine_now_s())
+        elif self.switch_kind == "warm":
+            self.switch_note = (f"warm switch on: a config that compiles is prewarmed beside "
+                                f"the serving one, then cut over — {SWITCH_KEY}: cold switch")
+        else:
+            self.switch_note = ""

@@ -1,0 +1,108 @@
+"""What the engine says, as the dashboard takes it: each message the engine reader posts
+(tui/engine_reader.py) and the warm switch's progress, turned into the dashboard's state and
+its notifications."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.notifications import SeverityLevel
+from textual.worker import Worker, WorkerState
+
+from probe.contract.protocol import CutOverDone, Pause, SetSpeed, WarmFailed, WarmProgress
+from tui.dashboard_state import DashboardState
+from tui.messages import (
+    EngineDown,
+    EngineLive,
+    EngineLoading,
+    EngineRestarted,
+    ReplayFinished,
+    SessionNotSaved,
+    SessionSaved,
+)
+from tui.warm_switch import WarmSwitchEvent, warm_line
+
+SPEED_ECHO_S = 1.5      # a live view built before the engine took a new speed may still come
+NOTICE_SEVERITY: dict[str, SeverityLevel] = {"info": "information", "warning": "warning",
+                                             "error": "error"}
+
+
+class EngineEvents(DashboardState):
+    def on_engine_live(self, message: EngineLive) -> None:
+        previous, self.view = self.view, message.view
+        self._view_at = self._clock()
+        self._show_switch()
+        if previous is not None and message.view.t_s < previous.t_s:
+            self._notices_seen_s = float("-inf")    # a fresh engine: a new session clock
+            if self.options_sent_s != float("inf"):
+                self.options_sent_s = None          # it started with the options sent last
+        if self.engine_state in ("starting", "loading"):
+            self.engine_state = "live"
+        if self._clock() - self._speed_sent_at > SPEED_ECHO_S:
+            self.speed = message.view.replay.speed  # the engine's: it may have chosen it
+        for notice in message.view.notices:
+            if notice.t_s > self._notices_seen_s:
+                self.say(notice.text, severity=NOTICE_SEVERITY.get(notice.level, "information"))
+                self._notices_seen_s = notice.t_s
+
+    def on_engine_loading(self, message: EngineLoading) -> None:
+        self.engine_state, self.engine_note = "loading", message.text
+
+    def on_engine_down(self, message: EngineDown) -> None:
+        self.engine_state, self.engine_note = "failed", message.error
+        promise = self.engine.journal_promise() if self.engine is not None else None
+        after = promise.after_crash() if promise is not None else ""
+        self.say(f"the engine stopped: {message.error}. {after}", severity="error", timeout=15)
+
+    def on_engine_restarted(self, _: EngineRestarted) -> None:
+        self.engine_state, self.engine_note = "starting", ""
+        if self._warming():                 # a restart stops the side engine too
+            self._warm = None
+            self._show_switch()
+        if self.speed is not None:
+            self._send(SetSpeed(self.speed))
+        if self.paused:
+            self._send(Pause())
+
+    def on_replay_finished(self, _: ReplayFinished) -> None:
+        self.engine_state = "finished"
+        self.say("the replay ran out of requests")
+
+    def on_session_saved(self, message: SessionSaved) -> None:
+        self.say(f"session saved: {message.path}")
+
+    def on_session_not_saved(self, message: SessionNotSaved) -> None:
+        self.say(f"could not save the session to {message.path}: {message.error}",
+                 severity="error")
+
+    def watch_engine_state(self) -> None:
+        self.refresh_bindings()
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            self.engine_state, self.engine_note = "failed", f"reader: {event.worker.error}"
+            self.say(f"lost the engine: {event.worker.error}", severity="error")
+
+    def on_warm_switch_event(self, message: WarmSwitchEvent) -> None:
+        event, switch = message.event, self._warm
+        if switch is None:
+            return
+        if isinstance(event, WarmProgress):
+            self._warm = switch.progressed(event.shapes)
+        elif isinstance(event, WarmFailed):
+            self._warm = None
+            if self.view is not None:
+                self.requested = self.view.options
+            self.say(f"warm switch to {switch.target.label()} failed: {event.error}; "
+                     f"{switch.serving_id} serves on", severity="error")
+        elif isinstance(event, CutOverDone):
+            self._warm = switch.done(self._engine_now_s(), event.seconds, event.shapes,
+                                     self.view)
+            self.options_sent_s = None      # the side engine started with these options
+            self.engine_state, self.engine_note = "starting", ""
+            if self.speed is not None:
+                self._send(SetSpeed(self.speed))
+            if self.paused:
+                self._send(Pause())
+            self.say(warm_line(self._warm, self.view, self._engine_now_s()))
+        self._show_switch()

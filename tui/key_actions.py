@@ -1,0 +1,216 @@
+"""What each key does (the bindings are tui/keys.py): options staged and sent once the keys
+settle, the warm switch on and off, pause and speed, the window, saving, the help, doctor and
+reasons screens, giving up a compile, restarting a dead engine, quitting. On a saved session
+(--load) the keys that drive an engine say so and do nothing."""
+
+from __future__ import annotations
+
+from textual import work
+
+from probe.contract.protocol import Pause, ResetWindow, Resume, SaveSnapshot, SetOptions, SetSpeed
+from tui import derive
+from tui.dashboard_state import DashboardState
+from tui.doctor_screen import DoctorScreen
+from tui.help_screen import HelpScreen
+from tui.keys import KEYS
+from tui.messages import SessionNotSaved, SessionSaved
+from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
+from tui.reasons_screen import ReasonsScreen
+from tui.snapshot_files import snapshot_folder_problem, snapshot_paths, write_text_atomic
+from tui.warm_switch import SWITCH_KEY, WarmSwitch, wants_warm
+
+MIN_SPEED, MAX_SPEED = 0.125, 64.0
+
+
+class KeyActions(DashboardState):
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "restart_engine":
+            return self.engine is not None and self.engine_state == "failed"
+        return True
+
+    def _read_only_says_so(self) -> bool:
+        """On a loaded session the keys that drive an engine cannot act: say so, once a press."""
+        if self.read_only:
+            self.say("read-only: this is a saved session (--load); keys that change the "
+                     "engine do nothing here — replay it to try options")
+        return self.read_only
+
+    # -- options -----------------------------------------------------------------------------
+    def action_cycle(self, key: str) -> None:
+        """Staged: the new value shows as pending at once, and is sent once no key has been
+        pressed for `apply_delay_s`, so cycling through values never serves the ones between."""
+        if self._read_only_says_so():
+            return
+        self.requested = self.requested.cycled(key)
+        if self._warm is not None and self._warm.cut_over_s is not None:
+            self._warm = None               # the last warm switch's line gives way
+            self._show_switch()
+        if self._apply_timer is not None:
+            self._apply_timer.stop()
+            self._apply_timer = None
+        if self._apply_delay_s <= 0:
+            self._send_options()
+            return
+        self.options_sent_s = float("inf")
+        self._apply_timer = self.set_timer(self._apply_delay_s, self._send_options,
+                                           name="apply options")
+
+    def _send_options(self) -> None:
+        self._apply_timer = None
+        if self._warming() and self.engine is not None:
+            self.engine.stop_side()         # asked for something else: that warm-up is moot
+            self._warm = None
+            self._show_switch()
+        if self.switch_kind == "warm" and self.engine is not None and wants_warm(
+                self.requested, self.view) and self.engine_state == "live":
+            self._start_warm_switch()
+            return
+        self.options_sent_s = self._engine_now_s()
+        self._send(SetOptions(self.requested))
+
+    # -- the warm switch ---------------------------------------------------------------------
+    def action_toggle_switch(self) -> None:
+        if self._read_only_says_so():
+            return
+        self.switch_kind = "cold" if self.switch_kind == "warm" else "warm"
+        if self.switch_kind == "warm":
+            self.say(f"warm switch: an option change that compiles is prewarmed beside the "
+                     f"serving config, then cut over ({SWITCH_KEY}: back to the cold switch)")
+        else:
+            self.say("cold switch: requests wait on a new config's compile (today's "
+                     f"behaviour; {SWITCH_KEY}: warm switch)")
+        self._show_switch()
+
+    def _start_warm_switch(self) -> None:
+        assert self.engine is not None and self.view is not None
+        self._warm = WarmSwitch(self.requested, self.view.config_id, self._engine_now_s())
+        self.options_sent_s = self._engine_now_s()  # pending (asked) until the cut over
+        self.engine.warm_switch(self.requested)
+        self._show_switch()
+        self.say(f"warm switch to {self.requested.label()}: a second engine compiles it beside "
+                 f"{self.view.config_id}, which serves until it is ready")
+
+    # -- the replay --------------------------------------------------------------------------
+    def action_pause(self) -> None:
+        if self._read_only_says_so():
+            return
+        self.paused = not self.paused
+        self._send(Pause() if self.paused else Resume())
+
+    def action_speed(self, factor: float) -> None:
+        if self._read_only_says_so():
+            return
+        if self.speed is None:
+            self.say("the engine is still measuring its capacity to choose the rate")
+            return
+        speed = min(max(self.speed * factor, MIN_SPEED), MAX_SPEED)
+        if speed == self.speed:
+            self.say(f"replay speed is already at its {'max' if factor > 1 else 'min'}imum, "
+                     f"×{speed:g}")
+            return
+        self.speed = speed
+        self._speed_sent_at = self._clock()
+        self._send(SetSpeed(speed))
+
+    def action_reset_window(self) -> None:
+        if self._read_only_says_so():
+            return
+        self._send(ResetWindow())
+        self.say("window reset: figures now cover requests from here on")
+
+    # -- saving ------------------------------------------------------------------------------
+    def action_save_snapshot(self) -> None:
+        problem = snapshot_folder_problem(self.snapshot_dir)
+        if problem is None:
+            try:
+                self.snapshot_dir.mkdir(exist_ok=True)
+                json_path, svg_path = snapshot_paths(self.snapshot_dir)
+            except OSError as exc:
+                problem = f"--snapshot-dir {self.snapshot_dir}: cannot write: {exc.strerror or exc}"
+        if problem is not None:
+            self.say(problem, severity="error")
+            return
+        if not self.read_only:
+            if self.engine_state == "failed":
+                self._save_without_engine(str(json_path))
+            else:
+                self._send(SaveSnapshot(str(json_path)))
+        try:
+            write_text_atomic(svg_path, self.export_screenshot())
+        except OSError as exc:
+            self.say(f"cannot write {svg_path}: {exc.strerror or exc}", severity="error")
+        else:
+            self.say(f"screenshot saved: {svg_path}")
+
+    @work(thread=True, name="save from the journal", group="save", exit_on_error=False)
+    def _save_without_engine(self, path: str) -> None:
+        """The engine is down: the session JSON is written here from its journal, on a thread
+        (a long session's journal takes a moment to read)."""
+        assert self.engine is not None
+        try:
+            self.engine.write_snapshot(path)
+        except OSError as exc:
+            self.post_message(SessionNotSaved(path, f"{exc.strerror or exc}"))
+        except Exception as exc:  # an unreadable journal: said, never a crash
+            self.post_message(SessionNotSaved(path, f"{exc}"))
+        else:
+            self.post_message(SessionSaved(path))
+
+    # -- screens -----------------------------------------------------------------------------
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(list(KEYS), self.log_line()))
+
+    def action_doctor(self) -> None:
+        if not isinstance(self.screen, DoctorScreen):
+            view = self.view
+            label = derive.config_label(view, view.config_id) if view is not None else ""
+            self.push_screen(DoctorScreen(view.diagnosis if view else None,
+                                          view.checklist if view else (), label))
+
+    def action_reasons(self) -> None:
+        if not isinstance(self.screen, ReasonsScreen):
+            self.push_screen(ReasonsScreen(self.view.compile_events if self.view else ()))
+
+    def log_line(self) -> str:
+        if self.engine is None:
+            return "engine log: none (no engine: a saved session)"
+        if self.engine.log_path:
+            return f"engine log: {self.engine.log_path}"
+        return f"engine log: none ({self.engine.log_problem or 'not started yet'})"
+
+    # -- the engine --------------------------------------------------------------------------
+    async def action_quit(self) -> None:
+        """Quit at once, whatever the engine is doing: the reader thread ends at its next poll,
+        and the engine is stopped (killed if it does not stop) once the app has exited."""
+        self._stopping.set()
+        self.exit()
+
+    def action_give_up_compile(self) -> None:
+        """Abandon the running compile: the previous config is asked for (the engine process
+        keeps it for its restart) and the engine restarts; a compile holds the GIL in the
+        engine and cannot be interrupted there safely."""
+        if self._read_only_says_so() or self.engine is None:
+            return
+        view = self.view
+        if view is None or view.compiling is None or self.engine_state != "live":
+            self.say(f"no compile is running: {GIVE_UP_KEY} gives up a running compile")
+            return
+        _, options = fallback_options(view)
+        label, who = fallback_label(view), view.compiling.request_id or "a prewarm"
+        if self._apply_timer is not None:
+            self._apply_timer.stop()
+            self._apply_timer = None
+        self.requested = options
+        self._send(SetOptions(options))
+        self.options_sent_s = None          # the restarted engine starts with these
+        self.engine_state, self.engine_note = "starting", ""
+        self._restart.set()
+        self.say(f"gave up {view.config_id}'s compile ({who} waited): restarting the engine "
+                 f"on {label}; the session continues")
+
+    def action_restart_engine(self) -> None:
+        if self.engine is None or self.engine_state != "failed":
+            return
+        self.engine_state, self.engine_note = "starting", ""
+        self._restart.set()
