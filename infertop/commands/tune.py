@@ -67,5 +67,7 @@ def main(args: argparse.Namespace) -> int:
     baseline = parse_opts(args.opt)
     check_output_folder(args.out, "--out")
     check_engine_inputs(args.model, args.device)
+    from probe.engine.process.third_party_output import third_party_output_to_engine_log
     from probe.tune.runner import run_tune_command
-    return run_tune_command(args, baseline)
+    with third_party_output_to_engine_log():    # Ray's, torch's: the engine log, as in bench
+        return run_tune_command(args, baseline)

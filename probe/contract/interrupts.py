@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -34,9 +35,14 @@ def signal_of(exc: BaseException) -> int:
 def say(text: str) -> None:
     """One line on stderr from a signal handler: os.write, not print, so a handler that runs
     while the main thread is inside print() never re-enters its buffer; a terminal gone away
-    (SIGHUP) is no reason to fail."""
+    (SIGHUP) is no reason to fail. To `sys.stderr`'s descriptor, not 2: while third-party
+    output goes to the engine log, descriptor 2 is the log and `sys.stderr` the terminal."""
     try:
-        os.write(2, (text + "\n").encode(errors="replace"))
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = 2
+    try:
+        os.write(fd, (text + "\n").encode(errors="replace"))
     except OSError:
         pass
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -68,3 +70,74 @@ def test_warnings_loggers_and_descriptor_2_go_to_the_log_and_come_back(tmp_path,
     out, err = capfd.readouterr()
     assert "infertop's own line" in err and "after" in err
     assert "C++ says hello" not in err and "a python warning" not in err
+
+
+def test_infertops_signal_line_reaches_the_terminal_not_the_log(tmp_path, capfd):
+    """A signal handler's line (os.write, for signal safety) is infertop's own: with descriptor
+    2 pointed at the log it goes to `sys.stderr`'s descriptor, the terminal's."""
+    from probe.contract.interrupts import say
+    log_path = tmp_path / "engine.log"
+    with third_party_output_to(str(log_path)):
+        say("infertop: SIGTERM: finishing the request in progress")
+    assert "SIGTERM" in capfd.readouterr().err
+    assert "SIGTERM" not in log_path.read_text()
+
+
+def test_a_logger_with_a_handler_of_its_own_goes_to_the_log_and_gets_it_back(tmp_path, capfd):
+    """Ray gives its `ray` logger a handler on the stderr of the moment it is imported (its
+    "Token authentication is enabled" warning at ray.init comes through it): for the
+    duration only the log hears it, and the handler is put back after."""
+    log_path = tmp_path / "engine.log"
+    ray_logger = logging.getLogger("ray")
+    own = logging.StreamHandler(sys.stderr)
+    ray_logger.addHandler(own)
+    try:
+        with third_party_output_to(str(log_path)):
+            logging.getLogger("ray._private.authentication").warning(
+                "Token authentication is enabled for this Ray cluster")
+        assert own in ray_logger.handlers
+    finally:
+        ray_logger.removeHandler(own)
+    assert "Token authentication" in log_path.read_text()
+    assert "Token authentication" not in capfd.readouterr().err
+
+
+# `tune --ray local` up to the moment its cluster is joined (a real local Ray: ray.init prints
+# the token warning there), then it leaves: what a user's terminal shows of Ray.
+TUNE_RAY = """
+import sys
+import probe.tune.runner as runner
+def joined(args, baseline):
+    import threading
+    from pathlib import Path
+    from probe.bench.runs import RunContext
+    from probe.tune.ray_steps import RaySteps
+    context = RunContext(model=args.model, device="cpu", loaded=None, max_input=512, repeats=1)
+    steps = RaySteps.connect(args.ray, args.device, context, args.trace, 1, Path("."),
+                             threading.Event(), runner.say)
+    steps.close()
+    return 0
+runner.run_tune_command = joined
+from infertop.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_tune_ray_keeps_rays_token_warning_off_the_terminal(tmp_path):
+    pytest.importorskip("ray")
+    home = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))    # Ray's socket paths are short
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    env.update(PYTHONPATH=str(REPO), XDG_STATE_HOME=str(tmp_path / "state"), HOME=str(home),
+               RAY_TMPDIR=str(home))
+    done = subprocess.run(
+        [sys.executable, "-c", TUNE_RAY, "tune", "--ray", "local", "--model", "t5-tiny",
+         "--device", "cpu", "--slo", "latency=1s", "--rate", "1", "--out",
+         str(tmp_path / "out")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    shutil.rmtree(home, ignore_errors=True)
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert lines and all(line.startswith("tune: ") for line in lines), done.stderr
+    (log,) = (tmp_path / "state" / "infertop").glob("engine-*.log")
+    assert "Token authentication" in log.read_text()

@@ -3,7 +3,9 @@ process, so what torch and its friends print would land between infertop's progr
 dynamo's graph-break and recompile-limit warnings (torch's own log handlers, which write to
 whatever `sys.stderr` is when they emit), Python warnings (`warnings.warn`), torchao's "Failed to
 load …_C_mxfp8….so" (the `torchao` logger, with no handler of its own, so logging's last
-resort), transformers' logger, and whatever C++ or a child process writes to file descriptor 2.
+resort), transformers' logger, Ray's (`bench --ray`, `tune --ray`: its "Token authentication is
+enabled" warning at `ray.init`, through a handler of Ray's own on the `ray` logger), and
+whatever C++ or a child process writes to file descriptor 2.
 Inside `third_party_output_to(log_path)` all of it goes to the engine log instead; `sys.stderr`
 (infertop's own lines) still reaches the terminal. The dashboard's engine process needs none of
 this: its descriptors 1 and 2 are the log already (engine_child._redirect_output)."""
@@ -21,6 +23,10 @@ from typing import Iterator, TextIO
 # Loggers that have no handler of their own (their records would reach logging's last resort,
 # stderr) or whose handler holds the stderr of the moment they were made.
 _PLAIN_LOGGERS = ("torchao", "transformers", "huggingface_hub", "accelerate")
+# Loggers whose library gives them a handler of its own on a stream (Ray's holds the stderr of
+# the moment `import ray` ran): their handlers are set aside for the duration. The commands
+# import Ray before the context starts (require_ray, with the bad-input checks).
+_OWN_HANDLER_LOGGERS = ("ray",)
 
 
 @contextmanager
@@ -92,10 +98,15 @@ def _log_handler(log: TextIO) -> logging.Handler:
 
 @contextmanager
 def _loggers_to(log: TextIO) -> Iterator[None]:
-    """The plain loggers write to the log and stop there (no last resort, no root)."""
+    """The plain loggers write to the log and stop there (no last resort, no root); those with
+    handlers of their own write only to the log while it lasts."""
     handler = _log_handler(log)
-    loggers = [logging.getLogger(name) for name in _PLAIN_LOGGERS]
+    loggers = [logging.getLogger(name) for name in (*_PLAIN_LOGGERS, *_OWN_HANDLER_LOGGERS)]
     propagate = [logger.propagate for logger in loggers]
+    own = {name: logging.getLogger(name).handlers[:] for name in _OWN_HANDLER_LOGGERS}
+    for name, handlers in own.items():
+        for previous in handlers:
+            logging.getLogger(name).removeHandler(previous)
     for logger in loggers:
         logger.addHandler(handler)
         logger.propagate = False
@@ -106,6 +117,9 @@ def _loggers_to(log: TextIO) -> Iterator[None]:
         for logger, was in zip(loggers, propagate):
             logger.removeHandler(handler)
             logger.propagate = was
+        for name, handlers in own.items():
+            for previous in handlers:
+                logging.getLogger(name).addHandler(previous)
         if hidden is not None:
             hidden.enable_default_handler()
 
