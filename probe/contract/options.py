@@ -68,9 +68,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("quant", ("off", "int8", "int4"), "i", "quant",
            "int8 (CPU: int8 GEMM) or int4 weight-only quantization",
            "int8: on a CPU, int8 weights and activations quantized per call through the CPU's "
-           "int8 GEMM (torch's x86/fbgemm kernel, wrapped as a custom op so it compiles); "
-           "elsewhere torchao's weight-only int8. int4: torchao's weight-only. Where it cannot "
-           "run the engine says why and serves with quant off",
+           "int8 GEMM (torch's x86/fbgemm kernel, wrapped as a custom op so it compiles), or "
+           "with gemv=inductor int8 weight-only, each batch-1 product inductor's own GEMV over "
+           "the int8 values (the faster one compiled); elsewhere torchao's weight-only int8. "
+           "int4: torchao's weight-only. Where it cannot run the engine says why and serves "
+           "with quant off",
            "probe/engine/switchboard.py: quantize"),
     Option("prewarm", ("off", "on"), "w", "warm",
            "Compile the bucket shapes before serving",
@@ -90,7 +92,9 @@ OPTIONS: tuple[Option, ...] = (
            "Batch-1 matmuls: BLAS/oneDNN, or inductor's reductions (needs compile)",
            "batch-1 matrix-vector products (M = 1, K and N ≤ 65,536: every t5 decoder linear "
            "and lm_head): the library's GEMM call, or inductor's decompose_mm_pass, which "
-           "makes each a multiply-and-sum it generates and fuses itself; needs compile",
+           "makes each a multiply-and-sum it generates and fuses itself; with quant=int8 on a "
+           "CPU, int8 weights (one scale per output channel) that GEMV converts as it reads "
+           "them, activations unquantized, instead of the int8 GEMM; needs compile",
            "probe/engine/switchboard.py: inductor_arguments", in_footer=False,
            compiler="inductor"),
     Option("wrapper", ("python", "cpp"), "W", "wrapper",

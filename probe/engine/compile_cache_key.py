@@ -77,8 +77,16 @@ def traced_sources() -> str:
     import transformers.cache_utils
     import transformers.models.t5.modeling_t5
 
-    from probe.engine.decode import attention, continuous, int8_dynamic, paged, static_loop
+    from probe.engine.decode import (
+        attention,
+        continuous,
+        int8_dynamic,
+        int8_weight_only,
+        paged,
+        static_loop,
+    )
     return _source_digest((static_loop, continuous, paged, attention, int8_dynamic,
+                           int8_weight_only,
                            transformers.models.t5.modeling_t5, transformers.cache_utils))
 
 

@@ -52,19 +52,36 @@ def _torchao_config(quant: str, device: torch.device):
     return quantization.Int4WeightOnlyConfig(group_size=32, int4_packing_format=packing)
 
 
+# quant=int8 under gemv=inductor on a CPU: int8 weights for inductor's own GEMV
+INT8_GEMV = "int8-gemv"
+
+
+def quant_variant(options: OptConfig, device: torch.device) -> str:
+    """The quantized model a config is served on: its quant value, except quant=int8 with
+    gemv=inductor on a CPU, which is int8 weight-only for inductor's GEMV (INT8_GEMV)."""
+    if options.quant == "int8" and options.gemv == "inductor" and device.type == "cpu":
+        return INT8_GEMV
+    return options.quant
+
+
 def quantize(model: torch.nn.Module, quant: str) -> str | None:
     """int8: on a CPU, int8 weights with activations quantized per call through the CPU's int8
     GEMM (probe/engine/decode/int8_dynamic.py: torchao's weight-only int8 kernel measured 7× slower
-    than fp32 per matmul there); elsewhere torchao's weight-only int8. int4: torchao's
-    weight-only. Tries one forward pass; returns why it could not (the model is then unusable:
-    the caller builds a fresh copy), or None when it did."""
+    than fp32 per matmul there); elsewhere torchao's weight-only int8. INT8_GEMV: int8 weights
+    converted inside inductor's own GEMV (probe/engine/decode/int8_weight_only.py). int4:
+    torchao's weight-only. Tries one forward pass; returns why it could not (the model is then
+    unusable: the caller builds a fresh copy), or None when it did."""
     device = next(model.parameters()).device
-    kind = "dynamic" if quant == "int8" and device.type == "cpu" else "weight-only"
+    kind = ("dynamic" if quant == "int8" and device.type == "cpu"
+            else "weight-only for inductor's GEMV" if quant == INT8_GEMV else "weight-only")
     try:
         from torchao.quantization import quantize_
         if kind == "dynamic":
             from probe.engine.decode.int8_dynamic import quantize_dynamic_int8
             quantize_dynamic_int8(model)
+        elif quant == INT8_GEMV:
+            from probe.engine.decode.int8_weight_only import quantize_weight_only_int8
+            quantize_weight_only_int8(model)
         else:
             quantize_(model, _torchao_config(quant, device))
         probe_ids = torch.ones((1, 2), dtype=torch.long, device=device)
@@ -170,11 +187,6 @@ class Switchboard:
     def resolve(self, options: OptConfig) -> Variant:
         """The options that will really be served, and notes on anything refused."""
         notes: list[str] = []
-        if options.quant != "off":
-            _, refused = self._model(options.precision, options.quant)
-            if refused:
-                notes.append(refused + "; quant stays off")
-                options = options.with_option("quant", "off")
         if options.batching == "continuous":
             # Slots decode at their own positions in one static cache: a cached, graph-break-free
             # step loop by construction.
@@ -200,6 +212,11 @@ class Switchboard:
                 and self.compile_backend == "inductor"):
             notes.append("qkv=fused joins frozen weights only: freezing=on")
             options = options.with_option("freezing", "on")
+        if options.quant != "off":     # after the compile-only options: gemv picks the int8
+            _, refused = self._model(options.precision, quant_variant(options, self.device))
+            if refused:
+                notes.append(refused + "; quant stays off")
+                options = options.with_option("quant", "off")
         if options.kv_layout == "paged" and options.batching != "continuous":
             notes.append("the paged KV layout is continuous batching's: kv_layout=static")
             options = options.with_option("kv_layout", "static")
@@ -231,7 +248,8 @@ class Switchboard:
         return model, None
 
     def model_for(self, options: OptConfig) -> T5Family:
-        return self._model(options.precision, options.quant, options.attention)[0]
+        return self._model(options.precision, quant_variant(options, self.device),
+                           options.attention)[0]
 
     def fall_back_to_eager(self, options: OptConfig) -> None:
         self._eager_fallback.add(options)

@@ -60,6 +60,8 @@ PATHS: tuple[tuple[str, str, OptConfig], ...] = (
                                                                 ("qkv", "fused")))),
     ("lean step + gemv=inductor", "fp32", LEAN_FP32.with_option("gemv", "inductor")),
     ("lean step int8", "int8", BEST_INT8),
+    # int8 weight-only, each batch-1 product inductor's own GEMV (switchboard.quant_variant)
+    ("lean step int8 + gemv=inductor", "int8", BEST_INT8.with_option("gemv", "inductor")),
 )
 # --quick: the eager baseline and each precision's lean step (the matmul levers on top of it,
 # one more cold compile each, are the full run's)
@@ -270,8 +272,11 @@ def build(paths: list[PathRun], roof_ms: dict[str, float], *, loads: list, model
              "pass's requests; spread: the range over passes; p95 over every warm request",
              f"best path: the fastest of each precision's paths in this run; the lean step is "
              f"{settings_text(LEAN_STEP)} on compiled fullgraph (int8: quant=int8, the "
-             "engine's default int8 kernel); each infertop pass alternates with the peer's "
-             "compute types of its own precision",
+             "engine's default int8 kernel, or with gemv=inductor int8 weight-only); each "
+             "infertop pass alternates with the peer's compute types of its own precision",
+             "peer ms/token and × peer: the peer's median over every pass of that compute type "
+             "in the run (beside every infertop path of its precision); report.json keeps the "
+             "passes beside the best path apart (peer_ms_alongside)",
              "token agreement: against infertop's fp32 eager reference on the same inputs; "
              f"{RANDOM_WEIGHTS_CAVEAT}"]
     table = {"columns": ["engine", "path", "precision", "config", "ms/token", "p95",

@@ -25,9 +25,10 @@ def step_matrices(model: PreTrainedModel) -> list[torch.Tensor]:
     linear except the cross-attention k/v projections (applied once per request), then
     lm_head. The same selection as `roofline.decode_step_bytes` (one predicate for both)."""
     from probe.engine.decode.int8_dynamic import Int8DynamicLinear
+    from probe.engine.decode.int8_weight_only import Int8WeightOnlyLinear
     matrices = []
     for name, module in model.get_decoder().named_modules():
-        if not isinstance(module, (torch.nn.Linear, Int8DynamicLinear)):
+        if not isinstance(module, (torch.nn.Linear, Int8DynamicLinear, Int8WeightOnlyLinear)):
             continue
         if is_cached_cross_projection(name):
             continue
