@@ -13,6 +13,8 @@ import warnings
 
 import torch
 
+from probe.engine.decode.linear_swap import replace_linears
+
 # Process-wide and never emptied: an int8 model built once per engine config keeps its
 # packed weights here for the life of the process (a deepcopy shares its keys).
 _PACKED: dict[int, object] = {}
@@ -62,10 +64,4 @@ def quantize_dynamic_int8(model: torch.nn.Module) -> int:
     replaced too (the embedding keeps its own copy: it is a lookup, not a GEMM)."""
     if "x86" in torch.backends.quantized.supported_engines:
         torch.backends.quantized.engine = "x86"
-    count = 0
-    for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            if isinstance(child, torch.nn.Linear):
-                setattr(parent, name, Int8DynamicLinear(child))
-                count += 1
-    return count
+    return replace_linears(model, Int8DynamicLinear)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from probe.engine.decode.linear_swap import replace_linears
+
 
 class Int8WeightOnlyLinear(torch.nn.Module):
     """A Linear's weights as int8 rows and their scales (weight ≈ int8 values × its row's scale)."""
@@ -49,10 +51,4 @@ class Int8WeightOnlyLinear(torch.nn.Module):
 def quantize_weight_only_int8(model: torch.nn.Module) -> int:
     """Every nn.Linear of the model replaced in place; returns how many. A tied lm_head is
     replaced too (the embedding keeps its own copy: it is a lookup, not a GEMV)."""
-    count = 0
-    for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            if isinstance(child, torch.nn.Linear):
-                setattr(parent, name, Int8WeightOnlyLinear(child))
-                count += 1
-    return count
+    return replace_linears(model, Int8WeightOnlyLinear)
