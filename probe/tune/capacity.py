@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Generator
 
 DEFAULT_TARGET = 0.9
 DEFAULT_RUNS = 6
@@ -66,25 +66,37 @@ def find_capacity(measure: Callable[[float], RateRun], *, start_rps: float,
                   narrow_enough: float = NARROW_ENOUGH,
                   floor_rps: float = 1e-3) -> Capacity:
     """Bracket from `start_rps`, then bisect; never more than `max_runs` calls to `measure`."""
+    return drive(capacity_search(start_rps=start_rps, target=target, max_runs=max_runs,
+                                 narrow_enough=narrow_enough, floor_rps=floor_rps), measure)
+
+
+# A search as a generator: it yields the next rate to run and is sent that run's RateRun, so
+# that two searches can take turns run by run (tune measures a candidate alternated with the
+# config it would replace) without threads.
+Search = Generator[float, RateRun, Capacity]
+
+
+def capacity_search(*, start_rps: float, target: float = DEFAULT_TARGET,
+                    max_runs: int = DEFAULT_RUNS, narrow_enough: float = NARROW_ENOUGH,
+                    floor_rps: float = 1e-3) -> Search:
     if not (start_rps > 0 and math.isfinite(start_rps)):
         raise ValueError(f"start_rps must be a positive rate, got {start_rps!r}")
     if max_runs < 2:
         raise ValueError("the search needs at least 2 runs to bracket")
     runs: list[RateRun] = []
 
-    def run(rate: float) -> bool:
-        result = measure(rate)
+    def meets(result: RateRun) -> bool:
         runs.append(result)
         return result.meets(target)
 
     low: float | None = None
     high: float | None = None
     rate = start_rps
-    if run(rate):
+    if meets((yield rate)):
         low = rate
         while high is None and len(runs) < max_runs:
             rate *= GROWTH
-            if run(rate):
+            if meets((yield rate)):
                 low = rate
             else:
                 high = rate
@@ -92,15 +104,42 @@ def find_capacity(measure: Callable[[float], RateRun], *, start_rps: float,
         high = rate
         while low is None and len(runs) < max_runs and rate / GROWTH >= floor_rps:
             rate /= GROWTH
-            if run(rate):
+            if meets((yield rate)):
                 low = rate
             else:
                 high = rate
     while low is not None and high is not None and high / low > narrow_enough \
             and len(runs) < max_runs:
         middle = math.sqrt(low * high)
-        if run(middle):
+        if meets((yield middle)):
             low = middle
         else:
             high = middle
     return Capacity(target=target, capacity_rps=low, bracket=(low, high), runs=tuple(runs))
+
+
+def drive(search: Search, measure: Callable[[float], RateRun]) -> Capacity:
+    """Run one search to its end."""
+    return interleave([search], [measure])[0]
+
+
+def interleave(searches: list[Search], measures: list[Callable[[float], RateRun]]
+               ) -> list[Capacity]:
+    """Run several searches taking turns, one run each in order, until every one has ended:
+    runs of different configs alternate in time, so the machine's drift falls on all alike."""
+    found: list[Capacity | None] = [None] * len(searches)
+    pending: dict[int, float] = {}
+    for i, search in enumerate(searches):
+        try:
+            pending[i] = next(search)
+        except StopIteration as done:
+            found[i] = done.value
+    while pending:
+        for i in list(pending):
+            result = measures[i](pending[i])
+            try:
+                pending[i] = searches[i].send(result)
+            except StopIteration as done:
+                found[i] = done.value
+                del pending[i]
+    return [f for f in found if f is not None]

@@ -34,9 +34,12 @@ def tune_markdown(document: dict, state: TuneState, capacity: bool) -> str:
                 else f", at {document['rate_rps']:.3g} req/s offered (open loop)"),
              f"- each config: {settings['requests']} requests, {settings['repeats']} "
              f"repeat(s), measured warm; budget {settings['budget_min']:g} min",
+             "- each change is measured alternated with the current config, rerun beside it "
+             "run by run (the *current, rerun* column), and judged against that rerun",
              f"- command: `{settings['command']}`", ""]
     rows = [step_row(s, capacity) for s in state.steps]
-    lines += ["```", text_table(["change", figure, "attained", "p95", "drift", "", "why"], rows),
+    lines += ["```", text_table(["change", figure, "current, rerun", "attained", "p95",
+                                     "drift", "", "why"], rows),
               "```", ""]
     final = document["final"]
     speed = settings.get("replay_speed")

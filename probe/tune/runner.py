@@ -1,6 +1,7 @@
 """`infertop tune`'s run: load the model and the trace once, then let the search (search.py)
 measure each config (evaluate.py: a few warm open-loop replays at the rate, or a capacity
-search, on fresh engines, every session saved; with `--ray`, one step's candidates as Ray
+search, on fresh engines, each candidate alternated with the config it would replace, every
+session saved; with `--ray`, one step's candidates as Ray
 tasks, one per node slot) and write tune.json/tune.md after each step. Ctrl-C, SIGTERM or
 SIGHUP ends the run in progress (it is not counted), keeps the steps done and exits 128 +
 the signal, as `replay` and `bench` do."""
@@ -63,9 +64,9 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
     if not args.find_capacity:
         state_rate["rate"] = args.rate
 
-    def job(options: OptConfig, label: str) -> Job:
+    def job(options: OptConfig, label: str, control: OptConfig | None) -> Job:
         return Job(options, label, next(counter), args.requests, args.repeats, args.trace,
-                   None if args.find_capacity else args.rate, state_rate.get("rate"))
+                   None if args.find_capacity else args.rate, state_rate.get("rate"), control)
 
     def found(measured: Measured) -> Measured:
         capacity = (measured.capacity or {}).get("capacity_rps")
@@ -73,18 +74,19 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
             state_rate["rate"] = capacity       # the next search starts from the last found
         return measured
 
-    def evaluate_here(options: OptConfig, label: str) -> Measured:
-        return found(evaluate(job(options, label), context, workload, runs_dir=out / "runs",
-                              named_dir=out / "runs", stop=stop, say=say))
+    def evaluate_here(options: OptConfig, label: str, control: OptConfig | None) -> Measured:
+        return found(evaluate(job(options, label, control), context, workload,
+                              runs_dir=out / "runs", named_dir=out / "runs", stop=stop,
+                              say=say))
 
-    def evaluate_many(pairs: list[tuple[OptConfig, str]]) -> list[Measured]:
+    def evaluate_many(jobs: list[tuple[OptConfig, str, OptConfig]]) -> list[Measured]:
         assert steps is not None
-        return [found(m) for m in steps.measure([job(o, label) for o, label in pairs])]
+        return [found(m) for m in steps.measure([job(*each) for each in jobs])]
 
-    def evaluate_on_ray(options: OptConfig, label: str) -> Measured:
+    def evaluate_on_ray(options: OptConfig, label: str, control: OptConfig | None) -> Measured:
         from probe.tune.ray_steps import nothing_measured
-        measured = evaluate_many([(options, label)])
-        return measured[0] if measured else nothing_measured()
+        measured = steps.measure([job(options, label, control)]) if steps else []
+        return found(measured[0]) if measured else nothing_measured()
 
     command = "infertop " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report = dict(slo=args.slo, target=args.slo_target, capacity=args.find_capacity,

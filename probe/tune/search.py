@@ -1,6 +1,9 @@
 """The tune loop, pure: from the baseline, try one change at a time and keep it only when the
 figure (goodput at the rate, or capacity at the SLO) improves beyond the run-to-run noise — the
-bench's own verdict on two spreads (probe/bench/verdict.py). Stops at the budget or when told."""
+bench's own verdict on two spreads (probe/bench/verdict.py). Each candidate is measured
+alternated with the config it would replace, rerun beside it in the same step, and judged
+against that rerun: a config measured minutes earlier, on a machine whose load has moved since,
+is no control. Stops at the budget or when told."""
 
 from __future__ import annotations
 
@@ -32,13 +35,15 @@ class Measured:
     sessions: tuple[str, ...] = ()
     segment: SegmentStats | None = None  # the first run's, for ordering the candidates
     capacity: dict | None = None         # --find-capacity: the search, bracket and runs
-    seconds: float = 0.0
+    seconds: float = 0.0                 # the whole step's, the control's runs included
+    control: Measured | None = None      # the current config, rerun alternated beside it
 
     def as_dict(self) -> dict:
         return {"figure": self.figure.as_dict(), "goodput_rps": self.goodput_rps,
                 "slo_attainment": self.slo_attainment, "p95_ms": self.p95_ms,
                 "drift": self.drift, "sessions": list(self.sessions),
-                "capacity": self.capacity, "seconds": round(self.seconds, 1)}
+                "capacity": self.capacity, "seconds": round(self.seconds, 1),
+                "control": self.control.as_dict() if self.control else None}
 
 
 @dataclass(frozen=True)
@@ -72,12 +77,16 @@ def figure_text(figure: Spread, capacity: bool) -> str:
 
 
 def verdict(candidate: Measured, current: Measured, *, capacity: bool) -> tuple[bool, str]:
-    """Kept or not, and why, in the bench's words."""
+    """Kept or not, and why, in the bench's words: against the candidate's own control (the
+    current config rerun beside it) when it has one, else against `current`."""
+    control = candidate.control
+    current = control or current
     noun = "capacity" if capacity else "goodput"
     result = compare(candidate.figure, current.figure, lower_is_better=False,
                      better=f"more {noun}", worse=f"less {noun}")
     shown = (f"{figure_text(candidate.figure, capacity)} vs "
-             f"{figure_text(current.figure, capacity)}")
+             f"{figure_text(current.figure, capacity)}"
+             + (" for the current, rerun alternated with it" if control else ""))
     if result.verdict == f"more {noun}":
         return True, f"{result.text}: {shown}"
     if result.verdict == "noise unknown" and result.ratio and result.ratio > 1 + UNKNOWN_NOISE:
@@ -99,8 +108,10 @@ def verdict(candidate: Measured, current: Measured, *, capacity: bool) -> tuple[
     return False, f"{result.text}: {shown}"
 
 
-Evaluate = Callable[[OptConfig, str], Measured]
-EvaluateMany = Callable[[list[tuple[OptConfig, str]]], list[Measured]]
+# evaluate(options, label, control): measure `options`; with a control (the config kept so
+# far), rerun the control alternated with it and return it as the result's `control`
+Evaluate = Callable[[OptConfig, str, OptConfig | None], Measured]
+EvaluateMany = Callable[[list[tuple[OptConfig, str, OptConfig]]], list[Measured]]
 
 
 def run_tune(baseline: OptConfig, evaluate: Evaluate,
@@ -109,18 +120,20 @@ def run_tune(baseline: OptConfig, evaluate: Evaluate,
              on_step: Callable[[Step, TuneState], None] = lambda step, state: None,
              clock: Callable[[], float] = time.monotonic, width: int = 1,
              evaluate_many: EvaluateMany | None = None) -> TuneState:
-    """`evaluate(options, label)` measures a config; `on_step` hears each step as it is
-    decided (tune writes its files there, so an interrupted tune keeps what it did).
+    """`evaluate(options, label, control)` measures a config (each candidate alternated with
+    the config kept so far, its control); `on_step` hears each step as it is decided (tune
+    writes its files there, so an interrupted tune keeps what it did).
 
     A step measures up to `width` candidates at once, each on top of the config kept so far
-    (`evaluate_many`, e.g. one Ray task per node slot; `width` 1 is one change at a time). Each
-    gets the same verdict against the current config; of those that beat it, the one with the
-    most goodput (capacity) is kept, and the others are tried again on top of it."""
+    (`evaluate_many`, e.g. one Ray task per node slot, each with its own control; `width` 1 is
+    one change at a time). Each gets the same verdict against its control; of those that beat
+    it, the one with the most goodput (capacity) is kept, and the others are tried again on
+    top of it."""
     stop = stop or threading.Event()
-    many = evaluate_many or (lambda jobs: [evaluate(options, label) for options, label in jobs])
+    many = evaluate_many or (lambda jobs: [evaluate(*job) for job in jobs])
     state = TuneState(final=baseline)
     started = clock()
-    current = evaluate(baseline, "baseline")
+    current = evaluate(baseline, "baseline", None)
     step = Step("baseline", baseline, True, "the starting point", current)
     state.steps.append(step)
     on_step(step, state)
@@ -165,7 +178,7 @@ def run_tune(baseline: OptConfig, evaluate: Evaluate,
         queue = later
         if not batch:
             break
-        results = many([(options, candidate.text) for candidate, options in batch])
+        results = many([(options, candidate.text, state.final) for candidate, options in batch])
         if stop.is_set():                # the run was cut short: it proves nothing
             state.stopped = "interrupted"
             break
@@ -173,11 +186,11 @@ def run_tune(baseline: OptConfig, evaluate: Evaluate,
                    *_judged(measured, current, candidate, capacity, max_drift))
                   for (candidate, options), measured in zip(batch, results)]
         winners = [j for j in judged if j[3]]
-        best = max(winners, key=lambda j: j[2].figure.median or 0.0) if winners else None
+        best = max(winners, key=lambda j: gain(j[2], current)) if winners else None
         again: list[Candidate] = []
         for candidate, options, measured, kept, why in judged:
             if kept and best is not None and candidate is not best[0]:
-                kept, why = False, (f"{why}; but {best[0].text} beat the current by more in "
+                kept, why = False, (f"{why}; but {best[0].text} beat its control by more in "
                                     f"the same step: tried again on top of it")
                 again.append(candidate)
             record(Step(candidate.text, options, kept, why, measured, candidate.hint))
@@ -188,6 +201,15 @@ def run_tune(baseline: OptConfig, evaluate: Evaluate,
         state.stopped = (f"budget: {over_budget} change(s) not started, each expected to pass "
                          f"the {budget_s / 60:.1f} min budget")
     return state
+
+
+def gain(measured: Measured, current: Measured) -> float:
+    """How many times its control's figure a candidate reached (each candidate of a wide step
+    has its own control, measured beside it on its own slot)."""
+    mine, theirs = measured.figure.median, (measured.control or current).figure.median
+    if not mine:
+        return 0.0
+    return mine / theirs if theirs else float("inf")
 
 
 def estimate_s(steps: list[Step], options: OptConfig) -> float:
@@ -216,7 +238,9 @@ def _judged(measured: Measured, current: Measured, candidate: Candidate, capacit
 def step_row(step: Step, capacity: bool) -> list[str]:
     m = step.measured
     if m is None:
-        return [step.change, "—", "—", "—", "—", "skipped", step.why]
-    return [step.change, figure_text(m.figure, capacity), fmt_fraction(m.slo_attainment),
+        return [step.change, "—", "—", "—", "—", "—", "skipped", step.why]
+    control = figure_text(m.control.figure, capacity) if m.control else "—"
+    return [step.change, figure_text(m.figure, capacity), control,
+            fmt_fraction(m.slo_attainment),
             fmt_ms(m.p95_ms), fmt_fraction(m.drift), "kept" if step.kept else "dropped",
             step.why + (f" (tried early: {step.hint})" if step.hint else "")]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from probe.contract.records import RequestRecord
 from probe.contract.slo import Slo, slo_attainment
-from probe.tune.capacity import Capacity, RateRun, find_capacity
+from probe.tune.capacity import Capacity, RateRun, capacity_search, find_capacity, interleave
 
 
 def fake_records(rate: float, service_s: float, count: int) -> list[RequestRecord]:
@@ -119,3 +119,28 @@ def test_bench_capacity_is_opt_in_and_needs_an_slo(capsys, tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     assert main(["bench", "--out", "o", "--experiments", "capacity"]) == 2
     assert "needs --slo" in capsys.readouterr().err and not (tmp_path / "o").exists()
+
+
+@settings(max_examples=40, deadline=None)
+@given(services=st.lists(st.floats(0.01, 1.0), min_size=2, max_size=3),
+       start=st.floats(0.05, 50.0), runs=st.integers(2, 8))
+def test_searches_taking_turns_find_what_each_finds_alone(services, start, runs):
+    """tune alternates a candidate's search with its control's, run by run: each ends where it
+    would alone, and while two are still searching no config runs twice in a row."""
+    order: list[int] = []
+
+    def engine(i: int):
+        measure, _ = fake_engine(services[i], services[i] * 2, 30)
+
+        def at(rate: float) -> RateRun:
+            order.append(i)
+            return measure(rate)
+        return at
+    alone = [find_capacity(fake_engine(s, s * 2, 30)[0], start_rps=start, max_runs=runs)
+             for s in services]
+    together = interleave([capacity_search(start_rps=start, max_runs=runs) for _ in services],
+                          [engine(i) for i in range(len(services))])
+    assert together == alone
+    lengths = [len(c.runs) for c in alone]
+    both = min(lengths) * len(services)       # the turns while every search is still going
+    assert order[:both] == list(range(len(services))) * min(lengths)

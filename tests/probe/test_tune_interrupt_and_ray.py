@@ -84,10 +84,11 @@ def table_goodput(options: OptConfig) -> float:
     return value
 
 
-def table_measured(options: OptConfig) -> Measured:
+def table_measured(options: OptConfig, control: OptConfig | None = None) -> Measured:
     value = table_goodput(options)
     figure = Spread.of([value * 0.99, value * 1.01])
-    return Measured(figure, figure.median, 0.9, 100.0, 0.0, seconds=1.0)
+    return Measured(figure, figure.median, 0.9, 100.0, 0.0, seconds=1.0,
+                    control=None if control is None else table_measured(control))
 
 
 def fake_job(job: Job, context: RunContext, trace: str, threads, named_dir: str):
@@ -103,7 +104,8 @@ def fake_job(job: Job, context: RunContext, trace: str, threads, named_dir: str)
                 raise RuntimeError(f"{job.label}: its step's other candidate never ran beside it")
             time.sleep(0.05)
     name = f"{job.index:02d}_{job.label}.json"
-    return JobOutcome(table_measured(job.options), ((name, b"{}"),), "node-a", 0.0)
+    return JobOutcome(table_measured(job.options, job.control), ((name, b"{}"),), "node-a",
+                      0.0)
 
 
 @pytest.fixture(scope="module")
@@ -147,18 +149,18 @@ def test_tune_ray_runs_a_steps_candidates_at_once_and_decides_as_the_sequential_
                      runner=fake_job)
     counter = iter(range(1, 100))
 
-    def job(options, label):
-        return Job(options, label, next(counter), 3, 2, "chat", 2.0)
+    def job(options, label, control):
+        return Job(options, label, next(counter), 3, 2, "chat", 2.0, control=control)
 
-    def many(pairs):
-        return steps.measure([job(o, label) for o, label in pairs])
+    def many(jobs):
+        return steps.measure([job(*each) for each in jobs])
 
     baseline = OptConfig(kv_cache="off")
-    parallel = run_tune(baseline, lambda o, label: many([(o, label)])[0], seed_order,
+    parallel = run_tune(baseline, lambda *each: many([each])[0], seed_order,
                         capacity=False, max_drift=0.05, budget_s=1e9, width=steps.width,
                         evaluate_many=many)
-    sequential = run_tune(baseline, lambda o, label: table_measured(o), seed_order,
-                          capacity=False, max_drift=0.05, budget_s=1e9)
+    sequential = run_tune(baseline, lambda o, label, control: table_measured(o, control),
+                          seed_order, capacity=False, max_drift=0.05, budget_s=1e9)
     assert steps.width == 2
     assert any("2 candidates at once" in line and "kv_cache=on" in line for line in said)
     # the pair met at its barrier: both ran at once (else the task raised and was dropped)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 
 import pytest
 
@@ -23,13 +24,18 @@ def measured(values, drift=None, seconds=1.0) -> Measured:
 
 
 def fake(goodput_of):
-    """evaluate(options) → the goodput `goodput_of(options)` gives, two repeats ±1%."""
+    """evaluate(options, label, control) → the goodput `goodput_of(options)` gives, two repeats
+    ±1%, with the control's beside it."""
     calls = []
 
-    def evaluate(options: OptConfig, label: str) -> Measured:
+    def evaluate(options: OptConfig, label: str, control: OptConfig | None) -> Measured:
         calls.append(label)
         value, drift = goodput_of(options)
-        return measured([value * 0.99, value * 1.01], drift)
+        result = measured([value * 0.99, value * 1.01], drift)
+        if control is None:
+            return result
+        base, _ = goodput_of(control)
+        return replace(result, control=measured([base * 0.99, base * 1.01]))
     return evaluate, calls
 
 
@@ -81,10 +87,10 @@ def test_a_stop_keeps_the_steps_done_and_drops_the_run_it_cut():
     stop = threading.Event()
     evaluate, calls = fake(goodput_table)
 
-    def stopping(options, label):
+    def stopping(options, label, control):
         if label == "decode=fullgraph":
             stop.set()
-        return evaluate(options, label)
+        return evaluate(options, label, control)
     state = run_tune(OptConfig(kv_cache="off"), stopping, seed_order, capacity=False,
                      max_drift=0.05, budget_s=1e9, stop=stop)
     assert [s.change for s in state.steps if s.measured] == ["baseline", "kv_cache=on",
@@ -182,7 +188,7 @@ def test_a_step_that_would_pass_the_budget_is_not_started_and_says_so(tmp_path):
     when that would pass the budget; the whole search stays within it."""
     now = [0.0]
 
-    def evaluate(options: OptConfig, label: str) -> Measured:
+    def evaluate(options: OptConfig, label: str, control: OptConfig | None) -> Measured:
         seconds = 60.0 if options.compiled else 10.0
         now[0] += seconds
         value = (3.0 if options.kv_cache == "on" else 1.0) * (2.0 if options.compiled else 1.0)
@@ -213,12 +219,12 @@ def test_a_wide_step_keeps_the_best_retries_the_runner_up_and_defers_what_it_ena
         value *= 1.5 if options.decode == "fullgraph" else 1.0
         return value * (1.3 if options.wrapper == "cpp" else 1.0)
 
-    def many(pairs):
-        batches.append([label for _, label in pairs])
-        return [measured([goodput_of(o) * 0.99, goodput_of(o) * 1.01]) for o, _ in pairs]
+    def many(jobs):
+        batches.append([label for _, label, _ in jobs])
+        return [measured([goodput_of(o) * 0.99, goodput_of(o) * 1.01]) for o, _, _ in jobs]
     order = lambda segment: [Candidate("compile", "default"), Candidate("decode", "fullgraph"),  # noqa: E731
                              Candidate("wrapper", "cpp")]
-    state = run_tune(OptConfig(), lambda o, label: many([(o, label)])[0], order,
+    state = run_tune(OptConfig(), lambda o, label, c: many([(o, label, c)])[0], order,
                      capacity=False, max_drift=0.05, budget_s=1e9, width=2, evaluate_many=many)
     assert batches[1] == ["compile=default", "decode=fullgraph"]    # wrapper deferred
     assert batches[2] == ["decode=fullgraph", "wrapper=cpp"]        # both on top of compile
