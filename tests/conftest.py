@@ -4,6 +4,9 @@ torch and the engine are imported where a fixture needs them, not here: a pure t
 
 from __future__ import annotations
 
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -131,6 +134,35 @@ def synthetic_record(id: str, seq: int, *, latency_ms: float, config_id: str = "
 def tokens_of(engine: Engine) -> dict[str, list[int]]:
     """Each served request's generated ids, as its record keeps them (keep_tokens)."""
     return {r.id: list(r.tokens) for r in engine.session.freeze().records if r.tokens is not None}
+
+
+@pytest.fixture(scope="session")
+def local_ray():
+    """One local Ray instance with two slots for the whole run, shared by every file that uses
+    one: Ray does not start again in a process that shut it down, so a second file's own
+    instance would have to skip in a one-process run. Its session files and the auth token it
+    writes under HOME go to a short temporary folder (socket paths must stay under 107
+    characters); HOME is the test's again once Ray's processes have started with it (a task
+    sees it as HOME). Yields Ray and that folder."""
+    ray = pytest.importorskip("ray")
+    from probe.bench.cluster import SLOT
+    home = tempfile.mkdtemp(prefix="ray", dir="/tmp")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", home)
+        patch.setenv("RAY_TMPDIR", home)
+        patch.delenv("RAY_ADDRESS", raising=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, resources={SLOT: 2},
+                 log_to_driver=False)
+    try:
+        yield ray, Path(home)
+    finally:
+        ray.shutdown()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def by_value(ray, module_name: str) -> None:
+    """A test module's functions reach Ray's workers by value (they cannot import tests/)."""
+    ray.cloudpickle.register_pickle_by_value(sys.modules[module_name])
 
 
 __all__ = ["OptConfig", "request", "serve", "synthetic_record", "tokens_of", "varied_tiny_model"]

@@ -27,6 +27,7 @@ from probe.bench.runs import RunContext
 from probe.bench.tasks import BenchTask, Measured, TaskOutcome, UnitWork, run_task
 from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
+from tests.conftest import by_value
 
 SPEC = RunSpec(OptConfig(decode="fullgraph"), (BenchRequest("a", 12, 3), BenchRequest("b", 20, 2)),
                "replayed")
@@ -170,28 +171,12 @@ def test_node_differences_are_named(make_result) -> None:
 
 
 # -- through a local Ray instance ----------------------------------------------------------------
-@pytest.fixture(scope="module")
-def ray_home():
-    """Ray's session files and the auth token it writes under HOME go to a short temporary
-    folder (its socket paths must stay under 107 characters), removed afterwards."""
-    home = tempfile.mkdtemp(prefix="ray", dir="/tmp")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HOME", home)
-        patch.setenv("RAY_TMPDIR", home)
-        patch.delenv("RAY_ADDRESS", raising=False)
-        yield Path(home)
-    shutil.rmtree(home, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def ray(ray_home):
-    """One instance for the module: Ray does not start again in a process that shut it down."""
-    ray = pytest.importorskip("ray")
-    ray.init(address="local", num_cpus=2, include_dashboard=False, resources={SLOT: 1},
-             log_to_driver=False)
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])   # test runners, by value
-    yield ray
-    ray.shutdown()
+@pytest.fixture
+def ray(local_ray):
+    """The run's one Ray instance (tests/conftest.py); this module's runners go by value."""
+    ray, _ = local_ray
+    by_value(ray, __name__)
+    return ray
 
 
 def flaky_runner(task: BenchTask, board=None) -> TaskOutcome:

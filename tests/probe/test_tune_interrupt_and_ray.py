@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from probe.session_store.snapshot import snapshot_document, write_json_atomic
 from probe.tune.candidates import SEED_ORDER, Candidate
 from probe.tune.evaluate import Job
 from probe.tune.search import Measured, run_tune
-from tests.conftest import synthetic_record
+from tests.conftest import by_value, synthetic_record
 
 
 def fake_replay(signal_on_call: int | None, signum: int, calls: list[int]):
@@ -74,6 +73,7 @@ def test_a_stop_signal_exits_128_plus_it_and_keeps_the_steps_done(signum, tmp_pa
 
 # -- tune --ray, through a local Ray instance with two slots ---------------------------------
 PAIR = ("kv_cache=on", "compile=default")          # the first step: each waits for the other
+BARRIER = "tune-barrier"                            # a folder under the HOME Ray's tasks see
 
 
 def table_goodput(options: OptConfig) -> float:
@@ -95,7 +95,7 @@ def fake_job(job: Job, context: RunContext, trace: str, threads, named_dir: str)
     """A node's run without an engine. The first step's two candidates meet at a barrier (a
     file each, in the test's folder): it returns only if both ran at the same time."""
     from probe.tune.ray_steps import JobOutcome
-    barrier = Path(os.environ["TUNE_BARRIER"])
+    barrier = Path(os.environ["HOME"]) / BARRIER
     if job.label in PAIR:
         (barrier / job.label).touch()
         deadline = time.monotonic() + 120
@@ -108,26 +108,15 @@ def fake_job(job: Job, context: RunContext, trace: str, threads, named_dir: str)
                       0.0)
 
 
-@pytest.fixture(scope="module")
-def ray_two_slots():
-    ray = pytest.importorskip("ray")
-    if ray.is_initialized():
-        pytest.skip("another test's Ray instance is running in this process")
-    home = tempfile.mkdtemp(prefix="ray", dir="/tmp")
-    barrier = Path(tempfile.mkdtemp(prefix="barrier", dir="/tmp"))
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in (("HOME", home), ("RAY_TMPDIR", home), ("TUNE_BARRIER", str(barrier))):
-            patch.setenv(name, value)
-        patch.delenv("RAY_ADDRESS", raising=False)
-        try:
-            ray.init(address="local", num_cpus=2, include_dashboard=False,
-                     resources={SLOT: 2}, log_to_driver=False)
-        except Exception as exc:      # Ray does not start twice in one process
-            pytest.skip(f"no local Ray here: {exc}")
-        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-        yield ray
-        ray.shutdown()
-    shutil.rmtree(home, ignore_errors=True)
+@pytest.fixture
+def ray_two_slots(local_ray):
+    """The run's one Ray instance (two slots, tests/conftest.py), with a fresh barrier
+    folder."""
+    ray, home = local_ray
+    by_value(ray, __name__)
+    barrier = home / BARRIER
+    barrier.mkdir()
+    yield ray
     shutil.rmtree(barrier, ignore_errors=True)
 
 
