@@ -133,7 +133,7 @@ def step_verdict(result: Outcome, previous: Outcome) -> dict:
         return {"verdict": "n/a", "text": run}
     unsupported = [n for n in run.notes if "int8" in n]
     if run.options.quant == "int8" and unsupported:
-        return {"verdict": "not supported", "text": "int8 not supported here: " + run.notes[0]}
+        return {"verdict": "not supported", "text": "int8 not supported here: " + unsupported[0]}
     against = versus(run, previous)
     steady = stability(run)
     if run.compile_fallbacks or run.recompile_limit_hits:
