@@ -50,9 +50,23 @@ def tune_markdown(document: dict, state: TuneState, capacity: bool) -> str:
               f"{load} --slo {document['slo_text']} {final['opt_line']}".rstrip(), "```", ""]
     if document["stopped"]:
         lines.append(f"Stopped early: {document['stopped']}.")
+    saturated = saturation(state, capacity)
+    if saturated:
+        lines += [saturated, ""]
     lines.append("Each run's session is in `runs/` (compare two with `infertop snapshot "
                  "compare`).")
     return "\n".join(lines) + "\n"
+
+
+def saturation(state: TuneState, capacity: bool) -> str:
+    """At a rate every request of the kept config meets the SLO, goodput is the offered rate and
+    no later change can show a gain: say so, and what would rank them ("": not the case)."""
+    kept = [(s.change, s.measured) for s in state.steps if s.kept and s.measured is not None]
+    if capacity or not kept or (kept[-1][1].slo_attainment or 0.0) < 1.0:
+        return ""
+    return (f"Every request met the SLO with {kept[-1][0]} (attainment 100%): goodput is "
+            "bounded by the offered rate, so the changes after it could only tie. To rank "
+            "them, raise `--rate` or search with `--find-capacity`.")
 
 
 def write_tune(out: Path, state: TuneState, **context) -> None:

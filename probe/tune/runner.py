@@ -21,7 +21,7 @@ from probe.contract.interrupts import say as say_now
 from probe.contract.options import OptConfig
 from probe.tune.candidates import ordered
 from probe.tune.evaluate import Job, evaluate
-from probe.tune.report import write_tune
+from probe.tune.report import saturation, write_tune
 from probe.tune.search import Measured, TuneState, run_tune
 
 MAX_INPUT = 512
@@ -124,6 +124,8 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         if steps is not None:
             steps.close()
     write_tune(out, state, rate_rps=state_rate.get("rate"), done=not stop.is_set(), **report)
+    if saturation(state, args.find_capacity):
+        say(saturation(state, args.find_capacity))
     print(f"wrote {out / 'tune.md'} and {out / 'tune.json'}: chosen {state.final.label()}")
     return exit_status(received[0]) if received else 0
 

@@ -232,3 +232,21 @@ def test_a_wide_step_keeps_the_best_retries_the_runner_up_and_defers_what_it_ena
     assert not first_decode.kept and "tried again on top of it" in first_decode.why
     assert state.final == OptConfig(compile="default", decode="fullgraph", wrapper="cpp")
     assert not any("needs compile" in s.why for s in state.steps)
+
+
+@pytest.mark.parametrize("attained, said", [(1.0, True), (0.95, False)])
+def test_a_kept_config_that_meets_the_slo_for_every_request_says_the_rate_caps_goodput(
+        attained, said, tmp_path):
+    evaluate, _ = fake(goodput_table)
+
+    def meeting(options, label, control):
+        return replace(evaluate(options, label, control), slo_attainment=attained)
+    state = run_tune(OptConfig(kv_cache="off"), meeting, seed_order, capacity=False,
+                     max_drift=0.05, budget_s=1e9)
+    write_tune(tmp_path, state, slo=parse_slo("latency=1s"), target=0.9, rate_rps=1.0,
+               capacity=False, settings={"model": "m", "trace": "t", "requests": 4,
+                                         "repeats": 2, "budget_min": 1.0, "command": "…"},
+               done=True)
+    markdown = (tmp_path / "tune.md").read_text()
+    assert ("bounded by the offered rate" in markdown) is said
+    assert ("with decode=fullgraph (attainment 100%)" in markdown) is said
