@@ -10,18 +10,15 @@ from dataclasses import replace
 
 from probe.bench.runs import RunContext
 from probe.contract.options import OptConfig
-from probe.contract.session import Session
 from probe.contract.slo import goodput, parse_slo
 from probe.session_store.snapshot import (
     read_document,
     session_data,
-    snapshot_document,
-    write_json_atomic,
 )
 from probe.tune.candidates import Candidate
 from probe.tune.evaluate import Job, evaluate
 from probe.tune.search import Measured, run_tune, verdict
-from tests.conftest import synthetic_record
+from tests.probe.fake_replay import fake_replay_at
 from tests.probe.test_tune_search import measured
 
 SLO = parse_slo("latency=1s")
@@ -32,22 +29,9 @@ CONTEXT = RunContext(model="t5-tiny", device="cpu", loaded=None, max_input=512, 
 def fake_replay(order: list[OptConfig]):
     """Each request takes base × rate ms, base 400 without the KV cache and 100 with it: the
     uncached config meets the 1 s bound up to 2.5 req/s, the cached one up to 10."""
-    def replay_at(context, options, workload, *, rate, requests, trace_name, save_to=None,
-                  stop=None, warm=2):
-        order.append(options)
-        base = 100.0 if options.kv_cache == "on" else 400.0
-        session = Session()
-        session.set_slo(context.slo)
-        config = session.config_id(options)
-        for i in range(requests):
-            session.add_record(synthetic_record(f"r{i}", i, latency_ms=base * rate,
-                                                config_id=config))
-        data = session.freeze()
-        if save_to is not None:
-            write_json_atomic(save_to, snapshot_document(data, environment={}, model={},
-                                                         trace={}))
-        return data
-    return replay_at
+    return fake_replay_at(
+        lambda options, rate: (100.0 if options.kv_cache == "on" else 400.0) * rate,
+        order.append)
 
 
 def run(job: Job, tmp_path, monkeypatch) -> tuple[Measured, list[OptConfig]]:

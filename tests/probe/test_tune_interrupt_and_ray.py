@@ -18,35 +18,23 @@ from probe.bench.cluster import SLOT, Cluster
 from probe.bench.runs import RunContext
 from probe.bench.spread import Spread
 from probe.contract.options import OptConfig
-from probe.contract.session import Session
 from probe.contract.slo import parse_slo
-from probe.session_store.snapshot import snapshot_document, write_json_atomic
 from probe.tune.candidates import SEED_ORDER, Candidate
 from probe.tune.evaluate import Job
 from probe.tune.search import Measured, run_tune
-from tests.conftest import by_value, synthetic_record
+from tests.conftest import by_value
+from tests.probe.fake_replay import fake_replay_at
 
 
 def fake_replay(signal_on_call: int | None, signum: int, calls: list[int]):
     """replay_at without an engine: `requests` served records at 100 ms, the session saved;
     on call `signal_on_call` the process sends itself `signum` mid-run."""
-    def replay_at(context, options, workload, *, rate, requests, trace_name, save_to=None,
-                  stop=None, warm=2):
+    def on_call(options: OptConfig) -> None:
         calls.append(1)
         if len(calls) == signal_on_call:
             os.kill(os.getpid(), signum)
             time.sleep(0.2)                 # the handler runs in this (the main) thread
-        session = Session()
-        session.set_slo(context.slo)
-        config = session.config_id(options)
-        for i in range(requests):
-            session.add_record(synthetic_record(f"r{i}", i, latency_ms=100.0, config_id=config))
-        data = session.freeze()
-        if save_to is not None:
-            write_json_atomic(save_to, snapshot_document(data, environment={}, model={},
-                                                         trace={}))
-        return data
-    return replay_at
+    return fake_replay_at(lambda options, rate: 100.0, on_call)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
