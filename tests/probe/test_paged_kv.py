@@ -7,6 +7,7 @@ from collections import deque
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -85,12 +86,23 @@ def drive(engine: Engine, shapes: list[tuple[int, int, int]], first_seq: int):
 
 
 def assert_window_covers_the_held_blocks(batcher) -> None:
-    """The blocks the step attended over hold every block a running request holds."""
+    """The blocks the step attended over hold every block a running request holds, and the
+    cross-attention keys and values it kept from earlier steps are what its table holds now."""
     if batcher.layout != "paged":
         return
-    own, cross = batcher.window.self_table.shape[1], batcher.window.cross_table.shape[1]
+    window = batcher.window
+    own, cross = window.self_table.shape[1], window.cross_table.shape[1]
     for held in batcher._held.values():
         assert len(held.self_blocks) <= own and len(held.cross_blocks) <= cross
+    # (only each request's own blocks: the null block past them is written by free slots'
+    # steps, and the cross mask hides it)
+    for layer in range(batcher.dims.layers):
+        for kept, pool in ((window.cross_keys, batcher.pool.keys),
+                           (window.cross_values, batcher.pool.values)):
+            fresh = batcher.pool.gather(pool, layer, window.cross_table)
+            for slot, held in batcher._held.items():
+                real = len(held.cross_blocks) * batcher.block_tokens
+                assert torch.equal(kept[layer][slot, :, :real], fresh[slot, :, :real])
 
 
 shapes = st.lists(st.tuples(st.integers(0, 2 * MAX_NEW), st.integers(1, MAX_INPUT),
@@ -175,6 +187,25 @@ def test_tokens_stay_the_static_tokens_as_the_width_grows_and_shrinks_mid_batch(
     assert widths[:5] == [1, 1, 1, 1, 2] and 6 in widths and widths[-1] == 3
     first_wide = widths.index(6)
     assert widths[first_wide:first_wide + 3] == [6, 6, 6] and widths[first_wide + 3] < 6
+
+
+# at one width throughout (3 blocks: every input ≤ 12, every output ≤ 12), so only the joins make
+# the kept cross-attention window stale: B joins beside A, A leaves, C joins into A's blocks
+SAME_WIDTH = [(0, 10, 6), (2, 9, 12), (6, 11, 8)]
+
+
+def test_cross_blocks_are_gathered_again_when_a_request_joins_at_the_same_width(engines):
+    engine = engines["tight"]
+    batcher = engine.switchboard.slot_batcher(engine.options, engine.settings)
+    widths = record_widths(batcher)
+    try:
+        paged, _ = drive(engine, SAME_WIDTH, 7300)
+    finally:
+        del batcher._set_window
+    static, _ = drive(engines["static"], SAME_WIDTH, 7300)
+    assert set(widths) == {3}
+    assert all(r.ok for r in paged) and len(paged) == 3
+    assert by_arrival(paged, 7300) == by_arrival(static, 7300)
 
 
 def test_freed_blocks_are_taken_again_and_decode_the_same_tokens(engines):

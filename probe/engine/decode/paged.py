@@ -11,10 +11,12 @@ and, when the pool is full, new requests wait to join instead of failing.
 
 Tables are [slots, blocks per slot] tensors whose unused entries point at block 0, a null block
 every mask hides. Attention reads each slot's blocks through a gather (vLLM does this inside its
-kernel; a gather followed by T5's own attention is the portable equivalent, at the cost of one
-copy per layer), and only the first W blocks of every table: W is the blocks the longest active
-request needs, rounded up to a few widths (paged_widths.py), so a step reads about the blocks in
-use, not the whole table, and the step compiles to one graph with zero breaks per width.
+kernel; a gather followed by T5's own attention is the portable equivalent, at the cost of a
+copy: per layer per step for self-attention; for cross-attention, whose blocks never change, of
+every layer at once and only when a request joins or the width moves), and only the first W
+blocks of every table: W is the blocks the longest active request needs, rounded up to a few
+widths (paged_widths.py), so a step reads about the blocks in use, not the whole table, and the
+step compiles to one graph with zero breaks per width.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-from transformers.cache_utils import CacheLayerMixin, EncoderDecoderCache, StaticCache
+from transformers.cache_utils import EncoderDecoderCache, StaticCache
 
 from probe.contract.records import KVPool
 from probe.engine.decode.continuous import (
@@ -34,6 +36,7 @@ from probe.engine.decode.continuous import (
     self_attention,
     slot_step,
 )
+from probe.engine.decode.paged_cache import PagedCrossLayer, PagedSelfLayer, Pool, Window
 from probe.engine.decode.paged_widths import attended_width, width_ladder
 from probe.engine.models import DecoderDims, T5Family
 
@@ -85,103 +88,6 @@ class BlockAllocator:
         self._reserved -= unreserve
 
 
-class _Pool:
-    """Keys and values of every decoder layer: [layers, blocks + 1, block_tokens, heads, d_kv]
-    (positions before heads, as vLLM's FlashAttention backend lays out its cache: a gathered
-    table is then one copy, and its [slots, heads, positions, d_kv] view a transpose, not a
-    second copy)."""
-
-    def __init__(self, layers: int, blocks: int, heads: int, block_tokens: int, d_kv: int,
-                 dtype: torch.dtype, device: torch.device) -> None:
-        shape = (layers, blocks + 1, block_tokens, heads, d_kv)
-        self.keys = torch.zeros(shape, dtype=dtype, device=device)
-        self.values = torch.zeros(shape, dtype=dtype, device=device)
-
-    @staticmethod
-    def gather(pool: torch.Tensor, layer: int, table: torch.Tensor) -> torch.Tensor:
-        """[slots, blocks] table → [slots, heads, blocks · block_tokens, d_kv]. index_select
-        along the blocks copies whole contiguous blocks; `pool[layer][table]` (advanced
-        indexing) took ~113 µs a call here against SDPA's ~50 (t5-tiny, 8 slots, 4 blocks)."""
-        slots, nb = table.shape
-        _, bt, heads, d = pool.shape[1:]
-        blocks = torch.index_select(pool[layer], 0, table.reshape(-1))  # [slots·nb, bt, h, d]
-        return blocks.view(slots, nb * bt, heads, d).transpose(1, 2)
-
-
-@dataclass
-class _Window:
-    """What the next step reads, replaced before every step and shared by every layer: the
-    part of each table it attends over (views of the batcher's tables), and where each slot's
-    new token goes (block, offset), worked out once per step rather than once per layer."""
-    self_table: torch.Tensor
-    cross_table: torch.Tensor
-    write_blocks: torch.Tensor
-    write_offsets: torch.Tensor
-
-
-class _PagedLayer(CacheLayerMixin):
-    """What transformers' Cache asks of a layer; the paged layers keep no tensors of their own
-    (positions and lengths live in the batcher's tables), so most answers are trivial."""
-    is_compileable = True
-
-    def lazy_initialization(self, key_states, value_states) -> None:
-        pass
-
-    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
-        return 0, 0     # unused: the step hands the blocks their own masks
-
-    def get_seq_length(self) -> int:
-        return 0        # unused: the step hands the blocks their position bias
-
-    def get_max_length(self) -> int:
-        return -1
-
-
-class _PagedSelfLayer(_PagedLayer):
-    """Self-attention: the new token's k/v go to the window's (block, offset), then the
-    window's blocks are gathered for attention."""
-
-    def __init__(self, layer: int, pool: _Pool, window: _Window) -> None:
-        super().__init__()
-        self.is_initialized = True
-        self.layer, self.pool, self.window = layer, pool, window
-
-    def update(self, key_states, value_states, *args, **kwargs):
-        blocks, offsets = self.window.write_blocks, self.window.write_offsets
-        self.pool.keys[self.layer][blocks, offsets] = key_states[:, :, 0, :]
-        self.pool.values[self.layer][blocks, offsets] = value_states[:, :, 0, :]
-        return (self.pool.gather(self.pool.keys, self.layer, self.window.self_table),
-                self.pool.gather(self.pool.values, self.layer, self.window.self_table))
-
-
-class _PagedCrossLayer(_PagedLayer):
-    """Cross-attention: filled at join; T5 reads `.keys`/`.values` once it `is_updated`.
-    (No super().__init__: it would assign the two properties.)"""
-    is_initialized = True
-
-    def __init__(self, layer: int, pool: _Pool, window: _Window) -> None:
-        self.layer, self.pool, self.window = layer, pool, window
-
-    def update(self, key_states, value_states, *args, **kwargs):
-        raise RuntimeError("cross-attention blocks are written at join, never by the step")
-
-    @property
-    def keys(self) -> torch.Tensor:
-        return self.pool.gather(self.pool.keys, self.layer, self.window.cross_table)
-
-    @keys.setter
-    def keys(self, value: torch.Tensor) -> None:
-        raise AttributeError("a paged cross-attention layer's keys live in the pool")
-
-    @property
-    def values(self) -> torch.Tensor:
-        return self.pool.gather(self.pool.values, self.layer, self.window.cross_table)
-
-    @values.setter
-    def values(self, value: torch.Tensor) -> None:
-        raise AttributeError("a paged cross-attention layer's values live in the pool")
-
-
 @dataclass
 class _SlotBlocks:
     self_blocks: list[int]
@@ -208,7 +114,7 @@ class PagedBatcher:
         self.cross_width = math.ceil(max_input_tokens / block_tokens)
         self.allocator = BlockAllocator(blocks)
         layers = dims.layers
-        self.pool = _Pool(layers, blocks, dims.heads, block_tokens, dims.d_kv, self.dtype,
+        self.pool = Pool(layers, blocks, dims.heads, block_tokens, dims.d_kv, self.dtype,
                           self.device)
         device = self.device
         self.positions = torch.zeros(slots, dtype=torch.long, device=device)
@@ -223,13 +129,15 @@ class PagedBatcher:
         self.widths = width_ladder(max(self.self_width, self.cross_width))
         self.widths_used: set[int] = set()      # the widths steps have attended at
         self._rows = torch.arange(slots, device=self.device)
-        self.window = _Window(self.self_table, self.cross_table, self.self_table[:, 0],
-                              self.positions.clone())
+        self.window = Window(self.self_table, self.cross_table, self.self_table[:, 0],
+                             self.positions.clone(), [], [])
+        self._cross_gathered: tuple[int, int] | None = None   # (joins, width) it was gathered at
+        self._joins = 0
         self.self_cache = StaticCache(config=config, max_cache_len=max_new_tokens)
-        self.self_cache.layers = [_PagedSelfLayer(i, self.pool, self.window)
+        self.self_cache.layers = [PagedSelfLayer(i, self.pool, self.window)
                                   for i in range(layers)]
         self.cross_cache = StaticCache(config=config, max_cache_len=max_input_tokens)
-        self.cross_cache.layers = [_PagedCrossLayer(i, self.pool, self.window)
+        self.cross_cache.layers = [PagedCrossLayer(i, self.pool, self.window)
                                    for i in range(layers)]
         self.cache = EncoderDecoderCache(self.self_cache, self.cross_cache)
         for layer in range(layers):
@@ -319,6 +227,7 @@ class PagedBatcher:
         self.positions[rows] = 0
         self.tokens[rows] = self.dims.start_token_id
         self.occupied[rows] = 1
+        self._joins += 1            # the window's cross blocks are stale
         self._note_peak()
 
     def held_bytes(self, slot: int) -> tuple[int, int]:
@@ -368,6 +277,13 @@ class PagedBatcher:
         own, cross = min(width, self.self_width), min(width, self.cross_width)
         self.window.self_table = self.self_table[:, :own]
         self.window.cross_table = self.cross_table[:, :cross]
+        # A leave needs no new gather: the left slot's stale rows are read only by its own
+        # free row, whose token nobody reads, until a join (which makes them stale) refills it.
+        if self._cross_gathered != (self._joins, cross):
+            table = self.window.cross_table
+            self.window.cross_keys = self.pool.gather_layers(self.pool.keys, table)
+            self.window.cross_values = self.pool.gather_layers(self.pool.values, table)
+            self._cross_gathered = (self._joins, cross)
         # through the whole table: a free slot's stale position may lie past the window (its
         # row is all null blocks, so it writes the null block)
         self.window.write_blocks = self.self_table[self._rows,
