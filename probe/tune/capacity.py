@@ -66,8 +66,9 @@ def find_capacity(measure: Callable[[float], RateRun], *, start_rps: float,
                   narrow_enough: float = NARROW_ENOUGH,
                   floor_rps: float = 1e-3) -> Capacity:
     """Bracket from `start_rps`, then bisect; never more than `max_runs` calls to `measure`."""
-    return drive(capacity_search(start_rps=start_rps, target=target, max_runs=max_runs,
-                                 narrow_enough=narrow_enough, floor_rps=floor_rps), measure)
+    search = capacity_search(start_rps=start_rps, target=target, max_runs=max_runs,
+                             narrow_enough=narrow_enough, floor_rps=floor_rps)
+    return interleave([search], [measure])[0]
 
 
 # A search as a generator: it yields the next rate to run and is sent that run's RateRun, so
@@ -116,11 +117,6 @@ def capacity_search(*, start_rps: float, target: float = DEFAULT_TARGET,
         else:
             high = middle
     return Capacity(target=target, capacity_rps=low, bracket=(low, high), runs=tuple(runs))
-
-
-def drive(search: Search, measure: Callable[[float], RateRun]) -> Capacity:
-    """Run one search to its end."""
-    return interleave([search], [measure])[0]
 
 
 def interleave(searches: list[Search], measures: list[Callable[[float], RateRun]]

@@ -1,8 +1,8 @@
 """`infertop tune`'s run: load the model and the trace once, then let the search (search.py)
 measure each config (evaluate.py: a few warm open-loop replays at the rate, or a capacity
 search, on fresh engines, each candidate alternated with the config it would replace, every
-session saved; with `--ray`, one step's candidates as Ray
-tasks, one per node slot) and write tune.json/tune.md after each step. Ctrl-C, SIGTERM or
+session saved; with `--ray`, one step's candidates as Ray tasks, one per node slot) and write
+tune.json/tune.md after each step. Ctrl-C, SIGTERM or
 SIGHUP ends the run in progress (it is not counted), keeps the steps done and exits 128 +
 the signal, as `replay` and `bench` do."""
 
@@ -79,14 +79,14 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
                               runs_dir=out / "runs", named_dir=out / "runs", stop=stop,
                               say=say))
 
-    def evaluate_many(jobs: list[tuple[OptConfig, str, OptConfig]]) -> list[Measured]:
+    def evaluate_many(jobs: list[tuple[OptConfig, str, OptConfig | None]]) -> list[Measured]:
         assert steps is not None
         return [found(m) for m in steps.measure([job(*each) for each in jobs])]
 
     def evaluate_on_ray(options: OptConfig, label: str, control: OptConfig | None) -> Measured:
         from probe.tune.ray_steps import nothing_measured
-        measured = steps.measure([job(options, label, control)]) if steps else []
-        return found(measured[0]) if measured else nothing_measured()
+        measured = evaluate_many([(options, label, control)])
+        return measured[0] if measured else nothing_measured()
 
     command = "infertop " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     report = dict(slo=args.slo, target=args.slo_target, capacity=args.find_capacity,
@@ -124,8 +124,9 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         if steps is not None:
             steps.close()
     write_tune(out, state, rate_rps=state_rate.get("rate"), done=not stop.is_set(), **report)
-    if saturation(state, args.find_capacity):
-        say(saturation(state, args.find_capacity))
+    saturated = saturation(state, args.find_capacity)
+    if saturated:
+        say(saturated)
     print(f"wrote {out / 'tune.md'} and {out / 'tune.json'}: chosen {state.final.label()}")
     return exit_status(received[0]) if received else 0
 

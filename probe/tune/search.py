@@ -80,7 +80,7 @@ def verdict(candidate: Measured, current: Measured, *, capacity: bool) -> tuple[
     """Kept or not, and why, in the bench's words: against the candidate's own control (the
     current config rerun beside it) when it has one, else against `current`."""
     control = candidate.control
-    current = control or current
+    current = judged_against(candidate, current)
     noun = "capacity" if capacity else "goodput"
     result = compare(candidate.figure, current.figure, lower_is_better=False,
                      better=f"more {noun}", worse=f"less {noun}")
@@ -111,7 +111,7 @@ def verdict(candidate: Measured, current: Measured, *, capacity: bool) -> tuple[
 # evaluate(options, label, control): measure `options`; with a control (the config kept so
 # far), rerun the control alternated with it and return it as the result's `control`
 Evaluate = Callable[[OptConfig, str, OptConfig | None], Measured]
-EvaluateMany = Callable[[list[tuple[OptConfig, str, OptConfig]]], list[Measured]]
+EvaluateMany = Callable[[list[tuple[OptConfig, str, OptConfig | None]]], list[Measured]]
 
 
 def run_tune(baseline: OptConfig, evaluate: Evaluate,
@@ -127,8 +127,8 @@ def run_tune(baseline: OptConfig, evaluate: Evaluate,
     A step measures up to `width` candidates at once, each on top of the config kept so far
     (`evaluate_many`, e.g. one Ray task per node slot, each with its own control; `width` 1 is
     one change at a time). Each gets the same verdict against its control; of those that beat
-    it, the one with the most goodput (capacity) is kept, and the others are tried again on
-    top of it."""
+    it, the one with the largest ratio to its control is kept, and the others are tried again
+    on top of it."""
     stop = stop or threading.Event()
     many = evaluate_many or (lambda jobs: [evaluate(*job) for job in jobs])
     state = TuneState(final=baseline)
@@ -203,10 +203,16 @@ def run_tune(baseline: OptConfig, evaluate: Evaluate,
     return state
 
 
+def judged_against(candidate: Measured, current: Measured) -> Measured:
+    """What a candidate is compared with: its own control (the current config rerun beside
+    it), else the current config's own figures."""
+    return candidate.control or current
+
+
 def gain(measured: Measured, current: Measured) -> float:
     """How many times its control's figure a candidate reached (each candidate of a wide step
     has its own control, measured beside it on its own slot)."""
-    mine, theirs = measured.figure.median, (measured.control or current).figure.median
+    mine, theirs = measured.figure.median, judged_against(measured, current).figure.median
     if not mine:
         return 0.0
     return mine / theirs if theirs else float("inf")
