@@ -1,8 +1,11 @@
 """Capacity at the SLO: the highest offered rate at which a config keeps SLO attainment at or
 above a target, found in a few open-loop runs — bracket first (double or halve the rate until
 one run meets the target and one does not), then bisect the bracket geometrically until it is
-narrow enough or the runs are spent. Pure: `measure(rate)` runs the replay (a real engine, or a
-fake one in tests) and returns that run's attainment.
+narrow enough or the runs are spent. Halving stops early at a run that missed with every
+request served alone (none arrived before the one ahead of it had finished): that run was
+already at zero load, so no lower rate can meet the target, only take longer to replay.
+Pure: `measure(rate)` runs the replay (a real engine, or a fake one in tests) and returns
+that run's attainment.
 
 The answer is the bracket's low end, a rate that was measured to meet the target; the high end
 is the lowest rate measured to miss it (None: none missed within the runs allowed)."""
@@ -26,13 +29,14 @@ class RateRun:
     slo_attainment: float | None
     goodput_rps: float | None = None
     session: str | None = None          # the run's saved session, for `snapshot compare`
+    alone: bool = False                 # each request arrived after the one before finished
 
     def meets(self, target: float) -> bool:
         return self.slo_attainment is not None and self.slo_attainment >= target
 
     def as_dict(self) -> dict:
         return {"rate_rps": self.rate_rps, "slo_attainment": self.slo_attainment,
-                "goodput_rps": self.goodput_rps, "session": self.session}
+                "goodput_rps": self.goodput_rps, "session": self.session, "alone": self.alone}
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,9 @@ class Capacity:
     def text(self) -> str:
         low, high = self.bracket
         if low is None:
+            unloaded = " with every request served alone" if self.runs[-1].alone else ""
             return (f"no rate met {self.target:.0%} attainment (lowest tried "
-                    f"{high:.3g} req/s) in {len(self.runs)} runs")
+                    f"{high:.3g} req/s{unloaded}) in {len(self.runs)} runs")
         upper = f"{high:.3g}" if high is not None else "not found"
         return (f"{low:.3g} req/s at ≥{self.target:.0%} attainment (bracket {low:.3g}–{upper} "
                 f"req/s, {len(self.runs)} runs)")
@@ -103,7 +108,8 @@ def capacity_search(*, start_rps: float, target: float = DEFAULT_TARGET,
                 high = rate
     else:
         high = rate
-        while low is None and len(runs) < max_runs and rate / GROWTH >= floor_rps:
+        while (low is None and len(runs) < max_runs and rate / GROWTH >= floor_rps
+               and not runs[-1].alone):
             rate /= GROWTH
             if meets((yield rate)):
                 low = rate

@@ -6,10 +6,12 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import Sequence
 
 from probe.bench.openloop import MAX_BATCH
 from probe.bench.runs import RunContext, make_engine
 from probe.contract.options import OptConfig
+from probe.contract.records import RequestRecord
 from probe.contract.session import SessionData
 from probe.contract.slo import goodput
 from probe.tune.capacity import RateRun
@@ -63,4 +65,12 @@ def rate_run(data: SessionData, rate: float, session: Path | None = None) -> Rat
     """The run's attainment and goodput over every record it made (its one config)."""
     figures = goodput(data.records, data.slo)
     return RateRun(rate, figures.slo_attainment, figures.goodput_rps,
-                   None if session is None else str(session))
+                   None if session is None else str(session), ran_alone(data.records))
+
+
+def ran_alone(records: Sequence[RequestRecord]) -> bool:
+    """Whether every request arrived after the one before it had finished (in arrival order):
+    nothing queued behind or shared the engine with another, as at zero load."""
+    ordered = sorted(records, key=lambda r: r.arrival_s)
+    return bool(ordered) and all(after.arrival_s >= before.end_s
+                                 for before, after in zip(ordered, ordered[1:]))

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from probe.contract.records import RequestRecord
 from probe.contract.slo import Slo, slo_attainment
 from probe.tune.capacity import Capacity, RateRun, capacity_search, find_capacity, interleave
+from probe.tune.rate_runs import ran_alone
 
 
 def fake_records(rate: float, service_s: float, count: int) -> list[RequestRecord]:
@@ -47,7 +48,8 @@ def fake_engine(service_s: float, bound_s: float, count: int):
 
     def measure(rate: float) -> RateRun:
         calls.append(rate)
-        return RateRun(rate, slo_attainment(fake_records(rate, service_s, count), slo))
+        records = fake_records(rate, service_s, count)
+        return RateRun(rate, slo_attainment(records, slo), alone=ran_alone(records))
     return measure, calls
 
 
@@ -89,6 +91,33 @@ def test_when_no_rate_meets_the_target_it_says_so():
     found = find_capacity(never, start_rps=4.0, max_runs=4)
     assert found.capacity_rps is None and found.bracket == (None, 0.5)
     assert "no rate met" in found.text() and len(found.runs) == 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(service_s=st.floats(0.01, 2.0), load=st.floats(0.05, 4.0), count=st.integers(2, 30))
+def test_a_run_is_alone_exactly_when_no_request_arrives_before_the_last_has_finished(
+        service_s, load, count):
+    rate = load / service_s                     # load < 1: each arrives after the last ended
+    records = fake_records(rate, service_s, count)
+    assert ran_alone(records) == (1 / rate >= service_s)
+    assert ran_alone(records[::-1]) == ran_alone(records)       # by arrival, not by list order
+    assert not ran_alone([])
+
+
+@settings(max_examples=40, deadline=None)
+@given(service_s=st.floats(0.05, 2.0), short=st.floats(0.2, 0.95), start=st.floats(0.05, 50.0))
+def test_a_config_that_misses_unloaded_stops_halving_at_its_first_lone_run(
+        service_s, short, start):
+    """A latency bound below the service time cannot be met at any rate: once a run has served
+    every request alone, lower rates would only take longer to replay."""
+    measure, calls = fake_engine(service_s, short * service_s, 10)
+    found = find_capacity(measure, start_rps=start, max_runs=8)
+    assert found.capacity_rps is None and len(calls) == len(found.runs)
+    assert not any(run.alone for run in found.runs[:-1])       # halving went on while loaded
+    last = found.runs[-1]
+    assert last.alone or len(calls) == 8                        # and stopped at the first lone run
+    assert last.alone == (last.rate_rps * service_s <= 1 + 1e-9)
+    assert ("every request served alone" in found.text()) == last.alone
 
 
 def test_a_run_without_records_counts_as_missing_the_target():
