@@ -24,12 +24,12 @@ run: $(STAMP)
 	$(VENV)/bin/infertop $(ARGS)
 
 # The suite in two worker processes, a test file to each at a time (tests/conftest.py groups
-# them; the files that start Ray share one group). A test uses about one core on average
+# them, the files that start Ray in one group, and queues the longest first). A test uses about one core on average
 # (dynamo traces on one thread), so two workers on two cores halve the wait. TEST_WORKERS=0: one
 # process, in file order.
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -q -ra $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup) $(ARGS)
+	$(PY) -m pytest -q -ra $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder) $(ARGS)
 
 # The suite by layer (tests/layers.py marks each test with one): pure values, the engine (and
 # the CLI and child processes), the dashboard through Textual's Pilot, its SVG layout snapshots.

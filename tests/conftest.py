@@ -4,6 +4,7 @@ torch and the engine are imported where a fixture needs them, not here: a pure t
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import tempfile
@@ -52,15 +53,26 @@ RAY_FILES = frozenset({"test_bench_ray.py", "test_tune_interrupt_and_ray.py"})
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test with its layer (tests/layers.py): `pytest -m pure` is the fast lane,
     `-m engine`, `-m pilot` and `-m layout` the others. And with its file's worker group
-    (`--dist loadgroup`): a file's tests share one worker, so its module fixtures run once."""
+    (`--dist loadgroup`): a file's tests share one worker, so its module fixtures run once.
+    Groups are queued longest first (tests/durations.json; `make test` turns off xdist's own
+    reorder, by test count): a long file started last would keep one worker busy while the
+    other sits idle."""
     from layers import layer_of
+    here = Path(__file__).parent
+    groups: dict[pytest.Item, str] = {}
     for item in items:
         path = Path(str(item.fspath))
         layer = layer_of(path, list(getattr(item, "fixturenames", ())),
                          item.get_closest_marker("slow") is not None)
         item.add_marker(getattr(pytest.mark, layer))
-        group = "ray" if path.name in RAY_FILES else str(path.relative_to(Path(__file__).parent))
-        item.add_marker(pytest.mark.xdist_group(group))
+        groups[item] = "ray" if path.name in RAY_FILES else str(path.relative_to(here))
+        item.add_marker(pytest.mark.xdist_group(groups[item]))
+    seconds = json.loads((here / "durations.json").read_text())["seconds"]
+    cost: dict[str, float] = {}
+    for name, value in seconds.items():
+        group = "ray" if Path(name).name in RAY_FILES else name
+        cost[group] = cost.get(group, 0.0) + value
+    items.sort(key=lambda item: -cost.get(groups[item], 0.0))      # stable: file order kept
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

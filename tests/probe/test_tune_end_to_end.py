@@ -58,7 +58,7 @@ def test_tune_fixes_a_planted_missing_kv_cache(tmp_path):
     out = tmp_path / "tune"
     slo, rate = between()
     code = main(["tune", "--model", "t5-tiny", "--trace", str(trace), "--device", "cpu",
-                 "--slo", slo, "--rate", f"{rate:.4g}", "--requests", "4", "--repeats", "2",
+                 "--slo", slo, "--rate", f"{rate:.4g}", "--requests", "3", "--repeats", "2",
                  "--threads", "1", "--budget", "0.01", "--opt", "kv_cache=off",
                  "--compile-backend", "eager", "--out", str(out)])
     assert code == 0
