@@ -194,41 +194,56 @@ class PagedBatcher:
 
     def join(self, slot_ids: list[int], input_ids: torch.Tensor, attention_mask: torch.Tensor,
              output_lengths: list[int]) -> None:
-        """Encode the joiners (one padded call) and copy each one's real positions into cross
-        blocks taken from its promise. Each joiner was admitted (`admit`) first."""
+        """Encode the joiners (one padded call), project every layer's cross-attention keys
+        and values for all of them at once (a GEMM per layer and projection, as the static
+        layout does), and copy each joiner's blocks into the pool in one copy per pool: the
+        positions past a joiner's length inside its last block are padding the mask hides.
+        Each joiner was admitted (`admit`) first."""
         for slot in slot_ids:     # held from here on, so a failed join gives it all back
             self._held[slot] = _SlotBlocks([], [], self._admitted.popleft())
         hidden = self.model.encoder(input_ids=input_ids,
                                     attention_mask=attention_mask).last_hidden_state
-        config = self.model.config
-        lengths = attention_mask.sum(dim=1).tolist()
-        for index, (slot, length) in enumerate(zip(slot_ids, lengths)):
-            length = int(length)
-            cross_count = math.ceil(length / self.block_tokens)
+        lengths = [int(length) for length in attention_mask.sum(dim=1).tolist()]
+        counts = [math.ceil(length / self.block_tokens) for length in lengths]
+        span = max(counts) * self.block_tokens      # each joiner's positions, padded to blocks
+        sources: list[int] = []                     # rows of the projected [joiners · span]
+        targets: list[int] = []                     # rows of the pool's [blocks · block_tokens]
+        for index, (slot, length, count) in enumerate(zip(slot_ids, lengths, counts)):
             held = self._held[slot]
-            blocks = [self.allocator.take() for _ in range(cross_count)]
-            held.cross_blocks, held.reserved = blocks, held.reserved - cross_count
-            padded = cross_count * self.block_tokens
-            states = hidden[index:index + 1, :length]
-            for layer_idx in range(self.dims.layers):
-                attention = cross_attention(self.model, layer_idx)
-                for pool, projection in ((self.pool.keys, attention.k),
-                                         (self.pool.values, attention.v)):
-                    kv = projection(states).view(length, config.num_heads, config.d_kv)
-                    kv = torch.nn.functional.pad(kv, (0, 0, 0, 0, 0, padded - length))
-                    pool[layer_idx][blocks] = kv.view(cross_count, self.block_tokens,
-                                                      config.num_heads, config.d_kv)
+            blocks = [self.allocator.take() for _ in range(count)]
+            held.cross_blocks, held.reserved = blocks, held.reserved - count
+            offsets = range(self.block_tokens)
+            sources.extend(index * span + position
+                           for position in range(count * self.block_tokens))
+            targets.extend(block * self.block_tokens + offset
+                           for block in blocks for offset in offsets)
             self.cross_table[slot] = NULL_BLOCK
-            self.cross_table[slot, :cross_count] = torch.tensor(blocks, device=self.device)
+            self.cross_table[slot, :count] = torch.tensor(blocks, device=self.device)
             self.self_table[slot] = NULL_BLOCK
             self._full_cross_mask[slot] = self._minimum
             self._full_cross_mask[slot, 0, 0, :length] = 0.0
+        self._write_cross(hidden, span, torch.tensor(sources, device=self.device),
+                          torch.tensor(targets, device=self.device))
         rows = torch.tensor(slot_ids, device=self.device)
         self.positions[rows] = 0
         self.tokens[rows] = self.dims.start_token_id
         self.occupied[rows] = 1
         self._joins += 1            # the window's cross blocks are stale
         self._note_peak()
+
+    def _write_cross(self, hidden: torch.Tensor, span: int, sources: torch.Tensor,
+                     targets: torch.Tensor) -> None:
+        """Every layer's keys and values of the encoder states [joiners, length, d_model],
+        padded to `span` positions, copied from rows `sources` into pool rows `targets`."""
+        dims, joiners = self.dims, hidden.shape[0]
+        hidden = torch.nn.functional.pad(hidden, (0, 0, 0, span - hidden.shape[1]))
+        for pool, name in ((self.pool.keys, "k"), (self.pool.values, "v")):
+            projected = torch.stack([
+                getattr(cross_attention(self.model, layer), name)(hidden)
+                for layer in range(dims.layers)])           # [layers, joiners, span, inner]
+            rows = projected.view(dims.layers, joiners * span, dims.heads, dims.d_kv)
+            pool.view(dims.layers, -1, dims.heads, dims.d_kv).index_copy_(
+                1, targets, rows.index_select(1, sources))
 
     def held_bytes(self, slot: int) -> tuple[int, int]:
         """(self-attention, cross-attention) bytes of the blocks the slot holds now."""
