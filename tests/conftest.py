@@ -48,6 +48,11 @@ def varied_tiny_model(seed: int = 1) -> LoadedModel:
 RAY_FILES = frozenset({"test_bench_ray.py", "test_tune_interrupt_and_ray.py"})
 
 
+def worker_group(relative: str) -> str:
+    """A test file's worker group, from its path under tests/: its own, or the Ray files' one."""
+    return "ray" if Path(relative).name in RAY_FILES else relative
+
+
 # tryfirst: pytest-xdist reads the groups in its own hook, which would otherwise run first
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -65,13 +70,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         layer = layer_of(path, list(getattr(item, "fixturenames", ())),
                          item.get_closest_marker("slow") is not None)
         item.add_marker(getattr(pytest.mark, layer))
-        groups[item] = "ray" if path.name in RAY_FILES else str(path.relative_to(here))
+        groups[item] = worker_group(str(path.relative_to(here)))
         item.add_marker(pytest.mark.xdist_group(groups[item]))
     seconds = json.loads((here / "durations.json").read_text())["seconds"]
     cost: dict[str, float] = {}
     for name, value in seconds.items():
-        group = "ray" if Path(name).name in RAY_FILES else name
-        cost[group] = cost.get(group, 0.0) + value
+        cost[worker_group(name)] = cost.get(worker_group(name), 0.0) + value
     items.sort(key=lambda item: -cost.get(groups[item], 0.0))      # stable: file order kept
 
 

@@ -208,11 +208,11 @@ class PagedBatcher:
         span = max(counts) * self.block_tokens      # each joiner's positions, padded to blocks
         sources: list[int] = []                     # rows of the projected [joiners · span]
         targets: list[int] = []                     # rows of the pool's [blocks · block_tokens]
+        offsets = range(self.block_tokens)
         for index, (slot, length, count) in enumerate(zip(slot_ids, lengths, counts)):
             held = self._held[slot]
             blocks = [self.allocator.take() for _ in range(count)]
             held.cross_blocks, held.reserved = blocks, held.reserved - count
-            offsets = range(self.block_tokens)
             sources.extend(index * span + position
                            for position in range(count * self.block_tokens))
             targets.extend(block * self.block_tokens + offset
@@ -237,10 +237,11 @@ class PagedBatcher:
         padded to `span` positions, copied from rows `sources` into pool rows `targets`."""
         dims, joiners = self.dims, hidden.shape[0]
         hidden = torch.nn.functional.pad(hidden, (0, 0, 0, span - hidden.shape[1]))
-        for pool, name in ((self.pool.keys, "k"), (self.pool.values, "v")):
-            projected = torch.stack([
-                getattr(cross_attention(self.model, layer), name)(hidden)
-                for layer in range(dims.layers)])           # [layers, joiners, span, inner]
+        attentions = [cross_attention(self.model, layer) for layer in range(dims.layers)]
+        for pool, projections in ((self.pool.keys, [a.k for a in attentions]),
+                                  (self.pool.values, [a.v for a in attentions])):
+            # [layers, joiners, span, inner]
+            projected = torch.stack([projection(hidden) for projection in projections])
             rows = projected.view(dims.layers, joiners * span, dims.heads, dims.d_kv)
             pool.view(dims.layers, -1, dims.heads, dims.d_kv).index_copy_(
                 1, targets, rows.index_select(1, sources))
