@@ -122,15 +122,14 @@ OPTIONS: tuple[Option, ...] = (
            "probe/engine/decode/attention.py: one_query_attention", in_footer=False,
            compiler="inductor"),
     Option("qkv", ("separate", "fused"), "F", "qkv",
-           "q/k/v projections as one GEMM (needs compile; turns freezing on)",
-           "fused: inductor's concat-linear pass (cpp.enable_concat_linear) joins the matmuls "
-           "that share an input and whose weights are frozen constants — each self-attention's "
-           "q, k and v — into one GEMM over the concatenated weights, as CTranslate2 lays them "
-           "out; it acts on frozen weights only, so it turns freezing on. The cross-attention's "
-           "k and v are already computed once per request (the first step fills the cache); "
-           "int8's matmuls are custom ops it leaves alone; needs compile",
-           "probe/engine/switchboard.py: inductor_arguments", in_footer=False,
-           compiler="inductor"),
+           "Self-attention q/k/v as one GEMM",
+           "fused: each self-attention's q, k and v weights concatenated into one matrix when "
+           "the model is built, as CTranslate2's converter lays them out, so a step runs one "
+           "GEMM over the three; any precision, eager or compiled. It pays where a call costs "
+           "more than its bytes (int8's per-call activation quantization); gemv=inductor "
+           "already fuses the three products into one kernel. The cross-attention's k and v "
+           "run once per request (the first step fills the cache) and stay separate",
+           "probe/engine/decode/fused_qkv.py: fuse_qkv", in_footer=False),
     Option("kv_layout", ("static", "paged"), "l", "layout",
            "Continuous batching's KV cache, region per slot or blocks",
            "continuous batching's KV cache: a static region per slot, or blocks of one pool "

@@ -24,6 +24,7 @@ from probe.engine.compile_cache_key import config_key, weights_digest
 from probe.engine.decode import hf_generate
 from probe.engine.decode.attention import set_attention
 from probe.engine.decode.continuous import SlotBatcher
+from probe.engine.decode.fused_qkv import fuse_qkv
 from probe.engine.decode.paged import PagedBatcher
 from probe.engine.decode.result import DecodeResult
 from probe.engine.decode.static_loop import StaticGreedyDecoder
@@ -126,8 +127,6 @@ def inductor_arguments(options: OptConfig) -> dict:
     ours: dict = {}
     if options.freezing == "on":
         ours["freezing"] = True
-    if options.qkv == "fused":
-        ours["cpp.enable_concat_linear"] = True
     if options.wrapper == "cpp":
         ours["cpp_wrapper"] = True
     if options.guards != "full":
@@ -179,7 +178,7 @@ class Switchboard:
         self.device = device
         self.max_new_tokens = max_new_tokens
         self.compile_backend = compile_backend
-        self._models: dict[tuple[str, str, str], T5Family] = {}
+        self._models: dict[tuple[str, str, str, str], T5Family] = {}
         self._decoders: dict[OptConfig, Callable[..., DecodeResult]] = {}
         self._slot_batchers: dict[OptConfig, SlotBatcher | PagedBatcher] = {}
         self._eager_fallback: set[OptConfig] = set()
@@ -208,12 +207,9 @@ class Switchboard:
                   and self.compile_backend != "inductor"):
                 notes.append(f"{key} needs the inductor backend (this engine compiles with "
                              f"{self.compile_backend})")
-        if (options.qkv == "fused" and options.freezing != "on" and options.compiled
-                and self.compile_backend == "inductor"):
-            notes.append("qkv=fused joins frozen weights only: freezing=on")
-            options = options.with_option("freezing", "on")
         if options.quant != "off":     # after the compile-only options: gemv picks the int8
-            _, refused = self._model(options.precision, quant_variant(options, self.device))
+            _, refused = self._model(options.precision, quant_variant(options, self.device),
+                                     options.qkv)
             if refused:
                 notes.append(refused + "; quant stays off")
                 options = options.with_option("quant", "off")
@@ -225,13 +221,13 @@ class Switchboard:
                          "half precision")
         return Variant(options, tuple(notes))
 
-    def _model(self, precision: str, quant: str, attention: str = "sdpa"
-               ) -> tuple[T5Family, str | None]:
-        key = (precision, quant, attention)
+    def _model(self, precision: str, quant: str, qkv: str = "separate",
+               attention: str = "sdpa") -> tuple[T5Family, str | None]:
+        key = (precision, quant, qkv, attention)
         if key in self._models:
             return self._models[key], None
         if attention != "sdpa":
-            weights, refused = self._model(precision, quant)
+            weights, refused = self._model(precision, quant, qkv)
             model = _sharing_weights(weights)
             set_attention(model, attention)
             if not refused:
@@ -240,16 +236,18 @@ class Switchboard:
         model = copy.deepcopy(self.master)
         module: torch.nn.Module = model     # nn.Module's `to`, as in Engine.__init__
         module.to(device=self.device, dtype=DTYPES[precision])
+        if qkv == "fused":      # before quantizing: the fused matrix is quantized as one
+            fuse_qkv(model)
         if quant != "off":
             refused = quantize(model, quant)
             if refused:
-                return self._model(precision, "off")[0], refused
+                return self._model(precision, "off", qkv)[0], refused
         self._models[key] = model
         return model, None
 
     def model_for(self, options: OptConfig) -> T5Family:
         return self._model(options.precision, quant_variant(options, self.device),
-                           options.attention)[0]
+                           options.qkv, options.attention)[0]
 
     def fall_back_to_eager(self, options: OptConfig) -> None:
         self._eager_fallback.add(options)
