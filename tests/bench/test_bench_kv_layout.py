@@ -4,8 +4,17 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from probe.bench.experiments.e8_kv_layout import build, checks, layout_run, paged_static_ratio
+from probe.bench.experiments.e8_kv_layout import (
+    LayoutRun,
+    build,
+    checks,
+    layout_run,
+    median_pair,
+    paged_static_ratio,
+)
 from probe.contract.records import KVPool
 from tests.bench.conftest import record
 
@@ -93,3 +102,37 @@ def test_paged_over_static_is_tokens_per_second_at_the_same_slots(make_session) 
     runs["paged_same_slots"] = same
     assert checks(build(runs, 1.0, 4))["e8_paging_keeps_speed"]
     assert "e8_paged_static_ratio" not in checks(build({"static": static, "paged": paged}, 1.0, 4))
+
+
+def _same_slots_pair(static: LayoutRun, ratio: float) -> dict[str, LayoutRun]:
+    paged = replace(static, layout="paged", figures=replace(
+        static.figures, tokens_per_s=ratio * static.figures.tokens_per_s))
+    return {"static": static, "paged_same_slots": paged}
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ratios=st.lists(st.floats(0.3, 2.0), min_size=1, max_size=7))
+def test_the_reported_round_is_the_median_round(make_session, ratios) -> None:
+    used = [3000, 5000]
+    static = layout_run("static", session(make_session, held=20_000, used=used, rows=[2, 4]),
+                        10.0)
+    pairs = [_same_slots_pair(static, ratio) for ratio in ratios]
+    chosen = paged_static_ratio(median_pair(pairs))
+    assert chosen == pytest.approx(sorted(ratios)[(len(ratios) - 1) // 2])
+    if len(ratios) % 2:
+        assert chosen == pytest.approx(float(np.median(ratios)))
+
+
+def test_the_rounds_are_said_beside_the_median(make_session) -> None:
+    used = [3000, 5000]
+    static = layout_run("static", session(make_session, held=20_000, used=used, rows=[2, 4]),
+                        10.0)
+    pairs = [_same_slots_pair(static, ratio) for ratio in (1.1, 0.7, 0.95)]
+    runs = {**median_pair(pairs), "paged": pairs[0]["paged_same_slots"]}
+    section = build(runs, 1.0, 2, [1.1, 0.7, 0.95])
+    assert section["paged_static_ratio"] == pytest.approx(0.95)
+    assert section["paged_static_ratios"] == [1.1, 0.7, 0.95]
+    assert any("median of 3 alternated rounds (1.10×, 0.70×, 0.95×)" in line
+               for line in section["observed"])
+    assert checks(section)["e8_paged_static_ratio"] == pytest.approx(0.95)

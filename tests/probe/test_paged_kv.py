@@ -87,22 +87,29 @@ def drive(engine: Engine, shapes: list[tuple[int, int, int]], first_seq: int):
 
 def assert_window_covers_the_held_blocks(batcher) -> None:
     """The blocks the step attended over hold every block a running request holds, and the
-    cross-attention keys and values it kept from earlier steps are what its table holds now."""
+    keys and values kept from earlier steps are what the pool holds now: cross-attention's
+    over each request's own blocks, self-attention's over every position it has written."""
     if batcher.layout != "paged":
         return
     window = batcher.window
     own, cross = window.self_table.shape[1], window.cross_table.shape[1]
     for held in batcher._held.values():
         assert len(held.self_blocks) <= own and len(held.cross_blocks) <= cross
-    # (only each request's own blocks: the null block past them is written by free slots'
-    # steps, and the cross mask hides it)
-    for layer in range(batcher.dims.layers):
-        for kept, pool in ((window.cross_keys, batcher.pool.keys),
-                           (window.cross_values, batcher.pool.values)):
-            fresh = batcher.pool.gather(pool, layer, window.cross_table)
+    # (only each request's own positions: the null block past them is written by free slots'
+    # steps, and the masks hide it)
+    gather = batcher.pool.gather_layers
+    written = batcher.positions.tolist()
+    for kept, pool, table, filled in (
+            (window.cross_keys, batcher.pool.keys, window.cross_table, None),
+            (window.cross_values, batcher.pool.values, window.cross_table, None),
+            (window.self_keys, batcher.pool.keys, window.self_table, written),
+            (window.self_values, batcher.pool.values, window.self_table, written)):
+        fresh = gather(pool, table)
+        for layer in range(batcher.dims.layers):
             for slot, held in batcher._held.items():
-                real = len(held.cross_blocks) * batcher.block_tokens
-                assert torch.equal(kept[layer][slot, :, :real], fresh[slot, :, :real])
+                real = (len(held.cross_blocks) * batcher.block_tokens if filled is None
+                        else filled[slot])
+                assert torch.equal(kept[layer][slot, :, :real], fresh[layer][slot, :, :real])
 
 
 shapes = st.lists(st.tuples(st.integers(0, 2 * MAX_NEW), st.integers(1, MAX_INPUT),

@@ -12,8 +12,10 @@ and, when the pool is full, new requests wait to join instead of failing.
 Tables are [slots, blocks per slot] tensors whose unused entries point at block 0, a null block
 every mask hides. Attention reads each slot's blocks through a gather (vLLM does this inside its
 kernel; a gather followed by T5's own attention is the portable equivalent, at the cost of a
-copy: per layer per step for self-attention; for cross-attention, whose blocks never change, of
-every layer at once and only when a request joins or the width moves), and only the first W
+copy of every layer at once, kept between steps: for self-attention gathered again only when the
+width moves, each step writing its token into the kept copy as well as the pool; for
+cross-attention, whose blocks never change, when a request joins or the width moves), and only
+the first W
 blocks of every table: W is the blocks the longest active request needs, rounded up to a few
 widths (paged_widths.py), so a step reads about the blocks in use, not the whole table, and the
 step compiles to one graph with zero breaks per width.
@@ -130,7 +132,9 @@ class PagedBatcher:
         self.widths_used: set[int] = set()      # the widths steps have attended at
         self._rows = torch.arange(slots, device=self.device)
         self.window = Window(self.self_table, self.cross_table, self.self_table[:, 0],
-                             self.positions.clone(), [], [])
+                             self.positions.clone(), self.positions.clone(), self._rows,
+                             [], [], [], [])
+        self._self_gathered: int | None = None                # the width it was gathered at
         self._cross_gathered: tuple[int, int] | None = None   # (joins, width) it was gathered at
         self._joins = 0
         self.self_cache = StaticCache(config=config, max_cache_len=max_new_tokens)
@@ -293,22 +297,36 @@ class PagedBatcher:
         own, cross = min(width, self.self_width), min(width, self.cross_width)
         self.window.self_table = self.self_table[:, :own]
         self.window.cross_table = self.cross_table[:, :cross]
+        if self._self_gathered != own:
+            table = self.window.self_table
+            self.window.self_keys = self._gathered(self.pool.keys, table)
+            self.window.self_values = self._gathered(self.pool.values, table)
+            self._self_gathered = own
         # A leave needs no new gather: the left slot's stale rows are read only by its own
         # free row, whose token nobody reads, until a join (which makes them stale) refills it.
         if self._cross_gathered != (self._joins, cross):
             table = self.window.cross_table
-            self.window.cross_keys = self.pool.gather_layers(self.pool.keys, table)
-            self.window.cross_values = self.pool.gather_layers(self.pool.values, table)
+            self.window.cross_keys = self._gathered(self.pool.keys, table)
+            self.window.cross_values = self._gathered(self.pool.values, table)
             self._cross_gathered = (self._joins, cross)
         # through the whole table: a free slot's stale position may lie past the window (its
         # row is all null blocks, so it writes the null block)
         self.window.write_blocks = self.self_table[self._rows,
                                                    self.positions // self.block_tokens]
         self.window.write_offsets = self.positions % self.block_tokens
+        # a free slot's stale position may lie past the window: it writes its own last row
+        self.window.write_positions = self.positions.clamp(max=own * self.block_tokens - 1)
         self._key_positions = self._all_key_positions[:own * self.block_tokens]
         self.cross_mask = self._full_cross_mask[..., :cross * self.block_tokens]
         self.widths_used.add(width)
         return width
+
+    def _gathered(self, pool: torch.Tensor, table: torch.Tensor) -> list[torch.Tensor]:
+        """Every layer's blocks of `table`, each layer a contiguous [slots, heads, positions,
+        d_kv] tensor of its own, the static cache's layout: SDPA reads it faster than the
+        gather's transposed view, and a compiled step that writes into one layer's tensor
+        need not track its aliasing with the others'."""
+        return [layer.contiguous() for layer in self.pool.gather_layers(pool, table)]
 
     def _note_peak(self) -> None:
         self.blocks_peak = max(self.blocks_peak, self.allocator.used)

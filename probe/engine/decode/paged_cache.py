@@ -23,19 +23,11 @@ class Pool:
         self.values = torch.zeros(shape, dtype=dtype, device=device)
 
     @staticmethod
-    def gather(pool: torch.Tensor, layer: int, table: torch.Tensor) -> torch.Tensor:
-        """[slots, blocks] table → [slots, heads, blocks · block_tokens, d_kv]. index_select
-        along the blocks copies whole contiguous blocks; `pool[layer][table]` (advanced
-        indexing) took ~113 µs a call here against SDPA's ~50 (t5-tiny, 8 slots, 4 blocks)."""
-        slots, nb = table.shape
-        _, bt, heads, d = pool.shape[1:]
-        blocks = torch.index_select(pool[layer], 0, table.reshape(-1))  # [slots·nb, bt, h, d]
-        return blocks.view(slots, nb * bt, heads, d).transpose(1, 2)
-
-    @staticmethod
     def gather_layers(pool: torch.Tensor, table: torch.Tensor) -> list[torch.Tensor]:
-        """`gather` for every layer at once: one index_select (one dispatch, one copy) instead
-        of one per layer; each layer's [slots, heads, positions, d_kv] is a view of it."""
+        """[slots, blocks] table → each layer's [slots, heads, blocks · block_tokens, d_kv], a
+        view of one index_select along the blocks (one dispatch, one copy of whole contiguous
+        blocks; advanced indexing, `pool[layer][table]`, took ~113 µs a call against SDPA's
+        ~50 for t5-tiny's 8 slots and 4 blocks)."""
         slots, nb = table.shape
         layers, _, bt, heads, d = pool.shape
         blocks = torch.index_select(pool, 1, table.reshape(-1))   # [layers, slots·nb, bt, h, d]
@@ -46,14 +38,21 @@ class Pool:
 class Window:
     """What the next step reads, replaced before every step and shared by every layer: the
     part of each table it attends over (views of the batcher's tables), and where each slot's
-    new token goes (block, offset), worked out once per step rather than once per layer.
-    Cross-attention keys and values never change while a request decodes, so their gathered
-    window (every layer's, `Pool.gather_layers`) is kept from step to step and gathered again
-    only when it goes stale: a join, or a new width (`PagedBatcher._set_window`)."""
+    new token goes — (block, offset) in the pool, its position in the window — worked out once
+    per step rather than once per layer. The gathered keys and values are kept from step to
+    step (`PagedBatcher._set_window`) and gathered again only when they go stale: the cross
+    window (which never changes while a request decodes) after a join or at a new width, the
+    self window at a new width only, since each step writes its new token into the window as
+    well as the pool, and the positions a joiner inherits from a slot's last request are past
+    its own, which its mask hides."""
     self_table: torch.Tensor
     cross_table: torch.Tensor
     write_blocks: torch.Tensor
     write_offsets: torch.Tensor
+    write_positions: torch.Tensor
+    rows: torch.Tensor
+    self_keys: list[torch.Tensor]
+    self_values: list[torch.Tensor]
     cross_keys: list[torch.Tensor]
     cross_values: list[torch.Tensor]
 
@@ -77,8 +76,8 @@ class PagedLayer(CacheLayerMixin):
 
 
 class PagedSelfLayer(PagedLayer):
-    """Self-attention: the new token's k/v go to the window's (block, offset), then the
-    window's blocks are gathered for attention."""
+    """Self-attention: the new token's k/v go to the pool at the window's (block, offset) and
+    into the kept window at its position; attention reads the window."""
 
     def __init__(self, layer: int, pool: Pool, window: Window) -> None:
         super().__init__()
@@ -86,11 +85,14 @@ class PagedSelfLayer(PagedLayer):
         self.layer, self.pool, self.window = layer, pool, window
 
     def update(self, key_states, value_states, *args, **kwargs):
-        blocks, offsets = self.window.write_blocks, self.window.write_offsets
-        self.pool.keys[self.layer][blocks, offsets] = key_states[:, :, 0, :]
-        self.pool.values[self.layer][blocks, offsets] = value_states[:, :, 0, :]
-        return (self.pool.gather(self.pool.keys, self.layer, self.window.self_table),
-                self.pool.gather(self.pool.values, self.layer, self.window.self_table))
+        window = self.window
+        key, value = key_states[:, :, 0, :], value_states[:, :, 0, :]
+        self.pool.keys[self.layer][window.write_blocks, window.write_offsets] = key
+        self.pool.values[self.layer][window.write_blocks, window.write_offsets] = value
+        keys, values = window.self_keys[self.layer], window.self_values[self.layer]
+        keys[window.rows, :, window.write_positions] = key
+        values[window.rows, :, window.write_positions] = value
+        return keys, values
 
 
 class PagedCrossLayer(PagedLayer):
