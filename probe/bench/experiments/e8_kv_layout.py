@@ -122,11 +122,10 @@ def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
 
 def median_pair(pairs: list[dict[str, LayoutRun]]) -> dict[str, LayoutRun]:
     """The round whose paged/static ratio is the median of the rounds' (the lower middle one
-    for an even count; rounds without a ratio last), static's run first."""
-    ranked = sorted(pairs, key=lambda pair: (paged_static_ratio(pair) is None,
-                                             paged_static_ratio(pair) or 0.0))
-    with_ratio = [pair for pair in ranked if paged_static_ratio(pair) is not None]
-    chosen = with_ratio[(len(with_ratio) - 1) // 2] if with_ratio else ranked[0]
+    for an even count; the first round when none has a ratio), static's run first."""
+    rated = sorted((ratio, index) for index, pair in enumerate(pairs)
+                   if (ratio := paged_static_ratio(pair)) is not None)
+    chosen = pairs[rated[(len(rated) - 1) // 2][1]] if rated else pairs[0]
     return {key: chosen[key] for key in ("static", SAME_SLOTS) if key in chosen}
 
 
@@ -222,7 +221,7 @@ def build(runs: dict[str, LayoutRun], capacity: float, requests: int,
     return TEMPLATE.section(table=table, observed=observed, root_cause=cause, notes=notes,
                             configs={k: run.as_dict() for k, run in runs.items()},
                             paged_static_ratio=ratio,
-                            paged_static_ratios=list(ratios or ([ratio] if ratio else [])))
+                            paged_static_ratios=list(ratios or ([] if ratio is None else [ratio])))
 
 
 def _pct(value: float | None) -> str:

@@ -77,10 +77,10 @@ def fuse_qkv(model: torch.nn.Module) -> int:
         attention = layer.SelfAttention
         parts = (attention.q, attention.k, attention.v)
         weight = torch.cat([part.weight.detach() for part in parts])
-        fused = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False,
-                                device=weight.device, dtype=weight.dtype)
-        with torch.no_grad():
-            fused.weight.copy_(weight)
+        # skip_init: the concatenation is the weight, so no random init to overwrite
+        fused = torch.nn.utils.skip_init(torch.nn.Linear, weight.shape[1], weight.shape[0],
+                                         bias=False, device="meta")
+        fused.weight = torch.nn.Parameter(weight, requires_grad=parts[0].weight.requires_grad)
         attention.qkv = fused
         del attention.q, attention.k, attention.v
         attention.forward = types.MethodType(fused_self_attention_forward, attention)

@@ -15,10 +15,9 @@ kernel; a gather followed by T5's own attention is the portable equivalent, at t
 copy of every layer at once, kept between steps: for self-attention gathered again only when the
 width moves, each step writing its token into the kept copy as well as the pool; for
 cross-attention, whose blocks never change, when a request joins or the width moves), and only
-the first W
-blocks of every table: W is the blocks the longest active request needs, rounded up to a few
-widths (paged_widths.py), so a step reads about the blocks in use, not the whole table, and the
-step compiles to one graph with zero breaks per width.
+the first W blocks of every table: W is the blocks the longest active request needs, rounded
+up to a few widths (paged_widths.py), so a step reads about the blocks in use, not the whole
+table, and the step compiles to one graph with zero breaks per width.
 """
 
 from __future__ import annotations
@@ -309,12 +308,12 @@ class PagedBatcher:
             self.window.cross_keys = self._gathered(self.pool.keys, table)
             self.window.cross_values = self._gathered(self.pool.values, table)
             self._cross_gathered = (self._joins, cross)
-        # through the whole table: a free slot's stale position may lie past the window (its
-        # row is all null blocks, so it writes the null block)
+        # A free slot's stale position may lie past the window: in the pool it is looked up
+        # through the whole table (its row is all null blocks, so it writes the null block),
+        # in the window clamped to the last position (it writes its own row)
         self.window.write_blocks = self.self_table[self._rows,
                                                    self.positions // self.block_tokens]
         self.window.write_offsets = self.positions % self.block_tokens
-        # a free slot's stale position may lie past the window: it writes its own last row
         self.window.write_positions = self.positions.clamp(max=own * self.block_tokens - 1)
         self._key_positions = self._all_key_positions[:own * self.block_tokens]
         self.cross_mask = self._full_cross_mask[..., :cross * self.block_tokens]
