@@ -121,6 +121,15 @@ OPTIONS: tuple[Option, ...] = (
            "decoder) keep SDPA; needs compile",
            "probe/engine/decode/attention.py: one_query_attention", in_footer=False,
            compiler="inductor"),
+    Option("parallel", ("all", "large"), "t", "par",
+           "Only large kernels split across threads (needs compile)",
+           "inductor's CPU kernels split their loop across the threads when each thread gets "
+           "at least 512 elements of work (its default, all); large: only above 65,536, so a "
+           "decode step's many small kernels (norms, attention, residual adds) run on one "
+           "thread without entering an OpenMP region each, and its matrix products still split; "
+           "needs compile",
+           "probe/engine/switchboard.py: inductor_arguments", in_footer=False,
+           compiler="inductor"),
     Option("qkv", ("separate", "fused"), "F", "qkv",
            "Self-attention q/k/v as one GEMM",
            "fused: each self-attention's q, k and v weights concatenated into one matrix when "
@@ -175,6 +184,7 @@ class OptConfig:
     wrapper: str = _default("wrapper")
     guards: str = _default("guards")
     attention: str = _default("attention")
+    parallel: str = _default("parallel")
     qkv: str = _default("qkv")
     kv_layout: str = _default("kv_layout")
     compile_cache: str = _default("compile_cache")

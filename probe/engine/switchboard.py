@@ -115,20 +115,29 @@ def widen_gemv_decomposition() -> None:
             mm_pass.cpu_max_other_dimension_decomposition, GEMV_MAX_DIM)
 
 
+# parallel=large: the work per thread below which inductor's CPU kernels stay on one thread (its
+# cpp.min_chunk_size, 512 by default): above a batch-1 t5-small step's norm, attention and
+# residual kernels (≤ 65,536 elements), below its matrix products (≥ 512×512).
+LARGE_KERNEL_CHUNK = 65536
+
+
 def inductor_arguments(options: OptConfig) -> dict:
     """torch.compile's `mode`, or — with an option of ours, since `mode` and `options` exclude
     each other — the mode's own inductor options plus ours: `freezing` (weights become
     constants, so inductor can fold them and use the CPU's prepacked GEMM kernels),
     `gemv=inductor` (its decompose_mm_pass turns each batch-1 matmul into a multiply-and-sum
     it generates itself; on CPU for M = 1 and K, N ≤ GEMV_MAX_DIM), `wrapper=cpp` (kernels
-    launched from generated C++) and `guards=lean` (torch.compile takes a guard_filter_fn in
-    `options`). A fresh dict on every call: torch.compile pops `guard_filter_fn` out of the
-    dict it is given, so a dict shared by several calls loses it after the first."""
+    launched from generated C++), `parallel=large` (a larger cpp.min_chunk_size) and
+    `guards=lean` (torch.compile takes a guard_filter_fn in `options`). A fresh dict on every
+    call: torch.compile pops `guard_filter_fn` out of the dict it is given, so a dict shared by
+    several calls loses it after the first."""
     ours: dict = {}
     if options.freezing == "on":
         ours["freezing"] = True
     if options.wrapper == "cpp":
         ours["cpp_wrapper"] = True
+    if options.parallel == "large":
+        ours["cpp.min_chunk_size"] = LARGE_KERNEL_CHUNK
     if options.guards != "full":
         ours["guard_filter_fn"] = guard_filter(options.guards)
     if options.gemv == "inductor":
