@@ -167,7 +167,7 @@ class Engine:
         """The memory roofline of the config being served, once the bandwidth is known."""
         if self.bandwidth is None:
             return None
-        nbytes, bandwidth = self.step_bytes(self.options), self.bandwidth.gemv_read_gb_s
+        nbytes, bandwidth = self.step_bytes(self.options), self.bandwidth.read_gb_s
         dims = self.dims
         per_position = used_bytes_formula(
             element_bytes=ELEMENT_BYTES.get(self.options.precision, 4), heads=dims.heads,

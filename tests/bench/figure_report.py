@@ -27,7 +27,7 @@ ENVIRONMENT = {"device": "cpu", "device_name": "x86_64", "cpu_count": 2, "torch"
                    "step_bytes_by_precision": {"fp32": 800_000, "bf16": 400_000,
                                                "int8": 230_000},
                    "matmul_chain_ms": {"fp32": 0.05, "bf16": 0.03, "int8": 0.02},
-                   "bandwidth": {"gemv_read_gb_s": 20.0}, "matmul_gflops": 100.0}}
+                   "bandwidth": {"read_gb_s": 20.0}, "matmul_gflops": 100.0}}
 CAPACITY = {"off": 2.0, "dynamic": 5.0, "continuous": 8.0}     # req/s each mode can serve
 
 

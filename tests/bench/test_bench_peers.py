@@ -87,7 +87,7 @@ def test_without_ctranslate2_the_section_says_how_to_install_it() -> None:
 
 
 def test_roofline_is_bytes_over_bandwidth() -> None:
-    roof = {"bandwidth": {"gemv_read_gb_s": 20.0},
+    roof = {"bandwidth": {"read_gb_s": 20.0},
             "step_bytes_by_precision": {"fp32": 200_000_000, "int8": "not here"}}
     assert roofline_ms(roof) == {"fp32": pytest.approx(10.0)}
     assert roofline_ms({}) == {}

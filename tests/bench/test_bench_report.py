@@ -131,7 +131,7 @@ def _sections(plan, results, env=None):
     env = env or {"device": "cpu", "roofline": {
         "step_bytes": {"decoder_layers": 600_000, "cross_kv_skipped": 50_000, "lm_head": 200_000,
                        "total": 800_000},
-        "bandwidth": {"gemv_read_gb_s": 20.0}, "matmul_gflops": 100.0}}
+        "bandwidth": {"read_gb_s": 20.0}, "matmul_gflops": 100.0}}
     return {name: EXPERIMENTS[name].build(
         plan, {role: results.get(spec.key) for role, spec in EXPERIMENTS[name].runs(plan).items()},
         env) for name in STUDY}
@@ -275,7 +275,7 @@ def test_roofline_holds_each_precision_against_its_own_bytes(plan, make_result) 
         "step_bytes_by_precision": {"fp32": 800_000, "bf16": 400_000, "int8": 230_000},
         "matmul_chain_ms": {"fp32": 0.05, "bf16": "not measured (RuntimeError: no kernel)",
                             "int8": 0.015},
-        "bandwidth": {"gemv_read_gb_s": 20.0}, "matmul_gflops": 100.0}}
+        "bandwidth": {"read_gb_s": 20.0}, "matmul_gflops": 100.0}}
     results = _results(plan, make_result)
     section = _sections(plan, results, env)["roofline"]
     precisions = section["configs"]["precisions"]
@@ -307,7 +307,7 @@ def test_a_step_faster_than_its_roofline_is_called_no_measurement(plan, make_res
         "step_bytes": {"decoder_layers": 600_000, "cross_kv_skipped": 50_000, "lm_head": 200_000,
                        "total": 800_000},
         "step_bytes_by_precision": {"fp32": 800_000, "bf16": 400_000, "int8": 230_000},
-        "bandwidth": {"gemv_read_gb_s": 0.0001}, "matmul_gflops": 100.0}}   # under-measured
+        "bandwidth": {"read_gb_s": 0.0001}, "matmul_gflops": 100.0}}   # under-measured
     section = _sections(plan, _results(plan, make_result), env)["roofline"]
     assert all(row["ratio"] < 1 for row in section["configs"]["precisions"].values())
     assert any(text.startswith("Not a measurement: fp32, bf16, int8 ran faster")

@@ -69,25 +69,25 @@ def test_bandwidth_is_measured_once_per_machine_and_working_set_and_cached(tmp_p
 
     def measuring(gb_s):
         return lambda device, nbytes: calls.append((device, nbytes)) or type("B", (), {
-            "gemv_read_gb_s": gb_s})()
+            "read_gb_s": gb_s})()
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(probe.engine.measure.step_roofline, "working_set_bandwidth", measuring(31.8))
     first = machine_bandwidth("cpu", 150 * 2**20, now=1000.0)
     again = machine_bandwidth("cpu", 150 * 2**20, now=2000.0)
-    assert calls == [("cpu", 150 * 2**20)] and again == first and first.gemv_read_gb_s == 31.8
+    assert calls == [("cpu", 150 * 2**20)] and again == first and first.read_gb_s == 31.8
     assert first.working_set_bytes == 150 * 2**20
     machine_bandwidth("cpu", 600 * 2**20, now=2000.0)        # another model: its own entry
     assert calls[-1] == ("cpu", 600 * 2**20)
     monkeypatch.setattr(probe.engine.measure.step_roofline, "working_set_bandwidth", measuring(12.0))
     next_day = machine_bandwidth("cpu", 150 * 2**20, now=1000.0 + 25 * 3600)  # best kept
-    assert len(calls) == 3 and next_day.gemv_read_gb_s == 31.8
+    assert len(calls) == 3 and next_day.read_gb_s == 31.8
     later = machine_bandwidth("cpu", 150 * 2**20, now=1000.0 + 25 * 3600 + 31 * 24 * 3600)
-    assert len(calls) == 4 and later.gemv_read_gb_s == 12.0      # a month on: forgotten
+    assert len(calls) == 4 and later.read_gb_s == 12.0      # a month on: forgotten
 
 
 def test_the_working_set_bandwidth_reads_a_buffer_of_the_step_s_bytes():
     from probe.engine.measure.step_roofline import working_set_bandwidth
     measured = working_set_bandwidth("cpu", 6 * 2**20, repeats=2)
     assert measured.buffer_bytes == pytest.approx(6 * 2**20, rel=0.01)
-    assert measured.gemv_read_gb_s > 0.1
+    assert measured.read_gb_s > 0.1

@@ -2,6 +2,7 @@ import pytest
 import torch
 from transformers import T5Config, T5ForConditionalGeneration
 
+from probe.engine.measure import step_roofline
 from probe.engine.measure.step_roofline import (
     classify,
     decode_step_bytes,
@@ -59,9 +60,19 @@ def test_weight_bytes_counts_a_tied_weight_once() -> None:
 
 def test_bandwidth_and_gemm_are_measured() -> None:
     bandwidth = measure_bandwidth("cpu", buffer_bytes=8 * 2**20, repeats=2)
-    assert bandwidth.gemv_read_gb_s > 0.1 and bandwidth.copy_gb_s > 0.1
+    assert bandwidth.read_gb_s > 0.1 and bandwidth.copy_gb_s > 0.1
     assert bandwidth.buffer_bytes == pytest.approx(8 * 2**20, rel=0.01)
     assert measure_matmul_gflops("cpu", size=128, repeats=2) > 0.1
+
+
+@pytest.mark.parametrize("gemv_s, sum_s", [(2.0, 1.0), (1.0, 4.0)])
+def test_read_bandwidth_is_the_faster_of_gemv_and_sum(monkeypatch, gemv_s, sum_s) -> None:
+    # best_seconds is called for the matrix-vector product, then the sum, then the copy.
+    times = iter([gemv_s, sum_s, 1.0])
+    monkeypatch.setattr(step_roofline, "best_seconds", lambda fn, repeats, device: next(times))
+    bandwidth = measure_bandwidth("cpu", buffer_bytes=2**20, repeats=1)
+    assert bandwidth.read_gb_s == pytest.approx(bandwidth.buffer_bytes / min(gemv_s, sum_s) / 1e9)
+    assert bandwidth.copy_gb_s == pytest.approx(2 * bandwidth.buffer_bytes / 1.0 / 1e9)
 
 
 def test_classify_overhead_vs_memory_bound() -> None:

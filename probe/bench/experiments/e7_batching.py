@@ -107,9 +107,9 @@ def batch_roofline(study: OpenLoopStudy) -> BatchRoofline:
     model = study.context.require_model().model
     dims = DecoderDims.of(model)
     measured = ((study.environment.get("roofline") or {}).get("bandwidth") or {}).get(
-        "gemv_read_gb_s")
+        "read_gb_s")
     step_bytes = decode_step_bytes(model).total
-    bandwidth = measured or machine_bandwidth(study.context.device, step_bytes).gemv_read_gb_s
+    bandwidth = measured or machine_bandwidth(study.context.device, step_bytes).read_gb_s
     element = next(model.parameters()).element_size()
     per_position = used_bytes_formula(element_bytes=element, heads=dims.heads, d_kv=dims.d_kv,
                                       decoder_layers=dims.layers, self_positions=1,

@@ -51,17 +51,22 @@ PEER_REQUESTS, QUICK_PEER_REQUESTS = 4, 2
 BEST_INT8 = with_settings(REFERENCE.with_option("quant", "int8"), LEAN_STEP)
 LEAN_FP32 = with_settings(REFERENCE, LEAN_STEP)
 GEMV_FP32 = LEAN_FP32.with_option("gemv", "inductor")
+FUSED_INT8 = BEST_INT8.with_option("qkv", "fused")
 # Each precision's best is the fastest of its paths in the run (peer_figures.precision_rows):
 # the lean step, and the lean step with each matmul lever on top (docs/engine-vs-peer.md has
-# the levers measured and dropped from this list: freezing, int8 weight-only under gemv).
+# the levers measured and dropped from this list: freezing, int8 weight-only under gemv, qkv=fused
+# under gemv=inductor, whose kernel already reads the three weights in one).
 PATHS: tuple[tuple[str, str, OptConfig], ...] = (
     ("hf eager", "fp32", HF_EAGER),
     ("compiled fullgraph", "fp32", REFERENCE),
     ("lean step", "fp32", LEAN_FP32),
     ("lean step + gemv=inductor", "fp32", GEMV_FP32),
-    ("lean step + gemv=inductor + qkv=fused", "fp32", GEMV_FP32.with_option("qkv", "fused")),
+    ("lean step + gemv=inductor + parallel=large", "fp32",
+     GEMV_FP32.with_option("parallel", "large")),
     ("lean step int8", "int8", BEST_INT8),
-    ("lean step int8 + qkv=fused", "int8", BEST_INT8.with_option("qkv", "fused")),
+    ("lean step int8 + qkv=fused", "int8", FUSED_INT8),
+    ("lean step int8 + qkv=fused + parallel=large", "int8",
+     FUSED_INT8.with_option("parallel", "large")),
 )
 # --quick: the eager baseline and each precision's lean step (the matmul levers on top of it,
 # one more cold compile each, are the full run's)
@@ -211,7 +216,7 @@ def _peer_run(precision, compute_type, passes, reference, alongside: str) -> Pat
 
 def roofline_ms(roof: dict) -> dict[str, float]:
     """ms per token at the measured bandwidth, per precision (bytes ÷ bandwidth)."""
-    bandwidth = (roof.get("bandwidth") or {}).get("gemv_read_gb_s")
+    bandwidth = (roof.get("bandwidth") or {}).get("read_gb_s")
     by_precision = roof.get("step_bytes_by_precision") or {}
     if not bandwidth:
         return {}
@@ -292,8 +297,8 @@ def chart(paths: list[PathRun], width: int = 40) -> list[str]:
     values = [(p.name, p.spread.median) for p in paths if p.spread.median]
     if not values:
         return []
-    top = max(v for _, v in values)
-    return [f"{name:<28} {'█' * max(1, round(width * v / top))} {fmt_ms(v)}"
+    top, label = max(v for _, v in values), max(len(name) for name, _ in values)
+    return [f"{name:<{label}} {'█' * max(1, round(width * v / top))} {fmt_ms(v)}"
             for name, v in values]
 
 

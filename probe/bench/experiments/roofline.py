@@ -102,7 +102,7 @@ def runs(plan: Plan) -> dict[str, RunSpec]:
 
 
 def measure_machine(loaded: LoadedModel, device: torch.device) -> dict:
-    """Bytes one decode step reads (per precision); the gemv bandwidth re-reading the fp32
+    """Bytes one decode step reads (per precision); the read bandwidth re-reading the fp32
     step's working set (the roofline's, as the dashboard measures it) and DRAM's beside it;
     GEMM throughput."""
     from probe.engine.measure.matmul_chain import matmul_chain_by_precision
@@ -145,7 +145,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     observed: list[str] = []
     cause: list[str] = []
     step_bytes = (roof.get("step_bytes") or {}).get("total")
-    bandwidth = (roof.get("bandwidth") or {}).get("gemv_read_gb_s")
+    bandwidth = (roof.get("bandwidth") or {}).get("read_gb_s")
     gflops = roof.get("matmul_gflops")
     if not step_bytes or not bandwidth:
         observed.append("the roofline could not be measured: " + str(roof.get("error", "unknown")))
@@ -226,7 +226,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
         observed.append(f"Not a measurement: {', '.join(below)} ran faster than its memory "
                         f"roofline, so the bandwidth was under-measured (the machine was busy "
                         f"while it was timed); rerun on a quiet machine.")
-    dram = (roof.get("dram_bandwidth") or {}).get("gemv_read_gb_s")
+    dram = (roof.get("dram_bandwidth") or {}).get("read_gb_s")
     if dram:
         cause.append(f"The roofline's bandwidth ({bandwidth:.1f} GB/s) is measured re-reading "
                      f"a buffer the size of the fp32 step ({fmt_bytes(step_bytes)}), as the "

@@ -22,7 +22,7 @@ RECHECK_S = 24 * 3600           # measure again daily, keeping the best: a measu
 @dataclass(frozen=True)
 class MachineBandwidth:
     machine: str
-    gemv_read_gb_s: float
+    read_gb_s: float
     measured_unix: float
     working_set_bytes: int
 
@@ -72,12 +72,12 @@ def machine_bandwidth(device, working_set_bytes: int, *,
             found = MachineBandwidth(**cached)
         except TypeError:
             found = None
-    if found is not None and (now - found.measured_unix > MAX_AGE_S or found.gemv_read_gb_s <= 0):
+    if found is not None and (now - found.measured_unix > MAX_AGE_S or found.read_gb_s <= 0):
         found = None
     if found is not None and now - found.measured_unix < RECHECK_S:
         return found
-    gb_s = working_set_bandwidth(device, working_set_bytes).gemv_read_gb_s
-    best = gb_s if found is None else max(gb_s, found.gemv_read_gb_s)
+    gb_s = working_set_bandwidth(device, working_set_bytes).read_gb_s
+    best = gb_s if found is None else max(gb_s, found.read_gb_s)
     measured = MachineBandwidth(key, best, now, working_set_bytes)
     entries = {**_read(path), key: asdict(measured)}
     try:

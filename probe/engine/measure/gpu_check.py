@@ -104,8 +104,8 @@ def roofline(model: str, device: torch.device, timings: dict[str, dict]) -> dict
     by_precision["fp16"] = by_precision["bf16"]
     # the roofline's bandwidth, as everywhere: re-reading the fp32 step's working set (on an
     # H200 it is larger than L2, so this is HBM); the big-buffer figure beside it
-    bandwidth = working_set_bandwidth(device, by_precision["fp32"]).gemv_read_gb_s
-    big_buffer = measure_bandwidth(device).gemv_read_gb_s
+    bandwidth = working_set_bandwidth(device, by_precision["fp32"]).read_gb_s
+    big_buffer = measure_bandwidth(device).read_gb_s
     precisions: dict[str, dict] = {}
     for name, result in timings.items():
         precision = name.split()[0]
