@@ -18,11 +18,12 @@ def status(app) -> str:
 
 
 async def test_b_b_serves_continuous_and_decode_is_changed_by_the_engine_not_pending(
-        make_app, stages, until):
+        make_app, stages, until, apply_timers):
     engine = FakeEngine()
-    app = make_app(engine, apply_delay_s=1.0)     # both presses land within it, even on a busy CI
+    app = make_app(engine, apply_delay_s=1.0)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("B", "B")
+        await pilot.press("B", "B")                 # the wait is held until fired by hand
+        apply_timers[-1].fire()
         await until(pilot, lambda: bool(engine.commands(SetOptions)))
         assert engine.commands(SetOptions) == [SetOptions(OptConfig(batching="continuous"))]
         assert status(app).splitlines()[1].startswith("batch=off→continuous · ")
