@@ -26,11 +26,14 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="SNAPSHOT.json")
     parser.add_argument("--tokens", action="store_true",
                         help="keep every request's generated token ids in its record")
+    parser.add_argument("--compile-backend", default="inductor",
+                        help="torch.compile backend (default inductor), as bench takes it")
     add_metrics_argument(parser)
     add_slo_argument(parser)
 
 
 def main(args: argparse.Namespace) -> int:
+    from probe.bench.bench_checks import check_compile_backend
     from probe.contract.engine_inputs import check_engine_inputs
     from probe.contract.interrupts import signals_as_interrupt
     from probe.contract.options import parse_opts
@@ -41,6 +44,7 @@ def main(args: argparse.Namespace) -> int:
 
     # Everything that can be refused without torch is checked before torch is imported.
     options = parse_opts(args.opt)
+    check_compile_backend(args.compile_backend)
     check_output_file(args.out, "--out", inputs=(args.trace, args.model))
     check_engine_inputs(args.model, args.device, positions=args.max_input + args.max_output)
     check_port_free(args.metrics_port)
@@ -54,9 +58,9 @@ def main(args: argparse.Namespace) -> int:
                               args.speed or 1.0, f"--trace {args.trace}")
         print(workload.fit.summary(), file=sys.stderr)
         note_fewer_requests(args.requests, len(workload.trace.requests))
-        from probe.engine.process.replay_and_save import serve_replay
         from probe.engine.process.third_party_output import third_party_output_to_engine_log
         with third_party_output_to_engine_log():
+            from probe.engine.process.replay_and_save import serve_replay  # torchao speaks
             return serve_replay(args, options, workload, metrics_exporter)
 
 

@@ -68,6 +68,6 @@ def main(args: argparse.Namespace) -> int:
     check_output_folder(args.out, "--out")
     check_engine_inputs(args.model, args.device)
     from probe.engine.process.third_party_output import third_party_output_to_engine_log
-    from probe.tune.runner import run_tune_command
     with third_party_output_to_engine_log():    # Ray's, torch's: the engine log, as in bench
+        from probe.tune.runner import run_tune_command  # torchao speaks as it imports
         return run_tune_command(args, baseline)

@@ -67,6 +67,7 @@ CASES: list[tuple[list[str], str]] = [
     (["bench", "--experiments", " , ", "--out", "b"], "--experiments ' , ': nothing to run"),
     (["bench", "--experiments", "E1,E99", "--out", "b"], "--experiments: unknown experiment 'E99'"),
     (["bench", "--compile-backend", "nope", "--out", "b"], "--compile-backend 'nope': not a torch.compile backend infertop can study; choose one of inductor, eager"),
+    (["replay", "--compile-backend", "nope", "--out", "r.json"], "--compile-backend 'nope': not a torch.compile backend infertop can study; choose one of inductor, eager"),
     (["bench", "--ray", "999.999.1.1:1", "--out", "b"], "--ray '999.999.1.1:1': not a Ray address: '999.999.1.1' is not an IPv4 address"),
     (["bench", "--ray", "10.0.0.1:99999", "--out", "b"], "not a Ray address: port '99999' is not a whole number from 1 to 65535"),
     (["bench", "--ray", "10.0.0.1", "--out", "b"], "not a Ray address: expected local, auto, HOST:PORT or ray://HOST:PORT"),

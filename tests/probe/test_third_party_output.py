@@ -19,15 +19,6 @@ import pytest
 from probe.engine.process.third_party_output import third_party_output_to
 
 REPO = Path(__file__).resolve().parents[2]
-# The replay as `infertop replay` runs it, on dynamo's eager backend (no inductor compile:
-# seconds, and dynamo still breaks graphs and warns).
-REPLAY = """
-import functools, sys
-import probe.engine.process.headless as headless
-headless.engine_for = functools.partial(headless.engine_for, compile_backend="eager")
-from infertop.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
 # What infertop itself writes on stderr during a replay: the fit summary and a progress line
 # per request.
 OWN_LINE = re.compile(r"^(fit to the model .*|session journal: .*|  (inputs|outputs): .*|\s*\S+ c\d+ in=.*)$")
@@ -38,10 +29,10 @@ THIRD_PARTY = re.compile(r"torch|dynamo|inductor|torchao|Warning|site-packages|^
 def test_a_compiled_replays_stderr_holds_only_infertops_lines(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_STATE_HOME": str(tmp_path / "state"),
            "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
-    done = subprocess.run(
-        [sys.executable, "-c", REPLAY, "replay", "--model", "t5-tiny", "--opt",
-         "compile=default", "--requests", "4", "--speed", "1000", "--max-output", "6",
-         "--threads", "1", "--out", str(tmp_path / "s.json")],
+    done = subprocess.run(     # dynamo's eager backend: no inductor compile, still graph breaks
+        [sys.executable, "-m", "infertop", "replay", "--model", "t5-tiny", "--opt",
+         "compile=default", "--compile-backend", "eager", "--requests", "4", "--speed", "1000",
+         "--max-output", "6", "--threads", "1", "--out", str(tmp_path / "s.json")],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()

@@ -33,12 +33,13 @@ _OWN_HANDLER_LOGGERS = ("ray",)
 def third_party_output_to(log_path: str) -> Iterator[TextIO]:
     """Route every third-party message to `log_path` (appended) for the duration; yields the
     log stream. Everything is put back on exit, descriptor 2 included."""
+    stderr = sys.stderr
     with open(log_path, "a", buffering=1, encoding="utf-8", errors="replace") as log, \
             ExitStack() as undo:
         undo.enter_context(_descriptor_2_to(log))
         undo.enter_context(_warnings_to(log))
         undo.enter_context(_loggers_to(log))
-        undo.enter_context(_torch_logs_to(log))
+        undo.enter_context(_torch_logs_to(log, stderr))
         yield log
 
 
@@ -137,23 +138,65 @@ def _hide_transformers_default_handler():
 
 
 @contextmanager
-def _torch_logs_to(log: TextIO) -> Iterator[None]:
+def _torch_logs_to(log: TextIO, stderr: TextIO) -> Iterator[None]:
     """torch's registered loggers (torch, torch._dynamo, torch._inductor, …) each carry a handler
-    of torch's own that writes to `sys.stderr` at each record, and `torch._logging.set_logs`
-    makes new ones: the class's stream is pointed at the log, which every such handler, made
-    before or after, reads."""
+    of torch's own, and `torch._logging.set_logs` makes new ones (the compile probe calls it
+    inside this context, when `sys.stderr` is the terminal's own stream)."""
     try:
         from torch._logging import _internal
     except ImportError:
         yield
         return
     handler_class = getattr(_internal, "_StderrHandler", None)
-    previous = handler_class.__dict__.get("stream") if handler_class is not None else None
-    if not isinstance(previous, property):
+    if handler_class is not None and isinstance(handler_class.__dict__.get("stream"), property):
+        context = _stderr_handlers_to(handler_class, log)
+    else:
+        context = _new_stream_handlers_to(_internal, log, stderr)
+    with context:
         yield
-        return
-    handler_class.stream = property(lambda self: log)   # type: ignore[union-attr]
+
+
+@contextmanager
+def _stderr_handlers_to(handler_class: type, log: TextIO) -> Iterator[None]:
+    """torch ≥ 2.14: each handler writes to `sys.stderr` at each record through the class's
+    `stream` property: pointed at the log, it holds for every such handler, made before or
+    after."""
+    previous = handler_class.__dict__["stream"]
+    handler_class.stream = property(lambda self: log)   # type: ignore[attr-defined]
     try:
         yield
     finally:
-        handler_class.stream = previous                  # type: ignore[union-attr]
+        handler_class.stream = previous                  # type: ignore[attr-defined]
+
+
+@contextmanager
+def _new_stream_handlers_to(internal, log: TextIO, stderr: TextIO) -> Iterator[None]:
+    """torch 2.13: plain `logging.StreamHandler`s, each holding the `sys.stderr` of the moment
+    it was made. Those torch made already are pointed at the log for the duration, and so are
+    those it makes inside (each passes through `_track_handler`); on the way out each gets its
+    stream back, a new one `stderr` (the `sys.stderr` from before the context)."""
+    track = getattr(internal, "_track_handler", None)
+    tracked = getattr(internal, "handlers", None)
+    if track is None or tracked is None:
+        yield
+        return
+    # Not a FileHandler torch was asked for. The stream is set, not `setStream`, which would
+    # flush the old one first: a stream torch's handler holds may be closed by now.
+    previous = {handler: handler.stream for handler in list(tracked)
+                if type(handler) is logging.StreamHandler}
+    for handler in previous:
+        handler.stream = log
+
+    def track_to_log(handler: logging.Handler) -> logging.Handler:
+        if type(handler) is logging.StreamHandler:
+            previous[handler] = stderr
+            handler.stream = log
+        return track(handler)
+
+    internal._track_handler = track_to_log
+    try:
+        yield
+    finally:
+        internal._track_handler = track
+        for handler, stream in previous.items():
+            handler.stream = stream
