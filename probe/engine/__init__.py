@@ -5,7 +5,8 @@ Here: what serves — `engine` (one request under the current OptConfig), `servi
 puts the trace's requests on a queue at their arrival times), `switchboard` (an OptConfig turned
 into something that decodes), `compile_cache` and `compile_cache_key` (compile_cache=on: compiled
 functions saved under the state folder and loaded by a restart), `models`, `tokenizer`,
-`requests`, `workload_setup`, and `peer_ctranslate2` (the peer engine the bench measures against).
+`requests`, `workload_setup`, `peer_ctranslate2` (the peer engine the bench measures against)
+and `peer_process` (that peer in a process of its own).
 By role, below it:
 - `process/`: the engine in a process of its own, the warm switch's side engine, headless
   `replay`, and the files they keep (logs, journals).

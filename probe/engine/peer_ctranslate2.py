@@ -7,7 +7,6 @@ until a peer is built."""
 from __future__ import annotations
 
 import json
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,11 +16,9 @@ INSTALL_HINT = "pip install 'infertop[peers]' (or: pip install ctranslate2)"
 
 
 def ctranslate2_available() -> bool:
-    try:
-        import ctranslate2  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether it is installed, without importing it here (it runs in a process of its own)."""
+    from importlib.util import find_spec
+    return find_spec("ctranslate2") is not None
 
 
 def supported_compute_types(device: str = "cpu") -> tuple[str, ...]:
@@ -48,27 +45,28 @@ class PeerResult:
     tpot_ms: float | None              # (last token − first token) / (n − 1), as infertop's
 
 
-class PeerModel:
-    """A converted model folder and one translator per compute type."""
+def save_checkpoint(model, tokenizer, folder: Path) -> Path:
+    """The model and tokenizer as a transformers checkpoint under `folder`, for the peer's
+    converter to read (in the peer's own process: probe/engine/peer_process.py)."""
+    from transformers.utils import logging as hf_logging
+    hf_dir = folder / "hf"
+    hf_logging.disable_progress_bar()       # only infertop speaks on the terminal
+    try:
+        model.save_pretrained(hf_dir, safe_serialization=True)
+        tokenizer.save_pretrained(hf_dir)
+    finally:
+        hf_logging.enable_progress_bar()
+    return hf_dir
 
-    def __init__(self, model, tokenizer, *, threads: int | None = None,
-                 folder: Path | None = None) -> None:
+
+class PeerModel:
+    """A checkpoint converted by CTranslate2's converter, and one translator per compute type."""
+
+    def __init__(self, hf_dir: Path, *, threads: int | None = None) -> None:
         import ctranslate2
         from ctranslate2.converters import TransformersConverter
-        self._temp: tempfile.TemporaryDirectory[str] | None = None
-        if folder is None:
-            self._temp = tempfile.TemporaryDirectory(prefix="infertop-peer-")
-            folder = Path(self._temp.name)
-        root = Path(folder)
-        hf_dir, ct2_dir = root / "hf", root / "ct2"
-        from transformers.utils import logging as hf_logging
-        hf_logging.disable_progress_bar()       # only infertop speaks on the terminal
-        try:
-            model.save_pretrained(hf_dir, safe_serialization=True)
-            tokenizer.save_pretrained(hf_dir)
-            TransformersConverter(str(hf_dir)).convert(str(ct2_dir), force=True)
-        finally:
-            hf_logging.enable_progress_bar()
+        ct2_dir = Path(hf_dir).parent / "ct2"
+        TransformersConverter(str(hf_dir)).convert(str(ct2_dir), force=True)
         self.folder = ct2_dir
         vocabulary = json.loads((ct2_dir / "shared_vocabulary.json").read_text())
         self.tokens = list(vocabulary)
@@ -110,6 +108,3 @@ class PeerModel:
 
     def close(self) -> None:
         self._translators.clear()
-        if self._temp is not None:
-            self._temp.cleanup()
-            self._temp = None

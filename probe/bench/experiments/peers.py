@@ -38,8 +38,8 @@ TEMPLATE = Template(
                "the runtime built for it, in each precision both offer.",
     variable="engine and path: infertop's HF eager, compiled fullgraph and best configs; "
              "CTranslate2 in every compute type it offers on this machine",
-    control="CTranslate2 on the same converted weights and requests, its passes alternated "
-            "with infertop's",
+    control="CTranslate2 on the same converted weights and requests, in a process of its own, "
+            "its passes alternated with infertop's",
     expected="infertop's best step at or below the peer's ms/token in fp32 and int8, within "
              "1.3× of the fp32 roofline; tokens equal to the fp32 reference in fp32.")
 # The shape: batch 1, 64 tokens in, 64 out. One input length for every request, so each
@@ -81,24 +81,19 @@ def not_installed_section() -> dict:
 
 
 def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
-    from probe.engine.peer_ctranslate2 import (
-        PRECISION_NAMES,
-        PeerModel,
-        ctranslate2_available,
-        supported_compute_types,
-    )
+    from probe.engine.peer_ctranslate2 import PRECISION_NAMES, ctranslate2_available
+    from probe.engine.peer_process import CTranslate2Peer
     if not ctranslate2_available():
         section = not_installed_section()
         return {"skipped": section["skipped"]}, section
     import torch
     context, plan = study.context, study.plan
     requests = peer_requests(QUICK_PEER_REQUESTS if plan.quick else PEER_REQUESTS)
-    compute_types = supported_compute_types("cpu")
-    study.message(f"peers: converting {plan.model} for CTranslate2 "
-                  f"({', '.join(compute_types)})")
+    study.message(f"peers: converting {plan.model} for CTranslate2, in a process of its own")
     loaded = context.require_model()
-    peer = PeerModel(loaded.model, loaded.tokenizer,
-                     threads=torch.get_num_threads())
+    peer = CTranslate2Peer(loaded.model, loaded.tokenizer, threads=torch.get_num_threads())
+    compute_types = peer.compute_types
+    study.message(f"peers: CTranslate2 offers {', '.join(compute_types)} here")
     paths: list[PathRun] = []
     loads: list[list[float]] = []
     try:
@@ -272,7 +267,8 @@ def build(paths: list[PathRun], roof_ms: dict[str, float], *, loads: list, model
              "greedy, the output length forced (CTranslate2: min_decoding_length = "
              f"max_decoding_length); {repeats} warm passes per path, each infertop pass "
              "followed by one pass of the peer in each compute type of its precision, the order "
-             "reversed every other pass",
+             "reversed every other pass; CTranslate2 runs in a process of its own (in one "
+             "process its OpenMP runtime beside torch's slows torch's step)",
              "ms/token: (last token − first token) / (n − 1) per request, the median over a "
              "pass's requests; spread: the range over passes; p95 over every warm request",
              f"best path: the fastest of each precision's paths in this run; the lean step is "
