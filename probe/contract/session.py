@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
 
@@ -66,14 +66,26 @@ class Session:
             self._slo = slo
 
     def config_id(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
-        """Identical options share an id (and a segment); ids are c1, c2, … in order of use."""
+        """Identical options share an id (and a segment); ids are c1, c2, … in order of use.
+        A config reached again with notes it lacks keeps them too: an ask the engine refused
+        outright (parallel=large without compile) lands on the config already served, and
+        its note is why."""
         with self._lock:
             for entry in self._configs.values():
                 if entry.options == options:
+                    added = tuple(n for n in notes if n not in entry.notes)
+                    if added:
+                        self._configs[entry.config_id] = replace(entry,
+                                                                 notes=entry.notes + added)
                     return entry.config_id
             config_id = f"c{len(self._configs) + 1}"
             self._configs[config_id] = ConfigEntry(config_id, options, notes)
             return config_id
+
+    def config_notes(self, config_id: str) -> tuple[str, ...]:
+        with self._lock:
+            entry = self._configs.get(config_id)
+            return entry.notes if entry is not None else ()
 
     def add_record(self, record: RequestRecord) -> None:
         with self._lock:

@@ -103,11 +103,13 @@ class Engine:
         """Applies from the next request. Each new config starts cold, as a fresh deployment
         of it would: compiled code of the previous config is dropped (torch._dynamo.reset)."""
         variant = self.switchboard.resolve(requested)
+        changed = variant.options != self.options or not self.config_id
+        known = () if changed else self.session.config_notes(self.config_id)
         config_id = self.session.config_id(variant.options, variant.notes)
-        if variant.options != self.options or not self.config_id:
-            if self.config_id:
-                self.probe.reset_dynamo()
-            for note in variant.notes:
+        if changed and self.config_id:
+            self.probe.reset_dynamo()
+        for note in variant.notes:
+            if note not in known:       # a refusal that changes nothing is still said, once
                 self.notify("warning", note)
         self.options, self.config_id = variant.options, config_id
         return config_id
