@@ -14,6 +14,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.worker import get_current_worker
 
+from tui import terminal_watch
 from tui.dashboard_layout import dashboard_widgets
 from tui.engine_events import EngineEvents
 from tui.engine_reader import EngineReader
@@ -39,6 +40,14 @@ class InfertopApp(EngineEvents, KeyActions):
                          f"served cannot be saved: press s while it runs to keep it.",
                          severity="warning", timeout=20)
             self._read_engine()
+        self.terminal_watched = terminal_watch.has_controlling_terminal()
+        if self.terminal_watched:
+            self.set_interval(terminal_watch.WATCH_INTERVAL_S, self._check_terminal,
+                              name="terminal watch")
+
+    async def _check_terminal(self) -> None:
+        if not terminal_watch.has_controlling_terminal():
+            await self.action_quit()
 
     def on_unmount(self) -> None:
         self._stopping.set()
