@@ -8,6 +8,7 @@ import os
 import stat
 from pathlib import Path
 
+from infertop.commands.engine_args import add_compile_backend_argument
 from probe.bench.cluster import INSTALL_HINT as RAY_HINT
 from probe.bench.cluster import require_ray
 from workloads.argtypes import note_fewer_requests, request_count, thread_count, whole_number
@@ -47,9 +48,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
                        help="which requests of the trace are replayed (a fixed-seed sample)")
     bench.add_argument("--threads", type=thread_count, default=None,
                        help="torch CPU threads (default: torch's own choice)")
-    bench.add_argument("--compile-backend", default="inductor",
-                       help="torch.compile backend (default inductor; eager/aot_eager test "
-                            "dynamo alone, and their compile times and speeds are not inductor's)")
+    add_compile_backend_argument(bench)
     bench.add_argument("--torch-trace", action="store_true",
                        help="keep a TORCH_TRACE folder for tlparse in DIR/torch_trace")
     bench.add_argument("--profile", action="store_true",

@@ -1,5 +1,5 @@
 """Flags the dashboard and `replay` share: which engine serves which trace, the metrics port
-and the SLO."""
+and the SLO; and the compile backend bench, replay and tune take."""
 
 from __future__ import annotations
 
@@ -13,6 +13,15 @@ def add_metrics_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-port", type=whole_number(0, 65535), default=None,
                         metavar="N", help="serve Prometheus metrics on 127.0.0.1:N/metrics "
                                           "(0: any free port)")
+
+
+def add_compile_backend_argument(parser: argparse.ArgumentParser) -> None:
+    """--compile-backend, as bench, replay and tune take it (checked by
+    probe.bench.bench_checks.check_compile_backend before torch is imported)."""
+    parser.add_argument("--compile-backend", default="inductor",
+                        help="torch.compile backend (default inductor; eager/aot_eager test "
+                             "dynamo alone, and their compile times and speeds are not "
+                             "inductor's)")
 
 
 def add_slo_argument(parser: argparse.ArgumentParser) -> None:

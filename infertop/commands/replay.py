@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from infertop.commands.engine_args import (
+    add_compile_backend_argument,
     add_engine_arguments,
     add_metrics_argument,
     add_slo_argument,
@@ -26,8 +27,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="SNAPSHOT.json")
     parser.add_argument("--tokens", action="store_true",
                         help="keep every request's generated token ids in its record")
-    parser.add_argument("--compile-backend", default="inductor",
-                        help="torch.compile backend (default inductor), as bench takes it")
+    add_compile_backend_argument(parser)
     add_metrics_argument(parser)
     add_slo_argument(parser)
 

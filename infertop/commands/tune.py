@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from infertop.commands.bench import add_slo_arguments
+from infertop.commands.engine_args import add_compile_backend_argument
 from workloads.argtypes import real_number, thread_count, whole_number
 
 DEFAULT_REQUESTS, DEFAULT_REPEATS, DEFAULT_BUDGET_MIN = 24, 2, 30.0
@@ -45,7 +46,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
                                         "make differ from fp32 eager (default "
                                         f"{DEFAULT_MAX_DRIFT:g})")
     tune.add_argument("--threads", type=thread_count, default=None)
-    tune.add_argument("--compile-backend", default="inductor")
+    add_compile_backend_argument(tune)
     tune.add_argument("--ray", nargs="?", const="", default=None, metavar="local|ADDRESS",
                       help="measure one step's candidates in parallel, one per node slot of "
                            "a Ray cluster (local: start one here)")

@@ -75,6 +75,7 @@ class PeerModel:
             raise RuntimeError("the converted vocabulary has repeated tokens: ids cannot be "
                                "mapped to it one to one")
         self.threads = threads or 0
+        self.compute_types = supported_compute_types("cpu")
         self._translators: dict[str, object] = {}
         self._ctranslate2 = ctranslate2
 
@@ -105,6 +106,3 @@ class PeerModel:
         return PeerResult(tokens=tokens, latency_ms=(end - start) * 1e3,
                           first_token_ms=((marks[0] if marks else end) - start) * 1e3,
                           tpot_ms=(marks[-1] - marks[0]) * 1e3 / (n - 1) if n > 1 else None)
-
-    def close(self) -> None:
-        self._translators.clear()

@@ -22,6 +22,8 @@ START_TIMEOUT_S = 600.0
 
 
 class Peer(Protocol):
+    compute_types: tuple[str, ...]
+
     def generate(self, compute_type: str, row: Sequence[int],
                  output_length: int) -> PeerResult: ...
 
@@ -79,7 +81,7 @@ def _serve(make_peer: Callable[[], Peer], conn: Connection) -> None:
     until told to stop (None) or the parent goes."""
     try:
         peer = make_peer()
-        conn.send(("ready", getattr(peer, "compute_types", ())))
+        conn.send(("ready", peer.compute_types))
     except Exception as exc:
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
         return
@@ -96,21 +98,15 @@ def _serve(make_peer: Callable[[], Peer], conn: Connection) -> None:
             conn.send(("error", f"{type(exc).__name__}: {exc}"))
 
 
-class ConvertedPeer:
+def converted_peer(hf_dir: Path, threads: int) -> Peer:
     """The CTranslate2 peer as the child builds it: the checkpoint converted there, on the
     thread count infertop's engine uses."""
-
-    def __init__(self, hf_dir: Path, threads: int) -> None:
-        import torch
-        # The converter loads the checkpoint with torch: one thread, so no torch thread pool
-        # runs beside the peer's own.
-        torch.set_num_threads(1)
-        from probe.engine.peer_ctranslate2 import PeerModel, supported_compute_types
-        self._model = PeerModel(hf_dir, threads=threads)
-        self.compute_types = supported_compute_types("cpu")
-
-    def generate(self, compute_type: str, row: Sequence[int], output_length: int) -> PeerResult:
-        return self._model.generate(compute_type, row, output_length)
+    import torch
+    # The converter loads the checkpoint with torch: one thread, so no torch thread pool runs
+    # beside the peer's own.
+    torch.set_num_threads(1)
+    from probe.engine.peer_ctranslate2 import PeerModel
+    return PeerModel(hf_dir, threads=threads)
 
 
 class CTranslate2Peer:
@@ -121,7 +117,7 @@ class CTranslate2Peer:
         self._temp = tempfile.TemporaryDirectory(prefix="infertop-peer-")
         try:
             hf_dir = save_checkpoint(model, tokenizer, Path(self._temp.name))
-            self._process = PeerProcess(partial(ConvertedPeer, hf_dir, threads))
+            self._process = PeerProcess(partial(converted_peer, hf_dir, threads))
         except BaseException:
             self._temp.cleanup()
             raise
