@@ -79,6 +79,27 @@ def ranged_real(low: float, high: float) -> Callable[[str], float]:
     return parse
 
 
+_BYTE_UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
+               "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+MAX_SLOTS_FLAG = 4096                   # --max-batch: rows of a dynamic batch, or slots
+
+
+def byte_size(text: str) -> int:
+    """An argparse type: a size like 8GiB, 512MiB, 2.5GB or a number of bytes (at least 1 MiB:
+    less holds no slot of any model)."""
+    valid = "a size like 8GiB, 512MiB or 2.5GB (at least 1MiB)"
+    stripped = text.strip().upper()
+    number = stripped.rstrip("KMGTIB")
+    unit = stripped[len(number):]
+    try:
+        value = float(number) * _BYTE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}") from None
+    if not math.isfinite(value) or value < 2**20 or value > 2**50:
+        raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}")
+    return int(value)
+
+
 thread_count = whole_number(1, MAX_THREADS)  # --threads: torch's CPU threads
 speed_factor = ranged_real(MIN_SPEED, MAX_SPEED)
 arrival_rate = ranged_real(MIN_RATE_RPS, MAX_RATE_RPS)

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from workloads.argtypes import model_length, request_count, speed_factor, thread_count, whole_number
+from workloads.argtypes import (
+    MAX_SLOTS_FLAG,
+    byte_size,
+    model_length,
+    request_count,
+    speed_factor,
+    thread_count,
+    whole_number,
+)
 from workloads.trace import BUILTIN_TRACES, DEFAULT_TRACE
 
 
@@ -56,3 +64,11 @@ def add_engine_arguments(parser: argparse.ArgumentParser, *,
                         help="longest input (default 512)")
     parser.add_argument("--max-output", type=model_length, default=512,
                         help="longest output (default 512)")
+    parser.add_argument("--max-batch", type=whole_number(1, MAX_SLOTS_FLAG), default=0,
+                        metavar="N",
+                        help="rows of a dynamic batch and continuous batching's slots (default: "
+                             "sized from the device's free memory and the trace's lengths; 8 "
+                             "on a CPU)")
+    parser.add_argument("--kv-budget", type=byte_size, default=None, metavar="SIZE",
+                        help="the KV cache's memory, e.g. 8GiB: the slots are sized to it and "
+                             "the paged pool holds it (default: half the GPU's free memory)")

@@ -21,3 +21,5 @@ class DeviceSample:
     # compile workers and the C++ compiler, where a CPU compile spends much of its time)
     process_cpu_pct: float | None = None
     cpu_cores: int | None = None        # logical CPUs: what util_pct's 100% is
+    # GPU memory the driver reserved (NVML v2), not counted in mem_used_bytes, as nvidia-smi
+    mem_reserved_bytes: int | None = None

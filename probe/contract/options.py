@@ -152,6 +152,13 @@ OPTIONS: tuple[Option, ...] = (
            "loads it instead of tracing and compiling again. A stale or corrupt file is "
            "recompiled, never served; needs compile",
            "probe/engine/switchboard.py: Switchboard._wrap", in_footer=False, compiler="dynamo"),
+    Option("tf32", ("off", "on"), "T", "tf32",
+           "fp32 matrix products on TF32 tensor cores (NVIDIA GPUs from Ampere on)",
+           "on: fp32 matrix products run on the GPU's TF32 tensor cores (10-bit mantissa "
+           "inputs, fp32 accumulation: torch.set_float32_matmul_precision('high')), the "
+           "weights and activations stay fp32; drift is measured as for bf16. Off everywhere "
+           "else: a device without TF32 serves tf32=off and says so",
+           "probe/engine/switchboard.py: apply_tf32", in_footer=False),
 )
 OPTION_BY_KEY: dict[str, Option] = {option.key: option for option in OPTIONS}
 CHOICES: dict[str, tuple[str, ...]] = {option.key: option.values for option in OPTIONS}
@@ -188,6 +195,7 @@ class OptConfig:
     qkv: str = _default("qkv")
     kv_layout: str = _default("kv_layout")
     compile_cache: str = _default("compile_cache")
+    tf32: str = _default("tf32")
 
     def __post_init__(self) -> None:
         for key, value in asdict(self).items():

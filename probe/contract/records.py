@@ -112,6 +112,27 @@ class KVPool:
 
 
 @dataclass(frozen=True)
+class BatchSteps:
+    """Continuous batching's recent steps, as one config ran them: host time against the
+    step period read from the GPU's marks. A host time near the period is a host-bound loop
+    (the GPU waits for the host); well below it, the GPU is the bound."""
+    steps: int                      # steps so far
+    slots: int                      # slots available
+    captured: tuple[int, ...]       # batch sizes with a CUDA graph; () when none
+    running: float | None           # requests in slots, mean over the window
+    rows: float | None              # rows a step ran over (its captured size, or every slot)
+    host_ms: float | None           # the host's work per step (not its waits for the GPU)
+    period_ms: float | None         # between consecutive steps' ends on the GPU
+
+    @property
+    def host_share(self) -> float | None:
+        """The host's share of a step's period: near 1, the loop is host-bound."""
+        if self.host_ms is None or not self.period_ms:
+            return None
+        return min(1.0, self.host_ms / self.period_ms)
+
+
+@dataclass(frozen=True)
 class RooflineStatus:
     """This machine's memory roofline for the config being served: the fastest a batch-1 step
     can be when it reads every weight once at the measured bandwidth."""

@@ -12,7 +12,14 @@ from types import MappingProxyType
 from typing import Mapping
 
 from probe.contract.options import OptConfig
-from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
+from probe.contract.records import (
+    BatchSteps,
+    CompileEvent,
+    GraphBreakRecord,
+    KVPool,
+    Notice,
+    RequestRecord,
+)
 from probe.contract.slo import Slo
 from probe.contract.stats import SegmentStats, segments
 
@@ -41,6 +48,8 @@ class SessionData:
         default_factory=lambda: MappingProxyType({}))
     kv_pools: Mapping[str, KVPool] = field(default_factory=lambda: MappingProxyType({}))
     slo: Slo | None = None          # what goodput and attainment are measured against
+    # continuous batching's recent steps, per config (host time against the GPU's period)
+    batch_steps: Mapping[str, BatchSteps] = field(default_factory=lambda: MappingProxyType({}))
 
     def segments(self) -> tuple[SegmentStats, ...]:
         return segments(list(self.configs), self.records, self.events, self.breaks,
@@ -59,6 +68,7 @@ class Session:
         self._notices: list[Notice] = []
         self._references: dict[str, tuple[int, ...]] = {}
         self._kv_pools: dict[str, KVPool] = {}
+        self._batch_steps: dict[str, BatchSteps] = {}
         self._slo: Slo | None = None
 
     def set_slo(self, slo: Slo | None) -> None:
@@ -109,6 +119,10 @@ class Session:
         with self._lock:
             self._kv_pools[config_id] = pool
 
+    def set_batch_steps(self, config_id: str, steps: BatchSteps) -> None:
+        with self._lock:
+            self._batch_steps[config_id] = steps
+
     def add_notice(self, notice: Notice) -> None:
         with self._lock:
             self._notices.append(notice)
@@ -120,6 +134,7 @@ class Session:
             self._breaks, self._notices = data.breaks, list(data.notices)
             self._configs = dict(data.configs)
             self._references, self._kv_pools = dict(data.references), dict(data.kv_pools)
+            self._batch_steps = dict(data.batch_steps)
             self._slo = data.slo if data.slo is not None else self._slo
 
     def freeze(self) -> SessionData:
@@ -127,4 +142,5 @@ class Session:
             return SessionData(tuple(self._records), tuple(self._events), self._breaks,
                                MappingProxyType(dict(self._configs)), tuple(self._notices),
                                MappingProxyType(dict(self._references)),
-                               MappingProxyType(dict(self._kv_pools)), self._slo)
+                               MappingProxyType(dict(self._kv_pools)), self._slo,
+                               MappingProxyType(dict(self._batch_steps)))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import Callable, Sequence, TypedDict, TypeVar
 
 import torch
@@ -21,12 +22,13 @@ from probe.contract.session import Session
 from probe.contract.settings import EngineSettings
 from probe.engine.decode.kv_cache import used_bytes_formula
 from probe.engine.decode.result import DecodeResult
+from probe.engine.decode.slot_sizing import SlotSizing, size_slots
 from probe.engine.measure.bandwidth_cache import MachineBandwidth
 from probe.engine.models import DecoderDims, LoadedModel, load_model
 from probe.engine.observe.compile_probe import CompileProbe
 from probe.engine.observe.device_probe import DeviceProbe, resolve_device
 from probe.engine.requests import EngineRequest, input_ids, pad_batch
-from probe.engine.switchboard import Switchboard
+from probe.engine.switchboard import Switchboard, apply_tf32
 from workloads.buckets import bucket_for
 
 log = logging.getLogger(__name__)
@@ -80,6 +82,8 @@ class Engine:
         module: torch.nn.Module = self.loaded.model
         module.to(self.device)
         self.dims = DecoderDims.of(self.loaded.model)
+        self.slot_sizing = self._size_slots(settings)
+        self.settings = settings = replace(settings, max_batch=self.slot_sizing.slots)
         self.session = Session()
         self.probe = CompileProbe(self.clock)
         self.probe.install()
@@ -98,6 +102,17 @@ class Engine:
         self.config_id = ""
         self.set_options(options or OptConfig())
 
+    def _size_slots(self, settings: EngineSettings) -> SlotSizing:
+        """Batching's slots, sized once for fp32 (the widest element a config can switch to)."""
+        free = torch.cuda.mem_get_info(self.device)[0] if self.device.type == "cuda" else None
+        position = used_bytes_formula(element_bytes=4, heads=self.dims.heads, d_kv=self.dims.d_kv,
+                                      decoder_layers=self.dims.layers, self_positions=1,
+                                      cross_positions=0)
+        return size_slots(device_type=self.device.type, free_bytes=free, position_bytes=position,
+                          max_input_tokens=settings.max_input_tokens,
+                          max_new_tokens=settings.max_new_tokens, max_batch=settings.max_batch,
+                          kv_budget_bytes=settings.kv_budget_bytes)
+
     # -- configuration ---------------------------------------------------------------------
     def set_options(self, requested: OptConfig) -> str:
         """Applies from the next request. Each new config starts cold, as a fresh deployment
@@ -112,6 +127,7 @@ class Engine:
             if note not in known:       # a refusal that changes nothing is still said, once
                 self.notify("warning", note)
         self.options, self.config_id = variant.options, config_id
+        apply_tf32(self.options)
         return config_id
 
     def notify(self, level: str, text: str) -> None:
@@ -204,6 +220,7 @@ class Engine:
                             self.settings.max_input_tokens)
             ids, mask = pad_batch([row], len(row), self.dims.pad_token_id, self.device)
             self.probe.set_context(None, None)
+            apply_tf32(REFERENCE_OPTIONS)       # the reference's products are true fp32
             try:
                 with torch.inference_mode():
                     result = self.switchboard.decoder(REFERENCE_OPTIONS)(
@@ -211,6 +228,8 @@ class Engine:
             except Exception as exc:  # no reference: that request leaves the drift sample
                 log.warning("reference for %s failed: %s", request_id, short_error(exc))
                 continue
+            finally:
+                apply_tf32(self.options)
             self.session.add_reference(request_id, tuple(result.tokens[0].tolist()))
             done += 1
         return done

@@ -34,10 +34,13 @@ def input_ids(request: EngineRequest, tokenizer: PreTrainedTokenizerBase, vocab_
 
 def pad_batch(rows: list[list[int]], width: int, pad_id: int,
               device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Right-pad to `width`; the attention mask hides the padding from the encoder."""
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    """Right-pad to `width`; the attention mask hides the padding from the encoder. To a GPU
+    from pinned memory, without waiting: a copy from pageable memory waits for the device's
+    queue to drain, which would stall a batching loop that runs ahead of the GPU."""
+    pinned = device.type == "cuda"
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long, pin_memory=pinned)
+    mask = torch.zeros((len(rows), width), dtype=torch.long, pin_memory=pinned)
     for i, row in enumerate(rows):
         ids[i, :len(row)] = torch.tensor(row, dtype=torch.long)
         mask[i, :len(row)] = 1
-    return ids.to(device), mask.to(device)
+    return ids.to(device, non_blocking=pinned), mask.to(device, non_blocking=pinned)

@@ -32,6 +32,24 @@ from probe.engine.models import DecoderDims, T5Family
 from probe.engine.observe.guards import guard_filter
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# The compile modes whose inductor output runs under CUDA graphs on a CUDA device.
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+HF_GENERATE_GRAPHS_REFUSED = (
+    "HF generate() is not compiled under CUDA graphs: its 13 graphs between 12 breaks "
+    "(.item() and data-dependent stopping checks) each record a graph per step and input "
+    "length, and its first request did not end in 70 s on an H200; compile=default serves "
+    "it, and decode=fullgraph (g) runs under CUDA graphs")
+
+
+def tf32_available(device: torch.device) -> bool:
+    """TF32 tensor cores: NVIDIA GPUs of compute capability 8.0 (Ampere) and later."""
+    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8
+
+
+def apply_tf32(options: OptConfig) -> None:
+    """Process-wide, like the configs it serves: set whenever the engine changes config, and
+    before any compile of it (inductor reads the setting when it generates its matmuls)."""
+    torch.set_float32_matmul_precision("high" if options.tf32 == "on" else "highest")
 
 
 @dataclass(frozen=True)
@@ -225,6 +243,14 @@ class Switchboard:
         if options.kv_layout == "paged" and options.batching != "continuous":
             notes.append("the paged KV layout is continuous batching's: kv_layout=static")
             options = options.with_option("kv_layout", "static")
+        if (options.decode == "hf-generate" and options.compile in CUDA_GRAPH_MODES
+                and self.device.type == "cuda"):
+            notes.append(HF_GENERATE_GRAPHS_REFUSED)
+            options = options.with_option("compile", "default")
+        if options.tf32 == "on" and not tf32_available(self.device):
+            notes.append("tf32 is a tensor-core mode of NVIDIA GPUs from Ampere on; this "
+                         "device has none: tf32=off")
+            options = options.with_option("tf32", "off")
         if options.precision == "fp16" and self.device.type == "cpu":
             notes.append("fp16 on a CPU runs through slow emulated kernels; bf16 is the CPU's "
                          "half precision")
@@ -312,6 +338,12 @@ class Switchboard:
             kwargs["options"] = extra
         return kwargs
 
+    def batch_graphs(self, options: OptConfig) -> bool:
+        """Continuous batching captures a CUDA graph per batch size where the config asks for
+        CUDA graphs and the device has them (slot_graphs.py: the step stays eager inside)."""
+        return (self.device.type == "cuda" and options.compile in CUDA_GRAPH_MODES
+                and options.kv_layout == "static")
+
     def slot_batcher(self, options: OptConfig, settings: EngineSettings
                      ) -> SlotBatcher | PagedBatcher:
         """The continuous-batching slots for these options, built once per config: a region
@@ -328,7 +360,8 @@ class Switchboard:
             else:
                 self._slot_batchers[options] = SlotBatcher(
                     model, slots=settings.max_batch, max_new_tokens=self.max_new_tokens,
-                    max_input_tokens=settings.max_input_tokens, wrap=wrap)
+                    max_input_tokens=settings.max_input_tokens, wrap=wrap,
+                    graphs=self.batch_graphs(options))
         return self._slot_batchers[options]
 
     def _build(self, options: OptConfig) -> Callable[..., DecodeResult]:

@@ -20,6 +20,7 @@ from probe.contract.diagnosis import attach_diagnoses
 from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
 from probe.contract.records import (
+    BatchSteps,
     CompileEvent,
     GraphBreakRecord,
     KVPool,
@@ -55,6 +56,7 @@ def snapshot_document(data: SessionData, *, environment: dict, model: dict, trac
         "notices": [asdict(n) for n in data.notices],
         "reference_tokens": {rid: list(tokens) for rid, tokens in data.references.items()},
         "kv_pools": {cid: asdict(pool) for cid, pool in data.kv_pools.items()},
+        "batch_steps": {cid: asdict(steps) for cid, steps in data.batch_steps.items()},
         "live": live or {},
     }
     return attach_diagnoses(document, data, saved_live_parts(document))
@@ -154,13 +156,16 @@ def session_data(document: dict[str, Any], source: str = "snapshot", *,
                       for rid, tokens in document.get("reference_tokens", {}).items()}
         pools = {key(cid): _build(KVPool, raw, f"kv_pools.{cid}", clean)
                  for cid, raw in document.get("kv_pools", {}).items()}
+        steps = {key(cid): _build(BatchSteps, raw, f"batch_steps.{cid}", clean)
+                 for cid, raw in document.get("batch_steps", {}).items()}
     except _ShapeError as exc:
         raise ConfigError(f"{source}: not an infertop session: {exc}") from None
     slo = slo_from_dict(document.get("slo"), f"{source}: slo")
     return SessionData(records=records, events=events, breaks=breaks,
                        configs=MappingProxyType(configs), notices=notices,
                        references=MappingProxyType(references),
-                       kv_pools=MappingProxyType(pools), slo=slo)
+                       kv_pools=MappingProxyType(pools), slo=slo,
+                       batch_steps=MappingProxyType(steps))
 
 
 # the counts and sizes a record holds: a negative one contradicts what was served

@@ -89,3 +89,21 @@ def test_nvml_that_cannot_start_leaves_every_nvml_figure_not_available(gpu, erro
     sample = gpu(fake_nvml(init_error=getattr(pynvml, error)))
     assert (sample.util_pct, sample.power_w, sample.temperature_c) == (None, None, None)
     assert sample.mem_total_bytes == 141 * GiB          # from torch
+
+
+def test_the_probe_reads_version_two_memory_and_the_samples_window(gpu):
+    """Where NVML has them: memory as nvidia-smi reads it (reserved apart) and utilization
+    averaged over the samples since the last reading, not the one-instant rate."""
+    nvml = fake_nvml()
+    nvml.nvmlMemory_v2 = 0x02000028
+    nvml.NVML_GPU_UTILIZATION_SAMPLES = 1
+    v2 = SimpleNamespace(total=141 * GiB, free=100 * GiB, used=40 * GiB, reserved=GiB)
+    nvml.nvmlDeviceGetMemoryInfo = lambda handle, version=None: (
+        v2 if version == 0x02000028 else SimpleNamespace(total=141 * GiB, free=100 * GiB,
+                                                         used=41 * GiB))
+    samples = [SimpleNamespace(timeStamp=t, sampleValue=SimpleNamespace(uiVal=v))
+               for t, v in ((10, 20), (20, 40), (30, 60))]
+    nvml.nvmlDeviceGetSamples = lambda handle, kind, since: (1, samples)
+    sample = gpu(nvml)
+    assert sample.util_pct == 40.0                      # not the instant's 73
+    assert (sample.mem_used_bytes, sample.mem_reserved_bytes) == (40 * GiB, GiB)

@@ -1,8 +1,11 @@
-"""`make gpu-check` runs anywhere: without a CUDA device it says so and succeeds."""
+"""`make gpu-check` runs anywhere: without a CUDA device it says so and succeeds; its promises
+are read from its report, so what makes it exit 1 is tested here on made-up reports."""
 
 import torch
 
-from probe.engine.measure.gpu_check import main
+from probe.engine.measure.gpu_check import judge_decode, main, memory_agrees, promises
+from probe.engine.measure.gpu_decode_matrix import matrix
+from probe.engine.measure.kernel_profile import closer_bound
 
 
 def test_without_a_gpu_it_says_so_and_writes_nothing(tmp_path, capsys):
@@ -13,15 +16,87 @@ def test_without_a_gpu_it_says_so_and_writes_nothing(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_the_warm_ms_per_token_skips_requests_that_have_none():
-    """One output token each (`--output-tokens 1`) leaves every tpot None: the median is None,
-    not a TypeError from sorting Nones (mypy found it)."""
-    from probe.engine.measure.gpu_check import warm_tpot_ms
+def test_the_warm_ms_per_token_is_the_median_of_the_served_requests():
+    """One output token each leaves every tpot None: the median is None, not a TypeError from
+    sorting Nones; a failed request is not counted."""
+    from probe.engine.measure.gpu_decode_run import warm_tpot_ms
     from tests.conftest import synthetic_record
 
     one_token = [synthetic_record(f"g{i}", i, latency_ms=10.0, output_tokens=1) for i in range(4)]
     assert warm_tpot_ms(one_token) is None
     served = [synthetic_record(f"g{i}", i, latency_ms=v, output_tokens=5)
-              for i, v in enumerate([900.0, 40.0, 20.0, 30.0])]
+              for i, v in enumerate([900.0, 40.0, 20.0])]
     failed = synthetic_record("g4", 4, latency_ms=1.0, output_tokens=1, error="boom")
-    assert warm_tpot_ms(served + [failed]) == served[3].tpot_ms     # the first warms: not counted
+    assert warm_tpot_ms(served + [failed]) == sorted(r.tpot_ms for r in served)[1]
+
+
+def test_the_matrix_covers_every_mode_and_precision_for_both_paths():
+    names = {c.name for c in matrix()}
+    for mode in ("off", "default", "reduce-overhead", "max-autotune"):
+        for precision in ("fp32", "fp16", "bf16"):
+            assert f"fullgraph {precision} compile={mode}" in names
+    assert "hf-generate fp32 compile=reduce-overhead" in names   # to see it refused
+    assert "fullgraph fp32 tf32 compile=reduce-overhead" in names
+
+
+def row(ms, failed=0, equal=True, kernels=117.0):
+    return {"ms_per_token": ms, "failed": failed, "tokens_equal_fp32_eager": equal,
+            "kernels_per_token": kernels}
+
+
+def good_decode():
+    decode = {}
+    for mode, fp32, half in (("off", 6.2, 6.0), ("default", 2.1, 2.0),
+                             ("reduce-overhead", 0.53, 0.38)):
+        decode[f"fullgraph fp32 compile={mode}"] = row(fp32)
+        decode[f"fullgraph fp16 compile={mode}"] = row(half, equal=False)
+        decode[f"fullgraph bf16 compile={mode}"] = row(half, equal=False)
+    return decode
+
+
+def test_a_report_that_keeps_every_promise_passes():
+    report = {"decode": good_decode(), "sigterm": {"seconds": 4.2},
+              "nvml": {"idle_memory_agrees": True, "load_memory_agrees": True}}
+    checks = promises(report)
+    assert checks and all(checks.values()), checks
+
+
+def test_each_broken_promise_fails_the_check():
+    for breaking in ("failure", "slow half", "slow graphs", "sigterm", "memory"):
+        report = {"decode": good_decode(), "sigterm": {"seconds": 3.0},
+                  "nvml": {"idle_memory_agrees": True}}
+        decode = report["decode"]
+        if breaking == "failure":
+            decode["fullgraph fp32 compile=reduce-overhead"] = row(None, failed=6, equal=False)
+        elif breaking == "slow half":
+            decode["fullgraph fp16 compile=default"] = row(3.7, equal=False)   # today's 1.5x
+        elif breaking == "slow graphs":
+            for half in ("fp16", "bf16"):
+                decode[f"fullgraph {half} compile=reduce-overhead"] = row(0.46, equal=False)
+        elif breaking == "sigterm":
+            report["sigterm"] = {"seconds": 131.0}
+        else:
+            report["nvml"]["idle_memory_agrees"] = False
+        assert not all(promises(report).values()), breaking
+
+
+def test_nvml_memory_agrees_within_its_tolerance_only():
+    reading = {"infertop": {"memory.used": 3.25}, "nvidia_smi": {"memory.used": 4.0}}
+    assert memory_agrees(reading)
+    # the version-1 figure of the same moment on the H200 (reserved counted as used)
+    assert not memory_agrees({"infertop": {"memory.used": 618.3},
+                              "nvidia_smi": {"memory.used": 4.0}})
+    assert memory_agrees({"infertop": {"memory.used": 3.0}, "nvidia_smi": "not found"}) is None
+
+
+def test_each_config_is_placed_against_both_floors():
+    """The H200's t5-small figures: 117 kernels at ~1 µs each (0.117 ms) lie above the bf16
+    roofline (0.032 ms): the kernel count is the closer bound."""
+    assert closer_bound(0.46, 0.032, 117, 0.98) == "kernels"
+    assert closer_bound(0.05, 0.032, 10, 0.98) == "bytes"
+    decode = {"fullgraph bf16 compile=reduce-overhead": row(0.46)}
+    judge_decode(decode, {"roofline_ms": {"bf16": 0.032}}, 0.98)
+    judged = decode["fullgraph bf16 compile=reduce-overhead"]
+    assert judged["closer_to"] == "kernels"
+    assert abs(judged["kernel_floor_ms"] - 117 * 0.98e-3) < 1e-12
+    assert abs(judged["x_roofline"] - 0.46 / 0.032) < 1e-9

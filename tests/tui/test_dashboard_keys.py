@@ -26,7 +26,7 @@ from tui.widgets.status_bar import SHORT_NAMES
 TOGGLES = {"c": "compile", "g": "decode", "d": "dynamic", "b": "bucketing", "k": "kv_cache",
            "p": "precision", "i": "quant", "w": "prewarm", "B": "batching", "f": "freezing",
            "m": "gemv", "l": "kv_layout", "W": "wrapper", "G": "guards",
-           "a": "attention", "t": "parallel", "F": "qkv", "C": "compile_cache"}
+           "a": "attention", "t": "parallel", "F": "qkv", "C": "compile_cache", "T": "tf32"}
 
 
 def status(app) -> str:

@@ -66,6 +66,8 @@ def device_detail(sample: DeviceSample | None) -> Text:
     text.append(f"power {power} · temp {temperature}\n")
     text.append(f"torch alloc {fmt_bytes(sample.torch_allocated_bytes)} · "
                 f"reserved {fmt_bytes(sample.torch_reserved_bytes)}")
+    if sample.mem_reserved_bytes is not None:   # apart from "mem", as nvidia-smi shows it
+        text.append(f"\ndriver reserved {fmt_bytes(sample.mem_reserved_bytes)} (not in mem)")
     return text
 
 

@@ -10,6 +10,8 @@ bf16 weights — is the model's own modules, unchanged.
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass
 from typing import Callable, Union
 
 import torch
@@ -17,6 +19,7 @@ from transformers.cache_utils import EncoderDecoderCache, StaticCache, StaticLay
 from transformers.models.mt5.modeling_mt5 import MT5Attention
 from transformers.models.t5.modeling_t5 import T5Attention
 
+from probe.engine.decode.slot_graphs import SlotGraphs, ladder, rows_for
 from probe.engine.models import DecoderDims, T5Family
 
 Attention = Union[T5Attention, MT5Attention]
@@ -96,18 +99,70 @@ def slot_self_bias_and_mask(attention: Attention, key_positions: torch.Tensor,
     return bias, mask
 
 
-def advance_slots(batcher) -> torch.Tensor:
-    """One token for every slot of a batcher (static or paged; free slots compute too: the
-    shapes stay static); only occupied slots move to their next position."""
-    bias, mask = slot_self_bias_and_mask(batcher._attention, batcher._key_positions,
-                                         batcher.positions, batcher._minimum, batcher.dtype)
-    next_tokens = batcher._step(batcher.model, batcher.tokens, bias, mask, batcher.cross_mask,
-                                batcher.cache)
-    batcher.tokens.copy_(next_tokens)
+@dataclass
+class SlotView:
+    """What one step reads and writes, over the first `rows` slots of a batcher (views of its
+    tensors, so their addresses stay fixed for a CUDA graph)."""
+    model: T5Family
+    step: Callable
+    attention: Attention
+    minimum: float
+    dtype: torch.dtype
+    max_new_tokens: int
+    tokens: torch.Tensor            # [rows, 1] each slot's last token, the step's input
+    positions: torch.Tensor         # [rows] the next position each slot writes
+    occupied: torch.Tensor          # [rows] 1 where a request holds the slot
+    cross_mask: torch.Tensor
+    key_positions: torch.Tensor
+    cache: EncoderDecoderCache
+    generated: torch.Tensor         # [rows, max_new_tokens] the tokens of each slot's request
+    row_index: torch.Tensor         # arange(rows)
+
+
+def advance(view: SlotView) -> None:
+    """One token for every slot of the view (free slots compute too: the shapes stay static),
+    written at the slot's position in `generated`; only occupied slots move to their next
+    position. No host synchronisation: the host reads `generated` when a request is done."""
+    bias, mask = slot_self_bias_and_mask(view.attention, view.key_positions, view.positions,
+                                         view.minimum, view.dtype)
+    torch.compiler.cudagraph_mark_step_begin()      # the last step's outputs are copied out
+    next_tokens = view.step(view.model, view.tokens, bias, mask, view.cross_mask, view.cache)
+    view.tokens.copy_(next_tokens)
+    view.generated[view.row_index, view.positions] = next_tokens[:, 0]
     # A running request never needs a position past the cache (the scheduler retires it at its
     # output length ≤ max_new_tokens); the clamp keeps even a misuse inside the region.
-    batcher.positions.add_(batcher.occupied).clamp_(max=batcher.max_new_tokens - 1)
-    return next_tokens[:, 0].clone()
+    view.positions.add_(view.occupied).clamp_(max=view.max_new_tokens - 1)
+
+
+def view_cache(cache: EncoderDecoderCache, rows: int, positions: torch.Tensor
+               ) -> EncoderDecoderCache:
+    """The cache's first `rows` slots: layers that are shallow copies over views."""
+    parts = []
+    for part in (cache.self_attention_cache, cache.cross_attention_cache):
+        viewed = copy.copy(part)
+        viewed.layers = []
+        for layer in part.layers:
+            keys, values = allocated(layer)
+            assert isinstance(layer, StaticLayer)       # allocated() checked it
+            view = copy.copy(layer)
+            view.keys, view.values = keys[:rows], values[:rows]
+            view.batch_size = rows
+            if isinstance(view, SlotLayer) and isinstance(layer, SlotLayer):
+                view.positions = positions
+                view.rows = layer.rows[:rows]
+            viewed.layers.append(view)
+        parts.append(viewed)
+    cut = EncoderDecoderCache(*parts)
+    for layer_idx in range(len(cache.self_attention_cache.layers)):
+        cut.is_updated[layer_idx] = True
+    return cut
+
+
+def slot_index(slot_ids: list[int], device: torch.device) -> torch.Tensor:
+    """Slot numbers on the device, copied from pinned memory: a copy from pageable memory
+    would wait for the device's queue to drain, the steps in flight included."""
+    host = torch.tensor(slot_ids, dtype=torch.long, pin_memory=device.type == "cuda")
+    return host.to(device, non_blocking=True)
 
 
 class SlotBatcher:
@@ -118,7 +173,10 @@ class SlotBatcher:
     layout = "static"
 
     def __init__(self, model: T5Family, *, slots: int, max_new_tokens: int,
-                 max_input_tokens: int, wrap: Callable[[Callable], Callable]) -> None:
+                 max_input_tokens: int, wrap: Callable[[Callable], Callable],
+                 graphs: bool = False) -> None:
+        """`graphs`: replay a CUDA graph per padded batch size (slot_graphs.py) instead of
+        running the step over every slot."""
         config = model.config
         self.dims = dims = DecoderDims.of(model)
         parameter = next(model.parameters())
@@ -146,7 +204,30 @@ class SlotBatcher:
                                      device=self.device)
         self._key_positions = torch.arange(max_new_tokens, device=self.device)
         self._attention = self_attention(model, 0)
+        self.generated = torch.zeros((slots, max_new_tokens), dtype=torch.long,
+                                     device=self.device)
+        self._row_index = torch.arange(slots, device=self.device)
+        self.occupied_slots: set[int] = set()   # as the host knows them
+        self.last_rows = slots          # the rows the last step ran over
         self._step = wrap(slot_step)
+        self.graphs: SlotGraphs | None = None
+        if graphs:
+            self.graphs = SlotGraphs(ladder(slots), lambda rows: self._stepper(rows, slot_step),
+                                     self.device)
+
+    def view(self, rows: int, step: Callable | None = None) -> SlotView:
+        """The first `rows` slots (all of them: the batcher's own tensors)."""
+        whole = rows == self.slots
+        return SlotView(
+            self.model, step or self._step, self._attention, self._minimum, self.dtype,
+            self.max_new_tokens, self.tokens[:rows], self.positions[:rows],
+            self.occupied[:rows], self.cross_mask[:rows], self._key_positions,
+            self.cache if whole else view_cache(self.cache, rows, self.positions[:rows]),
+            self.generated[:rows], self._row_index[:rows])
+
+    def _stepper(self, rows: int, step: Callable) -> Callable[[], None]:
+        view = self.view(rows, step)
+        return lambda: advance(view)
 
     def admit(self, input_length: int, output_length: int) -> bool:
         return True
@@ -173,7 +254,7 @@ class SlotBatcher:
                                     attention_mask=attention_mask).last_hidden_state
         length = hidden.shape[1]
         config = self.model.config
-        rows = torch.tensor(slot_ids, device=self.device)
+        rows = slot_index(slot_ids, self.device)
         for layer_idx in range(self.dims.layers):
             attention = cross_attention(self.model, layer_idx)
             shape = (len(slot_ids), length, config.num_heads, config.d_kv)
@@ -186,15 +267,29 @@ class SlotBatcher:
         self.positions[rows] = 0
         self.tokens[rows] = self.dims.start_token_id
         self.occupied[rows] = 1
+        self.occupied_slots.update(slot_ids)
 
     def leave(self, slot_ids: list[int]) -> None:
         """Free the slots: they stop advancing and rewrite their current position (masked for
         nobody) until a join resets them."""
         if slot_ids:
-            self.occupied[torch.tensor(slot_ids, device=self.device)] = 0
+            self.occupied[slot_index(slot_ids, self.device)] = 0
+            self.occupied_slots.difference_update(slot_ids)
 
-    def step(self) -> torch.Tensor:
-        return advance_slots(self)
+    def step(self) -> None:
+        """One token for every occupied slot, into `generated`: the graph of the smallest
+        captured size that holds them, or the step over every slot."""
+        if self.graphs is not None and self.occupied_slots:
+            self.last_rows = rows_for(max(self.occupied_slots), self.graphs.sizes)
+            self.graphs.replay(self.last_rows)
+        else:
+            self.last_rows = self.slots
+            advance(self.view(self.slots))
+
+    def read(self, slot: int, count: int) -> torch.Tensor:
+        """The `count` tokens a slot's request has made (a device view: copy it out before
+        the slot is joined again)."""
+        return self.generated[slot, :count]
 
     def rebuild_step(self, wrap: Callable[[Callable], Callable]) -> None:
         """Swap the step function (compile failure → eager); the cache and slots stay."""

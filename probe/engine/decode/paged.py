@@ -32,9 +32,11 @@ from transformers.cache_utils import EncoderDecoderCache, StaticCache
 
 from probe.contract.records import KVPool
 from probe.engine.decode.continuous import (
-    advance_slots,
+    SlotView,
+    advance,
     cross_attention,
     self_attention,
+    slot_index,
     slot_step,
 )
 from probe.engine.decode.paged_cache import PagedCrossLayer, PagedSelfLayer, Pool, Window
@@ -150,12 +152,16 @@ class PagedBatcher:
                                            self._minimum, dtype=self.dtype, device=self.device)
         self._all_key_positions = torch.arange(self.self_width * block_tokens,
                                                device=self.device)
-        # what advance_slots reads: the window's part, set before every step
+        # what a step reads: the window's part, set before every step
         self.cross_mask, self._key_positions = self._full_cross_mask, self._all_key_positions
         self._attention = self_attention(model, 0)
         self._held: dict[int, _SlotBlocks] = {}
         self._admitted: deque[int] = deque()      # blocks promised to the next joiners
         self.blocks_peak = 0
+        self.generated = torch.zeros((slots, max_new_tokens), dtype=torch.long, device=device)
+        self.occupied_slots: set[int] = set()
+        self.last_rows = slots
+        self.graphs = None          # the window's width changes between steps: no graphs
         self._step = wrap(slot_step)
 
     @property
@@ -227,10 +233,11 @@ class PagedBatcher:
             self._full_cross_mask[slot, 0, 0, :length] = 0.0
         self._write_cross(hidden, span, torch.tensor(sources, device=self.device),
                           torch.tensor(targets, device=self.device))
-        rows = torch.tensor(slot_ids, device=self.device)
+        rows = slot_index(slot_ids, self.device)
         self.positions[rows] = 0
         self.tokens[rows] = self.dims.start_token_id
         self.occupied[rows] = 1
+        self.occupied_slots.update(slot_ids)
         self._joins += 1            # the window's cross blocks are stale
         self._note_peak()
 
@@ -268,7 +275,8 @@ class PagedBatcher:
                 self.allocator.release(held.self_blocks + held.cross_blocks,
                                        unreserve=held.reserved)
         if slot_ids:
-            rows = torch.tensor(slot_ids, device=self.device)
+            self.occupied_slots.difference_update(slot_ids)
+            rows = slot_index(slot_ids, self.device)
             self.occupied[rows] = 0
             self.self_table[rows] = NULL_BLOCK
             self.cross_table[rows] = NULL_BLOCK
@@ -330,9 +338,17 @@ class PagedBatcher:
     def _note_peak(self) -> None:
         self.blocks_peak = max(self.blocks_peak, self.allocator.used)
 
-    def step(self) -> torch.Tensor:
+    def step(self) -> None:
+        """One token for every slot, into `generated`. The blocks a step needs are taken from
+        the positions read back (one host sync a step, which the static layout avoids)."""
         self._set_window(self._take_self_blocks())
-        return advance_slots(self)
+        advance(SlotView(self.model, self._step, self._attention, self._minimum, self.dtype,
+                         self.max_new_tokens, self.tokens, self.positions, self.occupied,
+                         self.cross_mask, self._key_positions, self.cache, self.generated,
+                         self._rows))
+
+    def read(self, slot: int, count: int) -> torch.Tensor:
+        return self.generated[slot, :count]
 
     def rebuild_step(self, wrap: Callable[[Callable], Callable]) -> None:
         self._step = wrap(slot_step)

@@ -5,6 +5,11 @@ length is fixed), so it compiles with `fullgraph=True` into one graph with zero 
 functions are compiled separately, so their compile ids and recompile reasons read clearly:
 `encode` (specialises on the input length), `prefill_step` (the first decoder step, which also
 fills the cross-attention cache) and `decode_step` (every later token).
+
+Under CUDA graphs (compile=reduce-overhead) a compiled function's outputs live in the graph's
+memory pool and the next replay overwrites them. So each step begins with
+`torch.compiler.cudagraph_mark_step_begin()`, and whatever outlives a step is copied out at
+once: the encoder's output (read by every step) and each step's token.
 """
 
 from __future__ import annotations
@@ -53,6 +58,12 @@ def uncached_step(model, prefix, hidden, attention_mask) -> torch.Tensor:
     return logits[:, -1, :].argmax(-1, keepdim=True)
 
 
+def copy_out(output: torch.Tensor) -> torch.Tensor:
+    """A copy of a compiled function's output that the next CUDA-graph replay cannot overwrite
+    (an eager or plain compiled output is copied too: one small copy, one rule)."""
+    return output.clone()
+
+
 class StaticGreedyDecoder:
     """Greedy decoding of exactly `new_tokens` tokens; `wrap` compiles each function (or not)."""
 
@@ -98,7 +109,8 @@ class StaticGreedyDecoder:
                              f"{self.max_new_tokens} positions")
         device = input_ids.device
         batch = input_ids.shape[0]
-        hidden = self.encode(self.model, input_ids, attention_mask)
+        torch.compiler.cudagraph_mark_step_begin()
+        hidden = copy_out(self.encode(self.model, input_ids, attention_mask))
         encoder_done = mark(device)
         start = torch.full((batch, 1), self.dims.start_token_id, dtype=torch.long,
                            device=device)
@@ -129,19 +141,23 @@ class StaticGreedyDecoder:
         device = token.device
         cache = self._cache(token.shape[0], hidden.shape[1], hidden.dtype, device)
         generated = []
+        # advanced on the device: a host-to-device copy of a new position each token would
+        # wait for the GPU's queue to drain (pageable memory)
+        position = torch.zeros(1, dtype=torch.long, device=device)
         for step in range(new_tokens):
-            position = torch.tensor([step], device=device)
             step_fn = self.prefill_step if step == 0 else self.decode_step
-            token = step_fn(self.model, token, hidden, attention_mask, cache, position)
-            # A compiled step may hand back a buffer it reuses (CUDA graphs): keep a copy.
-            generated.append(token.clone())
+            torch.compiler.cudagraph_mark_step_begin()
+            token = copy_out(step_fn(self.model, token, hidden, attention_mask, cache, position))
+            position.add_(1)
+            generated.append(token)
             self._mark_if_wanted(step + 1, stops, marks, device)
         return torch.cat(generated, dim=1), cache
 
     def _uncached_loop(self, start, hidden, attention_mask, new_tokens, stops, marks):
         prefix = start
         for step in range(new_tokens):
-            token = self.uncached_step(self.model, prefix, hidden, attention_mask)
+            torch.compiler.cudagraph_mark_step_begin()
+            token = copy_out(self.uncached_step(self.model, prefix, hidden, attention_mask))
             prefix = torch.cat([prefix, token], dim=1)
             self._mark_if_wanted(step + 1, stops, marks, start.device)
         return prefix[:, 1:]

@@ -10,6 +10,7 @@ import psutil
 import torch
 
 from probe.contract.device_sample import DeviceSample
+from probe.engine.observe.nvml_figures import memory_figures, utilization_window
 from probe.engine.observe.process_tree_cpu import TreeCpuMeter
 
 try:
@@ -47,6 +48,7 @@ class DeviceProbe:
         self._process = psutil.Process()
         self._cpu = TreeCpuMeter(self._process)
         self._handle = None
+        self._util_since_us = 0
         if device.type == "cuda" and pynvml is not None:
             index = device.index if device.index is not None else torch.cuda.current_device()
             self._handle = nvml_query(pynvml.nvmlDeviceGetHandleByIndex, index)
@@ -66,24 +68,50 @@ class DeviceProbe:
     def _gpu(self) -> DeviceSample:
         handle = self._handle
         name = torch.cuda.get_device_name(self.device)
-        util = nvml_query(pynvml.nvmlDeviceGetUtilizationRates, handle) if handle else None
-        memory = nvml_query(pynvml.nvmlDeviceGetMemoryInfo, handle) if handle else None
+        util = self._utilization() if handle else None
+        memory = self._memory() if handle else None
         power = nvml_query(pynvml.nvmlDeviceGetPowerUsage, handle) if handle else None
         temperature = (nvml_query(pynvml.nvmlDeviceGetTemperature, handle,
                                   pynvml.NVML_TEMPERATURE_GPU) if handle else None)
+        reserved = None
         if memory is None:
             free, total = torch.cuda.mem_get_info(self.device)
             used = total - free
         else:
-            free, total, used = memory.free, memory.total, memory.used
+            figures = memory_figures(memory)
+            free, total, used = figures.free_bytes, figures.total_bytes, figures.used_bytes
+            reserved = figures.reserved_bytes
         return DeviceSample(
-            kind="GPU", name=name, util_pct=None if util is None else float(util.gpu),
+            kind="GPU", name=name, util_pct=util,
             mem_used_bytes=used, mem_total_bytes=total, mem_free_bytes=free,
+            mem_reserved_bytes=reserved,
             power_w=None if power is None else power / 1000.0,
             temperature_c=None if temperature is None else float(temperature),
             torch_allocated_bytes=torch.cuda.memory_allocated(self.device),
             torch_reserved_bytes=torch.cuda.memory_reserved(self.device),
             process_cpu_pct=self._cpu.percents()[1])
+
+    def _memory(self) -> Any:
+        """nvidia-smi's reading (version 2); the version-1 call where v2 is missing."""
+        version = getattr(pynvml, "nvmlMemory_v2", None)
+        if version is not None:
+            info = nvml_query(lambda: pynvml.nvmlDeviceGetMemoryInfo(self._handle,
+                                                                      version=version))
+            if info is not None:
+                return info
+        return nvml_query(pynvml.nvmlDeviceGetMemoryInfo, self._handle)
+
+    def _utilization(self) -> float | None:
+        """The mean since the previous reading; one instant where samples are unsupported."""
+        answer = nvml_query(lambda: pynvml.nvmlDeviceGetSamples(
+            self._handle, pynvml.NVML_GPU_UTILIZATION_SAMPLES, self._util_since_us))
+        if answer is not None:
+            window = utilization_window(answer[1], self._util_since_us)
+            if window.mean_pct is not None:
+                self._util_since_us = window.last_timestamp_us
+                return window.mean_pct
+        rates = nvml_query(pynvml.nvmlDeviceGetUtilizationRates, self._handle)
+        return None if rates is None else float(rates.gpu)
 
 
 def resolve_device(name: str) -> torch.device:

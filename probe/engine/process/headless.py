@@ -42,10 +42,12 @@ def run_replay(loop: ServingLoop, stop: threading.Event | None = None) -> Servin
 
 def engine_for(workload: PreparedWorkload, *, model: str, device: str, options: OptConfig,
                max_input: int = 512, compile_backend: str = "inductor",
-               keep_tokens: bool = False, threads: int | None = None) -> Engine:
+               keep_tokens: bool = False, threads: int | None = None, max_batch: int = 0,
+               kv_budget_bytes: int | None = None) -> Engine:
     settings = workload.engine_settings(model=model, device=device, max_input=max_input,
                                         compile_backend=compile_backend,
-                                        keep_tokens=keep_tokens, threads=threads)
+                                        keep_tokens=keep_tokens, threads=threads,
+                                        max_batch=max_batch, kv_budget_bytes=kv_budget_bytes)
     return Engine(settings, options)
 
 

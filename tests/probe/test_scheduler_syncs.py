@@ -1,0 +1,111 @@
+"""The continuous-batching loop's host work does not grow with its slots: tokens leave the
+device only for the requests that are done (their own tokens, once), and the host waits for
+the device at most once a step, on a step several behind. Driven with a fake device clock whose
+marks pass only when later steps have been queued, so a loop that waited on every step or read
+every slot back would show it in the counts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from probe.contract.options import parse_opts
+from probe.engine.decode.continuous_scheduler import STEPS_AHEAD, ContinuousScheduler
+from probe.engine.decode.device_timeline import Fetch, HostMark, Timeline
+from probe.engine.engine import Engine, EngineSettings
+from probe.engine.requests import EngineRequest
+from tests.conftest import varied_tiny_model
+
+
+class LaggingMark(HostMark):
+    pass
+
+
+class LaggingTimeline(Timeline):
+    """A GPU `lag` steps behind the host: a mark passes once `lag` newer marks exist."""
+
+    def __init__(self, lag: int) -> None:
+        super().__init__()
+        self.lag, self.made = lag, 0
+        self.marks: list[tuple[int, object]] = []
+        self.fetched: list[int] = []           # the length of each read back
+        self._forced: set[int] = set()
+
+    def mark(self):
+        self.made += 1
+        mark = _Mark(self, self.made)
+        return mark
+
+    def wait(self, mark) -> None:
+        if not mark.ready():
+            self.waits += 1
+            self._forced.add(mark.number)
+
+    def seconds(self, mark) -> float:
+        self.wait(mark)
+        return float(mark.number)
+
+    def fetch(self, values: torch.Tensor) -> Fetch:
+        self.fetched.append(values.numel())
+        return Fetch(values.clone(), self.mark())
+
+
+class _Mark:
+    def __init__(self, timeline: LaggingTimeline, number: int) -> None:
+        self.timeline, self.number = timeline, number
+
+    def ready(self) -> bool:
+        t = self.timeline
+        return self.number in t._forced or t.made - self.number >= t.lag
+
+
+@pytest.fixture(scope="module")
+def engine():
+    settings = EngineSettings(model="t5-tiny", device="cpu", max_new_tokens=16,
+                              max_input_tokens=16, compile_backend="eager", keep_tokens=True,
+                              max_batch=6)
+    built = Engine(settings, parse_opts(["batching=continuous"]), loaded=varied_tiny_model())
+    yield built
+    built.close()
+
+
+def test_only_finished_requests_are_read_back_and_the_host_runs_ahead(engine):
+    outputs = [3, 16, 7, 1, 12, 5, 9, 16, 2, 4]
+    requests = [EngineRequest(f"s{i}", 500 + i, 4 + i, out, 0.0)
+                for i, out in enumerate(outputs)]
+    alone = {r.id: list(engine.serve([r])[0].tokens) for r in requests}
+    scheduler = ContinuousScheduler(engine)
+    timeline = scheduler.timeline = LaggingTimeline(lag=STEPS_AHEAD + 3)
+    waiting, records = list(requests), []
+    while waiting or scheduler.active:
+        joiners = waiting[:scheduler.free_slots]
+        del waiting[:len(joiners)]
+        if joiners:
+            records += scheduler.join(joiners)
+        records += scheduler.step()
+    steps = scheduler.steps
+    assert sorted(r.id for r in records) == sorted(alone)
+    assert all(list(r.tokens) == alone[r.id] for r in records)
+    # one read per request, of its own tokens: never a slot's row per step
+    assert sorted(timeline.fetched) == sorted(outputs)
+    # the host waited on at most one mark a step, never on the step it just queued
+    assert timeline.waits <= steps
+    assert steps > max(outputs)          # the slots were shared: a real batching run
+
+
+def test_a_record_keeps_its_own_times_when_the_host_ran_ahead(engine):
+    """First token, last token and end come from the marks of its own steps, not from when the
+    host happened to read them."""
+    scheduler = ContinuousScheduler(engine)
+    scheduler.timeline = LaggingTimeline(lag=3)
+    request = EngineRequest("t0", 900, 5, 6, 0.0)
+    records = scheduler.join([request])
+    while scheduler.active:
+        records += scheduler.step()
+    (record,) = records
+    assert record.ok and len(record.tokens) == 6
+    assert record.first_token_s < record.end_s
+    # the fake clock's marks are numbered: the encoder's, then one per step, each a "second"
+    # apart, so its 6 tokens came 1 s apart whenever the host read them
+    assert record.end_s - record.first_token_s == pytest.approx(5.0)
+    assert record.tpot_ms == pytest.approx(1000.0)
