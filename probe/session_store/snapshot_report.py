@@ -76,14 +76,17 @@ def _label(data: SessionData, config_id: str) -> str:
 
 def served_precisions(data: SessionData) -> str:
     """What the session's requests were served in, most first: "fp32 180 req · bf16 20 req"
-    (the model's dtype when it was saved says only what the last config loaded)."""
+    (the model's dtype when it was saved says only what the last config loaded). Served
+    requests only: a failed or lost one was served in nothing ("· 22 failed" says them)."""
     counts: dict[str, int] = {}
-    for record in data.records:
+    failed = sum(not r.ok for r in data.records)
+    for record in (r for r in data.records if r.ok):
         entry = data.configs.get(record.config_id)
         precision = entry.options.precision if entry else "?"
         counts[precision] = counts.get(precision, 0) + 1
-    return " · ".join(f"{name} {count:,} req" for name, count in
-                      sorted(counts.items(), key=lambda item: -item[1]))
+    parts = [f"{name} {count:,} req" for name, count in
+             sorted(counts.items(), key=lambda item: -item[1])]
+    return " · ".join(parts + ([f"{failed:,} failed"] if failed else []))
 
 
 def _header(path: str, document: dict, data: SessionData | None = None) -> list[str]:
