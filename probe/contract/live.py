@@ -206,8 +206,9 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
                max_batch: int = 1, compiling: CompileInProgress | None = None,
                roofline: RooflineStatus | None = None,
                requested_options: OptConfig | None = None,
-               options_pending: bool = False) -> LiveView:
-    """The one place a LiveView is computed from raw session data."""
+               options_pending: bool = False, saved: str | None = None) -> LiveView:
+    """The one place a LiveView is computed from raw session data. `saved`: the file a
+    loaded session was read from (the checklist's "results documented")."""
     records = data.records
     window = tuple(r for r in records if r.seq >= window_start_seq)[-window_size:]
     free = device_sample.mem_free_bytes if device_sample else None
@@ -219,7 +220,7 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
     from probe.contract.doctor_live import live_doctor, overload_finding  # it reads this module
     diagnosis, checklist = live_doctor(
         data, config_id, window, segments, bucket_edges=bucket_edges, max_batch=max_batch,
-        device_sample=device_sample, roofline=roofline,
+        device_sample=device_sample, roofline=roofline, saved=saved,
         overloaded=overload_finding(replay.offered_rps, replay.capacity_rps, replay.queue_depth,
                                     replay.overloaded))
     return LiveView(

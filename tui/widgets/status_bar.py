@@ -107,6 +107,9 @@ def first_line(view: LiveView | None, state: str, note: str, paused: bool,
             queue = f" ({view.replay.queue_depth})"
             parts.append(Part(Text(OVERLOADED + queue, style="bold red"),
                               Text(OVERLOADED_SHORT + queue, style="bold red"), 3))
+        elif view.read_only:      # a loaded session: its queue when it was saved
+            queued = view.replay.queue_depth
+            parts.append(Part(Text(f"queue {queued} when saved"), Text(f"queue {queued}"), 3))
         where = f"{view.model} · {view.device} · {view.replay.trace}"
         parts.append(Part(Text(where, style="dim"), None, 0))
     return fit_parts(parts, width)

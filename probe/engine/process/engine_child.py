@@ -201,7 +201,10 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
             reporter.reset_window()
         elif isinstance(command, protocol.SaveSnapshot):
             try:
-                write_json_atomic(command.path, document_for(engine, workload, launch.trace_name))
+                write_json_atomic(command.path, document_for(
+                    engine, workload, launch.trace_name,
+                    replay={"speed": replayer.speed, "queue_depth": loop.queue_depth,
+                            "dispatched": loop.dispatched}))
                 send(protocol.SnapshotSaved(command.path))
             except OSError as exc:
                 send(protocol.SnapshotFailed(command.path, f"{exc.strerror or exc}"))
