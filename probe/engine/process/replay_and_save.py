@@ -168,7 +168,8 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
         print(f"infertop: warning: {problem}: a run killed before it saves loses what it "
               f"served", file=sys.stderr)
     total = len(workload.trace.requests)
-    progress = ReplayProgress(min(args.requests, total) if args.requests else total)
+    progress = ReplayProgress(min(args.requests, total) if args.requests else total,
+                              events=lambda: engine.session.freeze().events)
     journal_said = [journal is None]
 
     def on_records(records) -> None:
