@@ -26,9 +26,15 @@ class ChecklistItem:
     item: str
     status: str         # pass | fail | not yet
     evidence: str
+    # the option changes its evidence names as the fix ((option, value), …), for the next step
+    fix: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict:
         return {"item": self.item, "status": self.status, "evidence": self.evidence}
+
+    def fix_text(self) -> str:
+        """ "bucketing=on (press b)" """
+        return " or ".join(f"{k}={v} ({_key(k)})" for k, v in self.fix)
 
 
 def _key(option: str) -> str:
@@ -77,8 +83,10 @@ def graph_breaks(data: SessionData, segments: Sequence[SegmentStats]) -> Checkli
         return ChecklistItem(name, PASS, text)
     top = max(data.breaks, key=lambda b: b.count, default=None)
     where = f" (most at {top.location}: {top.reason[:60]})" if top else ""
+    if not broken:
+        return ChecklistItem(name, FAIL, text)
     return ChecklistItem(name, FAIL, f"{text}{where}; decode=fullgraph compiles without breaks "
-                                     f"({_key('decode')})" if broken else text)
+                                     f"({_key('decode')})", fix=(("decode", "fullgraph"),))
 
 
 def dynamic_shapes(data: SessionData, segments: Sequence[SegmentStats],
@@ -95,7 +103,8 @@ def dynamic_shapes(data: SessionData, segments: Sequence[SegmentStats],
     if reduced:
         return ChecklistItem(name, PASS, f"{text} (at most {limit} shapes)")
     return ChecklistItem(name, FAIL, f"{text}: each new length compiles; bucketing=on "
-                                     f"({_key('bucketing')}) or dynamic=on ({_key('dynamic')})")
+                                     f"({_key('bucketing')}) or dynamic=on ({_key('dynamic')})",
+                         fix=(("bucketing", "on"), ("dynamic", "on")))
 
 
 def kv_cache(data: SessionData, segments: Sequence[SegmentStats]) -> ChecklistItem:
