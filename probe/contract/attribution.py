@@ -305,7 +305,8 @@ def _decode_evidence(touched: Touched, pools, edges) -> str:
     decode = sum(s.ms["decode"] for _, s in touched)
     tokens = sum(r.output_tokens for r, _ in touched)
     weights = sum(s.decode_weights_ms for _, s in touched)
-    text = f"{tokens} tokens, {fmt_ms(decode / max(tokens, 1))} a token"
+    text = (f"the tail's decode, compile excluded: {tokens} tokens, "
+            f"{fmt_ms(decode / max(tokens, 1))} a token")
     if weights > 0:
         text += (f"; weights (the roofline) {fmt_ms(weights)}, per-step overhead "
                  f"{fmt_ms(decode - weights)} ({decode / weights:.1f}× the roofline)")

@@ -7,10 +7,10 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Sequence
 
 from probe.contract.findings import offered_rps, peak_concurrency
+from probe.contract.load_figures import Load, records_load
 from probe.contract.options import OPTION_BY_KEY, OptConfig
 from probe.contract.session import SessionData
 from probe.contract.stats import SegmentStats, summarize
-from probe.contract.steady_state import capacity_rps
 from probe.contract.units import fmt_bytes, fmt_ms, fmt_rate
 
 if TYPE_CHECKING:   # diagnosis calls checklist(); these are its types only
@@ -160,27 +160,31 @@ def memory(data: SessionData, ctx: DoctorContext, concurrency: int) -> Checklist
 
 
 def peak(data: SessionData, segments: Sequence[SegmentStats],
-         diagnoses: Sequence[SegmentDiagnosis]) -> ChecklistItem:
+         diagnoses: Sequence[SegmentDiagnosis], live: Load | None = None) -> ChecklistItem:
+    """`live`: the live view's load (the throughput panel's figures), judged beside each
+    segment's own; every load is printed with Load.text(), its scope labelled."""
     name = "load tested at peak"
-    loads = []
+    loads: list[tuple[float, str, Load]] = []
     for s in segments:
         records = [r for r in data.records if r.config_id == s.config_id]
-        offered, capacity = offered_rps(records), capacity_rps(records)
-        if offered and capacity:
-            loads.append((offered / capacity, s.config_id, offered, capacity))
+        load = records_load(records, f"{s.config_id}'s arrivals")
+        if load.share is not None:
+            loads.append((load.share, s.config_id, load))
+    if live is not None and live.share is not None:
+        loads.append((live.share, "now", live))
     saturated = [d.config_id for d in diagnoses
                  if any(f.finding == "saturation" for f in d.findings)]
     if saturated or any(load >= PEAK_LOAD for load, *_ in loads):
-        highest = max(loads, default=None)
-        text = (f"{highest[1]}: offered {fmt_rate(highest[2], 'req/s')} against "
-                f"{fmt_rate(highest[3], 'req/s')} capacity" if highest else "")
+        highest = max(loads, key=lambda item: item[0], default=None)
+        if live is not None and live.share is not None and live.share >= PEAK_LOAD:
+            highest = (live.share, "now", live)     # what the throughput panel shows
+        text = f"{highest[1]}: {highest[2].text()}" if highest else ""
         return ChecklistItem(name, PASS, text or f"saturated in {', '.join(saturated)}")
     if not loads:
         return ChecklistItem(name, NOT_YET, "no offered rate measured yet")
-    load, cid, offered, capacity = max(loads)
+    _, cid, load = max(loads, key=lambda item: item[0])
     return ChecklistItem(name, NOT_YET, (
-        f"offered at most {100 * load:.0f}% of capacity ({cid}: {fmt_rate(offered, 'req/s')} of "
-        f"{fmt_rate(capacity, 'req/s')}); replay faster (--speed, or + on the dashboard)"))
+        f"at most {cid}: {load.text()}; replay faster (--speed, or + on the dashboard)"))
 
 
 def documented(ctx: DoctorContext) -> ChecklistItem:
@@ -197,4 +201,4 @@ def checklist(data: SessionData, diagnoses: Sequence[SegmentDiagnosis], ctx: Doc
     return (traffic(data, concurrency), bottleneck(diagnoses), graph_breaks(data, segments),
             dynamic_shapes(data, segments, ctx), kv_cache(data, segments),
             one_change(data, segments), latency(data, segments), memory(data, ctx, concurrency),
-            peak(data, segments, diagnoses), documented(ctx))
+            peak(data, segments, diagnoses, ctx.load), documented(ctx))

@@ -53,6 +53,8 @@ def segment_lines(diagnosis: SegmentDiagnosis, label: str = "",
     lines = [f"{title}: {tail.served} served, {tail.requests} in the tail (at or above p95)",
              f"  verdict: {diagnosis.verdict}",
              f"  next step: {next_step_text(diagnosis, checklist)}"]
+    if diagnosis.tpot is not None and diagnosis.tpot.tpot_ms is not None:
+        lines.append(f"  TPOT: {diagnosis.tpot.text()}")
     shown = [c for c in tail.causes if c.requests or abs(c.share) >= 0.0005]
     if shown:
         lines.append("  the tail's latency by cause:")

@@ -10,6 +10,7 @@ from typing import Any
 from probe.contract import steady_state
 from probe.contract.break_even_live import break_even_status
 from probe.contract.device_sample import DeviceSample
+from probe.contract.load_figures import live_load
 from probe.contract.options import OptConfig
 from probe.contract.records import (
     BreakEven,
@@ -37,6 +38,7 @@ from probe.contract.steady_state import (
     cold_chain,
     warm_stats,
 )
+from probe.contract.tpot_figure import ConfigTpot, config_tpot
 
 RECENT_REQUESTS = 400
 WINDOW_SIZE = 200               # requests in the sliding window
@@ -128,6 +130,7 @@ class LiveView:
     checklist: tuple = ()
     backlog: Backlog | None = None              # the queue a compile left, while it drains
     slo: Slo | None = None                      # the session's SLO (--slo), if any
+    tpot: ConfigTpot | None = None              # the served config's TPOT and roofline ratio
 
     @property
     def compiles(self) -> int:
@@ -221,6 +224,7 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
     diagnosis, checklist = live_doctor(
         data, config_id, window, segments, bucket_edges=bucket_edges, max_batch=max_batch,
         device_sample=device_sample, roofline=roofline, saved=saved,
+        load=None if read_only else live_load(replay.offered_rps, replay.capacity_rps),
         overloaded=overload_finding(replay.offered_rps, replay.capacity_rps, replay.queue_depth,
                                     replay.overloaded))
     return LiveView(
@@ -235,4 +239,5 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         batch=batch_status(options.batching, max_batch, window, kv), compiling=compiling,
         roofline=roofline, break_even=break_even_status(data, options, config_id),
         requested_options=requested_options, options_pending=options_pending,
-        diagnosis=diagnosis, checklist=checklist, backlog=draining)
+        diagnosis=diagnosis, checklist=checklist, backlog=draining,
+        tpot=config_tpot(records, data.events, config_id, roofline, chain))

@@ -6,7 +6,8 @@ from __future__ import annotations
 from rich.text import Text
 
 from probe.contract.live import LiveView
-from probe.contract.load_check import NEAR_CAPACITY, load_share
+from probe.contract.load_check import NEAR_CAPACITY
+from probe.contract.load_figures import live_load
 from probe.contract.units import NO_DATA, fmt_count, fmt_fraction, fmt_rate
 from tui.format import fitting
 from tui.steady_text import backlog_line
@@ -29,13 +30,13 @@ def throughput_headline(view: LiveView) -> Text:
 def throughput_detail(view: LiveView, width: int = 80) -> Text:
     replay, window = view.replay, view.window
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"offered {fmt_rate(replay.offered_rps, 'req/s')} · "
-                f"capacity {fmt_rate(replay.capacity_rps, 'req/s')}\n")
+    # the one sentence the doctor and the checklist print too (load_figures.Load.text);
+    # re-read at every view: the calibration's 50% is measured once
+    load = live_load(replay.offered_rps, replay.capacity_rps)
+    share = load.share
+    text.append(load.text() + "\n",
+                style="bold yellow" if share is not None and share > NEAR_CAPACITY else "")
     text.append(f"tokens  {fmt_rate(window.tokens_per_s, 'tok/s')}")
-    share = load_share(replay.offered_rps, replay.capacity_rps)
-    if share is not None:      # re-read at every view: the calibration's 50% is measured once
-        text.append(f" · offered {share:.0%} of capacity",
-                    style="bold yellow" if share > NEAR_CAPACITY else "dim")
     text.append("\n")
     if view.slo is not None:
         text.append(goodput_line(view) + "\n")
