@@ -21,6 +21,7 @@ from textual.timer import Timer
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineHandle
+from probe.contract.records import CompileInProgress
 from tui.warm_switch import SWITCH_KEY, WarmSwitch, warm_line
 
 APPLY_DELAY_S = 1.0     # toggles are sent once no key has been pressed for this long
@@ -54,6 +55,8 @@ class DashboardState(App[int]):
         self._apply_timer: Timer | None = None
         self._view_at = clock()
         self._restart = threading.Event()
+        self._abandoned: CompileInProgress | None = None     # the compile x gave up
+        self._abandoned_lock = threading.Lock()
         self._stopping = threading.Event()
         self.reader_stopped = threading.Event()
         self._notices_seen_s = float("-inf")
@@ -70,6 +73,18 @@ class DashboardState(App[int]):
         self.set_reactive(DashboardState.engine_note, source)
         if engine is None:
             self.reader_stopped.set()
+
+    def give_up(self, compiling: CompileInProgress) -> None:
+        """Restart the engine, giving up `compiling` (the reader takes it at the restart)."""
+        with self._abandoned_lock:
+            self._abandoned = compiling
+        self._restart.set()
+
+    def take_abandoned(self) -> CompileInProgress | None:
+        """The compile given up, once (the reader thread's side of give_up)."""
+        with self._abandoned_lock:
+            abandoned, self._abandoned = self._abandoned, None
+        return abandoned
 
     def say(self, message: str, *, severity: SeverityLevel = "information",
             timeout: float | None = None) -> None:
