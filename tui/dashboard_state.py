@@ -40,6 +40,7 @@ class DashboardState(App[int]):
     # (not `switch_mode`: that is Textual's App.switch_mode, its screen modes' API)
     switch_kind: reactive[str] = reactive("cold", init=False)    # or "warm"
     switch_note: reactive[str] = reactive("", init=False)        # the warm switch's line
+    warming_beside: reactive[str] = reactive("", init=False)     # serving id while a side warms
 
     def __init__(self, engine: EngineHandle | None, *, initial: LiveView | None = None,
                  options: OptConfig, snapshot_dir: Path, speed: float | None,
@@ -107,6 +108,7 @@ class DashboardState(App[int]):
 
     def _show_switch(self) -> None:
         switch = self._warm
+        self.warming_beside = switch.serving_id if switch is not None and self._warming() else ""
         if switch is not None:
             self.switch_note = warm_line(switch, self.view, self._engine_now_s())
         elif self.switch_kind == "warm":

@@ -78,3 +78,23 @@ async def test_x_with_a_journal_carries_the_queue_at_once(make_app, until, tmp_p
         await until(pilot, lambda: engine.restarts == 1)
         said = " ".join(n.message for n in app._notifications)
     assert "carried across and served under it" in said or "no request is lost" in said
+
+
+async def test_a_warm_switch_change_does_not_follow_the_serving_engines_compiles(make_app,
+                                                                                  until):
+    """Issue 38: with S on, `b` read "waits: after r47's compile", then "after r48's compile"
+    forever, beside "c3 serves meanwhile" while c3 was stalled. It waits for the cut over, and
+    the line says the serving config is stalled."""
+    engine = FakeEngine()
+    app = make_app(engine, at="compiling", apply_delay_s=0)
+    async with app.run_test(size=(200, 48)) as pilot:
+        await pilot.press("S")
+        await pilot.press("b")
+        await until(pilot, lambda: engine.warm_asks)
+        await pilot.pause()
+        text = status(app) + "\n" + "\n".join(screen_text(app).splitlines()[4:6])
+    compiling = app.view.compiling
+    assert f"after {compiling.request_id}'s compile" not in text
+    assert "lands at the cut over" in text
+    assert f"c2 is stalled meanwhile, compiling for {compiling.request_id}" in text
+    assert "c2 serves meanwhile" not in text

@@ -183,6 +183,7 @@ class StatusBar(Static):
     engine_state: reactive[str] = reactive("starting")
     engine_note: reactive[str] = reactive("")
     switch_note: reactive[str] = reactive("")     # the warm switch's line (tui/warm_switch.py)
+    warming_beside: reactive[str] = reactive("")  # the serving config while a side engine warms
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic,
                  id: str | None = None) -> None:
@@ -217,7 +218,9 @@ class StatusBar(Static):
         changes = changes_line(states, width)
         if changes is not None:
             lines.append(changes)
-        waits = (pending_wait(self.view, states, self.compiling_s())
+        waits = (pending_wait(self.view, states, self.compiling_s(),
+                              warming_beside=self.warming_beside,
+                              asked_s=self.options_sent_s)
                  if self.engine_state == "live" else None)
         if waits is not None:
             line = Text(f"→ {waits}", style="yellow", no_wrap=True, overflow="ellipsis")
