@@ -253,12 +253,12 @@ def _compile_evidence(touched: Touched, pools, edges) -> str:
         parts.append(f"{LIMIT} hit {len(limits)}× ({functions})")
     timed = [e for e in events if e.kind not in ("fallback", "limit")]
     named = [f"{e.function} {e.compile_id} {(e.duration_s or 0):.1f} s"
-             + (f" [{e.reason[:80]}]" if e.reason else "") for e in timed[:4]]
+             + (f" [{e.reason}]" if e.reason else "") for e in timed[:4]]
     if len(timed) > 4:
         named.append(f"… (+{len(timed) - 4})")
     fallbacks = [e for e in events if e.kind == "fallback"]
     if fallbacks:
-        named.append(f"fallback: {fallbacks[0].reason[:80] if fallbacks[0].reason else '?'}")
+        named.append(f"fallback: {fallbacks[0].reason or '?'}")     # whole: never cut
     return "; ".join(parts + (["waited on " + ", ".join(named)] if named else []))
 
 

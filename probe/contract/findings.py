@@ -138,7 +138,8 @@ def recompile_limit(events: Sequence[CompileEvent]) -> Finding | None:
     functions = ", ".join(sorted({e.function for e in limits}))
     return Finding("recompile_limit",
                    f"dynamo hit its recompile limit {len(limits)}× ({functions}) from "
-                   f"{fmt_clock(limits[0].start_s)}: new shapes of it run eager since, silently")
+                   f"{fmt_clock(limits[0].start_s)}: new shapes of it run eager since, silently"
+                   + (f" ({limits[0].reason})" if limits[0].reason else ""))
 
 
 def failed(records: Sequence[RequestRecord]) -> Finding | None:

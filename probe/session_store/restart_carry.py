@@ -11,10 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from probe.contract.protocol import EngineExit
-from probe.contract.records import CompileEvent, Notice, RequestRecord
+from probe.contract.records import ABANDONED, CompileEvent, Notice, RequestRecord
 from probe.session_store.journal import Dispatch, Journal
-
-ABANDONED = "abandoned"     # a CompileEvent kind
 
 
 @dataclass(frozen=True)

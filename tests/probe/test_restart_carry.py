@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineExit
-from probe.contract.records import CompileInProgress
+from probe.contract.records import ABANDONED, CompileInProgress
 from probe.contract.session import SessionData
 from probe.contract.stats import segment_stats
 from probe.engine.process.state_files import new_journal
 from probe.session_store.journal import Dispatch, JournaledSession, JournalWriter, read_journal
-from probe.session_store.restart_carry import ABANDONED, restart_marks
+from probe.session_store.restart_carry import restart_marks
 from tests.probe.doctor_records import record
 
 

@@ -91,3 +91,35 @@ def test_a_request_queued_behind_a_compile_prints_its_compile_wait():
     assert "compile_wait=900.0 ms (own service 0.0 ms)" in stream.getvalue()
     doctor = attribute([queued], [event])
     assert doctor.cause("compile").ms == compile_wait_ms(queued, [event]) == 900.0
+
+
+def test_fallbacks_are_said_as_they_happen_and_in_the_summary_whole():
+    """Issue 38: the replay never said dynamo hit its recompile limit (only the doctor did, cut:
+    "Hard failure due to full"), nor a calibration stopped at its floor."""
+    from probe.contract.fallbacks import CALIBRATION_FLOOR, degraded_event, fallback_lines
+    from probe.contract.records import CompileEvent
+    whole = ("FailOnRecompileLimitHit: Hard failure due to fullgraph=True: recompile_limit "
+             "reached with fullgraph=True. Excessive recompilations can degrade performance")
+    limit = CompileEvent("2/8", "limit", "decode_step", 12.0, None, whole, "r9", "c3")
+    floor = degraded_event(1.0, CALIBRATION_FLOOR, "stopped at its ×0.125 floor: 266%", "c1")
+    events = [floor]
+    stream = io.StringIO()
+    progress = ReplayProgress(3, stream, events=lambda: list(events))
+    progress([record(0, 5.0)])
+    events.append(limit)
+    progress([record(1, 5.0)])
+    progress([record(2, 5.0)])
+    said = stream.getvalue()
+    assert said.count("fallback: ") == 2 and whole in said and "×0.125 floor: 266%" in said
+    summary = "\n".join(fallback_lines(events))
+    assert summary.startswith("fallbacks (2):") and whole in summary
+    assert "recompile limit (the rest runs eager) · c3 · decode_step" in summary
+
+
+def test_the_doctor_quotes_a_fallback_whole():
+    from probe.contract.findings import recompile_limit
+    from probe.contract.records import CompileEvent
+    whole = "FailOnRecompileLimitHit: Hard failure due to fullgraph=True " + "x" * 120
+    found = recompile_limit([CompileEvent("2/8", "limit", "decode_step", 12.0, None, whole,
+                                          "r9", "c3")])
+    assert found is not None and whole in found.evidence

@@ -286,7 +286,24 @@ def _measure(engine, launch: EngineLaunch, workload: PreparedWorkload, send: _Se
     if choice is None:
         return 1.0
     engine.notify("info", choice.text())
+    _say_calibration_floor(engine, choice)
     return choice.speed
+
+
+def _say_calibration_floor(engine, choice) -> None:
+    """A calibration stopped at its floor offers more than it aims at: said as a fallback."""
+    from probe.contract.fallbacks import CALIBRATION_FLOOR, degraded_event
+    from probe.engine.measure.calibration import MIN_SPEED, TARGET_LOAD
+
+    if choice.speed > MIN_SPEED or choice.load <= TARGET_LOAD * 1.05:
+        return
+    text = (f"the load calibration stopped at its ×{MIN_SPEED:g} floor: offered load "
+            f"{choice.load:.0%} of the measured capacity ({choice.capacity_rps:.2f} req/s), not "
+            f"the {TARGET_LOAD:.0%} it aims at, so the baseline is saturated from the start; "
+            f"a slower replay needs a slower trace")
+    engine.session.add_events([degraded_event(engine.clock.now_s(), CALIBRATION_FLOOR, text,
+                                              engine.config_id or None)])
+    engine.notify("warning", text)
 
 
 def _replay(engine, launch: EngineLaunch, workload: PreparedWorkload, speed: float,

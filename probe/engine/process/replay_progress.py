@@ -10,6 +10,7 @@ import time
 from typing import Callable, Sequence, TextIO
 
 from probe.contract.compile_wait import compile_wait_ms
+from probe.contract.fallbacks import fallback_line, fallbacks
 from probe.contract.records import CompileEvent, RequestRecord
 
 PROGRESS_INTERVAL_S = 0.5
@@ -43,9 +44,11 @@ class ReplayProgress:
         self._clock, self._interval_s = clock, interval_s
         self._shown_at: float | None = None
         self.served = self.failed = 0
+        self._fallbacks_said = 0
 
     def __call__(self, records: Sequence[RequestRecord]) -> None:
-        events = self._events() if self._events is not None and not self._tty else ()
+        events = self._events() if self._events is not None else ()
+        self._say_fallbacks(events)
         for record in records:
             if record.ok:
                 self.served += 1
@@ -58,6 +61,14 @@ class ReplayProgress:
             if self._shown_at is None or now - self._shown_at >= self._interval_s:
                 self._shown_at = now
                 self._write("\r" + self.counter())
+
+    def _say_fallbacks(self, events: Sequence[CompileEvent]) -> None:
+        """Each fallback once, whole, where it happens (it is in the summary again at the end)."""
+        for event in fallbacks(events)[self._fallbacks_said:]:
+            self._fallbacks_said += 1
+            self._write(("\n" if self._tty and self._shown_at is not None else "")
+                        + f"fallback: {fallback_line(event)}\n")
+            self._shown_at = None if self._tty else self._shown_at
 
     def counter(self) -> str:
         text = f"{self.served}/{self.total} served"
