@@ -10,6 +10,7 @@ from probe.contract.load_check import NEAR_CAPACITY
 from probe.contract.load_figures import live_load
 from probe.contract.units import NO_DATA, fmt_count, fmt_fraction, fmt_rate
 from tui.format import fitting
+from tui.pending_wait import fmt_wait
 from tui.steady_text import backlog_line
 from tui.widgets.panel import Panel, Parts
 
@@ -24,7 +25,19 @@ def throughput_headline(view: LiveView) -> Text:
     text.append(f"queue {replay.queue_depth}", style="bold red" if replay.overloaded else "")
     if view.backlog is not None:
         text.append(f" ({view.backlog.source_config}'s compiles)", style="yellow")
+    idle = idle_text(view)
+    if idle is not None:
+        text.append(f" · {idle}", style="bold yellow")
     return text
+
+
+def idle_text(view: LiveView) -> str | None:
+    """ "nothing served for 2 min (compiling)" while the window's rates decay."""
+    idle = view.window.idle_s
+    if idle is None:
+        return None
+    why = " (compiling)" if view.compiling is not None else ""
+    return f"nothing served for {fmt_wait(idle)}{why}"
 
 
 def throughput_detail(view: LiveView, width: int = 80) -> Text:
