@@ -22,6 +22,7 @@ from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineHandle
 from probe.contract.records import CompileInProgress
+from tui.trace_shape import engine_trace_shape
 from tui.warm_switch import SWITCH_KEY, WarmSwitch, warm_line
 
 APPLY_DELAY_S = 1.0     # toggles are sent once no key has been pressed for this long
@@ -70,8 +71,11 @@ class DashboardState(App[int]):
             state = "read-only"
         else:
             state = "live" if initial is not None else "starting"
+        # something useful from the first frame: the trace's shape while the engine loads
+        self.trace_shape = "" if engine is None else engine_trace_shape(engine)
         self.set_reactive(DashboardState.engine_state, state)
-        self.set_reactive(DashboardState.engine_note, source)
+        self.set_reactive(DashboardState.engine_note,
+                          source or (self.trace_shape if state == "starting" else ""))
         if engine is None:
             self.reader_stopped.set()
 

@@ -82,7 +82,10 @@ def state_text(state: str, note: str, paused: bool) -> tuple[Text, Text]:
         return (Text(f"◼ read-only {note}".rstrip(), style="bold magenta"),
                 Text("◼ read-only", style="bold magenta"))
     text = Text("◌ starting the engine…", style="yellow")
-    return text, text
+    full = text.copy()
+    if note:        # the trace's shape, known before the engine is (tui/trace_shape.py)
+        full.append(f" {note}", style="dim")
+    return full, text
 
 
 def first_line(view: LiveView | None, state: str, note: str, paused: bool,
