@@ -38,12 +38,21 @@ class Load:
             return None
         return self.offered_rps / self.capacity_rps
 
-    def text(self) -> str:
-        """ "offered 0.28 req/s · capacity 0.22 req/s · offered 129% (last 30 s)" """
-        share = self.share
-        pct = "" if share is None else f" · offered {share:.0%}"
+    def rates_text(self) -> str:
+        """ "offered 0.28 req/s · capacity 0.22 req/s" """
         return (f"offered {fmt_rate(self.offered_rps, 'req/s')} · capacity "
-                f"{fmt_rate(self.capacity_rps, 'req/s')}{pct} ({self.scope})")
+                f"{fmt_rate(self.capacity_rps, 'req/s')}")
+
+    def share_text(self) -> str:
+        """ "offered 127% of capacity (last 30 s)" """
+        share = self.share
+        pct = "—" if share is None else f"{share:.0%}"
+        return f"offered {pct} of capacity ({self.scope})"
+
+    def text(self) -> str:
+        """ "offered 0.28 req/s · capacity 0.22 req/s · offered 127% of capacity (last 30 s)":
+        the one sentence (a narrow panel prints its two halves on two lines)."""
+        return f"{self.rates_text()} · {self.share_text()}"
 
 
 def live_load(offered_rps: float | None, capacity: float | None) -> Load:

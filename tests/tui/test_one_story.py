@@ -33,8 +33,11 @@ def test_offered_load_and_capacity_read_the_same_on_the_panel_the_doctor_and_the
         stages):
     _, view = _session(stages)
     said = live_load(0.28, 0.22).text()
-    assert "offered 127%" in said and "(last 30 s)" in said
-    assert said in throughput_detail(view, 200).plain
+    assert "offered 127% of capacity (last 30 s)" in said
+    panel = throughput_detail(view, 200).plain
+    load = live_load(0.28, 0.22)
+    assert load.rates_text() in panel and load.share_text() in panel
+    assert said == f"{load.rates_text()} · {load.share_text()}"
     doctor = "\n".join(segment_lines(view.diagnosis, "", view.checklist))
     assert said in doctor
     (peak,) = [c for c in view.checklist if c.item == "load tested at peak"]

@@ -47,10 +47,10 @@ def throughput_detail(view: LiveView, width: int = 80) -> Text:
     # re-read at every view: the calibration's 50% is measured once
     load = live_load(replay.offered_rps, replay.capacity_rps)
     share = load.share
-    text.append(load.text() + "\n",
-                style="bold yellow" if share is not None and share > NEAR_CAPACITY else "")
-    text.append(f"tokens  {fmt_rate(window.tokens_per_s, 'tok/s')}")
-    text.append("\n")
+    text.append(load.rates_text() + "\n")
+    text.append(load.share_text() + "\n",
+                style="bold yellow" if share is not None and share > NEAR_CAPACITY else "dim")
+    text.append(f"tokens  {fmt_rate(window.tokens_per_s, 'tok/s')}\n")
     if view.slo is not None:
         text.append(goodput_line(view) + "\n")
     total = "" if replay.total is None else f" of {fmt_count(replay.total)}"
