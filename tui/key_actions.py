@@ -220,9 +220,12 @@ class KeyActions(DashboardState):
         Without one the restarted engine starts a new session: the key asks first, saying
         what would be lost, and a second press within GIVE_UP_CONFIRM_S goes ahead."""
         assert self.engine is not None
-        promise = self.engine.journal_promise()
-        if promise.kept:
+        # a journal the engine writes: the restart continues the session from it (its header
+        # follows the first configs, so journal_promise's first-line check does not apply)
+        path = getattr(self.engine, "journal_path", None)
+        if path and not getattr(self.engine, "journal_problem", None):
             return True
+        promise = self.engine.journal_promise()
         now = self._clock()
         asked = getattr(self, "_give_up_asked_at", None)
         if asked is not None and now - asked <= GIVE_UP_CONFIRM_S:

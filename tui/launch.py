@@ -119,6 +119,10 @@ def _live_from(document: dict, data: SessionData, saved_as: str | None = None) -
     # the speed and queue when it was saved (a snapshot the dashboard's `s` wrote keeps them);
     # else the requests that had arrived and were not finished yet
     saved_replay = saved_replay_state(document)
+    saved_offered = saved_replay.get("offered_rps")     # the live panel's, when it was saved
+    if isinstance(saved_offered, (int, float)) and not isinstance(saved_offered, bool) \
+            and saved_offered > 0:
+        offered = float(saved_offered)
     queued = saved_replay.get("queue_depth")
     if not isinstance(queued, int) or queued < 0:
         queued = sum(1 for r in records if r.arrival_s <= end_s < r.end_s)

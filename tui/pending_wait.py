@@ -35,14 +35,9 @@ def pending_wait(view: LiveView | None, states: tuple[OptionState, ...],
         return None
     what = " ".join(f"{s.name}→{s.asked}" for s in pending)
     compiling = view.compiling
-    if warming_beside:
-        meanwhile = f"{warming_beside} serves meanwhile"
-        if compiling is not None:
-            who = compiling.request_id or "a prewarm"
-            meanwhile = (f"{warming_beside} is stalled meanwhile, compiling for {who} "
-                         f"({view.replay.queue_depth} queued)")
-        return (f"{what} waits: the warm switch prewarms it beside {warming_beside} and it "
-                f"lands at the cut over; {meanwhile} — S off: cold switch")
+    if warming_beside:     # the ⇄ line below says how the side engine and the serving one are
+        return (f"{what} waits: it lands at the cut over of the warm switch (⇄ below), not "
+                f"after {warming_beside}'s own compiles — S: cold switch")
     if compiling is not None:
         who = f"{compiling.request_id}'s" if compiling.request_id else "the prewarm's"
         so_far = "" if compiling_s is None else f", {fmt_wait(compiling_s)} so far"

@@ -14,7 +14,7 @@ def trace_shape(workload: Any) -> str:
     outputs p50 32"; "" when there is no workload to read."""
     trace = getattr(workload, "trace", None)
     requests = getattr(trace, "requests", None)
-    if not requests:
+    if trace is None or not requests:
         return ""
     span_s = (requests[-1].timestamp_ms - requests[0].timestamp_ms) / 1000.0
     rate = f", {(len(requests) - 1) / span_s:.2g} req/s at ×1" if span_s > 0 else ""

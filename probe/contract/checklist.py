@@ -102,9 +102,12 @@ def dynamic_shapes(data: SessionData, segments: Sequence[SegmentStats],
     text = "; ".join(f"{s.config_id}: {s.recompiles} recompiles" for s in compiled)
     if reduced:
         return ChecklistItem(name, PASS, f"{text} (at most {limit} shapes)")
+    latest = _options(data, compiled[-1])      # a fix the latest config has already is none
+    fix = tuple((k, v) for k, v in (("bucketing", "on"), ("dynamic", "on"))
+                if getattr(latest, k) != v)
     return ChecklistItem(name, FAIL, f"{text}: each new length compiles; bucketing=on "
                                      f"({_key('bucketing')}) or dynamic=on ({_key('dynamic')})",
-                         fix=(("bucketing", "on"), ("dynamic", "on")))
+                         fix=fix)
 
 
 def kv_cache(data: SessionData, segments: Sequence[SegmentStats]) -> ChecklistItem:

@@ -143,11 +143,12 @@ def test_a_loaded_session_keeps_its_saved_speed_and_queue_and_reads_saved(tmp_pa
     document = snapshot_document(
         session_at(bucketing.t_s, "c3"), environment={"device": "cpu"}, model={"name": "m"},
         trace={"name": "chat"},
-        live={"replay": {"speed": 0.125, "queue_depth": 195, "dispatched": 400}})
+        live={"replay": {"speed": 0.125, "queue_depth": 195, "dispatched": 400,
+                         "offered_rps": 0.28}})
     path = write_json_atomic(tmp_path / "busy.json", document)
     loaded = saved_view(path)
     assert loaded.replay.speed == 0.125 and loaded.replay.queue_depth == 195
-    assert loaded.replay.dispatched == 400
+    assert loaded.replay.dispatched == 400 and loaded.replay.offered_rps == 0.28
     (documented,) = [i for i in loaded.checklist if i.item.startswith("results documented")]
     assert documented.status == "pass" and "busy.json" in documented.evidence
     from tui.widgets.status_bar import first_line

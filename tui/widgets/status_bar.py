@@ -64,6 +64,9 @@ def fit_parts(parts: list[Part], width: int) -> Text:
         shortened.add(order[len(shortened)])
 
 
+SHAPE_SEPARATOR = " · trace "     # tui/engine_events.py joins a loading step and the shape so
+
+
 def state_text(state: str, note: str, paused: bool) -> tuple[Text, Text]:
     """The engine's state, in full and short."""
     if state == "live":
@@ -73,8 +76,9 @@ def state_text(state: str, note: str, paused: bool) -> tuple[Text, Text]:
     if state == "failed":
         return (Text(f"✖ engine stopped: {note} — R restarts it; data kept", style="bold red"),
                 Text("✖ engine stopped — R restarts it", style="bold red"))
-    if state == "loading":
-        return Text(f"◌ {note}", style="yellow"), Text("◌ loading…", style="yellow")
+    if state == "loading":     # "loading t5-tiny on cpu · trace chat: …": the step first
+        step = note.split(SHAPE_SEPARATOR, 1)[0]
+        return Text(f"◌ {note}", style="yellow"), Text(f"◌ {step}", style="yellow")
     if state == "finished":
         text = Text("■ replay finished", style="bold")
         return text, text

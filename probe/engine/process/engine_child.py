@@ -179,7 +179,8 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
         earlier, unreadable = _earlier_session(launch)
         if earlier is not None:     # the session's clock, shared with the compile probe
             engine.clock.start = earlier.clock().start
-    writer, carried = None, ()
+    writer: JournalWriter | None = None
+    carried: tuple[Dispatch, ...] = ()
     if unreadable:
         engine.notify("error", unreadable)
     elif launch.journal_path:
@@ -216,7 +217,9 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
                 write_json_atomic(command.path, document_for(
                     engine, workload, launch.trace_name,
                     replay={"speed": replayer.speed, "queue_depth": loop.queue_depth,
-                            "dispatched": loop.dispatched}))
+                            "dispatched": loop.dispatched,
+                            "offered_rps": loop.offered_rps()}))
+                reporter.saved = os.path.basename(command.path)    # the checklist says it
                 send(protocol.SnapshotSaved(command.path))
             except OSError as exc:
                 send(protocol.SnapshotFailed(command.path, f"{exc.strerror or exc}"))
