@@ -57,6 +57,7 @@ class InfertopApp(EngineEvents, KeyActions):
         engine, worker = self.engine, get_current_worker()
         assert engine is not None
         try:
-            EngineReader(engine, self.post_message, self._stopping, self._restart).run(worker)
+            EngineReader(engine, self.post_message, self._stopping, self._restart,
+                         self.take_abandoned).run(worker)
         finally:
             self.reader_stopped.set()

@@ -28,7 +28,7 @@ def dashboard_widgets(clock: Callable[[], float]) -> ComposeResult:
     app = DashboardState
     yield StatusBar(clock=clock, id="status").data_bind(
         app.view, app.requested, app.options_sent_s, app.speed, app.paused,
-        app.engine_state, app.engine_note, app.switch_note)
+        app.engine_state, app.engine_note, app.switch_note, app.warming_beside)
     with Vertical(id="body"):
         with Horizontal(id="top"):
             yield LatencyPanel(id="latency").data_bind(app.view)

@@ -21,6 +21,8 @@ from textual.timer import Timer
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineHandle
+from probe.contract.records import CompileInProgress
+from tui.trace_shape import engine_trace_shape
 from tui.warm_switch import SWITCH_KEY, WarmSwitch, warm_line
 
 APPLY_DELAY_S = 1.0     # toggles are sent once no key has been pressed for this long
@@ -39,6 +41,7 @@ class DashboardState(App[int]):
     # (not `switch_mode`: that is Textual's App.switch_mode, its screen modes' API)
     switch_kind: reactive[str] = reactive("cold", init=False)    # or "warm"
     switch_note: reactive[str] = reactive("", init=False)        # the warm switch's line
+    warming_beside: reactive[str] = reactive("", init=False)     # serving id while a side warms
 
     def __init__(self, engine: EngineHandle | None, *, initial: LiveView | None = None,
                  options: OptConfig, snapshot_dir: Path, speed: float | None,
@@ -54,6 +57,8 @@ class DashboardState(App[int]):
         self._apply_timer: Timer | None = None
         self._view_at = clock()
         self._restart = threading.Event()
+        self._abandoned: CompileInProgress | None = None     # the compile x gave up
+        self._abandoned_lock = threading.Lock()
         self._stopping = threading.Event()
         self.reader_stopped = threading.Event()
         self._notices_seen_s = float("-inf")
@@ -66,10 +71,25 @@ class DashboardState(App[int]):
             state = "read-only"
         else:
             state = "live" if initial is not None else "starting"
+        # something useful from the first frame: the trace's shape while the engine loads
+        self.trace_shape = "" if engine is None else engine_trace_shape(engine)
         self.set_reactive(DashboardState.engine_state, state)
-        self.set_reactive(DashboardState.engine_note, source)
+        self.set_reactive(DashboardState.engine_note,
+                          source or (self.trace_shape if state == "starting" else ""))
         if engine is None:
             self.reader_stopped.set()
+
+    def give_up(self, compiling: CompileInProgress) -> None:
+        """Restart the engine, giving up `compiling` (the reader takes it at the restart)."""
+        with self._abandoned_lock:
+            self._abandoned = compiling
+        self._restart.set()
+
+    def take_abandoned(self) -> CompileInProgress | None:
+        """The compile given up, once (the reader thread's side of give_up)."""
+        with self._abandoned_lock:
+            abandoned, self._abandoned = self._abandoned, None
+        return abandoned
 
     def say(self, message: str, *, severity: SeverityLevel = "information",
             timeout: float | None = None) -> None:
@@ -92,6 +112,7 @@ class DashboardState(App[int]):
 
     def _show_switch(self) -> None:
         switch = self._warm
+        self.warming_beside = switch.serving_id if switch is not None and self._warming() else ""
         if switch is not None:
             self.switch_note = warm_line(switch, self.view, self._engine_now_s())
         elif self.switch_kind == "warm":

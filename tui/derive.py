@@ -84,7 +84,11 @@ def kv_budget(view: LiveView) -> KVBudget | None:
 def roofline_ratio(view: LiveView) -> tuple[float | None, float | None]:
     """(the current config's TPOT p50, that over this machine's roofline for the config's
     precision): the config's own requests, as the roofline is its precision's; a batched
-    config's against the batch's roofline (probe.contract.batch_roofline)."""
+    config's against the batch's roofline (probe.contract.batch_roofline). The live view's
+    `tpot` (probe.contract.tpot_figure, the doctor's too) when it has one."""
+    if (view.tpot is not None and view.tpot.config_id == view.config_id
+            and (view.tpot.limit_ms is not None or view.roofline is None)):
+        return view.tpot.tpot_ms, view.tpot.ratio
     current = segment(view, view.config_id)
     tpot_ms = current.tpot_ms.p50 if current is not None else None
     if view.roofline is None or tpot_ms is None:
@@ -97,6 +101,9 @@ def roofline_limit(view: LiveView) -> tuple[float | None, float]:
     """(the roofline the current config's TPOT is held against, its mean rows per step)."""
     if view.roofline is None:
         return None, 1.0
+    if (view.tpot is not None and view.tpot.limit_ms is not None
+            and view.tpot.config_id == view.config_id):
+        return view.tpot.limit_ms, view.tpot.rows
     mine = [r for r in view.recent if r.config_id == view.config_id]
     return live_roofline_ms(view.roofline, mine)
 

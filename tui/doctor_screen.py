@@ -25,7 +25,7 @@ def report_text(diagnosis: SegmentDiagnosis | None, checklist: tuple[ChecklistIt
         text.append("No request of the served config has finished in the window yet.\n",
                     style="dim")
     else:
-        text.append("\n".join(segment_lines(diagnosis, label)) + "\n")
+        text.append("\n".join(segment_lines(diagnosis, label, checklist)) + "\n")
     if checklist:
         text.append("\nproduction-readiness checklist\n", style="bold")
         for item in checklist:

@@ -45,7 +45,8 @@ class EngineEvents(DashboardState):
                 self._notices_seen_s = notice.t_s
 
     def on_engine_loading(self, message: EngineLoading) -> None:
-        self.engine_state, self.engine_note = "loading", message.text
+        shape = f" · {self.trace_shape}" if self.trace_shape else ""
+        self.engine_state, self.engine_note = "loading", message.text + shape
 
     def on_engine_down(self, message: EngineDown) -> None:
         self.engine_state, self.engine_note = "failed", message.error

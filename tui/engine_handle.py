@@ -70,8 +70,9 @@ class FakeEngine:
     def is_alive(self) -> bool:
         return self.alive
 
-    def restart(self) -> None:
+    def restart(self, abandoned=None) -> None:
         self.restarts += 1
+        self.abandoned = abandoned
         self.alive = True
 
     def stop(self) -> None:

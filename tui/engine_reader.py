@@ -23,6 +23,7 @@ from probe.contract.protocol import (
     WarmProgress,
     WarmReady,
 )
+from probe.contract.records import CompileInProgress
 from tui.messages import (
     EngineDown,
     EngineLive,
@@ -42,9 +43,12 @@ class EngineReader:
     for a restart at the next poll."""
 
     def __init__(self, engine: EngineHandle, post: Callable[[Message], object],
-                 stopping: threading.Event, restart: threading.Event) -> None:
+                 stopping: threading.Event, restart: threading.Event,
+                 abandoned: Callable[[], CompileInProgress | None] = lambda: None) -> None:
+        """`abandoned`: the compile `x` gave up, taken once at the restart it asked for."""
         self.engine, self.post = engine, post
         self._stopping, self._restart = stopping, restart
+        self._abandoned = abandoned
 
     def run(self, worker: Worker[None]) -> None:
         """Until the worker is cancelled or the dashboard stops."""
@@ -95,7 +99,11 @@ class EngineReader:
     def _restart_engine(self) -> bool:
         """True: still down."""
         try:
-            self.engine.restart()
+            abandoned = self._abandoned()
+            if abandoned is not None:
+                self.engine.restart(abandoned)
+            else:
+                self.engine.restart()
         except Exception as exc:
             self.post(EngineDown(f"restart failed: {type(exc).__name__}: {exc}"))
             return True

@@ -20,6 +20,7 @@ from tui.snapshot_files import snapshot_folder_problem, snapshot_paths, write_te
 from tui.warm_switch import SWITCH_KEY, WarmSwitch, wants_warm
 
 MIN_SPEED, MAX_SPEED = 0.125, 64.0
+GIVE_UP_CONFIRM_S = 5.0     # x pressed again within this: go ahead although it loses work
 
 
 class KeyActions(DashboardState):
@@ -196,6 +197,8 @@ class KeyActions(DashboardState):
         if view is None or view.compiling is None or self.engine_state != "live":
             self.say(f"no compile is running: {GIVE_UP_KEY} gives up a running compile")
             return
+        if not self._give_up_confirmed(view):
+            return
         _, options = fallback_options(view)
         label, who = fallback_label(view), view.compiling.request_id or "a prewarm"
         if self._apply_timer is not None:
@@ -205,9 +208,37 @@ class KeyActions(DashboardState):
         self._send(SetOptions(options))
         self.options_sent_s = None          # the restarted engine starts with these
         self.engine_state, self.engine_note = "starting", ""
-        self._restart.set()
+        self.give_up(view.compiling)
+        queued = view.replay.queue_depth
+        carried = (f"the {queued} queued request(s) are carried across and served under it"
+                   if queued else "no request is lost")
         self.say(f"gave up {view.config_id}'s compile ({who} waited): restarting the engine "
-                 f"on {label}; the session continues")
+                 f"on {label}; {carried}; the session continues")
+
+    def _give_up_confirmed(self, view) -> bool:
+        """With a session journal nothing is lost (the queue is carried across the restart).
+        Without one the restarted engine starts a new session: the key asks first, saying
+        what would be lost, and a second press within GIVE_UP_CONFIRM_S goes ahead."""
+        assert self.engine is not None
+        # a journal the engine writes: the restart continues the session from it (its header
+        # follows the first configs, so journal_promise's first-line check does not apply)
+        path = getattr(self.engine, "journal_path", None)
+        if path and not getattr(self.engine, "journal_problem", None):
+            return True
+        promise = self.engine.journal_promise()
+        now = self._clock()
+        asked = getattr(self, "_give_up_asked_at", None)
+        if asked is not None and now - asked <= GIVE_UP_CONFIRM_S:
+            self._give_up_asked_at = None
+            return True
+        self._give_up_asked_at = now
+        served = view.replay.completed
+        self.say(f"{GIVE_UP_KEY} restarts the engine, and this session has no journal "
+                 f"({promise.why}): the restarted engine would start a new session, losing the "
+                 f"{served} request(s) served so far and the {view.replay.queue_depth} queued "
+                 f"from it. Press {GIVE_UP_KEY} again within {GIVE_UP_CONFIRM_S:.0f} s to give "
+                 f"up the compile anyway", severity="warning", timeout=GIVE_UP_CONFIRM_S)
+        return False
 
     def action_restart_engine(self) -> None:
         if self.engine is None or self.engine_state != "failed":

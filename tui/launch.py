@@ -86,7 +86,7 @@ def saved_view(path: Path) -> LiveView:
     document = read_document(path)
     try:
         data = saved_session(document, f"snapshot {path}", for_terminal=True)
-        return _live_from(document, data)
+        return _live_from(document, data, saved_as=terminal_text(path.name))
     except ConfigError:
         raise
     except (TypeError, KeyError, ValueError, AttributeError) as exc:
@@ -94,7 +94,15 @@ def saved_view(path: Path) -> LiveView:
                           f"({type(exc).__name__}: {exc})") from None
 
 
-def _live_from(document: dict, data: SessionData) -> LiveView:
+def saved_replay_state(document: dict) -> dict:
+    """The replay's speed, queue and dispatched count when the session was saved ({} when the
+    file does not say: a headless replay or a journal's snapshot)."""
+    live = document.get("live")
+    replay = live.get("replay") if isinstance(live, dict) else None
+    return replay if isinstance(replay, dict) else {}
+
+
+def _live_from(document: dict, data: SessionData, saved_as: str | None = None) -> LiveView:
     records = data.records
     config_ids = list(data.configs)
     config_id = records[-1].config_id if records else (config_ids[-1] if config_ids else "c1")
@@ -108,11 +116,26 @@ def _live_from(document: dict, data: SessionData) -> LiveView:
     end_s = max((r.end_s for r in records), default=0.0)
     window = records[-WINDOW_SIZE:]
     offered, capacity = offered_rps([r.arrival_s for r in records], end_s), capacity_rps(window)
-    # the queue when it was saved: requests that had arrived and were not finished yet
-    queued = sum(1 for r in records if r.arrival_s <= end_s < r.end_s)
+    # the speed and queue when it was saved (a snapshot the dashboard's `s` wrote keeps them);
+    # else the requests that had arrived and were not finished yet
+    saved_replay = saved_replay_state(document)
+    saved_offered = saved_replay.get("offered_rps")     # the live panel's, when it was saved
+    if isinstance(saved_offered, (int, float)) and not isinstance(saved_offered, bool) \
+            and saved_offered > 0:
+        offered = float(saved_offered)
+    queued = saved_replay.get("queue_depth")
+    if not isinstance(queued, int) or queued < 0:
+        queued = sum(1 for r in records if r.arrival_s <= end_s < r.end_s)
+    speed = saved_replay.get("speed")
+    if not isinstance(speed, (int, float)) or isinstance(speed, bool) or speed <= 0:
+        speed = 1.0
+    dispatched = saved_replay.get("dispatched")
+    if not isinstance(dispatched, int) or dispatched < len(records):
+        dispatched = len(records)
     replay = ReplayStatus(
-        trace=terminal_text(trace.get("name", "?")), running=False, paused=False, speed=1.0,
-        dispatched=len(records), completed=ok, failed=len(records) - ok, total=len(records),
+        trace=terminal_text(trace.get("name", "?")), running=False, paused=False,
+        speed=float(speed), dispatched=dispatched, completed=ok, failed=len(records) - ok,
+        total=len(records),
         queue_depth=queued, offered_rps=offered, capacity_rps=capacity,
         overloaded=overloaded(offered, capacity, queued))
     return build_live(
@@ -123,7 +146,7 @@ def _live_from(document: dict, data: SessionData) -> LiveView:
         compiling_request=None, device_sample=device_sample, replay=replay,
         bucket_edges=tuple(int(e) for e in settings.get("bucket_edges", ()) or ()),
         read_only=True, max_batch=int(settings.get("max_batch", 1) or 1), roofline=roofline,
-        window_size=WINDOW_SIZE)
+        window_size=WINDOW_SIZE, saved=saved_as)
 
 
 def _section(document: dict, name: str) -> dict:

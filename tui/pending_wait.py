@@ -20,18 +20,33 @@ def fmt_wait(seconds: float) -> str:
     return f"{int(seconds)} s" if seconds < 90 else f"{int(seconds // 60)} min"
 
 
+ASKED_SLACK_S = 1.0     # a compile that started this long after the ask started after it
+
+
 def pending_wait(view: LiveView | None, states: tuple[OptionState, ...],
-                 compiling_s: float | None) -> str | None:
+                 compiling_s: float | None, *, warming_beside: str = "",
+                 asked_s: float | None = None) -> str | None:
     """ "bucket→on waits: after chat-00012's compile, 3 min so far — x gives it up", or None
-    when nothing asked for is pending."""
+    when nothing asked for is pending. `warming_beside`: the serving config while the warm
+    switch prewarms the change beside it (the change lands at the cut over, not after the
+    serving engine's compiles); `asked_s`: when the change went to the engine (engine clock)."""
     pending = [s for s in states if s.status == "pending"]
     if view is None or not pending:
         return None
     what = " ".join(f"{s.name}→{s.asked}" for s in pending)
     compiling = view.compiling
+    if warming_beside:     # the ⇄ line below says how the side engine and the serving one are
+        return (f"{what} waits: it lands at the cut over of the warm switch (⇄ below), not "
+                f"after {warming_beside}'s own compiles — S: cold switch")
     if compiling is not None:
         who = f"{compiling.request_id}'s" if compiling.request_id else "the prewarm's"
         so_far = "" if compiling_s is None else f", {fmt_wait(compiling_s)} so far"
+        started_after = (asked_s is not None and asked_s != float("inf")
+                         and compiling.since_s > asked_s + ASKED_SLACK_S)
+        if started_after:       # said once, in words: it is not waiting for this compile
+            return (f"{what} was asked before {who} compile began and has not landed: the "
+                    f"engine has not reached a request boundary since — "
+                    f"{GIVE_UP_KEY} gives up this compile and serves {fallback_label(view)}")
         return (f"{what} waits: after {who} compile{so_far} — "
                 f"{GIVE_UP_KEY} gives it up and serves {fallback_label(view)}")
     if view.options_pending and view.options.batching == "continuous":

@@ -55,6 +55,10 @@ def warm_line(switch: WarmSwitch, view: LiveView | None, now_s: float) -> str:
         so_far = fmt_wait(max(now_s - switch.started_s, 0.0))
         cost = switch.cost_in(view, now_s)
         tail = f" — {cost.text()}" if cost else f" — {switch.serving_id} serves meanwhile"
+        if view is not None and view.compiling is not None:     # it is stalled, not serving
+            who = view.compiling.request_id or "a prewarm"
+            tail = (f" — {switch.serving_id} is stalled meanwhile, compiling for {who} "
+                    f"({view.replay.queue_depth} queued)")
         return (f"warm switch to {target}: prewarming {shapes_text(switch.shapes)} beside "
                 f"{switch.serving_id}, {so_far} so far{tail}")
     took = fmt_wait(switch.seconds or 0.0)

@@ -25,5 +25,11 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from tui.terminal_check import no_terminal_problem, say_no_terminal
+
+    problem = no_terminal_problem()
+    if problem is not None:     # the dashboard draws on stderr: nothing to draw on
+        say_no_terminal(problem)
+        return 2
     from tui.launch import launch
     return launch(args)

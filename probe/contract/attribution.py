@@ -253,12 +253,12 @@ def _compile_evidence(touched: Touched, pools, edges) -> str:
         parts.append(f"{LIMIT} hit {len(limits)}× ({functions})")
     timed = [e for e in events if e.kind not in ("fallback", "limit")]
     named = [f"{e.function} {e.compile_id} {(e.duration_s or 0):.1f} s"
-             + (f" [{e.reason[:80]}]" if e.reason else "") for e in timed[:4]]
+             + (f" [{e.reason}]" if e.reason else "") for e in timed[:4]]
     if len(timed) > 4:
         named.append(f"… (+{len(timed) - 4})")
     fallbacks = [e for e in events if e.kind == "fallback"]
     if fallbacks:
-        named.append(f"fallback: {fallbacks[0].reason[:80] if fallbacks[0].reason else '?'}")
+        named.append(f"fallback: {fallbacks[0].reason or '?'}")     # whole: never cut
     return "; ".join(parts + (["waited on " + ", ".join(named)] if named else []))
 
 
@@ -305,7 +305,8 @@ def _decode_evidence(touched: Touched, pools, edges) -> str:
     decode = sum(s.ms["decode"] for _, s in touched)
     tokens = sum(r.output_tokens for r, _ in touched)
     weights = sum(s.decode_weights_ms for _, s in touched)
-    text = f"{tokens} tokens, {fmt_ms(decode / max(tokens, 1))} a token"
+    text = (f"the tail's decode, compile excluded: {tokens} tokens, "
+            f"{fmt_ms(decode / max(tokens, 1))} a token")
     if weights > 0:
         text += (f"; weights (the roofline) {fmt_ms(weights)}, per-step overhead "
                  f"{fmt_ms(decode - weights)} ({decode / weights:.1f}× the roofline)")

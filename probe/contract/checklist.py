@@ -7,10 +7,10 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Sequence
 
 from probe.contract.findings import offered_rps, peak_concurrency
+from probe.contract.load_figures import Load, records_load
 from probe.contract.options import OPTION_BY_KEY, OptConfig
 from probe.contract.session import SessionData
 from probe.contract.stats import SegmentStats, summarize
-from probe.contract.steady_state import capacity_rps
 from probe.contract.units import fmt_bytes, fmt_ms, fmt_rate
 
 if TYPE_CHECKING:   # diagnosis calls checklist(); these are its types only
@@ -26,9 +26,15 @@ class ChecklistItem:
     item: str
     status: str         # pass | fail | not yet
     evidence: str
+    # the option changes its evidence names as the fix ((option, value), …), for the next step
+    fix: tuple[tuple[str, str], ...] = ()
 
     def as_dict(self) -> dict:
         return {"item": self.item, "status": self.status, "evidence": self.evidence}
+
+    def fix_text(self) -> str:
+        """ "bucketing=on (press b)" """
+        return " or ".join(f"{k}={v} ({_key(k)})" for k, v in self.fix)
 
 
 def _key(option: str) -> str:
@@ -77,8 +83,10 @@ def graph_breaks(data: SessionData, segments: Sequence[SegmentStats]) -> Checkli
         return ChecklistItem(name, PASS, text)
     top = max(data.breaks, key=lambda b: b.count, default=None)
     where = f" (most at {top.location}: {top.reason[:60]})" if top else ""
+    if not broken:
+        return ChecklistItem(name, FAIL, text)
     return ChecklistItem(name, FAIL, f"{text}{where}; decode=fullgraph compiles without breaks "
-                                     f"({_key('decode')})" if broken else text)
+                                     f"({_key('decode')})", fix=(("decode", "fullgraph"),))
 
 
 def dynamic_shapes(data: SessionData, segments: Sequence[SegmentStats],
@@ -94,8 +102,12 @@ def dynamic_shapes(data: SessionData, segments: Sequence[SegmentStats],
     text = "; ".join(f"{s.config_id}: {s.recompiles} recompiles" for s in compiled)
     if reduced:
         return ChecklistItem(name, PASS, f"{text} (at most {limit} shapes)")
+    latest = _options(data, compiled[-1])      # a fix the latest config has already is none
+    fix = tuple((k, v) for k, v in (("bucketing", "on"), ("dynamic", "on"))
+                if getattr(latest, k) != v)
     return ChecklistItem(name, FAIL, f"{text}: each new length compiles; bucketing=on "
-                                     f"({_key('bucketing')}) or dynamic=on ({_key('dynamic')})")
+                                     f"({_key('bucketing')}) or dynamic=on ({_key('dynamic')})",
+                         fix=fix)
 
 
 def kv_cache(data: SessionData, segments: Sequence[SegmentStats]) -> ChecklistItem:
@@ -151,27 +163,31 @@ def memory(data: SessionData, ctx: DoctorContext, concurrency: int) -> Checklist
 
 
 def peak(data: SessionData, segments: Sequence[SegmentStats],
-         diagnoses: Sequence[SegmentDiagnosis]) -> ChecklistItem:
+         diagnoses: Sequence[SegmentDiagnosis], live: Load | None = None) -> ChecklistItem:
+    """`live`: the live view's load (the throughput panel's figures), judged beside each
+    segment's own; every load is printed with Load.text(), its scope labelled."""
     name = "load tested at peak"
-    loads = []
+    loads: list[tuple[float, str, Load]] = []
     for s in segments:
         records = [r for r in data.records if r.config_id == s.config_id]
-        offered, capacity = offered_rps(records), capacity_rps(records)
-        if offered and capacity:
-            loads.append((offered / capacity, s.config_id, offered, capacity))
+        load = records_load(records, f"{s.config_id}'s arrivals")
+        if load.share is not None:
+            loads.append((load.share, s.config_id, load))
+    if live is not None and live.share is not None:
+        loads.append((live.share, "now", live))
     saturated = [d.config_id for d in diagnoses
                  if any(f.finding == "saturation" for f in d.findings)]
     if saturated or any(load >= PEAK_LOAD for load, *_ in loads):
-        highest = max(loads, default=None)
-        text = (f"{highest[1]}: offered {fmt_rate(highest[2], 'req/s')} against "
-                f"{fmt_rate(highest[3], 'req/s')} capacity" if highest else "")
+        highest = max(loads, key=lambda item: item[0], default=None)
+        if live is not None and live.share is not None and live.share >= PEAK_LOAD:
+            highest = (live.share, "now", live)     # what the throughput panel shows
+        text = f"{highest[1]}: {highest[2].text()}" if highest else ""
         return ChecklistItem(name, PASS, text or f"saturated in {', '.join(saturated)}")
     if not loads:
         return ChecklistItem(name, NOT_YET, "no offered rate measured yet")
-    load, cid, offered, capacity = max(loads)
+    _, cid, load = max(loads, key=lambda item: item[0])
     return ChecklistItem(name, NOT_YET, (
-        f"offered at most {100 * load:.0f}% of capacity ({cid}: {fmt_rate(offered, 'req/s')} of "
-        f"{fmt_rate(capacity, 'req/s')}); replay faster (--speed, or + on the dashboard)"))
+        f"at most {cid}: {load.text()}; replay faster (--speed, or + on the dashboard)"))
 
 
 def documented(ctx: DoctorContext) -> ChecklistItem:
@@ -188,4 +204,4 @@ def checklist(data: SessionData, diagnoses: Sequence[SegmentDiagnosis], ctx: Doc
     return (traffic(data, concurrency), bottleneck(diagnoses), graph_breaks(data, segments),
             dynamic_shapes(data, segments, ctx), kv_cache(data, segments),
             one_change(data, segments), latency(data, segments), memory(data, ctx, concurrency),
-            peak(data, segments, diagnoses), documented(ctx))
+            peak(data, segments, diagnoses, ctx.load), documented(ctx))

@@ -18,10 +18,10 @@ from probe.contract.findings import (
     drift,
     failed,
     memory_pressure,
-    offered_rps,
     recompile_limit,
     saturation,
 )
+from probe.contract.load_figures import Load, records_load
 from probe.contract.next_step import (
     NextStep,
     SegmentFacts,
@@ -33,8 +33,8 @@ from probe.contract.options import OptConfig
 from probe.contract.records import RooflineStatus
 from probe.contract.session import SessionData
 from probe.contract.stats import SegmentStats, segment_stats
-from probe.contract.steady_state import capacity_rps
 from probe.contract.timeline import compile_spans
+from probe.contract.tpot_figure import ConfigTpot, config_tpot
 from probe.contract.units import fmt_ms
 
 HEALTHY_WORK_SHARE = 0.75       # encode + decode of the tail at least this: it is the work itself
@@ -57,6 +57,7 @@ class DoctorContext:
     roofline: RooflineStatus | None = None
     cpu_count: int | None = None
     saved: str | None = None            # where the session is saved (None: not yet)
+    load: Load | None = None            # the live view's offered load and capacity (live only)
 
 
 def context_from_document(document: Mapping[str, Any],
@@ -84,6 +85,7 @@ class SegmentDiagnosis:
     verdict: str
     next_step: NextStep | None
     healthy: bool = False
+    tpot: ConfigTpot | None = None      # the config's TPOT, as the latency panel prints it
 
     def as_dict(self) -> dict:
         return {"config_id": self.config_id, "tail": self.tail.as_dict(),
@@ -141,24 +143,28 @@ def diagnose(data: SessionData, config_id: str, ctx: DoctorContext = DoctorConte
     served = [split_request(r, spans, markers, gather_from_s=gathers.get(r.id),
                             roofline_ms=roofline) for r in mine if r.ok]
     findings = [f for f in (
-        saturation(mine), cpu_contention(ctx.device_sample, ctx.cpu_count),
+        saturation(mine, ctx.load), cpu_contention(ctx.device_sample, ctx.cpu_count),
         memory_pressure(mine, ctx.device_sample, data.kv_pools.get(config_id)), drift(stats),
         recompile_limit(events), failed(mine)) if f is not None]
     findings += [f for f in live_findings if f.finding not in {g.finding for g in findings}]
     if previous is not None and previous.next_step is not None and previous_options is not None:
         findings += _prediction(previous, previous_options, options, stats)
+    load = ctx.load if ctx.load is not None else records_load(mine, f"{config_id}'s arrivals")
     others = {e.options: s for s in (data.segments() if segments is None else segments)
               for e in [data.configs.get(s.config_id)] if e is not None}
     facts = SegmentFacts(options=options, stats=stats, attribution=result, served=served,
-                         records=mine, events=events, offered_rps=offered_rps(mine),
-                         capacity_rps=capacity_rps(mine), bucket_edges=ctx.bucket_edges,
+                         records=mine, events=events, offered_rps=load.offered_rps,
+                         capacity_rps=load.capacity_rps, bucket_edges=ctx.bucket_edges,
                          max_batch=ctx.max_batch, others=others,
                          break_even=break_even_status(data, options, config_id))
     healthy = _healthy(result, findings)
     top = result.top
     step = next_step(facts, top.cause if top else None, healthy=healthy)
+    tpot = config_tpot(data.records, data.events, config_id,
+                       ctx.roofline if roofline is not None else None)
     return SegmentDiagnosis(config_id, result, tuple(findings),
-                            verdict(result, facts, findings, healthy, step), step, healthy)
+                            verdict(result, facts, findings, healthy, step), step, healthy,
+                            tpot)
 
 
 def _healthy(result: Attribution, findings: Sequence[Finding]) -> bool:
@@ -212,7 +218,7 @@ def verdict(result: Attribution, facts: SegmentFacts, findings: Sequence[Finding
         ratio = ""
         weights = sum(s.decode_weights_ms for s in result.splits)
         if top.cause == "decode" and weights > 0:
-            ratio = f" at {top.ms / weights:.1f}× the roofline"
+            ratio = f" (the tail's decode, compile excluded, at {top.ms / weights:.1f}× the roofline)"
         return f"healthy: p95 {p95} is {share}{ratio}; no change advised{failures}"
     phrase = _compile_phrase(result) if top.cause == "compile" else PHRASES[top.cause]
     without = p95_without(facts, lambda s: s.ms[top.cause])

@@ -10,22 +10,24 @@ from probe.contract.checklist import ChecklistItem, checklist
 from probe.contract.device_sample import DeviceSample
 from probe.contract.diagnosis import DoctorContext, SegmentDiagnosis, diagnose
 from probe.contract.findings import Finding
+from probe.contract.load_figures import Load, live_load
 from probe.contract.records import RequestRecord, RooflineStatus
 from probe.contract.session import SessionData
 from probe.contract.stats import SegmentStats
-from probe.contract.units import fmt_rate
 
 
 def live_doctor(data: SessionData, config_id: str, window: Sequence[RequestRecord],
                 segments: Sequence[SegmentStats], *, bucket_edges: tuple[int, ...],
                 max_batch: int, device_sample: DeviceSample | None,
                 roofline: RooflineStatus | None, overloaded: Finding | None = None,
-                saved: str | None = None
+                saved: str | None = None, load: Load | None = None
                 ) -> tuple[SegmentDiagnosis | None, tuple[ChecklistItem, ...]]:
-    """`overloaded`: the serving loop's own saturation (offered above capacity, a queue now)."""
+    """`overloaded`: the serving loop's own saturation (offered above capacity, a queue now);
+    `load`: the live view's offered load and capacity, which the doctor and the checklist judge
+    by, so they print what the throughput panel prints."""
     ctx = DoctorContext(bucket_edges=bucket_edges, max_batch=max_batch,
                         device_sample=device_sample, roofline=roofline,
-                        cpu_count=os.cpu_count(), saved=saved)
+                        cpu_count=os.cpu_count(), saved=saved, load=load)
     mine = [r for r in window if r.config_id == config_id]
     diagnosis = (diagnose(data, config_id, ctx, records=mine, segments=segments,
                           live_findings=[overloaded] if overloaded else [])
@@ -37,6 +39,4 @@ def overload_finding(offered: float | None, capacity: float | None, queue_depth:
                      overloaded: bool) -> Finding | None:
     if not overloaded or not offered or not capacity:
         return None
-    return Finding("saturation", f"offered {fmt_rate(offered, 'req/s')} against a capacity of "
-                                 f"{fmt_rate(capacity, 'req/s')} "
-                                 f"({100 * offered / capacity:.0f}%); {queue_depth} queued now")
+    return Finding("saturation", f"{live_load(offered, capacity).text()}; {queue_depth} queued now")

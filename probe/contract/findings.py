@@ -8,10 +8,10 @@ from typing import Sequence
 
 from probe.contract.attribution import failures
 from probe.contract.device_sample import DeviceSample
+from probe.contract.load_figures import Load, arrivals_rps, records_load
 from probe.contract.records import CompileEvent, KVPool, RequestRecord
 from probe.contract.stats import SegmentStats, summarize
-from probe.contract.steady_state import capacity_rps
-from probe.contract.units import fmt_bytes, fmt_clock, fmt_fraction, fmt_ms, fmt_rate
+from probe.contract.units import fmt_bytes, fmt_clock, fmt_fraction, fmt_ms
 
 DRIFT_TOLERANCE = 0.99          # token agreement with the fp32 eager reference
 SATURATION = 1.0                # offered / capacity at or above this: saturated
@@ -32,12 +32,7 @@ class Finding:
         return {"finding": self.finding, "evidence": self.evidence}
 
 
-def offered_rps(records: Sequence[RequestRecord]) -> float | None:
-    """Arrivals per second over the set's arrivals (first to last), failed ones included."""
-    arrivals = sorted(r.arrival_s for r in records)
-    if len(arrivals) < 2 or arrivals[-1] <= arrivals[0]:
-        return None
-    return (len(arrivals) - 1) / (arrivals[-1] - arrivals[0])
+offered_rps = arrivals_rps      # the one definition (load_figures)
 
 
 def peak_concurrency(records: Sequence[RequestRecord]) -> int:
@@ -61,22 +56,30 @@ def queue_growth(records: Sequence[RequestRecord]) -> tuple[float, float] | None
             summarize(r.queue_ms for r in ok[-third:]).mean or 0.0)
 
 
-def saturation(records: Sequence[RequestRecord]) -> Finding | None:
-    offered, capacity = offered_rps(records), capacity_rps(records)
+def saturation(records: Sequence[RequestRecord], load: Load | None = None) -> Finding | None:
+    """`load`: the figures to judge by (the live view's, which count the queued requests too);
+    None: the set's own (load_figures.records_load)."""
+    if load is None:
+        load = records_load(records, _scope(records))
     growth = queue_growth(records)
-    over = bool(offered and capacity and offered >= SATURATION * capacity)
+    share = load.share
+    over = bool(share is not None and share >= SATURATION)
     growing = bool(growth and growth[1] >= QUEUE_GROWTH * growth[0]
                    and growth[1] - growth[0] >= QUEUE_GROWTH_MIN_MS)
     if not (over or growing):
         return None
     parts = []
-    if offered and capacity:
-        parts.append(f"offered {fmt_rate(offered, 'req/s')} against a capacity of "
-                     f"{fmt_rate(capacity, 'req/s')} ({100 * offered / capacity:.0f}%)")
+    if share is not None:
+        parts.append(load.text())
     if growing and growth:
         parts.append(f"the queue grew from {fmt_ms(growth[0])} to {fmt_ms(growth[1])} "
                      f"(first to last third)")
     return Finding("saturation", "; ".join(parts))
+
+
+def _scope(records: Sequence[RequestRecord]) -> str:
+    configs = sorted({r.config_id for r in records})
+    return f"{configs[0]}'s arrivals" if len(configs) == 1 else "these requests' arrivals"
 
 
 def cpu_contention(sample: DeviceSample | None, cpu_count: int | None) -> Finding | None:
@@ -135,7 +138,8 @@ def recompile_limit(events: Sequence[CompileEvent]) -> Finding | None:
     functions = ", ".join(sorted({e.function for e in limits}))
     return Finding("recompile_limit",
                    f"dynamo hit its recompile limit {len(limits)}× ({functions}) from "
-                   f"{fmt_clock(limits[0].start_s)}: new shapes of it run eager since, silently")
+                   f"{fmt_clock(limits[0].start_s)}: new shapes of it run eager since, silently"
+                   + (f" ({limits[0].reason})" if limits[0].reason else ""))
 
 
 def failed(records: Sequence[RequestRecord]) -> Finding | None:

@@ -10,6 +10,7 @@ from typing import Any
 from probe.contract import steady_state
 from probe.contract.break_even_live import break_even_status
 from probe.contract.device_sample import DeviceSample
+from probe.contract.load_figures import live_load
 from probe.contract.options import OptConfig
 from probe.contract.records import (
     BreakEven,
@@ -37,6 +38,7 @@ from probe.contract.steady_state import (
     cold_chain,
     warm_stats,
 )
+from probe.contract.tpot_figure import ConfigTpot, config_tpot
 
 RECENT_REQUESTS = 400
 WINDOW_SIZE = 200               # requests in the sliding window
@@ -93,6 +95,9 @@ class WindowStats:
     warm: WarmStats | None = None           # the same over its warm requests (steady_state)
     backlog_dominated: bool = False         # its figures over all read a compile's backlog
     goodput: Goodput = NO_GOODPUT       # under the session's SLO (none set: all None)
+    # seconds since the window's last request ended, once above IDLE_S: the rates above are
+    # then over the span up to now (they decay while nothing is served)
+    idle_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,7 @@ class LiveView:
     checklist: tuple = ()
     backlog: Backlog | None = None              # the queue a compile left, while it drains
     slo: Slo | None = None                      # the session's SLO (--slo), if any
+    tpot: ConfigTpot | None = None              # the served config's TPOT and roofline ratio
 
     @property
     def compiles(self) -> int:
@@ -157,14 +163,35 @@ def overloaded(offered: float | None, capacity: float | None, queue_depth: int) 
 capacity_rps = steady_state.capacity_rps     # the one definition: warm service times
 
 
+IDLE_S = 10.0       # nothing served for this long: the window's rates decay to now
+
+
+def decayed_rate(rate: float | None, records: tuple[RequestRecord, ...],
+                 now_s: float | None) -> tuple[float | None, float | None]:
+    """(the rate, the seconds nothing was served): past IDLE_S since the last end, `rate` (over
+    first start → last end, stats.throughput_rps's span) is rescaled to first start → now."""
+    if rate is None or now_s is None or not records:
+        return rate, None
+    first = min(r.start_s for r in records)
+    last = max(r.end_s for r in records)
+    idle = now_s - last
+    if idle < IDLE_S or last <= first:
+        return rate, None
+    return rate * (last - first) / (now_s - first), idle
+
+
 def window_stats(records: tuple[RequestRecord, ...], chain: ColdChain | None = None,
-                 backlog: Backlog | None = None, *, slo: Slo | None = None) -> WindowStats:
+                 backlog: Backlog | None = None, *, slo: Slo | None = None,
+                 now_s: float | None = None) -> WindowStats:
+    """`now_s`: the session clock now (live): the rates decay while nothing is served."""
     ok = [r for r in records if r.ok]
     warm = None if chain is None else warm_stats(records, chain)
+    served_rps, idle = decayed_rate(throughput_rps(records), records, now_s)
+    tokens_rps, _ = decayed_rate(tokens_per_s(records), records, now_s)
     return WindowStats(
         requests=len(ok), latency_ms=summarize(r.latency_ms for r in ok),
         ttft_ms=summarize(r.ttft_ms for r in ok), tpot_ms=summarize(r.tpot_ms for r in ok),
-        throughput_rps=throughput_rps(records), tokens_per_s=tokens_per_s(records),
+        throughput_rps=served_rps, tokens_per_s=tokens_rps, idle_s=idle,
         warm=warm, backlog_dominated=(warm is not None
                                       and steady_state.backlog_dominated(warm, backlog)),
         goodput=goodput(records, slo))
@@ -206,8 +233,9 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
                max_batch: int = 1, compiling: CompileInProgress | None = None,
                roofline: RooflineStatus | None = None,
                requested_options: OptConfig | None = None,
-               options_pending: bool = False) -> LiveView:
-    """The one place a LiveView is computed from raw session data."""
+               options_pending: bool = False, saved: str | None = None) -> LiveView:
+    """The one place a LiveView is computed from raw session data. `saved`: the file a
+    loaded session was read from (the checklist's "results documented")."""
     records = data.records
     window = tuple(r for r in records if r.seq >= window_start_seq)[-window_size:]
     free = device_sample.mem_free_bytes if device_sample else None
@@ -219,13 +247,15 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
     from probe.contract.doctor_live import live_doctor, overload_finding  # it reads this module
     diagnosis, checklist = live_doctor(
         data, config_id, window, segments, bucket_edges=bucket_edges, max_batch=max_batch,
-        device_sample=device_sample, roofline=roofline,
+        device_sample=device_sample, roofline=roofline, saved=saved,
+        load=None if read_only else live_load(replay.offered_rps, replay.capacity_rps),
         overloaded=overload_finding(replay.offered_rps, replay.capacity_rps, replay.queue_depth,
                                     replay.overloaded))
     return LiveView(
         t_s=t_s, model=model, device=device, options=options, config_id=config_id,
         configs=tuple(data.configs.values()), segments=segments,
-        window=window_stats(window, chain, draining, slo=data.slo), slo=data.slo,
+        window=window_stats(window, chain, draining, slo=data.slo,
+                            now_s=None if read_only else t_s), slo=data.slo,
         recent=records[-RECENT_REQUESTS:],
         compile_events=data.events[-RECENT_EVENTS:], compiling_since_s=compiling_since_s,
         compiling_request=compiling_request, graph_breaks=data.breaks,
@@ -234,4 +264,5 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         batch=batch_status(options.batching, max_batch, window, kv), compiling=compiling,
         roofline=roofline, break_even=break_even_status(data, options, config_id),
         requested_options=requested_options, options_pending=options_pending,
-        diagnosis=diagnosis, checklist=checklist, backlog=draining)
+        diagnosis=diagnosis, checklist=checklist, backlog=draining,
+        tpot=config_tpot(records, data.events, config_id, roofline, chain))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from probe.contract.device_sample import DeviceSample
+from probe.contract.load_figures import LIVE_SCOPE, Load
 
 CONTENTION_CORES = 0.5      # other processes' CPU, in cores, above which figures are unreliable
 NEAR_CAPACITY = 0.9         # offered / capacity above which the queue is about to grow
@@ -32,6 +33,4 @@ def contention(sample: DeviceSample | None) -> Contention | None:
 def load_share(offered_rps: float | None, capacity_rps: float | None) -> float | None:
     """The offered load as a share of the live (warm) capacity: 0.5 is what calibration aims
     at; re-read at every live view."""
-    if not offered_rps or not capacity_rps:
-        return None
-    return offered_rps / capacity_rps
+    return Load(offered_rps, capacity_rps, LIVE_SCOPE).share   # the one definition

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
 from probe.contract.prepared_workload import PreparedWorkload
+from probe.contract.records import CompileInProgress
 
 
 # -- the handle: what the dashboard needs from an engine ---------------------------------------
@@ -29,7 +30,8 @@ class EngineHandle(Protocol):
     def poll(self, timeout: float) -> Any: ...  # the next Event (or warm message), None
                                                 # after timeout
     def is_alive(self) -> bool: ...
-    def restart(self) -> None: ...        # kill if needed, start one that continues the session
+    def restart(self, abandoned: CompileInProgress | None = None) -> None: ...
+    # kill if needed, start one that continues the session (`abandoned`: the compile x gave up)
     def stop(self) -> None: ...           # Shutdown, a bounded wait, then kill if needed
     def write_snapshot(self, path: str) -> Path: ...  # the session JSON without an engine (from
                                                      # its journal); OSError/ConfigError
@@ -165,6 +167,14 @@ class EngineExit:
     at_unix: float
     exit_code: int | None
     reason: str
+    # the compile given up with `x` (its own event: counted in no config's compiles)
+    abandoned: CompileInProgress | None = None
+
+    @property
+    def carries_queue(self) -> bool:
+        """A stop the dashboard asked for (x, a restart, a cut over), not a death: the next
+        engine serves the requests this one held, instead of recording them lost."""
+        return self.exit_code is None
 
     def said(self) -> str:
         if self.exit_code is not None:

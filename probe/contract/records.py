@@ -44,12 +44,19 @@ class RequestRecord:
 
 
 COMPILING = ("compile", "recompile")     # the event kinds that are compiles (their seconds count)
+ABANDONED = "abandoned"     # a compile given up with x: requests waited on it, no config counts it
+WAITED_ON = COMPILING + (ABANDONED,)     # the kinds whose running time requests wait on
+# The generic fallback kind (probe/contract/fallbacks.py): the engine took a fallback that is no
+# compile of its own — a calibration at its floor, a CUDA graph skipped — said in the feed, the
+# session and the replay's summary; `function` names what fell back, `reason` says it whole.
+DEGRADED = "degraded"
 
 
 @dataclass(frozen=True)
 class CompileEvent:
     compile_id: str             # dynamo's "frame/attempt", e.g. "0/3"
-    kind: str                   # "compile" | "recompile" | "fallback" | "limit"
+    kind: str                   # "compile" | "recompile" | "fallback" | "limit" | ABANDONED |
+                                # DEGRADED
     function: str               # the code object compiled, e.g. "decode_step"
     start_s: float
     duration_s: float | None    # None while it still runs

@@ -24,7 +24,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from probe.contract.records import COMPILING, CompileEvent, CompileInProgress, RequestRecord
+from probe.contract.records import WAITED_ON, CompileEvent, CompileInProgress, RequestRecord
 from probe.contract.summary import Summary, summarize
 
 RecordKey = tuple[int, str]
@@ -47,7 +47,7 @@ class ColdChain:
 def _compile_intervals(events: Iterable[CompileEvent]) -> tuple[list[float], list[float],
                                                                  list[str | None]]:
     spans = sorted((e.start_s, e.start_s + (e.duration_s or 0.0), e.config_id)
-                   for e in events if e.kind in COMPILING and e.duration_s)
+                   for e in events if e.kind in WAITED_ON and e.duration_s)
     return [s for s, _, _ in spans], [e for _, e, _ in spans], [c for _, _, c in spans]
 
 

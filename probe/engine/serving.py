@@ -69,6 +69,15 @@ class ServingLoop:
             self.dispatched += 1
         self._queue.put(scheduled)
 
+    def carry(self, requests: list[ScheduledRequest]) -> None:
+        """Requests a stopped engine held (already dispatched and journaled): queued first, in
+        their order, with their own arrival times; not counted as dispatched again."""
+        with self._lock:
+            for scheduled in requests:
+                self._arrivals.append(self.engine.clock.to_session_s(scheduled.scheduled_s))
+        for scheduled in requests:
+            self._queue.put(scheduled)
+
     def _replay(self, stop: threading.Event) -> None:
         try:
             self.replayer.run(self._submit, stop)

@@ -16,6 +16,8 @@ from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
 from probe.contract.stats import SegmentStats, phases_within
+from probe.contract.steady_state import cold_chain
+from probe.contract.tpot_figure import config_tpot
 from probe.contract.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num, fmt_ratio, fmt_s
 from probe.session_store.doctor_compare import cause_moves
 from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
@@ -76,14 +78,17 @@ def _label(data: SessionData, config_id: str) -> str:
 
 def served_precisions(data: SessionData) -> str:
     """What the session's requests were served in, most first: "fp32 180 req · bf16 20 req"
-    (the model's dtype when it was saved says only what the last config loaded)."""
+    (the model's dtype when it was saved says only what the last config loaded). Served
+    requests only: a failed or lost one was served in nothing ("· 22 failed" says them)."""
     counts: dict[str, int] = {}
-    for record in data.records:
+    failed = sum(not r.ok for r in data.records)
+    for record in (r for r in data.records if r.ok):
         entry = data.configs.get(record.config_id)
         precision = entry.options.precision if entry else "?"
         counts[precision] = counts.get(precision, 0) + 1
-    return " · ".join(f"{name} {count:,} req" for name, count in
-                      sorted(counts.items(), key=lambda item: -item[1]))
+    parts = [f"{name} {count:,} req" for name, count in
+             sorted(counts.items(), key=lambda item: -item[1])]
+    return " · ".join(parts + ([f"{failed:,} failed"] if failed else []))
 
 
 def _header(path: str, document: dict, data: SessionData | None = None) -> list[str]:
@@ -117,17 +122,21 @@ def show(path: str) -> str:
     if not segments:
         return "\n".join(lines + ["", "no configs were served in this session"])
     columns = ["config", "requests", "failed", "p50", "p95", "p99", "warm", "warm p50",
-               "warm p95", "ttft p50", "tpot p50",
+               "warm p95", "ttft p50", "tpot p50", "warm tpot",
                "tokens/s", "compiles", "recompiles", "compile", "breaks", "graphs", "KV peak",
                "padding"]
     rows = []
+    chain = cold_chain(data.records, data.events)
     for s in segments:
         warm = s.warm.latency_ms if s.warm else None
         rows.append([s.config_id, s.requests, s.failed, fmt_ms(s.latency_ms.p50),
                      fmt_ms(s.latency_ms.p95), fmt_ms(s.latency_ms.p99),
                      s.warm.requests if s.warm else NO_DATA, fmt_ms(warm.p50 if warm else None),
                      fmt_ms(warm.p95 if warm else None), fmt_ms(s.ttft_ms.p50),
-                     fmt_ms(s.tpot_ms.p50), fmt_num(s.tokens_per_s, 1), s.compiles,
+                     fmt_ms(s.tpot_ms.p50),
+                     fmt_ms(config_tpot(data.records, data.events, s.config_id, None,
+                                        chain).tpot_ms),
+                     fmt_num(s.tokens_per_s, 1), s.compiles,
                      s.recompiles, fmt_s(s.compile_s), s.graph_breaks, s.graphs,
                      fmt_bytes(s.kv_cache_peak_bytes), fmt_fraction(s.padding_waste)])
     if data.slo:       # beside throughput
@@ -138,7 +147,8 @@ def show(path: str) -> str:
                         fmt_fraction(s.slo_attainment)]
     lines += ["", text_table(columns, rows),
               "  warm: requests that waited on no compile, directly or queued behind one "
-              "(docs/steady-state.md)", ""]
+              "(docs/steady-state.md); warm tpot: the TPOT p50 the latency panel and the "
+              "doctor print (tpot_figure)", ""]
     for s in segments:
         entry = data.configs.get(s.config_id)
         notes = f"  ({'; '.join(entry.notes)})" if entry and entry.notes else ""

@@ -75,3 +75,33 @@ def test_breaks_recompiles_two_changes_and_little_memory_fail():
     assert got["one change at a time"] == (FAIL, "c1 → c2 changed compile and kv_cache; compare "
                                                  "one option at a time")
     assert got["memory watched against concurrency"][0] == FAIL
+
+
+def test_the_next_step_names_a_failed_items_fix_or_says_why_another_comes_first():
+    """Issue 38: "next step: no option change addresses it" sat above "[fail] dynamic shapes
+    reduced … bucketing=on (press b)"."""
+    from probe.contract.doctor_text import next_step_text, report_text
+    c1 = calm(20)
+    c2 = [record(100 + i, arrival_s=100 + 2.0 * i, config_id="c2", input_tokens=10 + i)
+          for i in range(10)]
+    events = [event(f"0/{i}", 100 + 2.0 * i + 0.001, 0.001, config_id="c2",
+                    kind="compile" if i == 0 else "recompile") for i in range(10)]
+    data = replace(session(_kv(c1 + c2, 10_000), events, c1=(),
+                           c2=("compile=default", "kv_cache=off")),
+                   breaks=(GraphBreakRecord("c2", "generic_jump", "generate.py:12", 7),))
+    report = diagnose_session(data, DoctorContext(bucket_edges=(16, 32)))
+    failed = [c for c in report.checklist if c.status == FAIL and c.fix]
+    assert failed, report.checklist
+    for d in report.segments:
+        no_step = replace(d, next_step=None, healthy=False)
+        text = next_step_text(no_step, report.checklist)
+        assert failed[0].fix_text() in text and failed[0].item in text, text
+        if d.next_step is not None:
+            text = next_step_text(d, report.checklist)
+            named = " ".join(f"{k}={v}" for k, v in d.next_step.options.items())
+            assert text.startswith(named)
+            others = [c for c in failed
+                      if not any(d.next_step.options.get(k) == v for k, v in c.fix)]
+            if others:
+                assert "comes first" in text and others[0].fix_text() in text
+    assert "no option change addresses it\n" not in report_text(report)

@@ -25,11 +25,20 @@ def test_a_compile_given_up_serves_the_previous_config_and_continues_the_session
         served = max(r.seq for r in compiling.recent)
 
         client.send(protocol.SetOptions(before.options))     # what `x` sends, then restarts
-        client.restart()
+        client.restart(compiling.compiling)
         after = wait_for(client, lambda e: isinstance(e, protocol.Live) and any(
             r.seq > served and r.config_id == before.config_id for r in e.view.recent)).view
     finally:
         client.stop()
+    # issue 38: nothing the engine held is lost; the compile given up is its own event
+    assert not [r for r in after.recent if r.error and r.error.startswith("lost")]
+    (abandoned,) = [e for e in after.compile_events if e.kind == "abandoned"]
+    assert abandoned.compile_id == compiling.compiling.compile_id
+    counted = {s.config_id: s for s in after.segments}
+    given_up = counted.get(abandoned.config_id)
+    assert given_up is None or given_up.compile_s < (abandoned.duration_s or 0) + 1e-9 \
+        or all(e.kind != "abandoned" for e in after.compile_events
+               if e.config_id == abandoned.config_id and e.kind in ("compile", "recompile"))
     assert after.options == before.options and after.config_id == before.config_id
     assert after.compiling is None
     assert after.t_s > compiling.t_s                          # the same session clock

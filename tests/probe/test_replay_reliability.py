@@ -24,7 +24,7 @@ from probe.contract.output_lock import OutputLock
 REPO = Path(__file__).resolve().parents[2]
 REPLAY = [sys.executable, "-m", "infertop", "replay", "--model", "t5-tiny", "--device", "cpu",
           "--trace", "chat", "--max-output", "8", "--requests", "200", "--speed", "4"]
-SERVED = re.compile(r"^\s*(chat-\d+) c1 .* ms$")
+SERVED = re.compile(r"^\[\d+/\d+ served[^]]*\] (chat-\d+) config=c1 .*\)$")
 JOURNAL = re.compile(r"^session journal: (\S+) ")
 
 

@@ -60,10 +60,66 @@ def test_on_a_terminal_the_counter_is_throttled_and_ends_its_line():
     assert "r0" not in shown                             # no per-request lines
 
 
-def test_piped_it_is_one_line_per_request_and_no_counter():
+def test_piped_it_is_one_labelled_line_per_request_with_the_served_count():
+    """Issue 38: the README promises `N/M served`; piped, the lines had none, and a bare
+    latency column."""
     stream = io.StringIO()
     progress = ReplayProgress(3, stream)
-    progress([record(0, 5.0), record(1, 6.0)])
+    progress([record(0, 5.0), record(1, 6.0, "boom")])
     progress.close()
     lines = stream.getvalue().splitlines()
-    assert len(lines) == 2 and "r0" in lines[0] and "\r" not in stream.getvalue()
+    assert len(lines) == 2 and "\r" not in stream.getvalue()
+    assert lines[0] == ("[1/3 served] r0 config=c1 in=10 out=4 latency=5.0 ms "
+                        "compile_wait=0.0 ms (own service 0.0 ms)")
+    assert lines[1] == "[1/3 served, 1 failed] r1 config=c1 in=10 out=0 failed: boom"
+
+
+def test_a_request_queued_behind_a_compile_prints_its_compile_wait():
+    """Issue 38: `stall= 0.0 ms` for a request the doctor put at 90% compile: its own service
+    ran no compile, but it waited in the queue behind one. The line prints the doctor's figure
+    (compile_wait_ms) and labels the record's own-service stall."""
+    from dataclasses import replace
+
+    from probe.contract.attribution import attribute
+    from probe.contract.compile_wait import compile_wait_ms
+    from probe.contract.records import CompileEvent
+    queued = replace(record(0, 1000.0), start_s=0.9, first_token_s=0.91, end_s=1.0,
+                     queue_ms=900.0)
+    event = CompileEvent("0/0", "compile", "decode_step", 0.0, 0.9, None, "other", "c1")
+    stream = io.StringIO()
+    ReplayProgress(1, stream, events=lambda: [event])([queued])
+    assert "compile_wait=900.0 ms (own service 0.0 ms)" in stream.getvalue()
+    doctor = attribute([queued], [event])
+    assert doctor.cause("compile").ms == compile_wait_ms(queued, [event]) == 900.0
+
+
+def test_fallbacks_are_said_as_they_happen_and_in_the_summary_whole():
+    """Issue 38: the replay never said dynamo hit its recompile limit (only the doctor did, cut:
+    "Hard failure due to full"), nor a calibration stopped at its floor."""
+    from probe.contract.fallbacks import CALIBRATION_FLOOR, degraded_event, fallback_lines
+    from probe.contract.records import CompileEvent
+    whole = ("FailOnRecompileLimitHit: Hard failure due to fullgraph=True: recompile_limit "
+             "reached with fullgraph=True. Excessive recompilations can degrade performance")
+    limit = CompileEvent("2/8", "limit", "decode_step", 12.0, None, whole, "r9", "c3")
+    floor = degraded_event(1.0, CALIBRATION_FLOOR, "stopped at its ×0.125 floor: 266%", "c1")
+    events = [floor]
+    stream = io.StringIO()
+    progress = ReplayProgress(3, stream, events=lambda: list(events))
+    progress([record(0, 5.0)])
+    events.append(limit)
+    progress([record(1, 5.0)])
+    progress([record(2, 5.0)])
+    said = stream.getvalue()
+    assert said.count("fallback: ") == 2 and whole in said and "×0.125 floor: 266%" in said
+    summary = "\n".join(fallback_lines(events))
+    assert summary.startswith("fallbacks (2):") and whole in summary
+    assert "recompile limit (the rest runs eager) · c3 · decode_step" in summary
+
+
+def test_the_doctor_quotes_a_fallback_whole():
+    from probe.contract.findings import recompile_limit
+    from probe.contract.records import CompileEvent
+    whole = "FailOnRecompileLimitHit: Hard failure due to fullgraph=True " + "x" * 120
+    found = recompile_limit([CompileEvent("2/8", "limit", "decode_step", 12.0, None, whole,
+                                          "r9", "c3")])
+    assert found is not None and whole in found.evidence

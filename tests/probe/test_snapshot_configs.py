@@ -38,6 +38,20 @@ def test_show_names_what_most_requests_were_served_in(session):
     assert "(bf16," not in header
 
 
+def test_served_counts_served_requests_only(tmp_path):
+    """Issue 38: "served fp32 48 req" where 26 were served (22 lost at a restart, failed)."""
+    records = serial([float(i) for i in range(48)], [0.5] * 48, {})
+    records = [r if r.seq < 26 else replace(r, error="lost: the engine stopped") for r in records]
+    data = SessionData(records=tuple(records),
+                       configs=MappingProxyType({"c1": ConfigEntry("c1", OptConfig())}))
+    path = tmp_path / "lost.json"
+    path.write_text(json.dumps(snapshot_document(
+        data, environment={"device": "cpu"},
+        model={"name": "t5-tiny", "parameters": 10, "dtype": "fp32"}, trace={"name": "x"})))
+    header = show(str(path)).splitlines()[1]
+    assert "served fp32 26 req · 22 failed" in header
+
+
 def test_two_configs_of_one_session_compare(session):
     text = compare(f"{session}:c1", f"{session}:c2")
     assert "compared: the configs chosen: c1 vs c2" in text

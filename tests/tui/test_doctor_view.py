@@ -49,3 +49,19 @@ async def test_d_opens_the_doctor_and_escape_closes_it(make_app, read_screen):
         assert "production-readiness checklist" in text and "graph breaks inspected" in text
         await pilot.press("escape")
         assert not isinstance(app.screen, DoctorScreen)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_line_keeps_its_place_when_the_failures_panel_appears(make_app, read_screen,
+                                                                        stages, size):
+    """Issue 38: the doctor line vanished once the failures panel appeared."""
+    from dataclasses import replace
+
+    view = stages["compiled"]
+    failing = replace(view, replay=replace(view.replay, failed=3))
+    app = make_app(FakeEngine(), at="compiled")
+    async with app.run_test(size=SIZES[size]) as pilot:
+        app.view = failing
+        await wait_for(pilot, lambda: "failed" in read_screen(app)
+                       and "doctor p95" in read_screen(app))
+        assert app.query_one("#doctor").display and app.query_one("#failures").display

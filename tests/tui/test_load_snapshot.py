@@ -134,3 +134,23 @@ def test_a_loaded_continuous_session_shows_its_slots_and_device(tmp_path):
     assert loaded.batch.occupancy_mean is not None and loaded.batch.occupancy_mean <= 8
     assert loaded.device_sample is not None and loaded.device_sample.kind == "CPU"
     assert loaded.kv.headroom_requests is not None      # free memory as it was saved
+
+
+def test_a_loaded_session_keeps_its_saved_speed_and_queue_and_reads_saved(tmp_path, stages):
+    """Issue 38: a session saved at ×0.125 with 195 queued read ×1 and queue 0 in --load, and
+    its checklist said "not saved yet; press s" about the file it had just opened."""
+    bucketing = stages["bucketing"]
+    document = snapshot_document(
+        session_at(bucketing.t_s, "c3"), environment={"device": "cpu"}, model={"name": "m"},
+        trace={"name": "chat"},
+        live={"replay": {"speed": 0.125, "queue_depth": 195, "dispatched": 400,
+                         "offered_rps": 0.28}})
+    path = write_json_atomic(tmp_path / "busy.json", document)
+    loaded = saved_view(path)
+    assert loaded.replay.speed == 0.125 and loaded.replay.queue_depth == 195
+    assert loaded.replay.dispatched == 400 and loaded.replay.offered_rps == 0.28
+    (documented,) = [i for i in loaded.checklist if i.item.startswith("results documented")]
+    assert documented.status == "pass" and "busy.json" in documented.evidence
+    from tui.widgets.status_bar import first_line
+    line = first_line(loaded, "loaded", "", False, loaded.replay.speed, None, 160).plain
+    assert "×0.125" in line and "queue 195" in line

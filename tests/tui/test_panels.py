@@ -255,3 +255,20 @@ def test_the_compile_seconds_are_split_as_dynamo_timed_them_when_the_engine_did(
         for s in compiled.segments))
     shown = text(compile_counts(view), width=140)           # only the parts that took time
     assert f"({fmt_s(total)}: tracing 5.20 s · cache load 7.10 s)" in shown
+
+
+def test_rates_decay_and_say_so_when_nothing_is_served(stages):
+    """Issue 38: "0.15 req/s served" and "9.45 tok/s" stayed frozen for 125 s while nothing was
+    served (a compile ran)."""
+    from probe.contract.live import window_stats
+    from tui.widgets.throughput import throughput_headline
+    view = stages["compiling"]
+    records = tuple(r for r in view.recent if r.ok)[-30:]
+    last = max(r.end_s for r in records)
+    fresh = window_stats(records, now_s=last + 1.0)
+    stale = window_stats(records, now_s=last + 120.0)
+    assert fresh.idle_s is None and abs(stale.idle_s - 120.0) < 1e-6
+    assert stale.throughput_rps < fresh.throughput_rps and stale.tokens_per_s < fresh.tokens_per_s
+    shown = throughput_headline(replace(view, window=stale)).plain
+    assert "nothing served for 2 min (compiling)" in shown
+    assert f"{stale.throughput_rps:.2f}" in shown or "req/s" in shown

@@ -3,11 +3,15 @@ requests in the window, cut to one row (D opens the full doctor screen)."""
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from probe.contract.checklist import ChecklistItem
 from probe.contract.diagnosis import LABELS, SegmentDiagnosis
+from probe.contract.doctor_text import short_next_step
 from probe.contract.live import LiveView
 from probe.contract.units import fmt_ms
 
@@ -24,11 +28,8 @@ def short_verdict(diagnosis: SegmentDiagnosis) -> str:
     return f"healthy: p95 {p95}, {share}" if diagnosis.healthy else f"p95 {p95}: {share}"
 
 
-def short_step(diagnosis: SegmentDiagnosis) -> str:
-    step = diagnosis.next_step
-    if step is None:
-        return "no change advised" if diagnosis.healthy else "no option addresses it"
-    return "next: " + " ".join(f"{k}={v}" for k, v in step.options.items())
+def short_step(diagnosis: SegmentDiagnosis, checklist: Sequence[ChecklistItem] = ()) -> str:
+    return short_next_step(diagnosis, checklist)
 
 
 def doctor_line(view: LiveView | None, width: int) -> Text:
@@ -40,7 +41,8 @@ def doctor_line(view: LiveView | None, width: int) -> Text:
     text.append(short_verdict(diagnosis),
                 style="green" if diagnosis.healthy else "bold yellow")
     text.append(" · ")
-    text.append(short_step(diagnosis), style="bold cyan")
+    text.append(short_step(diagnosis, view.checklist if view is not None else ()),
+                style="bold cyan")
     step = diagnosis.next_step
     room = width - len(text.plain) - len(hint)
     if step is not None and room > 12:
@@ -65,10 +67,8 @@ class DoctorLine(Static):
         self._draw()
 
     def _draw(self) -> None:
-        # The failures panel takes the row this line would (at 80×24 there is no other, at
-        # 120×40 the recompilations' rows): failures come first; the verdict counts them too,
-        # and D still opens the doctor
-        self.display = self.view is None or self.view.replay.failed == 0
+        # The line keeps its row when the failures panel appears (issue 38: it vanished);
+        # the failures panel takes a row of its own
         width = self.content_size.width or 80
         diagnosis = self.view.diagnosis if self.view is not None else None
         key = (None if diagnosis is None else (diagnosis.verdict, diagnosis.next_step), width)

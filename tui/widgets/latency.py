@@ -94,7 +94,9 @@ def roofline_line(view: LiveView, width: int, now_unix: float) -> Text:
     limit_ms, rows = derive.roofline_limit(view)
     batched = rows > BATCHED and limit_ms != roofline.roofline_ms
     which = f"batch-{rows:.1f} roofline" if batched else "roofline"
-    tpot = f"{view.config_id} TPOT {fmt_ms(tpot_ms)}"
+    scope = (f" ({view.tpot.scope()})" if view.tpot is not None and view.tpot.tpot_ms == tpot_ms
+             else "")
+    tpot = f"{view.config_id} TPOT {fmt_ms(tpot_ms)}{scope}"
     limit = (f"{fmt_ratio(ratio)} {which}" if ratio is not None
              else f"{which} {fmt_ms(limit_ms)}")
     age = fmt_age(now_unix - roofline.measured_unix)
@@ -102,12 +104,13 @@ def roofline_line(view: LiveView, width: int, now_unix: float) -> Text:
     where = f"{roofline.precision} · {roofline.bandwidth_gb_s:.1f} GB/s"
     note = roofline.lever_note
     earlier = " (another run's GB/s)" if roofline.from_earlier_run else ""
+    bare = f"{view.config_id} TPOT {fmt_ms(tpot_ms)} · {limit}"
     choices = [f"{tpot} · {limit} ({where}, {measured})",
                f"{tpot} · {limit} ({where}, {'another run' if roofline.from_earlier_run else age})",
-               f"{tpot} · {limit} ({roofline.precision}){earlier}", f"{tpot} · {limit}"]
+               f"{tpot} · {limit} ({roofline.precision}){earlier}", f"{tpot} · {limit}", bare]
     if note:       # why the precision is slow here comes before where the bandwidth came from
         choices = [f"{choices[0]} · {note}", f"{tpot} · {limit} · {note}{earlier}",
-                   f"{tpot} · {limit} · {note}", *choices[2:]]
+                   f"{tpot} · {limit} · {note}", f"{bare} · {note}", *choices[2:]]
     return Text(fitting(width, *choices))
 
 

@@ -25,6 +25,7 @@ from tui.widgets.panel import Panel, Parts
 
 KIND_STYLES = {"compile": "yellow", "recompile": "bold red", "fallback": "magenta",
                "limit": "bold magenta", "cudagraph": "cyan", "autotune": "cyan",
+               "degraded": "bold magenta", "abandoned": "dim yellow",
                "compiling": "bold reverse yellow"}
 FEED_ROWS = 30
 COMPILING_NOW = " · compiling now"
@@ -46,7 +47,7 @@ def compile_counts(view: LiveView, width: int = 80) -> Text:
     text.append(" · ")
     text.append(plural(view.recompiles, "recompile"),
                 style="bold red" if view.recompiles else "")
-    for kind in ("fallback", "limit", "cudagraph"):
+    for kind in ("fallback", "limit", "degraded", "abandoned", "cudagraph"):
         if kinds[kind]:
             text.append(f" · {kinds[kind]} {kind}", style=KIND_STYLES[kind])
     total_s = sum(s.compile_s for s in view.segments)

@@ -64,6 +64,9 @@ def fit_parts(parts: list[Part], width: int) -> Text:
         shortened.add(order[len(shortened)])
 
 
+SHAPE_SEPARATOR = " · trace "     # tui/engine_events.py joins a loading step and the shape so
+
+
 def state_text(state: str, note: str, paused: bool) -> tuple[Text, Text]:
     """The engine's state, in full and short."""
     if state == "live":
@@ -73,8 +76,9 @@ def state_text(state: str, note: str, paused: bool) -> tuple[Text, Text]:
     if state == "failed":
         return (Text(f"✖ engine stopped: {note} — R restarts it; data kept", style="bold red"),
                 Text("✖ engine stopped — R restarts it", style="bold red"))
-    if state == "loading":
-        return Text(f"◌ {note}", style="yellow"), Text("◌ loading…", style="yellow")
+    if state == "loading":     # "loading t5-tiny on cpu · trace chat: …": the step first
+        step = note.split(SHAPE_SEPARATOR, 1)[0]
+        return Text(f"◌ {note}", style="yellow"), Text(f"◌ {step}", style="yellow")
     if state == "finished":
         text = Text("■ replay finished", style="bold")
         return text, text
@@ -82,7 +86,10 @@ def state_text(state: str, note: str, paused: bool) -> tuple[Text, Text]:
         return (Text(f"◼ read-only {note}".rstrip(), style="bold magenta"),
                 Text("◼ read-only", style="bold magenta"))
     text = Text("◌ starting the engine…", style="yellow")
-    return text, text
+    full = text.copy()
+    if note:        # the trace's shape, known before the engine is (tui/trace_shape.py)
+        full.append(f" {note}", style="dim")
+    return full, text
 
 
 def first_line(view: LiveView | None, state: str, note: str, paused: bool,
@@ -107,6 +114,9 @@ def first_line(view: LiveView | None, state: str, note: str, paused: bool,
             queue = f" ({view.replay.queue_depth})"
             parts.append(Part(Text(OVERLOADED + queue, style="bold red"),
                               Text(OVERLOADED_SHORT + queue, style="bold red"), 3))
+        elif view.read_only:      # a loaded session: its queue when it was saved
+            queued = view.replay.queue_depth
+            parts.append(Part(Text(f"queue {queued} when saved"), Text(f"queue {queued}"), 3))
         where = f"{view.model} · {view.device} · {view.replay.trace}"
         parts.append(Part(Text(where, style="dim"), None, 0))
     return fit_parts(parts, width)
@@ -180,6 +190,7 @@ class StatusBar(Static):
     engine_state: reactive[str] = reactive("starting")
     engine_note: reactive[str] = reactive("")
     switch_note: reactive[str] = reactive("")     # the warm switch's line (tui/warm_switch.py)
+    warming_beside: reactive[str] = reactive("")  # the serving config while a side engine warms
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic,
                  id: str | None = None) -> None:
@@ -214,7 +225,9 @@ class StatusBar(Static):
         changes = changes_line(states, width)
         if changes is not None:
             lines.append(changes)
-        waits = (pending_wait(self.view, states, self.compiling_s())
+        waits = (pending_wait(self.view, states, self.compiling_s(),
+                              warming_beside=self.warming_beside,
+                              asked_s=self.options_sent_s)
                  if self.engine_state == "live" else None)
         if waits is not None:
             line = Text(f"→ {waits}", style="yellow", no_wrap=True, overflow="ellipsis")

@@ -6,9 +6,11 @@ from __future__ import annotations
 from rich.text import Text
 
 from probe.contract.live import LiveView
-from probe.contract.load_check import NEAR_CAPACITY, load_share
+from probe.contract.load_check import NEAR_CAPACITY
+from probe.contract.load_figures import live_load
 from probe.contract.units import NO_DATA, fmt_count, fmt_fraction, fmt_rate
 from tui.format import fitting
+from tui.pending_wait import fmt_wait
 from tui.steady_text import backlog_line
 from tui.widgets.panel import Panel, Parts
 
@@ -23,20 +25,32 @@ def throughput_headline(view: LiveView) -> Text:
     text.append(f"queue {replay.queue_depth}", style="bold red" if replay.overloaded else "")
     if view.backlog is not None:
         text.append(f" ({view.backlog.source_config}'s compiles)", style="yellow")
+    idle = idle_text(view)
+    if idle is not None:
+        text.append(f" · {idle}", style="bold yellow")
     return text
+
+
+def idle_text(view: LiveView) -> str | None:
+    """ "nothing served for 2 min (compiling)" while the window's rates decay."""
+    idle = view.window.idle_s
+    if idle is None:
+        return None
+    why = " (compiling)" if view.compiling is not None else ""
+    return f"nothing served for {fmt_wait(idle)}{why}"
 
 
 def throughput_detail(view: LiveView, width: int = 80) -> Text:
     replay, window = view.replay, view.window
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"offered {fmt_rate(replay.offered_rps, 'req/s')} · "
-                f"capacity {fmt_rate(replay.capacity_rps, 'req/s')}\n")
-    text.append(f"tokens  {fmt_rate(window.tokens_per_s, 'tok/s')}")
-    share = load_share(replay.offered_rps, replay.capacity_rps)
-    if share is not None:      # re-read at every view: the calibration's 50% is measured once
-        text.append(f" · offered {share:.0%} of capacity",
-                    style="bold yellow" if share > NEAR_CAPACITY else "dim")
-    text.append("\n")
+    # the one sentence the doctor and the checklist print too (load_figures.Load.text);
+    # re-read at every view: the calibration's 50% is measured once
+    load = live_load(replay.offered_rps, replay.capacity_rps)
+    share = load.share
+    text.append(load.rates_text() + "\n")
+    text.append(load.share_text() + "\n",
+                style="bold yellow" if share is not None and share > NEAR_CAPACITY else "dim")
+    text.append(f"tokens  {fmt_rate(window.tokens_per_s, 'tok/s')}\n")
     if view.slo is not None:
         text.append(goodput_line(view) + "\n")
     total = "" if replay.total is None else f" of {fmt_count(replay.total)}"

@@ -17,6 +17,7 @@ from probe.contract.protocol import JOURNAL_STOPPED
 from probe.engine.process.engine_launch import EngineLaunch
 from probe.engine.workload_setup import PreparedWorkload
 from probe.session_store.journal import (
+    Dispatch,
     Journal,
     JournaledSession,
     JournalWriter,
@@ -117,21 +118,29 @@ def _earlier_session(launch: EngineLaunch) -> tuple[Journal | None, str | None]:
         return None, f"the session so far could not be read back ({exc}); a new one starts"
 
 
-def _journal(engine, launch: EngineLaunch, earlier: Journal | None) -> JournalWriter:
+def _journal(engine, launch: EngineLaunch, earlier: Journal | None
+             ) -> tuple[JournalWriter, tuple[Dispatch, ...]]:
     """Serve into a JournaledSession: `earlier`'s records and then ours, every change appended
-    to the journal as it is made. A restarted engine marks how its predecessor ended and fails
-    the requests it held."""
+    to the journal as it is made. A restarted engine marks how its predecessor ended: after a
+    death it fails the requests it held; after a stop the dashboard asked for (x, a cut over)
+    it returns them, to serve (restart_carry)."""
+    from probe.session_store.restart_carry import restart_marks
+
+    marks = (restart_marks(earlier, launch.predecessor)
+             if earlier is not None and launch.predecessor is not None else None)
     writer = JournalWriter(launch.journal_path)
     session = JournaledSession(writer, earlier.data if earlier else None)
     # Engine made a Session of its own and registered its options there: register them here.
     engine.session, engine.config_id = session, ""
     engine.set_options(launch.options)
-    if earlier is not None and launch.predecessor is not None:   # a restart (_earlier_session)
-        lost, notice = earlier.crash_marks(launch.predecessor, restarted=True)
-        for record in lost:
-            session.add_record(record)
-        session.add_notice(notice)
-    return writer
+    if marks is None:
+        return writer, ()
+    for record in marks.lost:
+        session.add_record(record)
+    if marks.abandoned is not None:
+        session.add_events([marks.abandoned])
+    session.add_notice(marks.notice)
+    return writer, marks.carried
 
 
 def _journal_header(writer: JournalWriter, engine, launch: EngineLaunch,
@@ -170,12 +179,13 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
         earlier, unreadable = _earlier_session(launch)
         if earlier is not None:     # the session's clock, shared with the compile probe
             engine.clock.start = earlier.clock().start
-    writer = None
+    writer: JournalWriter | None = None
+    carried: tuple[Dispatch, ...] = ()
     if unreadable:
         engine.notify("error", unreadable)
     elif launch.journal_path:
         try:
-            writer = _journal(engine, launch, earlier)
+            writer, carried = _journal(engine, launch, earlier)
         except OSError as exc:
             engine.notify("warning", f"no session journal ({exc.strerror or exc}): a restarted "
                                      f"engine will start a new session")
@@ -184,6 +194,9 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
     if writer is not None and earlier is None:   # measured first: the header has the roofline
         _journal_header(writer, engine, launch, workload)
     replayer, loop = _replay(engine, launch, workload, speed, earlier, writer)
+    if carried:     # served first: they arrived before anything the replayer dispatches now
+        from probe.engine.process.carried_queue import scheduled_again
+        loop.carry(scheduled_again(carried, workload.trace, engine.clock))
     reporter = LiveReporter(loop, launch.trace_name)
     exporter = _exporter(engine, loop, launch.metrics_port)
     stop = threading.Event()
@@ -201,7 +214,12 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
             reporter.reset_window()
         elif isinstance(command, protocol.SaveSnapshot):
             try:
-                write_json_atomic(command.path, document_for(engine, workload, launch.trace_name))
+                write_json_atomic(command.path, document_for(
+                    engine, workload, launch.trace_name,
+                    replay={"speed": replayer.speed, "queue_depth": loop.queue_depth,
+                            "dispatched": loop.dispatched,
+                            "offered_rps": loop.offered_rps()}))
+                reporter.saved = os.path.basename(command.path)    # the checklist says it
                 send(protocol.SnapshotSaved(command.path))
             except OSError as exc:
                 send(protocol.SnapshotFailed(command.path, f"{exc.strerror or exc}"))
@@ -271,7 +289,24 @@ def _measure(engine, launch: EngineLaunch, workload: PreparedWorkload, send: _Se
     if choice is None:
         return 1.0
     engine.notify("info", choice.text())
+    _say_calibration_floor(engine, choice)
     return choice.speed
+
+
+def _say_calibration_floor(engine, choice) -> None:
+    """A calibration stopped at its floor offers more than it aims at: said as a fallback."""
+    from probe.contract.fallbacks import CALIBRATION_FLOOR, degraded_event
+    from probe.engine.measure.calibration import MIN_SPEED, TARGET_LOAD
+
+    if choice.speed > MIN_SPEED or choice.load <= TARGET_LOAD * 1.05:
+        return
+    text = (f"the load calibration stopped at its ×{MIN_SPEED:g} floor: offered load "
+            f"{choice.load:.0%} of the measured capacity ({choice.capacity_rps:.2f} req/s), not "
+            f"the {TARGET_LOAD:.0%} it aims at, so the baseline is saturated from the start; "
+            f"a slower replay needs a slower trace")
+    engine.session.add_events([degraded_event(engine.clock.now_s(), CALIBRATION_FLOOR, text,
+                                              engine.config_id or None)])
+    engine.notify("warning", text)
 
 
 def _replay(engine, launch: EngineLaunch, workload: PreparedWorkload, speed: float,

@@ -32,6 +32,7 @@ from probe.contract.protocol import (
     WarmProgress,
     WarmReady,
 )
+from probe.contract.records import CompileInProgress
 from probe.engine.process.engine_child import engine_main
 from probe.engine.process.engine_launch import EngineLaunch
 from probe.engine.process.state_files import new_journal, new_log
@@ -153,11 +154,13 @@ class EngineClient:
         """What `s` can still save once the engine is down."""
         return journal_promise(self.journal_path, self.journal_problem, self._journal_stopped)
 
-    def restart(self) -> None:
-        """Stop the engine if it runs, and start one that continues the session."""
+    def restart(self, abandoned: CompileInProgress | None = None) -> None:
+        """Stop the engine if it runs, and start one that continues the session: a stop asked
+        for carries the queue across (restart_carry); `abandoned`: the compile x gave up."""
         ended = self._ended
         self.stop()
-        self._spawn(ended or EngineExit(time.time(), None, "stopped for a restart"))
+        reason = "stopped to give up a compile" if abandoned else "stopped for a restart"
+        self._spawn(ended or EngineExit(time.time(), None, reason, abandoned=abandoned))
 
     def _spawn(self, predecessor: EngineExit | None) -> None:
         try:

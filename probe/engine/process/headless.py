@@ -51,10 +51,12 @@ def engine_for(workload: PreparedWorkload, *, model: str, device: str, options: 
     return Engine(settings, options)
 
 
-def document_for(engine: Engine, workload: PreparedWorkload, trace_name: str) -> dict:
+def document_for(engine: Engine, workload: PreparedWorkload, trace_name: str,
+                 replay: dict | None = None) -> dict:
     """The session JSON of a running engine. Besides the raw records it keeps what the
     dashboard's panels show that records cannot give back (the device at save time, the
-    roofline, the batching slots), so `--load` redraws every panel as it was."""
+    roofline, the batching slots; `replay`: its speed and queue at save time), so `--load`
+    redraws every panel as it was."""
     roofline = engine.roofline_status()
     settings = engine.settings
     return snapshot_document(
@@ -69,4 +71,5 @@ def document_for(engine: Engine, workload: PreparedWorkload, trace_name: str) ->
                   "max_batch": settings.max_batch, "kv_block_tokens": settings.kv_block_tokens,
                   "kv_budget_bytes": settings.kv_budget_bytes},
         live={"device_sample": asdict(engine.device_probe.sample()),
-              "roofline": None if roofline is None else asdict(roofline)})
+              "roofline": None if roofline is None else asdict(roofline),
+              **({"replay": replay} if replay else {})})

@@ -18,6 +18,7 @@ class LiveReporter:
         self.loop = loop
         self.trace_name = trace_name
         self.window_start_seq = 0
+        self.saved: str | None = None       # the snapshot `s` wrote last (the checklist's)
 
     def reset_window(self) -> None:
         self.window_start_seq = self.loop.dispatched
@@ -48,4 +49,5 @@ class LiveReporter:
             device_sample=engine.device_probe.sample(), replay=replay,
             bucket_edges=engine.settings.bucket_edges, max_batch=engine.settings.max_batch,
             compiling=compiling, roofline=engine.roofline_status(),
-            requested_options=loop.last_requested, options_pending=loop.options_pending)
+            requested_options=loop.last_requested, options_pending=loop.options_pending,
+            saved=self.saved)

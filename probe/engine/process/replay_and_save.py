@@ -102,6 +102,7 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
                    before_summary: Callable[[], None] | None = None) -> ReplayOutcome:
     """Run the replay under GracefulInterrupt and always save what was served. A snapshot
     that cannot be written (a full disk) is one line naming the journal that keeps it."""
+    from probe.contract.fallbacks import fallback_lines
     from probe.engine.process.headless import run_replay
     from probe.engine.process.headless_journal import remove_journal
     from probe.session_store.run_summary import run_summary
@@ -116,10 +117,13 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
         if interrupt.signum is not None:
             interrupted, signum = True, interrupt.signum
         interrupt.saving = True
-        records = engine.session.freeze().records
+        data = engine.session.freeze()
+        records = data.records
         if before_summary is not None:
             before_summary()
         print(run_summary(records))
+        for line in fallback_lines(data.events):    # every fallback, whole (contract/fallbacks)
+            print(line)
         try:
             path = write_json_atomic(out, document())
         except OSError as exc:
@@ -169,7 +173,8 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
         print(f"infertop: warning: {problem}: a run killed before it saves loses what it "
               f"served", file=sys.stderr)
     total = len(workload.trace.requests)
-    progress = ReplayProgress(min(args.requests, total) if args.requests else total)
+    progress = ReplayProgress(min(args.requests, total) if args.requests else total,
+                              events=lambda: engine.session.freeze().events)
     journal_said = [journal is None]
 
     def on_records(records) -> None:
