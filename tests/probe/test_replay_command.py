@@ -102,7 +102,7 @@ def test_sigint_saves_what_was_served_and_metrics_are_scraped_while_it_runs(tmp_
         found = re.search(r"127\.0\.0\.1:(\d+)/metrics", line)
         if found:
             port = int(found[1])
-        if " ms" in line and " c1 " in line:
+        if " latency=" in line and " config=c1 " in line:
             served += 1
             if port and served in (2, 5):
                 # the exporter polls the session about every second, later on a loaded machine:

@@ -72,7 +72,7 @@ def replay_run(model: str, device: torch.device, *, max_batch: int, requests: in
     assert process.stderr is not None
     for line in process.stderr:
         lines.append(line)
-        if " ms" in line and "stall=" in line:
+        if line.startswith("[") and " latency=" in line:       # a request served
             served_at.append(time.monotonic())
             if at_load is not None and len(served_at) == requests // 2:
                 at_load()
