@@ -69,6 +69,11 @@ def add_engine_arguments(parser: argparse.ArgumentParser, *,
                         help="rows of a dynamic batch and continuous batching's slots (default: "
                              "sized from the device's free memory and the trace's lengths; 8 "
                              "on a CPU)")
+    parser.add_argument("--drift-every", type=whole_number(0, 1_000_000), default=8,
+                        metavar="N",
+                        help="decode 1 request in N again with fp32 eager, batch 1, when idle "
+                             "or at the end, and compare the tokens (default 8; 0: no drift "
+                             "sample, for throughput runs)")
     parser.add_argument("--kv-budget", type=byte_size, default=None, metavar="SIZE",
                         help="the KV cache's memory, e.g. 8GiB: the slots are sized to it and "
                              "the paged pool holds it (default: half the GPU's free memory)")

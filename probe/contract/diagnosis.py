@@ -17,6 +17,7 @@ from probe.contract.findings import (
     cpu_contention,
     drift,
     failed,
+    host_bound,
     memory_pressure,
     recompile_limit,
     saturation,
@@ -145,7 +146,8 @@ def diagnose(data: SessionData, config_id: str, ctx: DoctorContext = DoctorConte
     findings = [f for f in (
         saturation(mine, ctx.load), cpu_contention(ctx.device_sample, ctx.cpu_count),
         memory_pressure(mine, ctx.device_sample, data.kv_pools.get(config_id)), drift(stats),
-        recompile_limit(events), failed(mine)) if f is not None]
+        recompile_limit(events), failed(mine), host_bound(data.batch_steps.get(config_id)))
+        if f is not None]
     findings += [f for f in live_findings if f.finding not in {g.finding for g in findings}]
     if previous is not None and previous.next_step is not None and previous_options is not None:
         findings += _prediction(previous, previous_options, options, stats)

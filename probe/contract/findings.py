@@ -9,7 +9,7 @@ from typing import Sequence
 from probe.contract.attribution import failures
 from probe.contract.device_sample import DeviceSample
 from probe.contract.load_figures import Load, arrivals_rps, records_load
-from probe.contract.records import CompileEvent, KVPool, RequestRecord
+from probe.contract.records import BatchSteps, CompileEvent, KVPool, RequestRecord
 from probe.contract.stats import SegmentStats, summarize
 from probe.contract.units import fmt_bytes, fmt_clock, fmt_fraction, fmt_ms
 
@@ -25,7 +25,7 @@ MEMORY_FREE_MIN = 0.1           # of the machine's memory
 @dataclass(frozen=True)
 class Finding:
     finding: str        # saturation | cpu_contention | memory_pressure | drift |
-                        # recompile_limit | failed | prediction
+                        # recompile_limit | failed | prediction | host_bound
     evidence: str
 
     def as_dict(self) -> dict:
@@ -140,6 +140,17 @@ def recompile_limit(events: Sequence[CompileEvent]) -> Finding | None:
                    f"dynamo hit its recompile limit {len(limits)}× ({functions}) from "
                    f"{fmt_clock(limits[0].start_s)}: new shapes of it run eager since, silently"
                    + (f" ({limits[0].reason})" if limits[0].reason else ""))
+
+
+def host_bound(steps: BatchSteps | None) -> Finding | None:
+    """Continuous batching whose host work fills the step: the GPU waits on Python, and more
+    slots or a faster GPU would not help; CUDA graphs per batch size (compile=reduce-overhead)
+    take the launches off the host."""
+    if steps is None or steps.bound != "host":
+        return None
+    fix = ("" if steps.captured else
+           "; compile=reduce-overhead captures a CUDA graph per batch size")
+    return Finding("host_bound", f"the batching loop is host-bound: {steps.text()}{fix}")
 
 
 def failed(records: Sequence[RequestRecord]) -> Finding | None:

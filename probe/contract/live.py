@@ -13,6 +13,7 @@ from probe.contract.device_sample import DeviceSample
 from probe.contract.load_figures import live_load
 from probe.contract.options import OptConfig
 from probe.contract.records import (
+    BatchSteps,
     BreakEven,
     CompileEvent,
     CompileInProgress,
@@ -82,6 +83,7 @@ class BatchStatus:
     padding_waste: float | None = None      # padded input tokens that were padding, window
     per_slot_bytes: int | None = None       # KV bytes one request/slot holds (window p95)
     headroom_slots: int | None = None       # how many such slots free device memory holds
+    steps: BatchSteps | None = None         # continuous: its recent steps (host against GPU)
 
 
 @dataclass(frozen=True)
@@ -215,9 +217,9 @@ def kv_status(records: tuple[RequestRecord, ...], window: tuple[RequestRecord, .
 
 
 def batch_status(mode: str, max_batch: int, window: tuple[RequestRecord, ...],
-                 kv: KVStatus) -> BatchStatus:
+                 kv: KVStatus, steps: BatchSteps | None = None) -> BatchStatus:
     ok = [r for r in window if r.ok]
-    return BatchStatus(
+    return BatchStatus(steps=steps if mode == "continuous" else None,
         mode=mode, max_batch=max_batch if mode != "off" else 1,
         occupancy_mean=summarize(r.batch_size for r in ok).mean,
         occupancy_recent=tuple(r.batch_size for r in ok[-60:]),
@@ -261,7 +263,8 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         compiling_request=compiling_request, graph_breaks=data.breaks,
         device_sample=device_sample, kv=kv, replay=replay,
         notices=data.notices[-20:], read_only=read_only, bucket_edges=bucket_edges,
-        batch=batch_status(options.batching, max_batch, window, kv), compiling=compiling,
+        batch=batch_status(options.batching, max_batch, window, kv,
+                           data.batch_steps.get(config_id)), compiling=compiling,
         roofline=roofline, break_even=break_even_status(data, options, config_id),
         requested_options=requested_options, options_pending=options_pending,
         diagnosis=diagnosis, checklist=checklist, backlog=draining,

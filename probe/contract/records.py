@@ -118,6 +118,9 @@ class KVPool:
         return self.blocks_total * self.block_bytes
 
 
+HOST_BOUND = 0.8       # the host's share of a batching step from which the loop is host-bound
+
+
 @dataclass(frozen=True)
 class BatchSteps:
     """Continuous batching's recent steps, as one config ran them: host time against the
@@ -137,6 +140,26 @@ class BatchSteps:
         if self.host_ms is None or not self.period_ms:
             return None
         return min(1.0, self.host_ms / self.period_ms)
+
+    @property
+    def bound(self) -> str | None:
+        """"host" when the host's work fills HOST_BOUND of the period or more (the GPU waits
+        for the next step to be queued), "GPU" when it fills half or less, else "both"."""
+        share = self.host_share
+        if share is None:
+            return None
+        return "host" if share >= HOST_BOUND else "GPU" if share <= 0.5 else "both"
+
+    def text(self) -> str:
+        """One line for the panels and the doctor: slots in use, the captured sizes, host
+        time against the step period."""
+        running = "—" if self.running is None else f"{self.running:.0f}"
+        graphs = (f" · graphs {self.captured[0]}…{self.captured[-1]}" if self.captured
+                  else " · no CUDA graphs")
+        times = ("" if self.host_ms is None or self.period_ms is None else
+                 f" · host {self.host_ms:.2f} ms of a {self.period_ms:.2f} ms step"
+                 f" ({self.bound}-bound)")
+        return f"slots {running}/{self.slots}{graphs}{times}"
 
 
 @dataclass(frozen=True)

@@ -109,3 +109,45 @@ def test_a_record_keeps_its_own_times_when_the_host_ran_ahead(engine):
     # apart, so its 6 tokens came 1 s apart whenever the host read them
     assert record.end_s - record.first_token_s == pytest.approx(5.0)
     assert record.tpot_ms == pytest.approx(1000.0)
+
+
+class EagerGraphs:
+    """SlotGraphs's interface on a CPU: `replay(rows)` runs the step it would have captured
+    over the first `rows` slots (the same views of the batcher's tensors)."""
+
+    def __init__(self, sizes, step_for, device) -> None:
+        self.sizes, self.captures = sizes, []
+        self._steps = {rows: step_for(rows) for rows in sizes}
+        self.replayed: list[int] = []
+
+    def replay(self, rows: int) -> None:
+        self.replayed.append(rows)
+        self._steps[rows]()
+
+
+def test_steps_over_the_captured_sizes_keep_every_token(engine, monkeypatch):
+    """The graph of the smallest size holding the occupied slots runs over views of the first
+    rows: a request's tokens are those it gets alone, whatever the size each step ran at."""
+    import probe.engine.decode.continuous as continuous
+    from probe.engine.decode.continuous import SlotBatcher
+
+    monkeypatch.setattr(continuous, "SlotGraphs", EagerGraphs)
+    options = engine.options
+    board = engine.switchboard
+    batcher = SlotBatcher(board.model_for(options), slots=6, max_new_tokens=16,
+                          max_input_tokens=16, wrap=lambda fn: fn, graphs=True)
+    monkeypatch.setitem(board._slot_batchers, options, batcher)
+    outputs = [5, 2, 9, 1, 3, 7, 4]
+    requests = [EngineRequest(f"g{i}", 700 + i, 3 + i, out, 0.0) for i, out in enumerate(outputs)]
+    alone = {r.id: list(engine.serve([r])[0].tokens) for r in requests}
+    scheduler = ContinuousScheduler(engine)
+    waiting, records = list(requests), []
+    while waiting or scheduler.active:
+        joiners = waiting[:max(0, min(scheduler.free_slots, 2))]   # a few at a time
+        del waiting[:len(joiners)]
+        if joiners:
+            records += scheduler.join(joiners)
+        records += scheduler.step()
+    assert {r.id: list(r.tokens) for r in records} == alone
+    replayed = batcher.graphs.replayed
+    assert set(replayed) <= set(batcher.graphs.sizes) and min(replayed) < 6

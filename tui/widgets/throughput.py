@@ -65,6 +65,9 @@ def throughput_detail(view: LiveView, width: int = 80) -> Text:
     if batch.mode != "off":
         text.append(f"\nbatch {batch.mode}: {fmt_occupancy(batch.occupancy_mean)}/"
                     f"{batch.max_batch} · pad {fmt_fraction(batch.padding_waste)}\n")
+        if batch.steps is not None:     # slots in use, captured sizes, host against GPU
+            text.append(batch.steps.text() + "\n",
+                        style="bold yellow" if batch.steps.bound == "host" else "")
         text.append(sparkline(batch.occupancy_recent, batch.max_batch), style="cyan")
     return text
 

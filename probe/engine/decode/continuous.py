@@ -212,8 +212,9 @@ class SlotBatcher:
         self._step = wrap(slot_step)
         self.graphs: SlotGraphs | None = None
         if graphs:
-            self.graphs = SlotGraphs(ladder(slots), lambda rows: self._stepper(rows, slot_step),
-                                     self.device)
+            with torch.inference_mode():    # as every step runs: no autograd state captured
+                self.graphs = SlotGraphs(ladder(slots),
+                                         lambda rows: self._stepper(rows, slot_step), self.device)
 
     def view(self, rows: int, step: Callable | None = None) -> SlotView:
         """The first `rows` slots (all of them: the batcher's own tensors)."""

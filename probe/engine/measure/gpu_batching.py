@@ -53,7 +53,7 @@ def replay_run(model: str, device: torch.device, *, max_batch: int, requests: in
     outstanding = min(1024, 2 * max_batch) if max_batch else 512
     command = [sys.executable, "-m", "infertop", "replay", "--device", str(device),
                "--model", model, "--trace", "azure-conv", "--requests", str(requests),
-               "--concurrency", str(outstanding), "--out", str(out)]
+               "--concurrency", str(outstanding), "--drift-every", "0", "--out", str(out)]
     command += [f"--opt={o}" for o in options]
     if max_batch:
         command += ["--max-batch", str(max_batch)]
@@ -98,7 +98,7 @@ def replay_run(model: str, device: torch.device, *, max_batch: int, requests: in
         "engine_host_cpu_pct": mean_between(host, *window),
         "serving_s": window[1] - window[0],
         "notes": [n.get("text") for n in document.get("notices", [])][:4],
-        "step": document.get("live", {}).get("batch_steps"),
+        "steps": document.get("batch_steps"),
     })
     log(f"  slots {result['slots']!s:>5}: {result['tokens_per_s'] or 0:9.0f} tokens/s  "
         f"GPU {result['gpu_util_pct'] or 0:5.1f}%  host {result['engine_host_cpu_pct'] or 0:5.0f}% "

@@ -151,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batching-opts",
                         default="batching=continuous,precision=bf16,compile=reduce-overhead",
                         help="the batching runs' --opt values, comma-separated")
+    parser.add_argument("--dashboard-seconds", type=float, default=60.0)
     parser.add_argument("--out", default="gpu-check-out")
     args = parser.parse_args(argv)
     import torch
@@ -171,16 +172,21 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"device": torch.cuda.get_device_name(device), "torch": torch.__version__,
                     "driver": _driver(), "model": args.model}
     log(f"{report['device']} · driver {report['driver']} · torch {torch.__version__}")
-    try:
-        _run_sections(args, sections, device, report, log)
-    finally:
+    def save() -> None:
+        """After every section: a run stopped at a time limit keeps what it measured."""
         report["wall_s"] = time.time() - started
         report["promises"] = promises(report)
-        for name, ok in report["promises"].items():
-            log(f"[{'pass' if ok else 'FAIL'}] {name}")
         write_atomic(out / "gpu-check.json", [json.dumps(report, indent=1, default=str), "\n"])
         write_atomic(out / "gpu-check.log", ["\n".join(lines), "\n"])
+
+    try:
+        _run_sections(args, sections, device, report, log, save)
+    finally:
+        save()
+        for name, ok in report["promises"].items():
+            log(f"[{'pass' if ok else 'FAIL'}] {name}")
         log(f"{report['wall_s']:.0f} s; wrote {out / 'gpu-check.json'} and gpu-check.log")
+        save()
     return 0 if all(report["promises"].values()) else 1
 
 
@@ -193,23 +199,11 @@ def _driver() -> str:
     return done.stdout.strip() or "unknown"
 
 
-def _run_sections(args, sections: set[str], device, report: dict, log) -> None:
+def _run_sections(args, sections: set[str], device, report: dict, log, save) -> None:
     if "nvml" in sections:
         idle = nvml_against_smi(device)
         report["nvml"] = {"idle": idle, "idle_memory_agrees": memory_agrees(idle)}
         log(f"NVML idle, infertop vs nvidia-smi: {json.dumps(idle)}")
-    if "decode" in sections:
-        from probe.engine.measure.gpu_decode_matrix import run_matrix
-        from probe.engine.measure.kernel_profile import kernel_floor_us
-        report["kernel_floor_us"] = floor = kernel_floor_us()
-        report["roofline"] = roof = roofline(args.model, device)
-        log(f"kernel floor {floor:.2f} µs; HBM {roof['bandwidth_gb_s']:.0f} GB/s; roofline "
-            + ", ".join(f"{p} {ms:.4f} ms" for p, ms in roof["roofline_ms"].items()))
-        log("decode matrix (ms/token warm, median of the timed requests):")
-        report["decode"] = run_matrix(args.model, args.requests, args.output_tokens,
-                                      parallel=args.parallel, timeout_s=args.config_timeout,
-                                      log=log, modes=tuple(args.modes.split(",")))
-        judge_decode(report["decode"], roof, floor)
     if "batching" in sections:
         from probe.engine.measure.gpu_batching import replay_run
         runs = []
@@ -226,13 +220,30 @@ def _run_sections(args, sections: set[str], device, report: dict, log) -> None:
             runs.append(replay_run(args.model, device, max_batch=slots, requests=requests,
                                    options=args.batching_opts.split(","), timeout_s=150, log=log,
                                    at_load=under_load if slots == 0 else None))
-        report["batching"] = runs
-    if "dashboard" in sections:
-        from probe.engine.measure.gpu_dashboard import dashboard_walk
-        report["dashboard"] = dashboard_walk(args.model, Path(args.out), log=log)
+            report["batching"] = runs
+            save()
+    if "decode" in sections:
+        from probe.engine.measure.gpu_decode_matrix import run_matrix
+        from probe.engine.measure.kernel_profile import kernel_floor_us
+        report["kernel_floor_us"] = floor = kernel_floor_us()
+        report["roofline"] = roof = roofline(args.model, device)
+        log(f"kernel floor {floor:.2f} µs; HBM {roof['bandwidth_gb_s']:.0f} GB/s; roofline "
+            + ", ".join(f"{p} {ms:.4f} ms" for p, ms in roof["roofline_ms"].items()))
+        log("decode matrix (ms/token warm, median of the timed requests):")
+        report["decode"] = run_matrix(args.model, args.requests, args.output_tokens,
+                                      parallel=args.parallel, timeout_s=args.config_timeout,
+                                      log=log, modes=tuple(args.modes.split(",")))
+        judge_decode(report["decode"], roof, floor)
+        save()
     if "sigterm" in sections:
         from probe.engine.measure.gpu_sigterm import sigterm_during_compile
         report["sigterm"] = sigterm_during_compile(args.model, str(device), log=log)
+        save()
+    if "dashboard" in sections:
+        from probe.engine.measure.gpu_dashboard import dashboard_walk
+        report["dashboard"] = dashboard_walk(args.model, Path(args.out), log=log,
+                                             seconds=args.dashboard_seconds)
+        save()
 
 
 if __name__ == "__main__":

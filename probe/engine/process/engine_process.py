@@ -62,7 +62,8 @@ def launch_from_args(args) -> EngineLaunch:
     settings = workload.engine_settings(
         model=args.model, device=args.device, max_input=getattr(args, "max_input", 512),
         threads=getattr(args, "threads", None) or dashboard_threads(),
-        max_batch=getattr(args, "max_batch", 0), kv_budget_bytes=getattr(args, "kv_budget", None))
+        max_batch=getattr(args, "max_batch", 0), kv_budget_bytes=getattr(args, "kv_budget", None),
+        drift_every=getattr(args, "drift_every", 8))
     return EngineLaunch(settings, options, workload, args.trace, speed=args.speed,
                         max_requests=getattr(args, "requests", None),
                         metrics_port=getattr(args, "metrics_port", None),

@@ -43,11 +43,12 @@ def run_replay(loop: ServingLoop, stop: threading.Event | None = None) -> Servin
 def engine_for(workload: PreparedWorkload, *, model: str, device: str, options: OptConfig,
                max_input: int = 512, compile_backend: str = "inductor",
                keep_tokens: bool = False, threads: int | None = None, max_batch: int = 0,
-               kv_budget_bytes: int | None = None) -> Engine:
+               kv_budget_bytes: int | None = None, drift_every: int = 8) -> Engine:
     settings = workload.engine_settings(model=model, device=device, max_input=max_input,
                                         compile_backend=compile_backend,
                                         keep_tokens=keep_tokens, threads=threads,
-                                        max_batch=max_batch, kv_budget_bytes=kv_budget_bytes)
+                                        max_batch=max_batch, kv_budget_bytes=kv_budget_bytes,
+                                        drift_every=drift_every)
     return Engine(settings, options)
 
 

@@ -163,7 +163,8 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
     engine = engine_for(workload, model=args.model, device=args.device, options=options,
                         max_input=args.max_input, threads=args.threads,
                         keep_tokens=args.tokens, compile_backend=args.compile_backend,
-                        max_batch=args.max_batch, kv_budget_bytes=args.kv_budget)
+                        max_batch=args.max_batch, kv_budget_bytes=args.kv_budget,
+                        drift_every=args.drift_every)
     journal, problem = open_headless_journal(engine, workload, args.trace, options)
     engine.session.set_slo(args.slo)      # the journaled session's, so a recovery keeps it
     if journal is not None:
