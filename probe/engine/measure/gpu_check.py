@@ -142,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="decode configs compiling at once (each its own process)")
     parser.add_argument("--modes", default="off,default,reduce-overhead,max-autotune",
                         help="the decode matrix's compile modes")
+    parser.add_argument("--paths", default="fullgraph,hf-generate",
+                        help="the decode matrix's decode paths")
     parser.add_argument("--config-timeout", type=float, default=300,
                         help="seconds one decode config may take, its compile included")
     parser.add_argument("--only", default=",".join(SECTIONS),
@@ -232,7 +234,8 @@ def _run_sections(args, sections: set[str], device, report: dict, log, save) -> 
         log("decode matrix (ms/token warm, median of the timed requests):")
         report["decode"] = run_matrix(args.model, args.requests, args.output_tokens,
                                       parallel=args.parallel, timeout_s=args.config_timeout,
-                                      log=log, modes=tuple(args.modes.split(",")))
+                                      log=log, modes=tuple(args.modes.split(",")),
+                                      paths=tuple(args.paths.split(",")))
         judge_decode(report["decode"], roof, floor)
         save()
     if "sigterm" in sections:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 MODES = ("off", "default", "reduce-overhead", "max-autotune")
 PRECISIONS = ("fp32", "fp16", "bf16")
+PATHS = ("fullgraph", "hf-generate")
 
 
 @dataclass(frozen=True)
@@ -24,31 +25,38 @@ class DecodeConfig:
     precision: str
     compile: str
     tf32: str = "off"
+    blas: str = "default"       # torch.backends.cuda.preferred_blas_library, as an experiment
 
     @property
     def name(self) -> str:
         tf32 = " tf32" if self.tf32 == "on" else ""
-        return f"{self.decode} {self.precision}{tf32} compile={self.compile}"
+        blas = "" if self.blas == "default" else f" blas={self.blas}"
+        return f"{self.decode} {self.precision}{tf32} compile={self.compile}{blas}"
 
 
-def matrix(modes: tuple[str, ...] = MODES) -> list[DecodeConfig]:
+def matrix(modes: tuple[str, ...] = MODES, paths: tuple[str, ...] = PATHS
+           ) -> list[DecodeConfig]:
     """The fullgraph loop in every mode and precision, TF32 beside fp32 where it compiles;
     HF generate() eager and compiled (reduce-overhead only to see it refused: max-autotune is
     refused the same way)."""
     configs = [DecodeConfig("fullgraph", p, m) for m in modes for p in PRECISIONS]
-    configs += [DecodeConfig("fullgraph", "fp32", m, "on") for m in ("off", "reduce-overhead")
+    configs += [DecodeConfig("fullgraph", "fp32", m, "on") for m in ("reduce-overhead",)
                 if m in modes]
     configs += [DecodeConfig("hf-generate", p, m) for m in ("off", "default") for p in PRECISIONS
                 if m in modes]
     if "reduce-overhead" in modes:
         configs.append(DecodeConfig("hf-generate", "fp32", "reduce-overhead"))
-    return configs
+    if "default" in modes:      # is half precision's host time in default mode cuBLAS's?
+        configs += [DecodeConfig("fullgraph", "fp16", "default", blas=b)
+                    for b in ("cublas", "cublaslt")]
+    return [c for c in configs if c.decode in paths]
 
 
 def run_matrix(model: str, requests: int, output_tokens: int, *, parallel: int,
-               timeout_s: float, log, modes: tuple[str, ...] = MODES) -> dict[str, dict]:
+               timeout_s: float, log, modes: tuple[str, ...] = MODES,
+               paths: tuple[str, ...] = PATHS) -> dict[str, dict]:
     # the longest compiles first, so the slowest config is not the last to start
-    configs = sorted(matrix(modes), key=lambda c: (c.compile != "max-autotune",
+    configs = sorted(matrix(modes, paths), key=lambda c: (c.compile != "max-autotune",
                                               c.decode != "hf-generate"))
     folder = Path(tempfile.mkdtemp(prefix="gpu-decode-"))
     lock = folder / "gpu.lock"
@@ -57,7 +65,7 @@ def run_matrix(model: str, requests: int, output_tokens: int, *, parallel: int,
         out = folder / (config.name.replace(" ", "_").replace("=", "-") + ".json")
         command = [sys.executable, "-m", "probe.engine.measure.gpu_decode_run",
                    "--model", model, "--decode", config.decode, "--precision", config.precision,
-                   "--compile", config.compile, "--tf32", config.tf32,
+                   "--compile", config.compile, "--tf32", config.tf32, "--blas", config.blas,
                    "--requests", str(requests), "--output-tokens", str(output_tokens),
                    "--lock", str(lock), "--out", str(out)]
         started = time.perf_counter()

@@ -43,6 +43,9 @@ def run(args: argparse.Namespace) -> dict:
     from probe.engine.observe.cuda_graphs import tree_census
     from probe.engine.requests import EngineRequest
 
+    if args.blas != "default":      # an experiment of the check, not an option of the engine
+        import torch
+        torch.backends.cuda.preferred_blas_library(args.blas)
     options = OptConfig(decode=args.decode, precision=args.precision, compile=args.compile,
                         tf32=args.tf32)
     engine = Engine(EngineSettings(model=args.model, device=args.device,
@@ -99,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precision", default="fp32")
     parser.add_argument("--compile", default="off")
     parser.add_argument("--tf32", default="off")
+    parser.add_argument("--blas", default="default", choices=("default", "cublas", "cublaslt"))
     parser.add_argument("--requests", type=int, default=5)
     parser.add_argument("--input-tokens", type=int, default=64)
     parser.add_argument("--output-tokens", type=int, default=64)
