@@ -23,3 +23,5 @@ class DeviceSample:
     cpu_cores: int | None = None        # logical CPUs: what util_pct's 100% is
     # GPU memory the driver reserved (NVML v2), not counted in mem_used_bytes, as nvidia-smi
     mem_reserved_bytes: int | None = None
+    cuda_graphs: int | None = None          # CUDA graphs captured (inductor's and infertop's)
+    cuda_graph_bytes: int | None = None     # what their memory pools hold

@@ -68,6 +68,9 @@ def device_detail(sample: DeviceSample | None) -> Text:
                 f"reserved {fmt_bytes(sample.torch_reserved_bytes)}")
     if sample.mem_reserved_bytes is not None:   # apart from "mem", as nvidia-smi shows it
         text.append(f"\ndriver reserved {fmt_bytes(sample.mem_reserved_bytes)} (not in mem)")
+    if sample.cuda_graphs:
+        text.append(f"\nCUDA graphs {sample.cuda_graphs} · their pools "
+                    f"{fmt_bytes(sample.cuda_graph_bytes)}")
     return text
 
 

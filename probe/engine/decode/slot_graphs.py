@@ -19,6 +19,8 @@ from typing import Callable
 
 import torch
 
+from probe.engine.observe import cuda_graphs
+
 
 def ladder(slots: int) -> tuple[int, ...]:
     """1, 2, 4, … below `slots`, then `slots` itself."""
@@ -65,6 +67,10 @@ class SlotGraphs:
             self._graphs[rows] = graph
             self.captures.append(Capture(rows, time.perf_counter() - started))
         torch.cuda.synchronize(device)
+        cuda_graphs.register(self, pool, len(self._graphs))
+
+    def __del__(self) -> None:
+        cuda_graphs.forget(self)
 
     def replay(self, rows: int) -> None:
         self._graphs[rows].replay()

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> dict:
     from probe.contract.options import OptConfig
     from probe.engine.engine import Engine, EngineSettings
     from probe.engine.measure.kernel_profile import profile_kernels
-    from probe.engine.observe.cuda_graphs import tree_census
+    from probe.engine.observe.cuda_graphs import census
     from probe.engine.requests import EngineRequest
 
     if args.blas != "default":      # an experiment of the check, not an option of the engine
@@ -86,8 +86,8 @@ def run(args: argparse.Namespace) -> dict:
         "kernels_per_token": kernels, "kernel_ms_per_token": kernel_ms,
         "profiled_ms_per_token": profile.wall_ms / args.output_tokens if profile else None,
         "profile_error": profile_error,
-        "cuda_graphs": None if (census := tree_census(engine.device)) is None else {
-            "graphs": census.graphs, "pool_bytes": census.pool_bytes},
+        "cuda_graphs": None if (graphs := census(engine.device)) is None else {
+            "graphs": graphs.graphs, "pool_bytes": graphs.pool_bytes},
         "cuda_graph_skips": cuda_graph_skips(),
     }
     engine.close()

@@ -27,6 +27,7 @@ import torch._dynamo
 from torch._dynamo.callback import CallbackArgs, CallbackTrigger, callback_handler
 
 from probe.contract.clock import SessionClock
+from probe.contract.fallbacks import CUDAGRAPH_SKIPPED, degraded_event
 from probe.contract.records import CompileEvent, CompileInProgress, GraphBreakRecord
 from probe.engine.observe.compile_stage import thread_stage
 
@@ -361,6 +362,12 @@ class CompileProbe:
                 event = self._event(pending, metrics)
                 self._frame_functions[pending.compile_id.split("/", 1)[0]] = event.function
                 self._events.append(event)
+                skipped = getattr(metrics, "cudagraph_skip_reason", None)
+                if skipped:     # inductor ran this graph without CUDA graphs: said, whole
+                    self._events.append(degraded_event(
+                        event.start_s + (event.duration_s or 0.0), CUDAGRAPH_SKIPPED,
+                        f"{event.function} ({event.compile_id}) runs without CUDA graphs: "
+                        f"{skipped}", event.config_id, event.request_id))
             events, self._events = self._events, []
         return sorted(events, key=lambda e: e.start_s)
 

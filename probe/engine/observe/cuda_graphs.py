@@ -1,24 +1,54 @@
-"""The CUDA graphs a process holds: the graphs inductor's CUDA-graph trees recorded
-(compile=reduce-overhead) and the bytes of their shared memory pool, read from the tree manager
-PyTorch keeps per device (torch._inductor.cudagraph_trees; no public API counts them)."""
+"""The CUDA graphs a process holds and the bytes their memory pools hold: the graphs
+inductor's CUDA-graph trees recorded (compile=reduce-overhead), read from the tree manager
+PyTorch keeps per device (torch._inductor.cudagraph_trees; no public API counts them), and the
+graphs infertop captures itself (continuous batching's, slot_graphs.py), registered here."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import torch
 
+_lock = threading.Lock()
+_own: dict[int, tuple[tuple[int, int], int]] = {}     # id → (pool, graphs) of our captures
+
 
 @dataclass(frozen=True)
 class GraphCensus:
-    graphs: int                 # recorded CUDA graphs (tree nodes)
-    pool_bytes: int | None      # the bytes the trees' memory pool holds; None: unreadable
+    graphs: int                 # captured CUDA graphs
+    pool_bytes: int | None      # the bytes their memory pools hold; None: unreadable
 
 
-def tree_census(device: torch.device) -> GraphCensus | None:
-    """None on a CPU, or before any CUDA-graph tree exists."""
+def register(owner: object, pool: tuple[int, int], graphs: int) -> None:
+    """Graphs captured outside inductor, counted until `forget(owner)`."""
+    with _lock:
+        _own[id(owner)] = (pool, graphs)
+
+
+def forget(owner: object) -> None:
+    with _lock:
+        _own.pop(id(owner), None)
+
+
+def census(device: torch.device) -> GraphCensus | None:
+    """None on a CPU, or where no CUDA graph exists."""
     if device.type != "cuda":
         return None
+    with _lock:
+        owned = list(_own.values())
+    parts = [(pool, graphs) for pool, graphs in owned]
+    trees = _trees(device)
+    if trees is not None:
+        parts.append(trees)
+    if not parts:
+        return None
+    sizes = [pool_bytes(pool) for pool, _ in parts]
+    return GraphCensus(sum(graphs for _, graphs in parts),
+                       None if any(s is None for s in sizes) else sum(s or 0 for s in sizes))
+
+
+def _trees(device: torch.device) -> tuple[tuple[int, int], int] | None:
     try:
         from torch._inductor.cudagraph_trees import get_manager
         manager = get_manager(device.index if device.index is not None
@@ -33,16 +63,14 @@ def tree_census(device: torch.device) -> GraphCensus | None:
         graphs += 1
         for children in node.children.values():
             stack.extend(children)
-    return GraphCensus(graphs, pool_bytes(getattr(manager, "cuda_graphs_thread_pool", None)))
+    return manager.cuda_graphs_thread_pool, graphs
 
 
-def pool_bytes(pool: tuple[int, int] | None) -> int | None:
-    """Bytes of the allocator's segments that belong to a graph memory pool."""
-    if pool is None:
-        return None
+def pool_bytes(pool: tuple[int, int]) -> int | None:
+    """Bytes of the allocator's segments in one graph memory pool."""
     try:
-        segments = torch.cuda.memory_snapshot()
+        segments = torch.cuda.memory_snapshot(mempool_id=pool, include_traces=False)
     except Exception:
         return None
     return sum(int(s.get("total_size", 0)) for s in segments
-               if tuple(s.get("segment_pool_id", ())) == tuple(pool))
+               if tuple(s.get("segment_pool_id", pool)) == tuple(pool))

@@ -10,6 +10,7 @@ import psutil
 import torch
 
 from probe.contract.device_sample import DeviceSample
+from probe.engine.observe.cuda_graphs import census
 from probe.engine.observe.nvml_figures import memory_figures, utilization_window
 from probe.engine.observe.process_tree_cpu import TreeCpuMeter
 
@@ -81,8 +82,11 @@ class DeviceProbe:
             figures = memory_figures(memory)
             free, total, used = figures.free_bytes, figures.total_bytes, figures.used_bytes
             reserved = figures.reserved_bytes
+        graphs = census(self.device)
         return DeviceSample(
             kind="GPU", name=name, util_pct=util,
+            cuda_graphs=None if graphs is None else graphs.graphs,
+            cuda_graph_bytes=None if graphs is None else graphs.pool_bytes,
             mem_used_bytes=used, mem_total_bytes=total, mem_free_bytes=free,
             mem_reserved_bytes=reserved,
             power_w=None if power is None else power / 1000.0,
