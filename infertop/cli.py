@@ -13,8 +13,8 @@ from infertop.commands import SUBCOMMANDS, add_command, dashboard
 from infertop.endings import EXIT_BAD_INPUT, EXIT_FAILED, closed_pipe, ending  # noqa: F401
 from probe.contract.errors import ConfigError
 from workloads.argtypes import OneLineParser
-from workloads.terminal_stream import escaped_output
 from workloads.errors import TraceError
+from workloads.terminal_stream import escaped_output
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -34,17 +34,31 @@ def replace_atomically(target: Path, write: Callable[[str], None]) -> Path:
     place: readers see all or nothing. Any exception while writing (including one raised by
     a lines iterator) removes the temporary file and leaves an existing `target` untouched;
     the one place infertop writes a file whole."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
+                                        dir=target.parent)
+    except OSError as exc:
+        raise _naming(exc, target) from None
     os.close(fd)
     try:
         write(tmp_name)
         # mkstemp makes the file 0600; give it the mode an ordinary new file would have.
         os.chmod(tmp_name, target.stat().st_mode & 0o777 if target.exists() else 0o644)
         os.replace(tmp_name, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp_name)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+            raise _naming(exc, target) from None
         raise
     return target
+
+
+def _naming(exc: OSError, target: Path) -> OSError:
+    """The error as the file being written (a full disk says "No space left on device" of no
+    file: the message then names the output, not its temporary)."""
+    if exc.filename == str(target) or exc.errno is None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(target))

@@ -47,16 +47,18 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from probe.contract.output_lock import OutputLock
     from probe.session_store.snapshot_export import export
     stem = args.out or str(Path(args.file).with_suffix(""))
-    for path in export(args.file, stem, args.format):
-        print(f"wrote {terminal_text(path)}")
+    with OutputLock(stem, "-o"):       # one writer of STEM.* at a time, as every --out
+        for path in export(args.file, stem, args.format):
+            print(f"wrote {terminal_text(path)}")
     return 0
 
 
 def _recover(args: argparse.Namespace) -> int:
     from probe.session_store.recover import recover
-    print(recover(args.journal, args.out))
+    print(terminal_text(recover(args.journal, args.out), keep_newlines=True))
     return 0
 
 

@@ -17,7 +17,7 @@ from workloads.terminal_text import terminal_json, terminal_text
 from workloads.trace import BUILTIN_TRACES, GENERATED_TRACES, load_trace_with_report, write_trace
 from workloads.trace_stats import format_stats, trace_stats
 
-EXIT_BAD_INPUT = 2
+EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
 # requests `trace generate` writes at most: ~16 µs of CPU each here, so ~20 s and 80 MB of
 # JSONL (10,000,000 did not finish in 120 s: refused rather than left to run for minutes)
 MAX_GENERATED = 1_000_000
@@ -95,7 +95,7 @@ def _guarded(handler):
             where = f"{error.filename}: " if error.filename else ""
             print(f"infertop: error: {terminal_text(f'{where}{error.strerror or error}')}",
                   file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return EXIT_FAILED      # a full disk, an I/O error: 1, as every command gives
 
     return run
 

@@ -56,6 +56,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from probe.contract.engine_inputs import check_engine_inputs
     from probe.contract.errors import ConfigError
+    from probe.contract.inductor_cache import usable_inductor_cache
     from probe.contract.options import parse_opts
     from workloads.atomic import check_output_folder
 
@@ -68,7 +69,10 @@ def main(args: argparse.Namespace) -> int:
     baseline = parse_opts(args.opt)
     check_output_folder(args.out, "--out")
     check_engine_inputs(args.model, args.device)
+    usable_inductor_cache()
+    from probe.contract.output_lock import OutputLock
     from probe.engine.process.third_party_output import third_party_output_to_engine_log
-    with third_party_output_to_engine_log():    # Ray's, torch's: the engine log, as in bench
+    # one tune per --out, as replay and bench hold theirs; Ray's, torch's output: the log
+    with OutputLock(args.out, "--out"), third_party_output_to_engine_log():
         from probe.tune.runner import run_tune_command  # torchao speaks as it imports
         return run_tune_command(args, baseline)

@@ -38,7 +38,7 @@ def _flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def tables(path: str | os.PathLike) -> tuple[list[dict], list[dict]]:
     """(request rows, segment rows) of a saved session; segments recomputed from its records."""
-    data = saved_session(read_document(path), str(path))
+    data = saved_session(read_document(path), f"snapshot {path}")  # as show and doctor say it
     requests = [{name: getattr(r, name) for name in RECORD_COLUMNS} for r in data.records]
     for row, record in zip(requests, data.records):
         if row["tokens"] is not None:
