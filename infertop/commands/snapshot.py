@@ -47,12 +47,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from probe.contract.output_lock import OutputLock
     from probe.session_store.snapshot_export import export
     stem = args.out or str(Path(args.file).with_suffix(""))
-    with OutputLock(stem, "-o"):       # one writer of STEM.* at a time, as every --out
-        for path in export(args.file, stem, args.format):
-            print(f"wrote {terminal_text(path)}")
+    for path in export(args.file, stem, args.format):
+        print(f"wrote {terminal_text(path)}")
     return 0
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import threading
 import time
@@ -303,7 +304,15 @@ def _entry(line: bytes) -> tuple[str, Any]:
         raise ConfigError("not a whole JSON line (torn by a kill?)") from None
     if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
         raise ConfigError("not a journal entry (no kind)")
+    if b"\\u" in line and _SURROGATE.search(line):
+        try:        # a lone \ud800 escape: no terminal or UTF-8 file can hold it
+            json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError("holds an unpaired surrogate (a lone \\ud800-\\udfff escape)") from None
     return entry["kind"], entry.get("value")
+
+
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _object(value: Any, kind: str) -> dict[str, Any]:

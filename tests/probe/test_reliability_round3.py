@@ -269,7 +269,7 @@ def test_a_full_disk_names_the_file_exits_1_and_leaves_nothing(tmp_path, monkeyp
 
 def test_snapshot_export_takes_the_output_lock(tmp_path, capsys):
     path = saved(tmp_path)
-    with OutputLock(tmp_path / "e", "-o"):
+    with OutputLock(tmp_path / "e", "--out"):
         assert main(["snapshot", "export", str(path), "--csv", "-o", str(tmp_path / "e")]) == 2
     assert "another infertop" in one_error_line(capsys.readouterr().err)
 
