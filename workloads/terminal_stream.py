@@ -49,9 +49,9 @@ def escaped_output() -> Iterator[None]:
     """sys.stdout and sys.stderr as TerminalStreams for the block (restored after)."""
     saved = sys.stdout, sys.stderr
     if not isinstance(sys.stdout, TerminalStream):
-        sys.stdout = TerminalStream(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = TerminalStream(sys.stdout)
     if not isinstance(sys.stderr, TerminalStream):
-        sys.stderr = TerminalStream(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = TerminalStream(sys.stderr)
     try:
         yield
     finally:

@@ -291,7 +291,8 @@ def _header(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f"session header: expected an object, got {shown(value)}")
     started = value.get("started_unix")
-    if type(started) not in (int, float) or not 0 <= started < 1e11:
+    if not isinstance(started, (int, float)) or isinstance(started, bool) \
+            or not 0 <= started < 1e11:
         raise ConfigError(f"session header: started_unix: expected a time, got {shown(started)}")
     return value
 

@@ -69,7 +69,7 @@ def _descriptor_2_to(log: TextIO) -> Iterator[None]:
         own = io.TextIOWrapper(io.FileIO(os.dup(terminal_fd), "w"), encoding=underneath.encoding,
                                errors="backslashreplace", line_buffering=True)
         # still escaped, when the command's stderr was
-        sys.stderr = TerminalStream(own) if previous is not underneath else own  # type: ignore[assignment]
+        sys.stderr = TerminalStream(own) if previous is not underneath else own
     try:
         yield
     finally:
