@@ -71,8 +71,21 @@ def main(args: argparse.Namespace) -> int:
     check_engine_inputs(args.model, args.device)
     usable_inductor_cache()
     from probe.contract.output_lock import OutputLock
-    from probe.engine.process.third_party_output import third_party_output_to_engine_log
     # one tune per --out, as replay and bench hold theirs; Ray's, torch's output: the log
-    with OutputLock(args.out, "--out"), third_party_output_to_engine_log():
+    with OutputLock(args.out, "--out"):
+        if not getattr(args, "supervised", False):
+            return _tune(args, baseline)
+        # the search in a child of its own, so that a stop ends within seconds even while a
+        # compile holds it (probe/contract/stop_supervisor.py)
+        from infertop.endings import ending
+        from probe.contract.stop_supervisor import run_supervised
+        from probe.tune.salvage import salvage_tune
+        return run_supervised(lambda note: _tune(args, baseline), ending,
+                              lambda stopped: salvage_tune(stopped, args.out))
+
+
+def _tune(args: argparse.Namespace, baseline) -> int:
+    from probe.engine.process.third_party_output import third_party_output_to_engine_log
+    with third_party_output_to_engine_log():
         from probe.tune.runner import run_tune_command  # torchao speaks as it imports
         return run_tune_command(args, baseline)

@@ -48,10 +48,11 @@ def _note_writer(fd: int) -> Callable[[str], None]:
 
 
 def _die_with_parent() -> None:
-    """Linux: the child gets SIGTERM (and saves) if the parent is killed outright."""
+    """Linux: a kill -9 of the parent kills the child too, as it killed the run before the
+    fork (its journal is left for `snapshot recover`); no orphan serves on unseen."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass
 
