@@ -36,6 +36,7 @@ class Stopped:
     parent meanwhile (its `note` lines: replay's journal path)."""
     signum: int
     notes: tuple[str, ...] = field(default=())
+    again: bool = False         # a second signal stopped it (else: the grace ran out)
 
 
 def _note_writer(fd: int) -> Callable[[str], None]:
@@ -130,11 +131,11 @@ def _watch(child: int, read_fd: int, salvage: Callable[[Stopped], int], grace_s:
                 if "saved" in notes:    # its output is written: let it end on its own
                     os.waitpid(child, 0)
                     return exit_status(received[0])
-                say(f"infertop: {why}: stopping the engine now; saving what was served")
+                say(f"infertop: {why}: stopping it now; keeping what was finished")
                 _signal(child, signal.SIGKILL, group=True)
                 os.waitpid(child, 0)
                 _read_notes(read_fd, pending, notes)
-                return salvage(Stopped(received[0], tuple(notes)))
+                return salvage(Stopped(received[0], tuple(notes), again=len(received) > 1))
             time.sleep(0.02)
     finally:
         os.close(read_fd)

@@ -42,8 +42,9 @@ def salvage_replay(stopped: Stopped, out: str) -> int:
         print(f"infertop: stopped by {name} before the session began; nothing served",
               file=sys.stderr)
         return status
-    end = EngineExit(time.time(), None, f"by {name} during a compile that could not be cut "
-                                        f"short")
+    how = ("and a second signal, at once" if stopped.again else
+           "still busy after the grace, as in a compile that cannot be cut short")
+    end = EngineExit(time.time(), None, f"by {name}, {how}")
     lost, _ = journal.crash_marks(end, restarted=False)
     records = journal.data.records + lost
     print(run_summary(records))
