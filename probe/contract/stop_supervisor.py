@@ -68,8 +68,14 @@ def run_supervised(work: Callable[[Callable[[str], None]], int],
     sys.stdout.flush()
     sys.stderr.flush()
     read_fd, write_fd = os.pipe()
+    received: list[int] = []
+    # the parent's handlers before the fork: no signal falls between the two
+    previous = {s: signal.signal(s, lambda signum, _frame: received.append(signum))
+                for s in STOP_SIGNALS}
     child = os.fork()
     if child == 0:                                  # the child: the work, as before
+        for s, handler in previous.items():
+            signal.signal(s, handler)
         os.close(read_fd)
         try:
             os.setpgid(0, 0)
@@ -95,16 +101,15 @@ def run_supervised(work: Callable[[Callable[[str], None]], int],
         os.setpgid(child, child)
     except OSError:                                 # it did so itself already
         pass
-    return _watch(child, read_fd, salvage, grace_s)
+    try:
+        return _watch(child, read_fd, salvage, grace_s, received)
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
-def _watch(child: int, read_fd: int, salvage: Callable[[Stopped], int], grace_s: float) -> int:
-    received: list[int] = []
-
-    def handle(signum: int, _frame: object) -> None:
-        received.append(signum)
-
-    previous = {s: signal.signal(s, handle) for s in STOP_SIGNALS}
+def _watch(child: int, read_fd: int, salvage: Callable[[Stopped], int], grace_s: float,
+           received: list[int]) -> int:
     os.set_blocking(read_fd, False)
     notes: list[str] = []
     pending = b""
@@ -139,8 +144,6 @@ def _watch(child: int, read_fd: int, salvage: Callable[[Stopped], int], grace_s:
             time.sleep(0.02)
     finally:
         os.close(read_fd)
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 def _read_notes(fd: int, pending: bytes, notes: list[str]) -> bytes:
