@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from probe.contract.errors import ConfigError
+from probe.contract.output_lock import OutputLock
 from probe.contract.protocol import EngineExit
 from probe.session_store.journal import read_journal, unreadable_text
 from probe.session_store.snapshot import saved_session, write_json_atomic
@@ -19,6 +20,11 @@ RECOVERED = "the run ended without saving; recovered from its journal"
 def recover(journal_path: str, out: str) -> str:
     """Write OUT; returns the line that says what it holds."""
     check_output_file(out, "-o", inputs=(journal_path,))
+    with OutputLock(out, "-o"):     # one writer per output, as every --out
+        return _recover(journal_path, out)
+
+
+def _recover(journal_path: str, out: str) -> str:
     journal = read_journal(journal_path)
     if journal is None:
         raise ConfigError(f"session journal {journal_path}: the run ended before its session "

@@ -274,6 +274,14 @@ def test_snapshot_export_takes_the_output_lock(tmp_path, capsys):
     assert "another infertop" in one_error_line(capsys.readouterr().err)
 
 
+def test_snapshot_recover_takes_the_output_lock(tmp_path, capsys):
+    path = journal_of(tmp_path)
+    with OutputLock(tmp_path / "r.json", "-o"):
+        assert main(["snapshot", "recover", path, "-o", str(tmp_path / "r.json")]) == 2
+    assert "another infertop" in one_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "r.json").exists()
+
+
 def test_tune_takes_the_output_lock(tmp_path, capsys):
     with OutputLock(tmp_path / "t", "--out"):
         assert main(["tune", "--model", "t5-tiny", "--slo", "latency=8s", "--rate", "1",
