@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import os
 import tempfile
 from pathlib import Path
@@ -9,8 +10,8 @@ from typing import Callable, Iterable
 
 from .output_rule import check_output_file, check_output_folder, check_writable_file
 
-__all__ = ["atomic_write_lines", "check_output_file", "check_output_folder", "replace_atomically",
-           "write_atomic"]
+__all__ = ["atomic_write_lines", "check_output_file", "check_output_folder",
+           "remove_temporaries", "replace_atomically", "write_atomic"]
 
 
 def atomic_write_lines(path: str | os.PathLike[str], lines: Iterable[str]) -> None:
@@ -62,3 +63,16 @@ def _naming(exc: OSError, target: Path) -> OSError:
     if exc.filename == str(target) or exc.errno is None:
         return exc
     return type(exc)(exc.errno, exc.strerror or str(exc), str(target))
+
+
+def remove_temporaries(target: Path) -> None:
+    """Remove what a writer of `target` killed mid-write (SIGKILL: no cleanup ran) left: its
+    `.NAME.*.tmp` files. Only for a target whose writer is known dead and whose lock is held."""
+    try:
+        for leftover in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
+            try:
+                leftover.unlink()
+            except OSError:
+                pass
+    except OSError:
+        pass

@@ -133,8 +133,10 @@ def _watch(child: int, read_fd: int, salvage: Callable[[Stopped], int], grace_s:
                 why = (f"{signal.Signals(received[-1]).name} again" if len(received) > 1 else
                        f"still busy {grace_s:g} s after the {signal.Signals(received[0]).name} "
                        f"(a compile cannot be cut short)")
-                if "saved" in notes:    # its output is written: let it end on its own
-                    os.waitpid(child, 0)
+                if "saved" in notes:    # its output is written: it only has to end
+                    if not _ended_within(child, SAVE_GRACE_S):
+                        _signal(child, signal.SIGKILL, group=True)
+                        os.waitpid(child, 0)
                     return exit_status(received[0])
                 say(f"infertop: {why}: stopping it now; keeping what was finished")
                 _signal(child, signal.SIGKILL, group=True)
@@ -144,6 +146,15 @@ def _watch(child: int, read_fd: int, salvage: Callable[[Stopped], int], grace_s:
             time.sleep(0.02)
     finally:
         os.close(read_fd)
+
+
+def _ended_within(child: int, seconds: float) -> bool:
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        if os.waitpid(child, os.WNOHANG)[0]:
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def _read_notes(fd: int, pending: bytes, notes: list[str]) -> bytes:

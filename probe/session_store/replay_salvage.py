@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 from probe.contract.errors import ConfigError
 from probe.contract.interrupts import exit_status
@@ -18,6 +19,7 @@ from probe.session_store.journal import read_journal
 from probe.session_store.replay_outcome import kept_in, outcome
 from probe.session_store.run_summary import run_summary
 from probe.session_store.snapshot import write_json_atomic
+from workloads.atomic import remove_temporaries
 
 JOURNAL_NOTE = "journal "
 
@@ -27,6 +29,7 @@ def salvage_replay(stopped: Stopped, out: str) -> int:
     when the snapshot could not be written)."""
     name = signal.Signals(stopped.signum).name
     status = exit_status(stopped.signum)
+    remove_temporaries(Path(out))       # a snapshot the child was killed writing
     journal_path = next((note[len(JOURNAL_NOTE):] for note in stopped.notes
                          if note.startswith(JOURNAL_NOTE)), None)
     if journal_path is None or not os.path.exists(journal_path):

@@ -13,11 +13,14 @@ from pathlib import Path
 from probe.contract.interrupts import exit_status
 from probe.contract.stop_supervisor import Stopped
 from probe.session_store.snapshot import write_json_atomic
+from workloads.atomic import remove_temporaries
 
 
 def salvage_tune(stopped: Stopped, out: str) -> int:
     name = signal.Signals(stopped.signum).name
     path = Path(out) / "tune.json"
+    for written in ("tune.json", "tune.md"):   # what the child was killed writing
+        remove_temporaries(Path(out) / written)
     try:
         document = json.loads(path.read_text())
     except (OSError, ValueError):

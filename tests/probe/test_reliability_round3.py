@@ -356,3 +356,25 @@ def test_a_second_signal_stops_at_once_every_time():
     for _ in range(3):
         status, seconds, salvaged = _watched(grace_s=60.0, signals=2)
         assert status == 143 and seconds < 3.0 and salvaged
+
+
+def test_the_salvage_removes_what_a_killed_writer_left_and_saves_the_journal(tmp_path, capsys):
+    from probe.contract.stop_supervisor import Stopped
+    from probe.session_store.replay_salvage import salvage_replay
+    path = journal_of(tmp_path)
+    out = tmp_path / "run.json"
+    (tmp_path / ".run.json.abc123.tmp").write_text('{"half')     # killed mid-save
+    assert salvage_replay(Stopped(signal.SIGTERM, (f"journal {path}",), again=True), str(out)) == 143
+    assert sorted(os.listdir(tmp_path)) == ["run.json", "state"]
+    assert not os.path.exists(path)                          # saved: the journal goes
+    assert len(saved_session(read_document(out)).records) == 3
+    said = capsys.readouterr().out.splitlines()[-1]
+    assert said.startswith(f"stopped by SIGTERM; wrote {out}: 3 served")
+
+
+def test_a_signal_while_the_report_is_written_only_waits():
+    from probe.contract.interrupts import signals_wait
+    with signals_wait("writing the report") as received:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)
+    assert received == [signal.SIGTERM]
