@@ -126,6 +126,7 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
         open_headless_journal,
     )
     from probe.engine.process.replay_progress import ReplayProgress
+    from probe.engine.process.state_files import SAID
 
     engine = engine_for(workload, model=args.model, device=args.device, options=options,
                         max_input=args.max_input, threads=args.threads,
@@ -136,7 +137,7 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
         note(f"journal {journal.path}")     # what a supervising parent salvages from
         print(f"session journal: {journal.path} (if this run dies: infertop snapshot recover "
               f"{journal.path} -o OUT.json)", file=sys.stderr)
-    else:
+    elif not any(said in (problem or "") for said in SAID):   # one warning per folder
         print(f"infertop: warning: {problem}: a run killed before it saves loses what it "
               f"served", file=sys.stderr)
     total = len(workload.trace.requests)

@@ -99,8 +99,13 @@ def new_log_or_temporary() -> str:
         problem = state_folder_problem(exc)
     handle, path = tempfile.mkstemp(prefix=LOG_PREFIX, suffix=".log")
     os.close(handle)
-    print(f"infertop: warning: {problem}: the engine log is {path}", file=sys.stderr)
+    print(f"infertop: warning: {problem}: the engine log is {path}, and no session journal "
+          f"is kept (a run killed before it saves loses what it served)", file=sys.stderr)
+    SAID.add(problem)
     return path
+
+
+SAID: set[str] = set()      # the state folder problems already warned of, in this process
 
 
 def new_journal(folder: Path | None = None, keep: int = KEEP_JOURNALS) -> str:
