@@ -25,5 +25,8 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from probe.contract.inductor_cache import usable_inductor_cache
     from tui.launch import launch
+    if args.load is None:
+        usable_inductor_cache()     # the engine process inherits the fallback folder
     return launch(args)
