@@ -6,15 +6,15 @@ not pay for torch, nor `replay` for textual."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Sequence
 
 from infertop.commands import SUBCOMMANDS, add_command, dashboard
+from infertop.endings import EXIT_BAD_INPUT, EXIT_FAILED, closed_pipe, ending  # noqa: F401
+from probe.contract.errors import ConfigError
 from workloads.argtypes import OneLineParser
-from workloads.terminal_text import terminal_text
-
-EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
+from workloads.errors import TraceError
+from workloads.terminal_stream import escaped_output
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,42 +31,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from probe.contract.errors import ConfigError
-    from probe.contract.interrupts import Interrupted, exit_status, signal_of
-    from workloads.errors import TraceError
-
     parser = build_parser()
     args = parser.parse_args(argv)
+    # the command line itself (not a test's call): a headless run may fork a child to work
+    # in, so that a stop ends within seconds even during a compile (stop_supervisor)
+    args.supervised = argv is None
+    if args.func is dashboard.main:     # the dashboard owns its terminal
+        return _run(args)
+    with escaped_output():      # every line a command prints, whoever forgot to escape it
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         status = args.func(args)
         sys.stdout.flush()      # here, where a closed pipe is still ours to handle
         return status
-    except BrokenPipeError:
-        return closed_pipe()
-    except (ConfigError, TraceError) as exc:
-        print(f"infertop: error: {terminal_text(exc)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except OSError as exc:      # a full disk, an I/O error: said, never a traceback
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(f"infertop: error: {where}{exc.strerror or exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt as exc:
-        if isinstance(exc, Interrupted):    # Ctrl-C needs no words; a SIGTERM from afar does
-            print(f"infertop: stopped by {exc}", file=sys.stderr)
-        return exit_status(signal_of(exc))
-
-
-def closed_pipe() -> int:
-    """`infertop … | head`: the reader has what it wanted. End quietly, as coreutils do;
-    stdout goes to /dev/null so the interpreter's own flush at exit finds nothing to say."""
-    try:
-        stdout = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):   # not a file (a test's capture)
-        return 0
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, stdout)
-    os.close(devnull)
-    return 0
+    except (OSError, KeyboardInterrupt, ConfigError, TraceError) as exc:
+        return ending(exc)
 
 
 if __name__ == "__main__":

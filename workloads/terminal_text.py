@@ -29,3 +29,18 @@ def terminal_text(value: object, *, keep_newlines: bool = False) -> str:
     if text.isprintable():  # the usual case, in C: nothing to escape
         return text
     return text.translate(_ESCAPES_KEEPING_NEWLINES if keep_newlines else _ESCAPES)
+
+
+# the same characters as JSON escapes (`\u009b`, not `\x9b`, which JSON does not have); a raw
+# newline in json.dumps' output is only ever its indentation (a string's is written `\n`)
+_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _UNSAFE if code != 0x0A}
+
+
+def terminal_json(value: object, *, indent: int | None = None) -> str:
+    """`json.dumps(value)` for a terminal: readable text kept (accents, CJK), but every
+    character `terminal_text` escapes written as a `\\uXXXX` escape, which JSON readers turn
+    back into the same string. (json.dumps escapes only C0 controls; DEL, C1 such as U+009B
+    and bidi controls such as U+202E would reach the terminal raw.)"""
+    import json
+
+    return json.dumps(value, indent=indent, ensure_ascii=False).translate(_JSON_ESCAPES)

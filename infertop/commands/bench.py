@@ -98,8 +98,10 @@ def main(args: argparse.Namespace) -> int:
         check_engine_inputs(model, args.device)
     for trace in names(args.trace):
         check_trace(trace, args.requests)
+    from probe.contract.inductor_cache import usable_inductor_cache
     from probe.contract.output_lock import OutputLock
     from probe.engine.process.third_party_output import third_party_output_to_engine_log
+    usable_inductor_cache()
     with OutputLock(args.out, "--out"), third_party_output_to_engine_log():
         from probe.bench.runner import run_bench  # torch and torchao speak as they import
         return run_bench(args)

@@ -25,6 +25,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from probe.contract.inductor_cache import usable_inductor_cache
     from tui.terminal_check import no_terminal_problem, say_no_terminal
 
     problem = no_terminal_problem()
@@ -32,4 +33,6 @@ def main(args: argparse.Namespace) -> int:
         say_no_terminal(problem)
         return 2
     from tui.launch import launch
+    if args.load is None:
+        usable_inductor_cache()     # the engine process inherits the fallback folder
     return launch(args)

@@ -4,7 +4,6 @@ cause, the next step, and the production-readiness checklist (probe/contract/dia
 from __future__ import annotations
 
 import argparse
-import json
 
 NAME = "doctor"
 HELP = "why a saved session's slowest requests were slow, and what to do next"
@@ -18,20 +17,21 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 def diagnosis_of(path: str):
     from probe.contract.diagnosis import context_from_document, diagnose_session
-    from probe.session_store.snapshot import read_document, saved_live_parts, session_data
+    from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
     document = read_document(path)
-    data = session_data(document, source=f"snapshot {path}")
+    data = saved_session(document, source=f"snapshot {path}")   # the check show and --load make
     return data, diagnose_session(data, context_from_document(
         document, saved_live_parts(document, source=f"snapshot {path}"), saved=path))
 
 
 def main(args: argparse.Namespace) -> int:
     from probe.contract.doctor_text import report_text
+    from workloads.terminal_text import terminal_json, terminal_text
     data, report = diagnosis_of(args.file)
-    if args.json:
-        print(json.dumps(report.as_dict(), indent=1, ensure_ascii=False))
+    if args.json:       # C1 and bidi controls as \uXXXX, as every printed line is escaped
+        print(terminal_json(report.as_dict(), indent=1))
     else:
         labels = {cid: entry.options.label() for cid, entry in data.configs.items()}
-        print(f"{args.file}\n")
-        print(report_text(report, labels))
+        print(f"{terminal_text(args.file)}\n")
+        print(terminal_text(report_text(report, labels), keep_newlines=True))
     return 0

@@ -35,11 +35,11 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from probe.bench.bench_checks import check_compile_backend
     from probe.contract.engine_inputs import check_engine_inputs
+    from probe.contract.inductor_cache import usable_inductor_cache
     from probe.contract.interrupts import signals_as_interrupt
     from probe.contract.options import parse_opts
     from probe.contract.output_lock import OutputLock
     from probe.contract.ports import check_port_free
-    from probe.engine.workload_setup import prepare_workload
     from workloads.atomic import check_output_file
 
     # Everything that can be refused without torch is checked before torch is imported.
@@ -48,20 +48,35 @@ def main(args: argparse.Namespace) -> int:
     check_output_file(args.out, "--out", inputs=(args.trace, args.model))
     check_engine_inputs(args.model, args.device, positions=args.max_input + args.max_output)
     check_port_free(args.metrics_port)
+    usable_inductor_cache()     # an unusable TORCHINDUCTOR_CACHE_DIR: one warning, no cache
     # SIGTERM/SIGHUP while the model loads: exit 128+signal, the lock let go (nothing served)
     with signals_as_interrupt(), OutputLock(args.out, "--out"):
-        workload = prepare_workload(args.trace, buckets=args.buckets, max_input=args.max_input,
-                                    max_output=args.max_output)
-        if not args.concurrency:
-            served = workload.trace.requests[:args.requests or None]
-            check_replay_span(served[0].timestamp_ms, served[-1].timestamp_ms,
-                              args.speed or 1.0, f"--trace {args.trace}")
-        print(workload.fit.summary(), file=sys.stderr)
-        note_fewer_requests(args.requests, len(workload.trace.requests))
-        from probe.engine.process.third_party_output import third_party_output_to_engine_log
-        with third_party_output_to_engine_log():
-            from probe.engine.process.replay_and_save import serve_replay  # torchao speaks
-            return serve_replay(args, options, workload, metrics_exporter)
+        if not getattr(args, "supervised", False):
+            return _replay(args, options)
+        # the work in a child of its own, so that a stop ends within seconds even while a
+        # compile holds it: what its journal holds is then saved by this process
+        from infertop.endings import ending
+        from probe.contract.stop_supervisor import run_supervised
+        from probe.session_store.replay_salvage import salvage_replay
+        return run_supervised(lambda note: _replay(args, options, note), ending,
+                              lambda stopped: salvage_replay(stopped, args.out))
+
+
+def _replay(args: argparse.Namespace, options, note=lambda text: None) -> int:
+    from probe.engine.workload_setup import prepare_workload
+
+    workload = prepare_workload(args.trace, buckets=args.buckets, max_input=args.max_input,
+                                max_output=args.max_output)
+    if not args.concurrency:
+        served = workload.trace.requests[:args.requests or None]
+        check_replay_span(served[0].timestamp_ms, served[-1].timestamp_ms,
+                          args.speed or 1.0, f"--trace {args.trace}")
+    print(workload.fit.summary(), file=sys.stderr)
+    note_fewer_requests(args.requests, len(workload.trace.requests))
+    from probe.engine.process.third_party_output import third_party_output_to_engine_log
+    with third_party_output_to_engine_log():
+        from probe.engine.process.replay_and_save import serve_replay  # torchao speaks
+        return serve_replay(args, options, workload, metrics_exporter, note)
 
 
 def metrics_exporter(port: int | None, session, queue_depth):

@@ -56,7 +56,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _recover(args: argparse.Namespace) -> int:
     from probe.session_store.recover import recover
-    print(recover(args.journal, args.out))
+    print(terminal_text(recover(args.journal, args.out), keep_newlines=True))
     return 0
 
 

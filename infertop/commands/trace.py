@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from workloads.argtypes import arrival_rate, real_number, whole_number
@@ -14,11 +13,11 @@ from workloads.generator import PROFILES, generate, write_builtin
 from workloads.import_flags import import_flags
 from workloads.importers import FORMATS, import_trace
 from workloads.rows import MAX_LENGTH
-from workloads.terminal_text import terminal_text
+from workloads.terminal_text import terminal_json, terminal_text
 from workloads.trace import BUILTIN_TRACES, GENERATED_TRACES, load_trace_with_report, write_trace
 from workloads.trace_stats import format_stats, trace_stats
 
-EXIT_BAD_INPUT = 2
+EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
 # requests `trace generate` writes at most: ~16 µs of CPU each here, so ~20 s and 80 MB of
 # JSONL (10,000,000 did not finish in 120 s: refused rather than left to run for minutes)
 MAX_GENERATED = 1_000_000
@@ -96,7 +95,7 @@ def _guarded(handler):
             where = f"{error.filename}: " if error.filename else ""
             print(f"infertop: error: {terminal_text(f'{where}{error.strerror or error}')}",
                   file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return EXIT_FAILED      # a full disk, an I/O error: 1, as every command gives
 
     return run
 
@@ -112,11 +111,12 @@ def _cmd_import(args: argparse.Namespace) -> int:
         scale_quantile=flags.scale_quantile,
     )
     write_trace(fitted, args.output, integer_ms=args.integer_ms)
-    print(f"read {report.rows_read} rows from {args.file} ({args.format})")
+    print(f"read {report.rows_read} rows from {terminal_text(args.file)} ({args.format})")
     for line in report.summary_lines():
         print(f"  {terminal_text(line)}")
     print(fit.summary())
-    print(f"wrote {len(fitted.requests)} requests over {fitted.duration_s():.1f} s to {args.output}")
+    print(f"wrote {len(fitted.requests)} requests over {fitted.duration_s():.1f} s to "
+          f"{terminal_text(args.output)}")
     return 0
 
 
@@ -130,7 +130,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
                              f"with their own settings; {', '.join(given)} cannot apply to it "
                              f"(drop --builtin to write a trace of your own)", skippable=False)
         for path in write_builtin():
-            print(f"wrote {path}")
+            print(f"wrote {terminal_text(path)}")
         return 0
     if not args.profile or not args.output:
         raise TraceError("trace generate: give --profile and -o FILE (or --builtin)", skippable=False)
@@ -141,7 +141,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     write_trace(trace, args.output)
     rate = args.rate if args.rate is not None else profile.default_rate_rps
     print(profile.describe())
-    print(f"wrote {n} requests ({rate:g} rps, seed {args.seed}, {trace.duration_s():.1f} s) to {args.output}")
+    print(f"wrote {n} requests ({rate:g} rps, seed {args.seed}, {trace.duration_s():.1f} s) to "
+          f"{terminal_text(args.output)}")
     return 0
 
 
@@ -154,7 +155,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         trace, report = import_trace(args.format, args.file, skip_bad=args.skip_bad)
     stats = trace_stats(trace, buckets=args.buckets)
     if args.json:
-        print(json.dumps(stats))
+        print(terminal_json(stats))
     else:
         print(terminal_text(format_stats(stats, args.buckets), keep_newlines=True))
         for line in report.summary_lines():

@@ -56,6 +56,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from probe.contract.engine_inputs import check_engine_inputs
     from probe.contract.errors import ConfigError
+    from probe.contract.inductor_cache import usable_inductor_cache
     from probe.contract.options import parse_opts
     from workloads.atomic import check_output_folder
 
@@ -68,7 +69,23 @@ def main(args: argparse.Namespace) -> int:
     baseline = parse_opts(args.opt)
     check_output_folder(args.out, "--out")
     check_engine_inputs(args.model, args.device)
+    usable_inductor_cache()
+    from probe.contract.output_lock import OutputLock
+    # one tune per --out, as replay and bench hold theirs; Ray's, torch's output: the log
+    with OutputLock(args.out, "--out"):
+        if not getattr(args, "supervised", False):
+            return _tune(args, baseline)
+        # the search in a child of its own, so that a stop ends within seconds even while a
+        # compile holds it (probe/contract/stop_supervisor.py)
+        from infertop.endings import ending
+        from probe.contract.stop_supervisor import run_supervised
+        from probe.tune.salvage import salvage_tune
+        return run_supervised(lambda note: _tune(args, baseline), ending,
+                              lambda stopped: salvage_tune(stopped, args.out))
+
+
+def _tune(args: argparse.Namespace, baseline) -> int:
     from probe.engine.process.third_party_output import third_party_output_to_engine_log
-    with third_party_output_to_engine_log():    # Ray's, torch's: the engine log, as in bench
+    with third_party_output_to_engine_log():
         from probe.tune.runner import run_tune_command  # torchao speaks as it imports
         return run_tune_command(args, baseline)

@@ -26,6 +26,9 @@ class OpenLoopStudy:
     plan: Plan
     environment: dict
     message: Callable[[str], None] = lambda text: None
+    # each experiment's runs as they finish (`finished[name][key]`: the run's as_dict()), so
+    # that a signal in its next run keeps them in the report
+    finished: dict[str, dict[str, dict]] = field(default_factory=dict)
     _workloads: dict = field(default_factory=dict)
     _capacities: dict = field(default_factory=dict)
 
@@ -34,6 +37,9 @@ class OpenLoopStudy:
         if trace not in self._workloads:
             self._workloads[trace] = prepare_workload(trace)
         return self._workloads[trace]
+
+    def keep(self, experiment: str, key: str, run: dict) -> None:
+        self.finished.setdefault(experiment, {})[key] = run
 
     def capacity_rps(self, trace: str) -> float:
         """One-at-a-time capacity: 1 / mean warm service time of the trace's first requests."""

@@ -20,6 +20,7 @@ from probe.bench.study_setup import (
 )
 from probe.bench.torch_trace import TorchTrace, run_tlparse
 from probe.contract.errors import ConfigError
+from probe.contract.interrupts import exit_status, signals_wait
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -54,6 +55,14 @@ def run_bench(args: argparse.Namespace) -> int:
     progress = study.progress()
     with measuring(progress, torch_trace) as stop:
         study.run(progress, environment)
+    with signals_wait("writing the report of the runs that finished") as received:
+        status = _write(settings, study, environment, torch_trace, stop, started)
+    return status or (exit_status(received[0]) if received else 0)
+
+
+def _write(settings: BenchSettings, study, environment: dict, torch_trace, stop,
+           started: float) -> int:
+    out = settings.out
     environment["load_average_end"] = load_average()
     environment.update(calibration_spread(study))
     tlparse = run_tlparse(torch_trace.logs(), out) if torch_trace else None

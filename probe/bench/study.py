@@ -110,7 +110,12 @@ class Study:
         study = OpenLoopStudy(self.context, self.plan, environment, progress.message)
         for name in self.experiments:
             if isinstance(EXPERIMENTS[name], OpenLoopExperiment):
-                self.open_loop[name] = measure_open_loop(name, study)
+                try:
+                    self.open_loop[name] = measure_open_loop(name, study)
+                except KeyboardInterrupt as exc:   # its finished runs stay in the report
+                    self.open_loop[name] = interrupted_open_loop(
+                        name, exc, study.finished.get(name, {}))
+                    raise
 
     def _run_unit(self, index: int, unit: tuple[str, ...], progress: Progress) -> None:
         progress.start_run(index, *self.describe(unit))
@@ -180,6 +185,15 @@ def measure_open_loop(name: str, study: OpenLoopStudy) -> tuple[dict, dict]:
     except Exception as exc:  # a section that cannot be built says so
         log.debug("%s failed", name, exc_info=True)
         return failed_open_loop(name, exc)
+
+
+def interrupted_open_loop(name: str, exc: BaseException,
+                          finished: dict[str, dict]) -> tuple[dict, dict]:
+    """An open-loop experiment a signal stopped: the runs that finished, as its results."""
+    section = EXPERIMENTS[name].template.failed_section(exc)
+    section["error"] = (f"interrupted ({exc or 'SIGINT'}) after {len(finished)} finished "
+                        f"run(s); they are in report.json runs.{name}.runs")
+    return {"interrupted": True, "runs": dict(finished)}, section
 
 
 def failed_open_loop(name: str, exc: BaseException) -> tuple[dict, dict]:

@@ -48,8 +48,12 @@ def prepare_study(settings: BenchSettings, device: str, loaded: LoadedModel | No
 def print_written(out: Path, study: Study, report: dict, torch_trace: TraceFolder | None,
                   tlparse: list[TlparseReport] | None) -> None:
     failed = [k for k, r in study.results.items() if not isinstance(r, RunResult)]
+    # the open-loop experiments' runs too (E7, E8: each a replay at a rate)
+    open_loop = sum(len(results.get("runs") or {}) for results, _ in study.open_loop.values()
+                    if isinstance(results, dict) and isinstance(results.get("runs"), dict))
     print(f"wrote {out / 'report.md'} and {out / 'report.json'} "
-          f"({len(study.results)} runs, {len(failed)} failed) in {report['wall_s']:.0f} s")
+          f"({len(study.results) + open_loop} runs, {len(failed)} failed) in "
+          f"{report['wall_s']:.0f} s")
     charts = (report.get("files") or {}).get("figures") or {}
     if charts.get("figures"):
         print(f"wrote {out / 'report.html'} and {len(charts['figures'])} charts in "

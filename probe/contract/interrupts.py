@@ -60,3 +60,22 @@ def signals_as_interrupt() -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+@contextmanager
+def signals_wait(doing: str) -> Iterator[list[int]]:
+    """While the output of what finished is being written (a report that takes a second), a
+    stop signal only says so and waits: that output is what every stop asks for, and a signal
+    that cut it short would leave nothing. Yields the signals received meanwhile."""
+    received: list[int] = []
+
+    def handle(signum, frame) -> None:
+        received.append(signum)
+        say(f"infertop: {signal.Signals(signum).name}: {doing}; a moment")
+
+    previous = {s: signal.signal(s, handle) for s in STOP_SIGNALS}
+    try:
+        yield received
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)

@@ -5,14 +5,20 @@ white, the caption every chart carries, and writing a chart as SVG or PNG."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import math
 import textwrap
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from probe.contract.errors import ConfigError
 from workloads.atomic import replace_atomically
+from workloads.terminal_text import terminal_text
+
+log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'infertop[plots]'"
 # Okabe–Ito: told apart by colour-blind readers; the line style, marker and hatch that go with
@@ -153,6 +159,17 @@ def finish(name: str, title: str, figure, caption: str, series: Mapping[str, Any
     return Chart(name, title, figure, dict(series))
 
 
+@contextmanager
+def warnings_to_log(what: str) -> Iterator[None]:
+    """matplotlib's warnings while a chart is drawn ("Glyph 27 missing from font") go to the
+    log, escaped, never to the terminal: they quote the label's characters raw."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for warning in caught:
+        log.warning("%s: %s", what, terminal_text(warning.message))
+
+
 def save(chart: Chart, path: Path) -> Path:
     """Write the chart as SVG or PNG, by the path's suffix; the folder is made."""
     kind = path.suffix.lower().lstrip(".")
@@ -164,7 +181,8 @@ def save(chart: Chart, path: Path) -> Path:
 
     def write(tmp_name: str) -> None:
         # a salt per chart: clip-path ids differ between charts inlined in one HTML page
-        with matplotlib.rc_context({**RC, "svg.hashsalt": chart.name}):
+        with matplotlib.rc_context({**RC, "svg.hashsalt": chart.name}), \
+                warnings_to_log(f"chart {chart.name}"):
             chart.figure.savefig(tmp_name, format=kind,
                                  metadata=NO_METADATA if kind == "svg" else None)
     return replace_atomically(path, write)

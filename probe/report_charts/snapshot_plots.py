@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probe.report_charts.canvas import Caption, date_text, machine_text, save
+from probe.report_charts.canvas import Caption, date_text, machine_text, save, warnings_to_log
 from probe.report_charts.session_charts import latency_cdfs, latency_timeline
-from probe.session_store.snapshot import read_document, session_data
+from probe.session_store.snapshot import read_document, saved_session
+from workloads.terminal_text import terminal_text
 
 
 def session_caption(document: dict, path: str) -> Caption:
     """The session's machine, model and trace as it saved them, dated by its file."""
     def name(section: str) -> str:
         value = document.get(section, {}).get("name", "?")
-        return value if isinstance(value, str) else "?"
+        return terminal_text(value) if isinstance(value, str) else "?"
     return Caption(machine_text(document.get("environment", {})), name("model"), name("trace"),
                    "saved " + date_text(Path(path).stat().st_mtime))
 
@@ -25,9 +26,12 @@ def _joined(a: str, b: str) -> str:
 
 def plot_show(path: str, out: str) -> Path:
     document = read_document(path)
-    chart = latency_timeline(session_data(document, source=f"snapshot {path}"),
-                             session_caption(document, path),
-                             title=f"Per-request latency: {Path(path).name}")
+    # every label escaped before drawing: a font has no glyph for ESC, and matplotlib's
+    # warning would carry it raw to stderr
+    with warnings_to_log("snapshot show --plot"):
+        chart = latency_timeline(saved_session(document, f"snapshot {path}", for_terminal=True),
+                                 session_caption(document, path),
+                                 title=f"Per-request latency: {terminal_text(Path(path).name)}")
     return save(chart, Path(out))
 
 
@@ -37,7 +41,7 @@ def plot_compare(path_a: str, path_b: str, out: str) -> Path:
     latencies, marks, captions = {}, {}, []
     for side, path in (("A", path_a), ("B", path_b)):
         document = read_document(path)
-        data = session_data(document, source=f"snapshot {path}")
+        data = saved_session(document, f"snapshot {path}", for_terminal=True)
         captions.append(session_caption(document, path))
         for segment in data.segments():
             entry = data.configs.get(segment.config_id)
@@ -48,9 +52,11 @@ def plot_compare(path_a: str, path_b: str, out: str) -> Path:
     a, b = captions
     caption = Caption(_joined(a.machine, b.machine), _joined(a.model, b.model),
                       _joined(a.trace, b.trace), _joined(a.date, b.date))
-    chart = latency_cdfs(latencies, caption, name="compare", marks_ms=marks,
-                         title=f"Latency CDF: A {Path(path_a).name} vs B {Path(path_b).name}",
-                         what="Every served request of each config (warm-up included); the "
-                              "filled mark: its segment's p95, as `snapshot compare` "
-                              "prints it.")
+    with warnings_to_log("snapshot compare --plot"):
+        chart = latency_cdfs(latencies, caption, name="compare", marks_ms=marks,
+                             title=f"Latency CDF: A {terminal_text(Path(path_a).name)} vs B "
+                                   f"{terminal_text(Path(path_b).name)}",
+                             what="Every served request of each config (warm-up included); "
+                                  "the filled mark: its segment's p95, as `snapshot compare` "
+                                  "prints it.")
     return save(chart, Path(out))

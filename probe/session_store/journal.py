@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import threading
 import time
@@ -26,8 +27,15 @@ from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineExit
 from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
 from probe.contract.session import ConfigEntry, Session, SessionData
-from probe.contract.slo import Slo
-from probe.session_store.snapshot import session_data, snapshot_document, write_json_atomic
+from probe.contract.slo import Slo, slo_from_dict
+from probe.session_store.record_ranges import MAX_SESSION_S
+from probe.session_store.snapshot import (
+    checked_item,
+    session_data,
+    snapshot_document,
+    write_json_atomic,
+)
+from workloads.rows import shown
 
 # The session JSON's sections that describe where the session ran, not what it served.
 CONTEXT_SECTIONS = ("environment", "model", "trace", "settings", "live")
@@ -167,6 +175,7 @@ class Journal:
     context: Mapping[str, Any]              # CONTEXT_SECTIONS of the session JSON
     data: SessionData
     dispatches: tuple[Dispatch, ...] = field(default=())
+    unreadable: tuple[tuple[int, str], ...] = field(default=())   # (line number, why) skipped
 
     def clock(self) -> SessionClock:
         """This session's clock, in this process: it reads on from where the session is now."""
@@ -182,7 +191,8 @@ class Journal:
                     ) -> tuple[tuple[RequestRecord, ...], Notice]:
         """The requests the engine held when it ended, as failed records, and the notice that
         marks the moment on the timeline."""
-        at_s = max(end.at_unix - self.started_unix, 0.0)
+        # within what every reader accepts, whatever clock the header was written with
+        at_s = min(max(end.at_unix - self.started_unix, 0.0), MAX_SESSION_S)
         served = {r.seq for r in self.data.records}
         held = [d for d in self.dispatches if d.seq not in served]
         config_id = self._config_serving()
@@ -226,12 +236,16 @@ def _lost_record(dispatch: Dispatch, at_s: float, config_id: str, error: str) ->
 
 def read_journal(path: str) -> Journal | None:
     """The journal at `path`; None when there is no session to continue (the engine ended
-    before it wrote the session's header). ConfigError when it cannot be read."""
+    before it wrote the session's header). ConfigError when it cannot be read at all. A line
+    that cannot be read (torn by a kill, of the wrong types, naming no config, a figure out of
+    its range) is skipped and counted in `Journal.unreadable`, with its number and why: what
+    the other lines hold is kept, and the session they make passes saved_session."""
     sections: dict[str, Any] = {"configs": {}, "requests": [], "compile_events": [],
                                 "graph_breaks": [], "notices": [], "reference_tokens": {},
                                 "kv_pools": {}}
     header: dict[str, Any] | None = None
     dispatches: list[Dispatch] = []
+    unreadable: list[tuple[int, str]] = []
     try:
         # O_NONBLOCK: a FIFO given as a journal is refused below, not waited on
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -239,57 +253,146 @@ def read_journal(path: str) -> Journal | None:
             os.close(fd)
             raise ConfigError(f"session journal {path}: not a regular file")
         with os.fdopen(fd, "rb") as handle:
-            for line in handle:
-                entry = _entry(line)
-                if entry is None:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
                     continue
-                kind, value = entry
-                if kind == "session":
-                    header = value
-                elif kind == "dispatch":
-                    dispatches.append(Dispatch(**value))
-                else:
-                    _add(sections, kind, value)
+                try:
+                    kind, value = _entry(line)
+                    if kind == "session":
+                        header = _header(value)
+                    elif kind == "dispatch":
+                        dispatches.append(_dispatch(value))
+                    else:
+                        _add(sections, kind, value)
+                except ConfigError as exc:
+                    unreadable.append((number, str(exc)))
     except OSError as exc:
         raise ConfigError(f"session journal {path}: cannot read: {exc.strerror or exc}") from None
-    except (TypeError, KeyError) as exc:
-        raise ConfigError(f"session journal {path}: not an infertop journal ({exc})") from None
-    if header is None or not isinstance(header.get("started_unix"), (int, float)):
+    if header is None:
         return None
+    _drop_unknown_configs(sections, unreadable)
     data = session_data(sections, source=f"session journal {path}")
     context = MappingProxyType({name: header.get(name) for name in CONTEXT_SECTIONS})
-    return Journal(path, float(header["started_unix"]), context, data, tuple(dispatches))
+    return Journal(path, float(header["started_unix"]), context, data, tuple(dispatches),
+                   tuple(sorted(unreadable)))
 
 
-def _entry(line: bytes) -> tuple[str, Any] | None:
-    """(kind, value) of one line; None for a line torn by a kill or otherwise unreadable."""
+def _dispatch(value: Any) -> Dispatch:
+    dispatch = checked_item(Dispatch, _object(value, "dispatch"), "dispatch")
+    if not 0 <= dispatch.arrival_s <= MAX_SESSION_S:
+        raise ConfigError(f"dispatch.arrival_s: expected a time from 0 to {MAX_SESSION_S:g} s, "
+                          f"got {dispatch.arrival_s:.6g}")
+    if dispatch.seq < 0 or dispatch.input_tokens < 0:
+        raise ConfigError("dispatch: expected counts >= 0 for seq and input_tokens")
+    return dispatch
+
+
+def _header(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"session header: expected an object, got {shown(value)}")
+    started = value.get("started_unix")
+    if not isinstance(started, (int, float)) or isinstance(started, bool) \
+            or not 0 <= started < 1e11:
+        raise ConfigError(f"session header: started_unix: expected a time, got {shown(started)}")
+    return value
+
+
+def _entry(line: bytes) -> tuple[str, Any]:
+    """(kind, value) of one line; ConfigError for a line torn by a kill or otherwise unreadable."""
     try:
         entry = json.loads(line)
     except (ValueError, RecursionError):
-        return None
+        raise ConfigError("not a whole JSON line (torn by a kill?)") from None
     if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
-        return None
+        raise ConfigError("not a journal entry (no kind)")
+    if b"\\u" in line and _SURROGATE.search(line):
+        try:        # a lone \ud800 escape: no terminal or UTF-8 file can hold it
+            json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError("holds an unpaired surrogate (a lone \\ud800-\\udfff escape)") from None
     return entry["kind"], entry.get("value")
 
 
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _object(value: Any, kind: str) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise ConfigError(f"{kind}: expected an object, got {shown(value)}")
+    return value
+
+
+def _key(value: dict[str, Any], name: str, kind: str) -> str:
+    key = value.get(name)
+    if name not in value:
+        raise ConfigError(f"{kind}: missing {name}")
+    if type(key) is not str:
+        raise ConfigError(f"{kind}: {name}: expected a string, got {shown(key)}")
+    return key
+
+
 def _add(sections: dict[str, Any], kind: str, value: Any) -> None:
-    """One journal entry into the session JSON's sections (which session_data then checks)."""
+    """One journal entry into the session JSON's sections, checked on its own (so that one bad
+    line costs that line only): ConfigError naming what is wrong."""
     if kind == "config":
-        sections["configs"][value["config_id"]] = value
-    elif kind == "record":
-        sections["requests"].append(value)
-    elif kind == "compile_event":
-        sections["compile_events"].append(value)
+        value = _object(value, kind)
+        config_id = _key(value, "config_id", kind)
+        session_data({"configs": {config_id: value}}, source="config")   # its options
+        sections["configs"][config_id] = value
+    elif kind in _RECORD_KINDS:
+        section, cls = _RECORD_KINDS[kind]
+        value = _object(value, kind)
+        if cls is RequestRecord and "config_id" not in value:
+            raise ConfigError(f"{kind}: missing config_id")
+        checked_item(cls, value, kind)
+        sections[section].append(value)
     elif kind == "graph_breaks":
+        if type(value) is not list:
+            raise ConfigError(f"graph_breaks: expected a list, got {shown(value)}")
+        for index, item in enumerate(value):
+            checked_item(GraphBreakRecord, item, f"graph_breaks[{index}]")
         sections["graph_breaks"] = value
-    elif kind == "notice":
-        sections["notices"].append(value)
     elif kind == "reference":
-        sections["reference_tokens"][value["request_id"]] = value["tokens"]
+        value = _object(value, kind)
+        request_id = _key(value, "request_id", kind)
+        session_data({"reference_tokens": {request_id: value.get("tokens")}}, source="reference")
+        sections["reference_tokens"][request_id] = value["tokens"]
     elif kind == "kv_pool":
-        sections["kv_pools"][value["config_id"]] = value["pool"]
+        value = _object(value, kind)
+        config_id = _key(value, "config_id", kind)
+        session_data({"kv_pools": {config_id: value.get("pool")}}, source="kv_pool")
+        sections["kv_pools"][config_id] = value["pool"]
     elif kind == "slo":
-        sections["slo"] = value         # the last one set (session_data checks it)
+        slo_from_dict(value, "slo")
+        sections["slo"] = value         # the last one set
+    else:
+        raise ConfigError(f"unknown kind {shown(kind)}")
+
+
+_RECORD_KINDS: dict[str, tuple[str, type]] = {
+    "record": ("requests", RequestRecord), "compile_event": ("compile_events", CompileEvent),
+    "notice": ("notices", Notice)}
+
+
+def _drop_unknown_configs(sections: dict[str, Any], unreadable: list[tuple[int, str]]) -> None:
+    """Records naming a config no line declared cannot be shown: dropped, and counted."""
+    known = sections["configs"]
+    for section in ("requests", "compile_events"):
+        kept = [r for r in sections[section]
+                if r.get("config_id") is None or r.get("config_id") in known]
+        for _ in range(len(sections[section]) - len(kept)):
+            unreadable.append((0, f"{section[:-1]}: names a config no line declares"))
+        sections[section] = kept
+    breaks = sections["graph_breaks"]
+    sections["graph_breaks"] = [b for b in breaks if b.get("config_id") in known]
+
+
+def unreadable_text(unreadable: tuple[tuple[int, str], ...], shown_at_most: int = 3) -> str:
+    """`1 line unreadable: line 17, missing config_id` (the first few, then how many more)."""
+    count = len(unreadable)
+    parts = [f"line {n}, {why}" if n else why for n, why in unreadable[:shown_at_most]]
+    more = f"; {count - shown_at_most} more" if count > shown_at_most else ""
+    return f"{count} line{'s' if count != 1 else ''} unreadable: {'; '.join(parts)}{more}"
 
 
 def save_from_journal(journal_path: str, out: str | os.PathLike, end: EngineExit | None) -> Path:

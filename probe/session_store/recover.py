@@ -8,9 +8,10 @@ from __future__ import annotations
 import os
 
 from probe.contract.errors import ConfigError
+from probe.contract.output_lock import OutputLock
 from probe.contract.protocol import EngineExit
-from probe.session_store.journal import read_journal
-from probe.session_store.snapshot import write_json_atomic
+from probe.session_store.journal import read_journal, unreadable_text
+from probe.session_store.snapshot import saved_session, write_json_atomic
 from workloads.output_rule import check_output_file
 
 RECOVERED = "the run ended without saving; recovered from its journal"
@@ -19,16 +20,27 @@ RECOVERED = "the run ended without saving; recovered from its journal"
 def recover(journal_path: str, out: str) -> str:
     """Write OUT; returns the line that says what it holds."""
     check_output_file(out, "-o", inputs=(journal_path,))
+    with OutputLock(out, "-o"):     # one writer per output, as every --out
+        return _recover(journal_path, out)
+
+
+def _recover(journal_path: str, out: str) -> str:
     journal = read_journal(journal_path)
     if journal is None:
         raise ConfigError(f"session journal {journal_path}: the run ended before its session "
                           f"began (no header): nothing to recover")
     ended = EngineExit(os.stat(journal_path).st_mtime, None, RECOVERED)
     document = journal.document(ended)
+    # what infertop's own readers refuse is never written (the lines were checked one by one)
+    saved_session(document, f"session journal {journal_path} (recovered)")
     path = write_json_atomic(out, document)
     records = document["requests"]
     failed = sum(1 for r in records if r.get("error"))
     served = len(records) - failed
     lost = len(records) - len(journal.data.records)
     text = f"wrote {path}: {served} served, {failed} failed"
-    return text + (f" ({lost} of them dispatched and never served)" if lost else "")
+    text += f" ({lost} of them dispatched and never served)" if lost else ""
+    if journal.unreadable:
+        text = (f"recovered {len(journal.data.records)} records; "
+                f"{unreadable_text(journal.unreadable)}\n{text}")
+    return text

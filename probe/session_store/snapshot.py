@@ -30,6 +30,7 @@ from probe.contract.records import (
 )
 from probe.contract.session import ConfigEntry, SessionData
 from probe.contract.slo import slo_from_dict
+from probe.session_store.record_ranges import problem_of
 from workloads.atomic import write_atomic
 from workloads.errors import TraceError
 from workloads.rows import shown
@@ -168,37 +169,44 @@ def session_data(document: dict[str, Any], source: str = "snapshot", *,
                        batch_steps=MappingProxyType(steps))
 
 
-# the counts and sizes a record holds: a negative one contradicts what was served
-COUNT_FIELDS = ("seq", "input_tokens", "padded_tokens", "output_tokens", "kv_cache_bytes",
-                "kv_cache_used_bytes", "kv_self_attention_bytes", "kv_cross_attention_bytes")
-
-
 def saved_session(document: dict[str, Any], source: str = "snapshot", *,
                   for_terminal: bool = False) -> SessionData:
     """session_data() of a saved snapshot, refused where its records contradict the session:
     a record, compile event or graph break naming a config the session does not have, a
-    negative count or size. (A journal recovered after a kill is read by session_data alone.)"""
+    figure out of its range (record_ranges: a negative or absurd time, a zero batch, a
+    negative count). Every reader of a session uses this one check: `snapshot show|compare|
+    export`, `doctor`, `--load`, the charts; `snapshot recover` skips the lines it refuses."""
     data = session_data(document, source, for_terminal=for_terminal)
     known = data.configs
     shown_ids = ", ".join(known) or "none"
     groups: tuple[tuple[str, Sequence[Any]], ...] = (
-        ("requests", data.records), ("compile_events", data.events), ("graph_breaks", data.breaks))
+        ("requests", data.records), ("compile_events", data.events), ("graph_breaks", data.breaks),
+        ("notices", data.notices))
     for section, items in groups:
         for index, item in enumerate(items):
-            if item.config_id is not None and item.config_id not in known:
+            config_id = getattr(item, "config_id", None)
+            if config_id is not None and config_id not in known:
                 raise ConfigError(f"{source}: not an infertop session: {section}[{index}]."
-                                  f"config_id {shown(item.config_id)} is not one of the "
+                                  f"config_id {shown(config_id)} is not one of the "
                                   f"session's configs ({shown_ids})")
-    for index, record in enumerate(data.records):
-        for name in COUNT_FIELDS:
-            if getattr(record, name) < 0:
-                raise ConfigError(f"{source}: not an infertop session: requests[{index}].{name}"
-                                  f": expected a count >= 0, got {getattr(record, name)}")
-    for index, graph_break in enumerate(data.breaks):
-        if graph_break.count < 0:
-            raise ConfigError(f"{source}: not an infertop session: graph_breaks[{index}].count: "
-                              f"expected a count >= 0, got {graph_break.count}")
+            problem = problem_of(item)
+            if problem is not None:
+                raise ConfigError(f"{source}: not an infertop session: {section}[{index}]."
+                                  f"{problem}")
     return data
+
+
+def checked_item(cls: type, raw: Any, where: str) -> Any:
+    """One record of kind `cls` from its saved dict, with its types and ranges checked as
+    saved_session checks them; ConfigError naming the field otherwise (a journal's line)."""
+    try:
+        item = _build(cls, raw, where)
+    except _ShapeError as exc:
+        raise ConfigError(str(exc)) from None
+    problem = problem_of(item)
+    if problem is not None:
+        raise ConfigError(f"{where}.{problem}")
+    return item
 
 
 class _ShapeError(ValueError):

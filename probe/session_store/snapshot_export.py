@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from probe.contract.errors import ConfigError
+from probe.contract.output_lock import OutputLock
 from probe.contract.records import RequestRecord
 from probe.session_store.snapshot import read_document, saved_session
 from workloads.atomic import atomic_write_lines, check_output_file, replace_atomically
@@ -38,7 +39,7 @@ def _flatten(value: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def tables(path: str | os.PathLike) -> tuple[list[dict], list[dict]]:
     """(request rows, segment rows) of a saved session; segments recomputed from its records."""
-    data = saved_session(read_document(path), str(path))
+    data = saved_session(read_document(path), f"snapshot {path}")  # as show and doctor say it
     requests = [{name: getattr(r, name) for name in RECORD_COLUMNS} for r in data.records]
     for row, record in zip(requests, data.records):
         if row["tokens"] is not None:
@@ -82,10 +83,11 @@ def export(path: str | os.PathLike, stem: str | os.PathLike, fmt: str) -> tuple[
         check_output_file(target, "--out", inputs=(path,))
     if fmt == "parquet":
         _pyarrow()
-    requests, segments = tables(path)
-    write = _write_csv if fmt == "csv" else _write_parquet
-    write(targets[0], requests, list(requests[0]) if requests else list(RECORD_COLUMNS))
-    write(targets[1], segments, list(segments[0]) if segments else ["config_id"])
+    with OutputLock(stem, "--out"):     # one writer of STEM.* at a time, as every --out
+        requests, segments = tables(path)
+        write = _write_csv if fmt == "csv" else _write_parquet
+        write(targets[0], requests, list(requests[0]) if requests else list(RECORD_COLUMNS))
+        write(targets[1], segments, list(segments[0]) if segments else ["config_id"])
     return targets
 
 

@@ -134,6 +134,13 @@ def run_tune(baseline: OptConfig, evaluate: Evaluate,
     state = TuneState(final=baseline)
     started = clock()
     current = evaluate(baseline, "baseline", None)
+    if stop.is_set():   # cut short: it measured nothing a change could be judged against
+        step = Step("baseline", baseline, False, "interrupted before its runs were done: not "
+                                                 "counted (the runs that finished are in runs/)")
+        state.steps.append(step)
+        state.stopped = "interrupted"
+        on_step(step, state)
+        return state
     step = Step("baseline", baseline, True, "the starting point", current)
     state.steps.append(step)
     on_step(step, state)

@@ -141,8 +141,9 @@ def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
                 study.message(f"E7 {trace} {mode} at {rate:.2f} req/s ({factor:g}× capacity)")
                 data = replay(study.context, OptConfig(decode="fullgraph", batching=mode),
                               workload, rate=rate, requests=requests)
-                runs[f"{trace}/{factor:g}x/{mode}"] = batching_run(
-                    trace, factor, mode, list(data.records), rate, roofline)
+                key = f"{trace}/{factor:g}x/{mode}"
+                runs[key] = batching_run(trace, factor, mode, list(data.records), rate, roofline)
+                study.keep("E7", key, runs[key].as_dict())     # a signal next keeps it
     results = BatchingResults(capacity, runs, roofline, requests)
     return results.as_dict(), build(results)
 

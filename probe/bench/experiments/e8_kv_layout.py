@@ -96,6 +96,8 @@ def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
     requests = max(len(study.plan.requests),
                    QUICK_REQUESTS if study.plan.quick else FULL_REQUESTS)
 
+    kept = [0]
+
     def run(key: str) -> LayoutRun:
         layout, factor = LAYOUTS[key]
         slots = MAX_BATCH * factor if layout == "paged" else MAX_BATCH
@@ -105,7 +107,10 @@ def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
         before = calibrate_ms()
         data = replay(study.context, options, workload, rate=rate, requests=requests,
                       paged_slots_factor=factor)
-        return layout_run(layout, data, rate, (before, calibrate_ms()), slots)
+        done = layout_run(layout, data, rate, (before, calibrate_ms()), slots)
+        kept[0] += 1
+        study.keep("E8", f"{key} #{kept[0]}", done.as_dict())  # a signal next keeps it
+        return done
 
     pairs = []
     for round_ in range(SAME_SLOT_ROUNDS):

@@ -75,12 +75,12 @@ def open_headless_journal(engine: Engine, workload: PreparedWorkload, trace_name
                           options: OptConfig) -> tuple[JournalWriter | None, str | None]:
     """The run's journal writer, the engine already serving into it; or None and why (no
     journal is no reason not to serve: the run says so and goes on)."""
-    from probe.engine.process.state_files import new_replay_journal
+    from probe.engine.process.state_files import new_replay_journal, state_folder_problem
 
     try:
         writer = JournalWriter(new_replay_journal())
     except OSError as exc:
-        return None, f"no session journal ({exc.strerror or exc})"
+        return None, f"no session journal: {state_folder_problem(exc)}"
     journal_engine(engine, writer, options)
     write_header(writer, engine, workload, trace_name)
     return writer, writer.error

@@ -9,57 +9,27 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Callable, Optional, Union
 
 from probe.contract.interrupts import STOP_SIGNALS, Interrupted, exit_status, say, signal_of
 from probe.contract.options import OptConfig
-from probe.contract.records import RequestRecord
 from probe.engine.engine import Engine
 from probe.engine.workload_setup import PreparedWorkload
 from probe.session_store.journal import JournalWriter
+from probe.session_store.replay_outcome import (  # noqa: F401 - the run's outcome, as before
+    EXIT_FAILED,
+    EXIT_SERVED,
+    ReplayOutcome,
+    outcome,
+)
+from probe.session_store.replay_outcome import kept_in as kept_in_journal
 
-EXIT_SERVED, EXIT_FAILED = 0, 1
 EXIT_INTERRUPTED = exit_status(signal.SIGINT)
 # what signal.signal returns and takes back: a function, SIG_DFL/SIG_IGN, or None (not set
 # from Python)
 SignalHandler = Union[Callable[[int, Optional[FrameType]], object], int, None]
-
-
-@dataclass(frozen=True)
-class ReplayOutcome:
-    served: int
-    failed: int
-    first_error: str | None
-    interrupted: bool
-    signum: int = signal.SIGINT         # what interrupted it, when it was
-    saved: bool = True                  # False: the snapshot could not be written
-
-    @property
-    def exit_status(self) -> int:
-        if self.interrupted:
-            return exit_status(self.signum)
-        return EXIT_FAILED if self.failed or not self.saved else EXIT_SERVED
-
-    def summary(self, path: Path) -> str:
-        text = f"wrote {path}: {self.served} served"
-        if self.failed:
-            text += f", {self.failed} failed (first: {self.first_error})"
-        if self.interrupted:
-            name = "interrupted" if self.signum == signal.SIGINT else \
-                f"stopped by {signal.Signals(self.signum).name}"
-            text = f"{name}; {text} before the interruption"
-        return text
-
-
-def outcome(records: tuple[RequestRecord, ...], interrupted: bool,
-            signum: int = signal.SIGINT, saved: bool = True) -> ReplayOutcome:
-    failed = [r for r in records if not r.ok]
-    return ReplayOutcome(served=len(records) - len(failed), failed=len(failed),
-                         first_error=failed[0].error if failed else None,
-                         interrupted=interrupted, signum=signum, saved=saved)
 
 
 class GracefulInterrupt:
@@ -99,9 +69,11 @@ class GracefulInterrupt:
 
 def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[], dict],
                    journal: JournalWriter | None = None,
-                   before_summary: Callable[[], None] | None = None) -> ReplayOutcome:
+                   before_summary: Callable[[], None] | None = None,
+                   note: Callable[[str], None] = lambda text: None) -> ReplayOutcome:
     """Run the replay under GracefulInterrupt and always save what was served. A snapshot
-    that cannot be written (a full disk) is one line naming the journal that keeps it."""
+    that cannot be written (a full disk) is one line naming the journal that keeps it.
+    `note`: tells a supervising parent (stop_supervisor) when the save starts and ends."""
     from probe.contract.fallbacks import fallback_lines
     from probe.engine.process.headless import run_replay
     from probe.engine.process.headless_journal import remove_journal
@@ -124,8 +96,10 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
         print(run_summary(records))
         for line in fallback_lines(data.events):    # every fallback, whole (contract/fallbacks)
             print(line)
+        note("saving")
         try:
             path = write_json_atomic(out, document())
+            note("saved")
         except OSError as exc:
             print(f"infertop: error: --out {out}: cannot write: {exc.strerror or exc}; "
                   + kept_in(journal, len(records)), file=sys.stderr)
@@ -140,16 +114,13 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
 def kept_in(journal: JournalWriter | None, served: int) -> str:
     """Where the requests served are kept when the snapshot is not."""
     if journal is None:
-        return f"the {served} requests served are lost (this run kept no journal)"
-    text = (f"the {served} requests served are kept in {journal.path}: write them with "
-            f"`infertop snapshot recover {journal.path} -o OTHER.json`")
-    if journal.error:
-        text += f" (which stopped early: {journal.error})"
-    return text
+        return kept_in_journal(None, served)
+    return kept_in_journal(journal.path, served, journal.error)
 
 
 def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
-                 metrics_exporter: Callable) -> int:
+                 metrics_exporter: Callable,
+                 note: Callable[[str], None] = lambda text: None) -> int:
     """The command once its input is checked: the engine, its journal, the progress, the
     replay, the save; returns the exit status."""
     from probe.engine.process.headless import document_for, engine_for, replay_loop
@@ -159,6 +130,7 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
         open_headless_journal,
     )
     from probe.engine.process.replay_progress import ReplayProgress
+    from probe.engine.process.state_files import SAID
 
     engine = engine_for(workload, model=args.model, device=args.device, options=options,
                         max_input=args.max_input, threads=args.threads,
@@ -168,9 +140,10 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
     journal, problem = open_headless_journal(engine, workload, args.trace, options)
     engine.session.set_slo(args.slo)      # the journaled session's, so a recovery keeps it
     if journal is not None:
+        note(f"journal {journal.path}")     # what a supervising parent salvages from
         print(f"session journal: {journal.path} (if this run dies: infertop snapshot recover "
               f"{journal.path} -o OUT.json)", file=sys.stderr)
-    else:
+    elif not any(said in (problem or "") for said in SAID):   # one warning per folder
         print(f"infertop: warning: {problem}: a run killed before it saves loses what it "
               f"served", file=sys.stderr)
     total = len(workload.trace.requests)
@@ -195,7 +168,7 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
     try:
         result = serve_and_save(engine, loop, args.out,
                                 lambda: document_for(engine, workload, args.trace),
-                                journal=journal, before_summary=progress.close)
+                                journal=journal, before_summary=progress.close, note=note)
     finally:
         if exporter is not None:
             exporter.close()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -78,6 +80,32 @@ def _new_state_file(prefix: str, suffix: str, folder: Path | None, keep: int) ->
 def new_log(folder: Path | None = None, keep: int = KEEP_LOGS) -> str:
     """A fresh engine log (one per engine start)."""
     return _new_state_file(LOG_PREFIX, ".log", folder, keep)
+
+
+def state_folder_problem(exc: OSError) -> str:
+    """Why the state folder takes no file, naming the variable that chose it (and its path)."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    where = (f"XDG_STATE_HOME={base}" if os.path.isabs(base)
+             else f"{state_dir()} (set XDG_STATE_HOME to use another folder)")
+    return f"the state folder cannot be used ({where}: {exc.strerror or exc})"
+
+
+def new_log_or_temporary() -> str:
+    """A fresh engine log; where the state folder takes none, one in the temporary folder,
+    said in one warning that names the variable (a log is no reason not to run)."""
+    try:
+        return new_log()
+    except OSError as exc:
+        problem = state_folder_problem(exc)
+    handle, path = tempfile.mkstemp(prefix=LOG_PREFIX, suffix=".log")
+    os.close(handle)
+    print(f"infertop: warning: {problem}: the engine log is {path}, and no session journal "
+          f"is kept (a run killed before it saves loses what it served)", file=sys.stderr)
+    SAID.add(problem)
+    return path
+
+
+SAID: set[str] = set()      # the state folder problems already warned of, in this process
 
 
 def new_journal(folder: Path | None = None, keep: int = KEEP_JOURNALS) -> str:

@@ -20,6 +20,8 @@ import warnings
 from contextlib import ExitStack, contextmanager
 from typing import Iterator, TextIO
 
+from workloads.terminal_stream import TerminalStream
+
 # Loggers that have no handler of their own (their records would reach logging's last resort,
 # stderr) or whose handler holds the stderr of the moment they were made.
 _PLAIN_LOGGERS = ("torchao", "transformers", "huggingface_hub", "accelerate")
@@ -47,8 +49,8 @@ def third_party_output_to(log_path: str) -> Iterator[TextIO]:
 def third_party_output_to_engine_log() -> Iterator[TextIO]:
     """`third_party_output_to` a fresh engine log in the per-user state folder, where the
     dashboard's engine logs are (kept and pruned the same way)."""
-    from probe.engine.process.state_files import new_log
-    with third_party_output_to(new_log()) as log:
+    from probe.engine.process.state_files import new_log_or_temporary
+    with third_party_output_to(new_log_or_temporary()) as log:
         yield log
 
 
@@ -61,11 +63,13 @@ def _descriptor_2_to(log: TextIO) -> Iterator[None]:
     terminal_fd = os.dup(2)
     os.dup2(log.fileno(), 2)
     previous = sys.stderr
-    own = None
-    if previous is sys.__stderr__ and previous is not None:
-        own = io.TextIOWrapper(io.FileIO(os.dup(terminal_fd), "w"), encoding=previous.encoding,
+    own: TextIO | None = None
+    underneath = previous.wrapped if isinstance(previous, TerminalStream) else previous
+    if underneath is sys.__stderr__ and underneath is not None:
+        own = io.TextIOWrapper(io.FileIO(os.dup(terminal_fd), "w"), encoding=underneath.encoding,
                                errors="backslashreplace", line_buffering=True)
-        sys.stderr = own
+        # still escaped, when the command's stderr was
+        sys.stderr = TerminalStream(own) if previous is not underneath else own
     try:
         yield
     finally:
