@@ -62,7 +62,8 @@ class SlotGraphs:
                 step()
             torch.cuda.current_stream(device).wait_stream(side)
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph, pool=pool):
+            # thread_local: the dashboard's sampler thread may read the device meanwhile
+            with torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
                 step()
             self._graphs[rows] = graph
             self.captures.append(Capture(rows, time.perf_counter() - started))

@@ -19,24 +19,39 @@ import torch
 
 def _sampler(device: torch.device, stop: threading.Event, into: list[tuple[float, float]],
              host: list[tuple[float, float]], pid_box: list[int]) -> None:
+    """NVML utilization, and the CPU of the replay's process tree (replay serves in a child
+    of the command's process: the busiest of them is the engine), twice a second."""
     import psutil
 
     from probe.engine.observe.device_probe import DeviceProbe
     probe = DeviceProbe(device)
-    process = None
+    watched: dict[int, psutil.Process] = {}
     while not stop.wait(0.5):
         sample = probe.sample()
         now = time.monotonic()
         if sample.util_pct is not None:
             into.append((now, sample.util_pct))
-        if process is None and pid_box:
-            process = psutil.Process(pid_box[0])
-            process.cpu_percent(None)
-        elif process is not None:
+        if not pid_box:
+            continue
+        try:
+            root = psutil.Process(pid_box[0])
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            continue
+        busiest = 0.0
+        for process in tree:
+            if process.pid not in watched:      # its first reading only starts its clock
+                watched[process.pid] = process
+                try:
+                    process.cpu_percent(None)
+                except psutil.Error:
+                    pass
+                continue
             try:
-                host.append((now, process.cpu_percent(None)))
+                busiest = max(busiest, watched[process.pid].cpu_percent(None))
             except psutil.Error:
                 pass
+        host.append((now, busiest))
 
 
 def mean_between(samples: list[tuple[float, float]], start: float, end: float) -> float | None:
@@ -95,7 +110,7 @@ def replay_run(model: str, device: torch.device, *, max_batch: int, requests: in
         "served": len(served), "failed": len(records) - len(served),
         "tokens_per_s": tokens_per_s(served),
         "gpu_util_pct": mean_between(util, *window),
-        "engine_host_cpu_pct": mean_between(host, *window),
+        "engine_host_cpu_pct": mean_between(host, *window),     # its busiest process
         "serving_s": window[1] - window[0],
         "notes": [n.get("text") for n in document.get("notices", [])][:4],
         "steps": document.get("batch_steps"),
