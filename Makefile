@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 TORCH_INDEX ?=
 
 .PHONY: run test test-pure test-engine test-pilot test-layout check lint bench figures \
-	screenshots gpu-check clean
+	screenshots gpu-check gpu-wheels clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,9 +59,20 @@ figures: $(STAMP)
 	$(VENV)/bin/infertop snapshot compare screenshots/sessions/1-baseline.json \
 		screenshots/sessions/3-bucketing.json --plot docs/figures/compare_cdf.svg > /dev/null
 
-# NVML vs nvidia-smi, CUDA graphs, fp16 and the HBM roofline: run it on a machine with a GPU
-gpu-check: $(STAMP)
-	$(PY) -m probe.engine.measure.gpu_check $(ARGS)
+# The GPU acceptance (probe/engine/measure/gpu_check.py), on the GPU machine's own python3 and
+# torch: no venv, no download. The pure-Python dependencies its image lacks come from .whl/
+# (`make gpu-wheels` fills it where a registry is reachable), installed into .gpu-site/.
+GPU_PYTHON ?= python3
+gpu-check:
+	$(if $(wildcard .whl/*.whl),$(GPU_PYTHON) -m pip install -q --no-index --no-deps \
+		--no-compile --upgrade --target .gpu-site .whl/*.whl)
+	PYTHONPATH=$(CURDIR)/.gpu-site:$(CURDIR) PYTHONUNBUFFERED=1 \
+		$(GPU_PYTHON) -m probe.engine.measure.gpu_check $(ARGS)
+
+gpu-wheels:
+	$(GPU_PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+		--implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+		--platform manylinux2014_x86_64 --platform any -d .whl -r gpu-wheels.txt
 
 screenshots: $(STAMP)
 	$(PY) -m tui.screenshots screenshots/sessions/*.json --size 80x24

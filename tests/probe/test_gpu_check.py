@@ -100,3 +100,17 @@ def test_each_config_is_placed_against_both_floors():
     assert judged["closer_to"] == "kernels"
     assert abs(judged["kernel_floor_ms"] - 117 * 0.98e-3) < 1e-12
     assert abs(judged["x_roofline"] - 0.46 / 0.032) < 1e-9
+
+
+def test_the_matrix_times_its_configs_only_once_every_one_compiled(tmp_path):
+    """The orchestration on a CPU (eager, t5-tiny): each config in its own process, timing
+    released when all are ready, tokens compared with fp32 eager's."""
+    from probe.engine.measure.gpu_decode_matrix import run_matrix
+    lines: list[str] = []
+    results = run_matrix("t5-tiny", 2, 4, ready_s=120, timeout_s=240, log=lines.append,
+                         modes=("off",), paths=("fullgraph",), device="cpu")
+    assert set(results) == {"fullgraph fp32 compile=off", "fullgraph fp16 compile=off",
+                            "fullgraph bf16 compile=off"}
+    assert all("crashed" not in r and r["failed"] == 0 for r in results.values()), results
+    assert results["fullgraph fp32 compile=off"]["tokens_equal_fp32_eager"] is True
+    assert any("timing starts: 3 of 3 configs compiled" in line for line in lines)

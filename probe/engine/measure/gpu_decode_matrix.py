@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -52,9 +53,11 @@ def matrix(modes: tuple[str, ...] = MODES, paths: tuple[str, ...] = PATHS
     return [c for c in configs if c.decode in paths]
 
 
-def run_matrix(model: str, requests: int, output_tokens: int, *, parallel: int,
+def run_matrix(model: str, requests: int, output_tokens: int, *, ready_s: float,
                timeout_s: float, log, modes: tuple[str, ...] = MODES,
-               paths: tuple[str, ...] = PATHS) -> dict[str, dict]:
+               paths: tuple[str, ...] = PATHS, device: str = "cuda") -> dict[str, dict]:
+    """Every config at once, each in its own process; `ready_s`: how long timing waits for the
+    slowest compile before it starts without it."""
     # the longest compiles first, so the slowest config is not the last to start
     configs = sorted(matrix(modes, paths), key=lambda c: (c.compile != "max-autotune",
                                               c.decode != "hf-generate"))
@@ -64,7 +67,7 @@ def run_matrix(model: str, requests: int, output_tokens: int, *, parallel: int,
     def one(config: DecodeConfig) -> tuple[str, dict]:
         out = folder / (config.name.replace(" ", "_").replace("=", "-") + ".json")
         command = [sys.executable, "-m", "probe.engine.measure.gpu_decode_run",
-                   "--model", model, "--decode", config.decode, "--precision", config.precision,
+                   "--device", device, "--model", model, "--decode", config.decode, "--precision", config.precision,
                    "--compile", config.compile, "--tf32", config.tf32, "--blas", config.blas,
                    "--requests", str(requests), "--output-tokens", str(output_tokens),
                    "--lock", str(lock), "--out", str(out)]
@@ -80,8 +83,25 @@ def run_matrix(model: str, requests: int, output_tokens: int, *, parallel: int,
         log(f"  {config.name:44} {summary(result)}")
         return config.name, result
 
-    with ThreadPoolExecutor(parallel) as pool:
+    def release_when_ready() -> None:
+        """Timing starts once every config compiled (or `ready_s` passed): no compile then
+        shares the host or the GPU with a timed config."""
+        deadline = time.monotonic() + ready_s
+        while time.monotonic() < deadline:
+            ready = len(list(folder.glob("gpu.lock.ready-*")))
+            ended = len(list(folder.glob("*.json")))
+            if ready + ended >= len(configs):
+                break
+            time.sleep(0.5)
+        (folder / "gpu.lock.go").touch()
+        log(f"  timing starts: {len(list(folder.glob('gpu.lock.ready-*')))} of {len(configs)} "
+            "configs compiled")
+
+    releaser = threading.Thread(target=release_when_ready, daemon=True)
+    releaser.start()
+    with ThreadPoolExecutor(len(configs)) as pool:
         results = dict(pool.map(one, configs))
+    releaser.join()
     reference = results.get(DecodeConfig("fullgraph", "fp32", "off").name, {}).get("tokens")
     for result in results.values():
         tokens = result.pop("tokens", None)
@@ -92,8 +112,10 @@ def run_matrix(model: str, requests: int, output_tokens: int, *, parallel: int,
 def summary(result: dict) -> str:
     if "crashed" in result:
         return f"CRASHED {result['crashed'][:200]}"
-    ms = result.get("ms_per_token")
-    return (f"{'—' if ms is None else f'{ms:.3f}'} ms/token  "
-            f"{result.get('kernels_per_token', 0):.0f} kernels/token  "
-            f"compile {result.get('compile_s', 0):.1f} s  failed {result.get('failed')}  "
+    def number(key: str, digits: int) -> str:
+        value = result.get(key)
+        return "—" if value is None else f"{value:.{digits}f}"
+    return (f"{number('ms_per_token', 3)} ms/token  {number('kernels_per_token', 0)} kernels "
+            f"{number('kernel_ms_per_token', 3)} ms on the GPU a token  "
+            f"compile {number('compile_s', 1)} s  failed {result.get('failed')}  "
             f"{'; '.join(result.get('notes', []))[:120]}")

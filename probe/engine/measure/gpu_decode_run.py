@@ -2,8 +2,10 @@
 probe.engine.measure.gpu_decode_run --decode fullgraph --precision fp16 --compile
 reduce-overhead --lock FILE --out FILE.json`.
 
-Configs compile side by side (compiling is host work: the machine's cores), then each times
-its requests holding an exclusive lock on FILE, so no two configs share the GPU while timed.
+Configs compile side by side (compiling is host work: the machine's cores). Each then says it
+is ready (FILE.ready-NAME) and waits for FILE.go, which the parent makes once every config is
+ready, so no compile runs while one is timed; then each times its requests holding an exclusive
+lock on FILE, so no two configs share the GPU or the host while timed.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ def run(args: argparse.Namespace) -> dict:
     started = time.perf_counter()
     warm = engine.serve([request(0)])           # compiles (and records CUDA graphs)
     compile_wall_s = time.perf_counter() - started
+    Path(f"{args.lock}.ready-{Path(args.out).stem}").touch()
+    while not Path(f"{args.lock}.go").exists():
+        time.sleep(0.2)
     with open(args.lock, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)        # the GPU to this config alone
         timed = [engine.serve([request(i)])[0] for i in range(1, args.requests + 1)]
