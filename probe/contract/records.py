@@ -131,8 +131,8 @@ class BatchSteps:
     captured: tuple[int, ...]       # batch sizes with a CUDA graph; () when none
     running: float | None           # requests in slots, mean over the window
     rows: float | None              # rows a step ran over (its captured size, or every slot)
-    host_ms: float | None           # the host's work per step (not its waits for the GPU)
-    period_ms: float | None         # between consecutive steps' ends on the GPU
+    host_ms: float | None           # the host's work per step (not its waits for the GPU), median
+    period_ms: float | None         # between consecutive steps' ends on the GPU, median
 
     @property
     def host_share(self) -> float | None:

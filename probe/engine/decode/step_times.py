@@ -40,9 +40,15 @@ class StepTimes:
         self._last_done_s = None
 
     def snapshot(self, slots: int, captured: tuple[int, ...]) -> BatchSteps:
+        """Medians of the host time and the period (a first step's warm-up, a join's encoder
+        would pull a mean far off the steady state); means of the rows and requests."""
         def mean(values) -> float | None:
             return sum(values) / len(values) if values else None
-        host, period = mean(self._host_s), mean(self._period_s)
+
+        def median(values) -> float | None:
+            ordered = sorted(values)
+            return ordered[len(ordered) // 2] if ordered else None
+        host, period = median(self._host_s), median(self._period_s)
         return BatchSteps(steps=self.steps, slots=slots, captured=captured,
                           running=mean(self._running), rows=mean(self._rows),
                           host_ms=None if host is None else host * 1e3,

@@ -54,6 +54,15 @@ def _sampler(device: torch.device, stop: threading.Event, into: list[tuple[float
         host.append((now, busiest))
 
 
+def _steps_text(steps: dict | None) -> str:
+    if not steps:
+        return ""
+    last = list(steps.values())[-1]
+    host, period = last.get("host_ms"), last.get("period_ms")
+    return (f"steps {last.get('steps')}, rows {last.get('rows') or 0:.0f}, host "
+            f"{host or 0:.2f} ms / period {period or 0:.2f} ms, graphs {last.get('captured')}")
+
+
 def mean_between(samples: list[tuple[float, float]], start: float, end: float) -> float | None:
     inside = [v for t, v in samples if start <= t <= end]
     return sum(inside) / len(inside) if inside else None
@@ -115,7 +124,9 @@ def replay_run(model: str, device: torch.device, *, max_batch: int, requests: in
         "notes": [n.get("text") for n in document.get("notices", [])][:4],
         "steps": document.get("batch_steps"),
     })
-    log(f"  slots {result['slots']!s:>5}: {result['tokens_per_s'] or 0:9.0f} tokens/s  "
+    log(f"  slots {result['slots']!s:>5} {','.join(options)}: "
+        f"{result['tokens_per_s'] or 0:9.0f} tokens/s  "
         f"GPU {result['gpu_util_pct'] or 0:5.1f}%  host {result['engine_host_cpu_pct'] or 0:5.0f}% "
-        f"of a core  served {len(served)} failed {result['failed']}")
+        f"of a core  served {len(served)} failed {result['failed']}  "
+        f"{_steps_text(result['steps'])}")
     return result

@@ -154,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
                         default="batching=continuous,precision=bf16,compile=reduce-overhead",
                         help="the batching runs' --opt values, comma-separated")
     parser.add_argument("--dashboard-seconds", type=float, default=60.0)
+    parser.add_argument("--batching-contrast", default="batching=continuous,precision=bf16",
+                        help="one more run at the default sizing: the same without CUDA graphs")
+    parser.add_argument("--batching-timeout", type=float, default=120,
+                        help="seconds one batching replay may take")
     parser.add_argument("--out", default="gpu-check-out")
     args = parser.parse_args(argv)
     import torch
@@ -217,11 +221,13 @@ def _run_sections(args, sections: set[str], device, report: dict, log, save) -> 
             log(f"NVML under load, infertop vs nvidia-smi: {json.dumps(load)}")
 
         log("continuous batching, azure-conv at full load:")
-        for slots in [int(s) for s in args.slots.split(",") if s] + [0]:
+        plan = [(int(s), args.batching_opts) for s in args.slots.split(",") if s]
+        plan += [(0, args.batching_opts), (0, args.batching_contrast)]
+        for slots, opts in plan:
             requests = max(200, min(3000, slots * 10)) if slots else 3000
             runs.append(replay_run(args.model, device, max_batch=slots, requests=requests,
-                                   options=args.batching_opts.split(","), timeout_s=150, log=log,
-                                   at_load=under_load if slots == 0 else None))
+                                   options=opts.split(","), timeout_s=args.batching_timeout,
+                                   log=log, at_load=under_load if not slots else None))
             report["batching"] = runs
             save()
     if "decode" in sections:
