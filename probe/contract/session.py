@@ -107,6 +107,12 @@ class Session:
             for event in events:
                 bisect.insort(self._events, event, key=lambda e: e.start_s)
 
+    def events(self) -> tuple[CompileEvent, ...]:
+        """The compile events alone: what a per-request reader needs, without freezing (and
+        copying) every record each time."""
+        with self._lock:
+            return tuple(self._events)
+
     def set_breaks(self, breaks: list[GraphBreakRecord]) -> None:
         with self._lock:
             self._breaks = tuple(breaks)

@@ -143,7 +143,8 @@ class ServingLoop:
         finish first) or the replay is over (returns False)."""
         scheduler = ContinuousScheduler(self.engine)
         while not stop.is_set():
-            if scheduler.free_slots:
+            if scheduler.free_slots >= scheduler.join_at or (
+                    scheduler.free_slots and scheduler.active == 0):
                 # Requests already taken (waiting for KV blocks) are served whatever happens;
                 # new ones are taken only while the options stay.
                 room = 0 if self._options_pending() else scheduler.free_slots - len(

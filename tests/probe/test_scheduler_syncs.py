@@ -151,3 +151,34 @@ def test_steps_over_the_captured_sizes_keep_every_token(engine, monkeypatch):
     assert {r.id: list(r.tokens) for r in records} == alone
     replayed = batcher.graphs.replayed
     assert set(replayed) <= set(batcher.graphs.sizes) and min(replayed) < 6
+
+
+def test_joins_wait_for_a_group_of_free_slots_while_requests_run():
+    """Each join runs the encoder: with 32 slots a join waits for 2 free ones unless nothing
+    runs, and every request is still served."""
+    import threading
+
+    from probe.engine.serving import ServingLoop
+    from workloads.replayer import ClosedLoopReplayer
+    from workloads.trace_records import Trace, TraceRequest
+
+    settings = EngineSettings(model="t5-tiny", device="cpu", max_new_tokens=8,
+                              max_input_tokens=16, compile_backend="eager", max_batch=32,
+                              drift_every=0)
+    engine = Engine(settings, parse_opts(["batching=continuous"]), loaded=varied_tiny_model())
+    trace = Trace("mix", tuple(TraceRequest(i * 1.0, 3 + i % 9, 1 + (i * 5) % 8, id=f"m{i}")
+                               for i in range(120)))
+    loop = ServingLoop(engine, ClosedLoopReplayer(trace, concurrency=64))
+    batcher = engine.switchboard.slot_batcher(engine.options, engine.settings)
+    joins: list[tuple[int, int]] = []         # (joiners, slots held before)
+    real_join = batcher.join
+
+    def counted(slot_ids, *args, **kwargs):
+        joins.append((len(slot_ids), len(batcher.occupied_slots)))
+        return real_join(slot_ids, *args, **kwargs)
+    batcher.join = counted
+    loop.run(threading.Event())
+    engine.close()
+    assert (loop.completed, loop.failed) == (120, 0)
+    assert all(joiners >= 2 or held == 0 for joiners, held in joins), joins
+    assert len(joins) < 120 / 2

@@ -19,9 +19,10 @@ import pytest
 from probe.engine.process.third_party_output import third_party_output_to
 
 REPO = Path(__file__).resolve().parents[2]
-# What infertop itself writes on stderr during a replay: the fit summary and a progress line
-# per request.
-OWN_LINE = re.compile(r"^(fit to the model .*|session journal: .*|  (inputs|outputs): .*|\s*\S+ c\d+ in=.*)$")
+# What infertop itself writes on stderr during a replay: the fit summary, a progress line per
+# request and a line for each fallback (dynamo's recompile limit on HF generate()).
+OWN_LINE = re.compile(r"^(fit to the model .*|session journal: .*|  (inputs|outputs): .*"
+                      r"|\[\d+/\d+ served.*\] \S+ config=c\d+ in=.*|fallback: .*)$")
 THIRD_PARTY = re.compile(r"torch|dynamo|inductor|torchao|Warning|site-packages|^[WEIF]\d{4} ")
 
 

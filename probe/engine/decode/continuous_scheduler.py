@@ -22,6 +22,12 @@ from probe.engine.requests import EngineRequest, pad_batch
 # Steps the host may queue ahead of the GPU before it waits for the oldest: enough that the
 # GPU never waits on the host's bookkeeping, few enough that a record is late by milliseconds.
 STEPS_AHEAD = 4
+# Joins wait for 1/JOIN_GROUP of the slots to be free (at least one): each join runs the
+# encoder eagerly, a few hundred kernel launches of host time, which on an H200 at 256 slots
+# and a request finishing nearly every step kept the GPU 22% busy (the step itself replays
+# one CUDA graph). 16 joiners at once cost one encoder call; a slot waits at most the steps
+# 15 others take to finish. 8 slots (a CPU's) still join one at a time.
+JOIN_GROUP = 16
 
 
 @dataclass
@@ -72,6 +78,11 @@ class ContinuousScheduler:
         self._finishing: deque[_Finishing] = deque()  # done, their tokens on the way
         self._in_flight: deque[Mark] = deque()        # steps queued, not yet passed
         self.step_times = StepTimes()
+
+    @property
+    def join_at(self) -> int:
+        """The free slots a join waits for while requests run."""
+        return max(1, self.batcher.slots // JOIN_GROUP)
 
     @property
     def free_slots(self) -> int:

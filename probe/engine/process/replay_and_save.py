@@ -148,7 +148,7 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
               f"served", file=sys.stderr)
     total = len(workload.trace.requests)
     progress = ReplayProgress(min(args.requests, total) if args.requests else total,
-                              events=lambda: engine.session.freeze().events)
+                              events=engine.session.events)
     journal_said = [journal is None]
 
     def on_records(records) -> None:
