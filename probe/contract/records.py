@@ -133,6 +133,7 @@ class BatchSteps:
     rows: float | None              # rows a step ran over (its captured size, or every slot)
     host_ms: float | None           # the host's work per step (not its waits for the GPU), median
     period_ms: float | None         # between consecutive steps' ends on the GPU, median
+    on_gpu: bool = True             # on a CPU the step is the host's own work: no bound to read
 
     @property
     def host_share(self) -> float | None:
@@ -146,9 +147,20 @@ class BatchSteps:
         """"host" when the host's work fills HOST_BOUND of the period or more (the GPU waits
         for the next step to be queued), "GPU" when it fills half or less, else "both"."""
         share = self.host_share
-        if share is None:
+        if share is None or not self.on_gpu:
             return None
         return "host" if share >= HOST_BOUND else "GPU" if share <= 0.5 else "both"
+
+    def short_text(self) -> str:
+        """The narrow panel's: "slots 6/8 · host 0.96/1.20 ms · host-bound" (the host's time
+        of the step's period)."""
+        running = "—" if self.running is None else f"{self.running:.0f}"
+        if self.host_ms is None or self.period_ms is None:
+            return f"slots {running}/{self.slots}"
+        if not self.on_gpu:
+            return f"slots {running}/{self.slots} · {self.period_ms:.2f} ms a step"
+        return (f"slots {running}/{self.slots} · host {self.host_ms:.2f}/"
+                f"{self.period_ms:.2f} ms · {self.bound}-bound")
 
     def text(self) -> str:
         """One line for the panels and the doctor: slots in use, the captured sizes, host
@@ -156,7 +168,8 @@ class BatchSteps:
         running = "—" if self.running is None else f"{self.running:.0f}"
         graphs = (f" · graphs {self.captured[0]}…{self.captured[-1]}" if self.captured
                   else " · no CUDA graphs")
-        times = ("" if self.host_ms is None or self.period_ms is None else
+        times = ("" if self.host_ms is None or self.period_ms is None
+                 else f" · {self.period_ms:.2f} ms a step" if not self.on_gpu else
                  f" · host {self.host_ms:.2f} ms of a {self.period_ms:.2f} ms step"
                  f" ({self.bound}-bound)")
         return f"slots {running}/{self.slots}{graphs}{times}"

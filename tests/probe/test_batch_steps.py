@@ -30,6 +30,15 @@ def test_the_line_names_slots_graphs_and_both_times():
     text = steps(0.4, 1.6, (1, 2, 4, 256)).text()
     assert text == "slots 143/256 · graphs 1…256 · host 0.40 ms of a 1.60 ms step (GPU-bound)"
     assert "no CUDA graphs" in steps(3.9, 4.0).text()
+    assert steps(3.9, 4.0).short_text() == "slots 143/256 · host 3.90/4.00 ms · host-bound"
+
+
+def test_on_a_cpu_there_is_no_bound_to_read_only_the_step():
+    cpu = BatchSteps(steps=9, slots=8, captured=(), running=5.0, rows=8.0, host_ms=0.88,
+                     period_ms=0.92, on_gpu=False)
+    assert cpu.bound is None and host_bound(cpu) is None
+    assert cpu.short_text() == "slots 5/8 · 0.92 ms a step"
+    assert "host-bound" not in cpu.text()
 
 
 def test_the_doctor_names_a_host_bound_loop_with_its_evidence_and_fix():

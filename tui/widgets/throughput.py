@@ -66,7 +66,7 @@ def throughput_detail(view: LiveView, width: int = 80) -> Text:
         text.append(f"\nbatch {batch.mode}: {fmt_occupancy(batch.occupancy_mean)}/"
                     f"{batch.max_batch} · pad {fmt_fraction(batch.padding_waste)}\n")
         if batch.steps is not None:     # slots in use, captured sizes, host against GPU
-            text.append(batch.steps.text() + "\n",
+            text.append(fitting(width, batch.steps.text(), batch.steps.short_text()) + "\n",
                         style="bold yellow" if batch.steps.bound == "host" else "")
         text.append(sparkline(batch.occupancy_recent, batch.max_batch), style="cyan")
     return text

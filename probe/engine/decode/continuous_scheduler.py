@@ -190,7 +190,8 @@ class ContinuousScheduler:
         if pool is not None:
             engine.session.set_kv_pool(self.config_id, pool)
         engine.session.set_batch_steps(self.config_id, self.step_times.snapshot(
-            self.batcher.slots, self.batcher.graphs.sizes if self.batcher.graphs else ()))
+            self.batcher.slots, self.batcher.graphs.sizes if self.batcher.graphs else (),
+            on_gpu=engine.device.type == "cuda"))
         return self._settle(wait=not self.running)
 
     def _settle(self, *, wait: bool) -> list[RequestRecord]:

@@ -39,7 +39,8 @@ class StepTimes:
         """Nothing ran for a while: the next period starts fresh."""
         self._last_done_s = None
 
-    def snapshot(self, slots: int, captured: tuple[int, ...]) -> BatchSteps:
+    def snapshot(self, slots: int, captured: tuple[int, ...], on_gpu: bool = True
+                 ) -> BatchSteps:
         """Medians of the host time and the period (a first step's warm-up, a join's encoder
         would pull a mean far off the steady state); means of the rows and requests."""
         def mean(values) -> float | None:
@@ -52,4 +53,4 @@ class StepTimes:
         return BatchSteps(steps=self.steps, slots=slots, captured=captured,
                           running=mean(self._running), rows=mean(self._rows),
                           host_ms=None if host is None else host * 1e3,
-                          period_ms=None if period is None else period * 1e3)
+                          period_ms=None if period is None else period * 1e3, on_gpu=on_gpu)
