@@ -22,6 +22,7 @@ from probe.contract.session import Session
 from probe.contract.settings import EngineSettings
 from probe.engine.decode.kv_cache import used_bytes_formula
 from probe.engine.decode.result import DecodeResult
+from probe.engine.decode.slot_graphs import ladder, rows_for
 from probe.engine.decode.slot_sizing import SlotSizing, size_slots
 from probe.engine.measure.bandwidth_cache import MachineBandwidth
 from probe.engine.models import DecoderDims, LoadedModel, load_model
@@ -268,7 +269,8 @@ class Engine:
         error = None
         result = None
         try:
-            ids, mask = pad_batch(rows, width, self.dims.pad_token_id, self.device)
+            ids, mask = pad_batch(self.ladder_rows(rows, options), width,
+                                  self.dims.pad_token_id, self.device)
             result = self.with_compile_fallback(
                 options, lambda: self.switchboard.decoder(options)(ids, mask, new_tokens, stops))
         except Exception as exc:  # one request's fault never takes the engine down
@@ -289,6 +291,15 @@ class Engine:
             for i, (r, row) in enumerate(zip(requests, rows))]
         self.commit(records)
         return records
+
+    def ladder_rows(self, rows: list[list[int]], options: OptConfig) -> list[list[int]]:
+        """A dynamic batch under CUDA graphs is padded with copies of its first row up to the
+        ladder's next size (1, 2, 4, … max_batch), so each size compiles and records its graph
+        once instead of once for every batch size that occurs. Their tokens are dropped."""
+        if len(rows) < 2 or not self.switchboard.pads_batches(options):
+            return rows
+        size = rows_for(len(rows) - 1, ladder(max(self.settings.max_batch, len(rows))))
+        return rows + [rows[0]] * (size - len(rows))
 
     def with_compile_fallback(self, options: OptConfig, call: Callable[[], T]) -> T:
         """Run `call` under inference mode; if torch.compile itself fails, record the fallback,

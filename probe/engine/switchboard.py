@@ -344,6 +344,12 @@ class Switchboard:
         return (self.device.type == "cuda" and options.compile in CUDA_GRAPH_MODES
                 and options.kv_layout == "static")
 
+    def pads_batches(self, options: OptConfig) -> bool:
+        """Dynamic batches are padded to the ladder's sizes where each size records a CUDA graph
+        (the fullgraph loop under compile=reduce-overhead or max-autotune, on a GPU)."""
+        return (self.device.type == "cuda" and options.compile in CUDA_GRAPH_MODES
+                and options.decode == "fullgraph")
+
     def slot_batcher(self, options: OptConfig, settings: EngineSettings
                      ) -> SlotBatcher | PagedBatcher:
         """The continuous-batching slots for these options, built once per config: a region

@@ -182,3 +182,24 @@ def test_joins_wait_for_a_group_of_free_slots_while_requests_run():
     assert (loop.completed, loop.failed) == (120, 0)
     assert all(joiners >= 2 or held == 0 for joiners, held in joins), joins
     assert len(joins) < 120 / 2
+
+
+def test_dynamic_batches_under_graphs_are_padded_to_the_ladder(engine, monkeypatch):
+    """Three requests ride in a batch of 4 (the ladder's size): one graph per size, not one per
+    batch size that occurs; the padding row's tokens are dropped, the others' are their own."""
+    import probe.engine.engine as engine_module
+
+    requests = [EngineRequest(f"d{i}", 800 + i, 4 + 2 * i, 3 + i, 0.0) for i in range(3)]
+    alone = {r.id: list(engine.serve([r])[0].tokens) for r in requests}
+    shapes: list[int] = []
+    real_pad = engine_module.pad_batch
+
+    def spied(rows, *args):
+        shapes.append(len(rows))
+        return real_pad(rows, *args)
+    monkeypatch.setattr(engine_module, "pad_batch", spied)
+    monkeypatch.setattr(engine.switchboard, "pads_batches", lambda options: True)
+    records = engine.serve(requests)
+    assert shapes == [4]
+    assert [r.id for r in records] == [r.id for r in requests]
+    assert {r.id: list(r.tokens) for r in records} == alone
