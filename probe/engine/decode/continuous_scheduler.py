@@ -1,5 +1,6 @@
-"""Continuous batching's bookkeeping: which request holds which slot, when it joined, its
-tokens so far; each request that finishes becomes a record the moment its last token exists."""
+"""Continuous batching's bookkeeping: which request holds which slot, when it joined and at
+which step it finishes; each request that finishes becomes a record once its tokens, copied
+behind its last step, have reached the host."""
 
 from __future__ import annotations
 
