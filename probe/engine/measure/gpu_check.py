@@ -250,9 +250,15 @@ def _run_sections(args, sections: set[str], device, report: dict, log, save) -> 
         report["sigterm"] = sigterm_during_compile(args.model, str(device), log=log)
         save()
     if "dashboard" in sections:
-        from probe.engine.measure.gpu_dashboard import dashboard_walk
-        report["dashboard"] = dashboard_walk(args.model, Path(args.out), log=log,
-                                             seconds=args.dashboard_seconds)
+        walk = subprocess.run([sys.executable, "-m", "tui.gpu_walk", args.model, args.out,
+                               str(args.dashboard_seconds)], capture_output=True, text=True)
+        lines_out = walk.stdout.strip().splitlines()
+        for line in lines_out[:-1]:
+            log(line)
+        try:
+            report["dashboard"] = json.loads(lines_out[-1])
+        except (IndexError, json.JSONDecodeError):
+            report["dashboard"] = {"failed": (walk.stderr or "no output")[-400:]}
         save()
 
 

@@ -1,4 +1,5 @@
-"""`make gpu-check`'s dashboard walk: the live dashboard on the GPU, driven headless through
+"""`python -m tui.gpu_walk OUT SECONDS`, `make gpu-check`'s dashboard walk (run as a process
+of its own, so probe/ never imports the UI): the live dashboard on the GPU, driven headless through
 Textual's Pilot (the GPU machine has no terminal), its screens saved as SVG: the baseline,
 then `g`, `c` and the compiled config."""
 
@@ -50,3 +51,11 @@ def dashboard_walk(model: str, out: Path, *, log, seconds: float = 60.0) -> dict
     except Exception as exc:  # the other sections' results stand
         log(f"dashboard: failed: {type(exc).__name__}: {exc}")
         return {"failed": f"{type(exc).__name__}: {exc}"[:400]}
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    result = dashboard_walk(sys.argv[1], Path(sys.argv[2]), log=print,
+                            seconds=float(sys.argv[3]))
+    print(json.dumps(result))
