@@ -100,7 +100,7 @@ def write_json_atomic(path: str | os.PathLike, document: dict) -> Path:
 SECTIONS: dict[str, type] = {
     "environment": dict, "model": dict, "trace": dict, "settings": dict, "configs": dict,
     "requests": list, "segments": list, "compile_events": list, "graph_breaks": list,
-    "notices": list, "reference_tokens": dict, "kv_pools": dict, "live": dict}
+    "notices": list, "reference_tokens": dict, "kv_pools": dict, "batch_steps": dict, "live": dict}
 RECORD_SECTIONS = (("requests", RequestRecord), ("compile_events", CompileEvent),
                    ("graph_breaks", GraphBreakRecord), ("notices", Notice))
 OPTION_NAMES = frozenset(f.name for f in fields(OptConfig))
