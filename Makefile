@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 #   make run TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 
-.PHONY: run test test-pure test-engine test-pilot test-layout check lint bench figures \
+.PHONY: run test test-pure test-engine test-pilot test-layout check lint bench charts \
 	screenshots gpu-check gpu-wheels clean
 
 $(STAMP): pyproject.toml
@@ -48,18 +48,18 @@ check: lint
 bench: $(STAMP)
 	$(VENV)/bin/infertop bench --quick --out bench-out $(ARGS)
 
-# The docs' charts from a real run (t5-tiny, --quick; docs/figures.md says which and where)
-FIGURES_OUT ?= /tmp/infertop-figures
-figures: $(STAMP)
-	rm -rf $(FIGURES_OUT)
-	$(VENV)/bin/infertop bench --quick --experiments E1,E3,E4,E6,E7,E8 --out $(FIGURES_OUT) $(ARGS)
-	$(PY) -m probe.report_charts.docs_figures $(FIGURES_OUT) docs/figures
+# The docs' charts from a real run (t5-tiny, --quick; docs/charts.md says which and where)
+CHARTS_OUT ?= /tmp/infertop-charts
+charts: $(STAMP)
+	rm -rf $(CHARTS_OUT)
+	$(VENV)/bin/infertop bench --quick --experiments E1,E3,E4,E6,E7,E8 --out $(CHARTS_OUT) $(ARGS)
+	$(PY) -m probe.report_charts.docs_charts $(CHARTS_OUT) docs/charts
 	$(VENV)/bin/infertop snapshot show screenshots/sessions/4-continuous-paged.json \
-		--plot docs/figures/session_timeline.svg > /dev/null
+		--plot docs/charts/session_timeline.svg > /dev/null
 	$(VENV)/bin/infertop snapshot compare screenshots/sessions/1-baseline.json \
-		screenshots/sessions/3-bucketing.json --plot docs/figures/compare_cdf.svg > /dev/null
+		screenshots/sessions/3-bucketing.json --plot docs/charts/compare_cdf.svg > /dev/null
 
-# The GPU acceptance (probe/engine/measure/gpu_check.py), on the GPU machine's own python3 and
+# The GPU acceptance (probe/engine/gpu_check/check.py), on the GPU machine's own python3 and
 # torch: no venv, no download. The pure-Python dependencies its image lacks come from .whl/
 # (`make gpu-wheels` fills it where a registry is reachable), installed into .gpu-site/.
 GPU_PYTHON ?= python3
@@ -67,7 +67,7 @@ gpu-check:
 	$(if $(wildcard .whl/*.whl),$(GPU_PYTHON) -m pip install -q --no-index --no-deps \
 		--no-compile --upgrade --target .gpu-site .whl/*.whl)
 	PYTHONPATH=$(CURDIR)/.gpu-site:$(CURDIR) PYTHONUNBUFFERED=1 \
-		$(GPU_PYTHON) -m probe.engine.measure.gpu_check $(ARGS)
+		$(GPU_PYTHON) -m probe.engine.gpu_check.check $(ARGS)
 
 gpu-wheels:
 	$(GPU_PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from probe.contract.checkpoint_check import checked_shape, expected_tensors
+from probe.checks.checkpoint_check import checked_shape, expected_tensors
 
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 TINY = {"model_type": "t5", "d_model": 8, "d_ff": 16, "d_kv": 4, "num_heads": 2,
@@ -38,10 +38,12 @@ def checkpoint(folder: Path, config: dict, tensors: dict | None = None) -> str:
     return str(folder)
 
 
+# a real saved session (from `make screenshots`), changed one field at a time
+VALID_SESSION = Path(__file__).resolve().parents[1] / "screenshots/sessions/1-baseline.json"
+
+
 def snapshot(path: Path, change) -> str:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from tests.probe.test_snapshot_reading import valid_document
-    document = valid_document()
+    document = json.loads(VALID_SESSION.read_text())
     change(document)
     path.write_text(json.dumps(document))
     return str(path)

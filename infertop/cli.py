@@ -11,10 +11,9 @@ from typing import Sequence
 
 from infertop.commands import SUBCOMMANDS, add_command, dashboard
 from infertop.endings import EXIT_BAD_INPUT, EXIT_FAILED, closed_pipe, ending  # noqa: F401
-from probe.contract.errors import ConfigError
-from workloads.argtypes import OneLineParser
-from workloads.errors import TraceError
-from workloads.terminal_stream import escaped_output
+from probe.common.argtypes import OneLineParser
+from probe.common.errors import BadInput, TraceError
+from probe.common.terminal_stream import escaped_output
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,7 +46,7 @@ def _run(args: argparse.Namespace) -> int:
         status = args.func(args)
         sys.stdout.flush()      # here, where a closed pipe is still ours to handle
         return status
-    except (OSError, KeyboardInterrupt, ConfigError, TraceError) as exc:
+    except (OSError, KeyboardInterrupt, BadInput, TraceError) as exc:
         return ending(exc)
 
 

@@ -1,25 +1,25 @@
 """How a command's exception ends the process: one line and an exit status, never a
 traceback. The entry point uses it, and so does the child a supervised run forks
-(probe/contract/stop_supervisor.py), so both end the same way."""
+(probe/checks/stop_supervisor.py), so both end the same way."""
 
 from __future__ import annotations
 
 import os
 import sys
 
+from probe.checks.interrupts import Interrupted, exit_status, signal_of
+from probe.common.errors import BadInput, TraceError
+from probe.common.terminal_text import terminal_text
+
 EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
 
 
 def ending(exc: BaseException) -> int:
     """The exit status of `exc`, its line said; an exception of no known kind is raised again."""
-    from probe.contract.errors import ConfigError
-    from probe.contract.interrupts import Interrupted, exit_status, signal_of
-    from workloads.errors import TraceError
-    from workloads.terminal_text import terminal_text
 
     if isinstance(exc, BrokenPipeError):
         return closed_pipe()
-    if isinstance(exc, (ConfigError, TraceError)):
+    if isinstance(exc, (BadInput, TraceError)):
         print(f"infertop: error: {terminal_text(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if isinstance(exc, OSError):    # a full disk, an I/O error: said with its file, exit 1

@@ -25,8 +25,8 @@ from probe.contract.records import RequestRecord
 
 if TYPE_CHECKING:
     from probe.engine.engine import Engine
-    from probe.engine.models import LoadedModel
-    from probe.engine.requests import EngineRequest
+    from probe.engine.model.loading import LoadedModel
+    from probe.engine.model.requests import EngineRequest
 
 
 def varied_tiny_model(seed: int = 1) -> LoadedModel:
@@ -34,7 +34,7 @@ def varied_tiny_model(seed: int = 1) -> LoadedModel:
     decoding repeat one token, which would let a wrong decoder pass a token comparison."""
     import torch
 
-    from probe.engine.models import load_model
+    from probe.engine.model.loading import load_model
     loaded = load_model("t5-tiny")
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -116,7 +116,7 @@ def make_engine():
 
 
 def request(engine: Engine, seq: int, input_length: int, output_length: int) -> EngineRequest:
-    from probe.engine.requests import EngineRequest
+    from probe.engine.model.requests import EngineRequest
     return EngineRequest(id=f"r{seq}", seq=seq, input_length=input_length,
                          output_length=output_length, arrival_s=engine.clock.now_s())
 
@@ -161,7 +161,7 @@ def local_ray():
     characters); HOME is the test's again once Ray's processes have started with it (a task
     sees it as HOME). Yields Ray and that folder."""
     ray = pytest.importorskip("ray")
-    from probe.bench.cluster import SLOT
+    from probe.runs.cluster import SLOT
     home = tempfile.mkdtemp(prefix="ray", dir="/tmp")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", home)

@@ -28,6 +28,6 @@ def reports_workload(launch: EngineLaunch, conn: Connection) -> None:
     workload = receive_workload(conn)
     held = "none" if launch.workload is None else "a workload"
     count = -1 if workload is None else len(workload.trace.requests)
-    conn.send(protocol.Loading(f"spawn arguments held {held}; the pipe brought {count} requests"))
+    conn.send(protocol.EngineLoading(f"spawn arguments held {held}; the pipe brought {count} requests"))
     while not isinstance(conn.recv(), protocol.Shutdown):
         pass

@@ -18,7 +18,7 @@ from pathlib import Path
 
 # A file that imports any of these (or a module under them) starts an engine, loads torch's
 # models, drives the dashboard or spawns interpreters: not pure.
-HEAVY_IMPORTS = ("torch", "transformers", "textual", "probe.engine", "probe.bench.runs",
+HEAVY_IMPORTS = ("torch", "transformers", "textual", "probe.engine", "probe.runs.runs",
                  "probe.bench.runner", "probe.bench.study", "probe.bench.ray_executor", "ray",
                  "tui.app", "tui.launch", "engine_targets", "import_check", "subprocess",
                  "multiprocessing", "infertop.cli", "tests.engine_targets", "tests.import_check",

@@ -1,6 +1,6 @@
 """Small views of a LiveView that panels share: pure functions, tested on their own.
 
-Figures (percentiles, segments, headroom) are computed in probe.contract.live/probe.contract.stats; this module
+Figures (percentiles, segments, headroom) are computed in probe.contract.live/probe.analysis.stats; this module
 only selects and pairs them for display.
 """
 
@@ -11,14 +11,14 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from probe.contract.batch_roofline import live_roofline_ms
-from probe.contract.break_even_live import eager_twin
-from probe.contract.config_changes import config_changes  # noqa: F401 (the panels call derive.)
-from probe.contract.engine_inputs import PRESETS
+from probe.analysis.batch_roofline import live_roofline_ms
+from probe.analysis.break_even_live import eager_twin
+from probe.analysis.config_changes import config_changes  # noqa: F401 (the panels call derive.)
+from probe.checks.engine_inputs import PRESETS
+from probe.contract.figures import SegmentStats
 from probe.contract.live import LiveView
 from probe.contract.options import CHOICES, OptConfig
 from probe.contract.records import KVPool, RequestRecord
-from probe.contract.stats import SegmentStats
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,8 @@ def kv_budget(view: LiveView) -> KVBudget | None:
 def roofline_ratio(view: LiveView) -> tuple[float | None, float | None]:
     """(the current config's TPOT p50, that over this machine's roofline for the config's
     precision): the config's own requests, as the roofline is its precision's; a batched
-    config's against the batch's roofline (probe.contract.batch_roofline). The live view's
-    `tpot` (probe.contract.tpot_figure, the doctor's too) when it has one."""
+    config's against the batch's roofline (probe.analysis.batch_roofline). The live view's
+    `tpot` (probe.analysis.tpot_figure, the doctor's too) when it has one."""
     if (view.tpot is not None and view.tpot.config_id == view.config_id
             and (view.tpot.limit_ms is not None or view.roofline is None)):
         return view.tpot.tpot_ms, view.tpot.ratio
@@ -216,7 +216,7 @@ class CompileCost:
 
 
 def compile_cost(view: LiveView) -> CompileCost:
-    """The engine's break-even for the served config (probe.contract.stats.break_even), and when it has
+    """The engine's break-even for the served config (probe.analysis.stats.break_even), and when it has
     none, why: an eager config, too few requests yet, or no eager twin served to compare."""
     found = view.break_even
     if found is not None:

@@ -1,6 +1,6 @@
 """`D`: the doctor's full report on the window's requests of the served config — the verdict,
 the next step, the tail's latency by cause with its evidence, the findings, and the
-production-readiness checklist (probe/contract/doctor_text.py writes the same for the CLI)."""
+production-readiness checklist (probe/analysis/doctor_text.py writes the same for the CLI)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from probe.contract.checklist import ChecklistItem
-from probe.contract.diagnosis import SegmentDiagnosis
-from probe.contract.doctor_text import segment_lines
+from probe.analysis.checklist import ChecklistItem
+from probe.analysis.diagnosis import SegmentDiagnosis
+from probe.analysis.doctor_text import segment_lines
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "not yet": "yellow"}
 

@@ -11,13 +11,13 @@ from textual.worker import Worker, WorkerState
 from probe.contract.protocol import CutOverDone, Pause, SetSpeed, WarmFailed, WarmProgress
 from tui.dashboard_state import DashboardState
 from tui.messages import (
-    EngineDown,
+    EngineFailed,
     EngineLive,
     EngineLoading,
     EngineRestarted,
     ReplayFinished,
-    SessionNotSaved,
-    SessionSaved,
+    SnapshotFailed,
+    SnapshotSaved,
 )
 from tui.warm_switch import WarmSwitchEvent, warm_line
 
@@ -48,7 +48,7 @@ class EngineEvents(DashboardState):
         shape = f" · {self.trace_shape}" if self.trace_shape else ""
         self.engine_state, self.engine_note = "loading", message.text + shape
 
-    def on_engine_down(self, message: EngineDown) -> None:
+    def on_engine_failed(self, message: EngineFailed) -> None:
         self.engine_state, self.engine_note = "failed", message.error
         promise = self.engine.journal_promise() if self.engine is not None else None
         after = promise.after_crash() if promise is not None else ""
@@ -68,10 +68,10 @@ class EngineEvents(DashboardState):
         self.engine_state = "finished"
         self.say("the replay ran out of requests")
 
-    def on_session_saved(self, message: SessionSaved) -> None:
+    def on_snapshot_saved(self, message: SnapshotSaved) -> None:
         self.say(f"session saved: {message.path}")
 
-    def on_session_not_saved(self, message: SessionNotSaved) -> None:
+    def on_snapshot_failed(self, message: SnapshotFailed) -> None:
         self.say(f"could not save the session to {message.path}: {message.error}",
                  severity="error")
 

@@ -10,28 +10,23 @@ from typing import Any, Callable
 from textual.message import Message
 from textual.worker import Worker
 
+from probe.contract import protocol
 from probe.contract.protocol import (
     CutOverDone,
-    EngineFailed,
     EngineHandle,
-    Finished,
-    Live,
-    Loading,
-    SnapshotFailed,
-    SnapshotSaved,
     WarmFailed,
     WarmProgress,
     WarmReady,
 )
 from probe.contract.records import CompileInProgress
 from tui.messages import (
-    EngineDown,
+    EngineFailed,
     EngineLive,
     EngineLoading,
     EngineRestarted,
     ReplayFinished,
-    SessionNotSaved,
-    SessionSaved,
+    SnapshotFailed,
+    SnapshotSaved,
 )
 from tui.warm_switch import WarmSwitchEvent
 
@@ -57,14 +52,14 @@ class EngineReader:
             engine.start()
             down = False
         except Exception as exc:  # a failed spawn is shown, never a crash
-            self.post(EngineDown(f"could not start: {type(exc).__name__}: {exc}"))
+            self.post(EngineFailed(f"could not start: {type(exc).__name__}: {exc}"))
             down = True
         while not (worker.is_cancelled or self._stopping.is_set()):
             try:
                 down = self._read_once(down)
             except Exception as exc:  # a broken pipe or a bad message: say so, keep going
                 if not down:
-                    self.post(EngineDown(f"lost the engine: {type(exc).__name__}: {exc}"))
+                    self.post(EngineFailed(f"lost the engine: {type(exc).__name__}: {exc}"))
                 down = True
                 self._stopping.wait(POLL_S)
 
@@ -105,24 +100,25 @@ class EngineReader:
             else:
                 self.engine.restart()
         except Exception as exc:
-            self.post(EngineDown(f"restart failed: {type(exc).__name__}: {exc}"))
+            self.post(EngineFailed(f"restart failed: {type(exc).__name__}: {exc}"))
             return True
         self.post(EngineRestarted())
         return False
 
 
 def message_for(event: Any) -> Message | None:
-    """The dashboard's message for an engine event (None: not one the dashboard shows)."""
-    if isinstance(event, Live):
+    """The dashboard's message for an engine event, of the same name (None: not one the
+    dashboard shows)."""
+    if isinstance(event, protocol.EngineLive):
         return EngineLive(event.view)
-    if isinstance(event, Loading):
+    if isinstance(event, protocol.EngineLoading):
         return EngineLoading(event.text)
-    if isinstance(event, EngineFailed):
-        return EngineDown(event.error)
-    if isinstance(event, SnapshotSaved):
-        return SessionSaved(event.path)
-    if isinstance(event, SnapshotFailed):
-        return SessionNotSaved(event.path, event.error)
-    if isinstance(event, Finished):
+    if isinstance(event, protocol.EngineFailed):
+        return EngineFailed(event.error)
+    if isinstance(event, protocol.SnapshotSaved):
+        return SnapshotSaved(event.path)
+    if isinstance(event, protocol.SnapshotFailed):
+        return SnapshotFailed(event.path, event.error)
+    if isinstance(event, protocol.ReplayFinished):
         return ReplayFinished()
     return None

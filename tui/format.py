@@ -1,5 +1,5 @@
 """Text that must fit the dashboard's cells: cut to a width, or the richest form that fits.
-(Numbers are rendered by probe/contract/units.py, shared with the reports.)"""
+(Numbers are rendered by probe/common/units.py, shared with the reports.)"""
 
 from __future__ import annotations
 

@@ -10,9 +10,10 @@ import asyncio
 import time
 from pathlib import Path
 
+from probe.engine.process.engine_process import EngineClient, launch_from_args
+
 
 async def _walk(model: str, out: Path, seconds: float, log) -> dict:
-    from probe.engine.process.engine_process import EngineClient, launch_from_args
     from tui.app import InfertopApp
 
     args = argparse.Namespace(model=model, device="cuda", trace="azure-conv", opt=[],

@@ -7,16 +7,17 @@ from __future__ import annotations
 
 from textual import work
 
+from probe.common.atomic import write_atomic
 from probe.contract.protocol import Pause, ResetWindow, Resume, SaveSnapshot, SetOptions, SetSpeed
 from tui import derive
 from tui.dashboard_state import DashboardState
 from tui.doctor_screen import DoctorScreen
 from tui.help_screen import HelpScreen
 from tui.keys import KEYS
-from tui.messages import SessionNotSaved, SessionSaved
+from tui.messages import SnapshotFailed, SnapshotSaved
 from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
 from tui.reasons_screen import ReasonsScreen
-from tui.snapshot_files import snapshot_folder_problem, snapshot_paths, write_text_atomic
+from tui.snapshot_files import snapshot_folder_problem, snapshot_paths
 from tui.warm_switch import SWITCH_KEY, WarmSwitch, wants_warm
 
 MIN_SPEED, MAX_SPEED = 0.125, 64.0
@@ -137,7 +138,7 @@ class KeyActions(DashboardState):
             else:
                 self._send(SaveSnapshot(str(json_path)))
         try:
-            write_text_atomic(svg_path, self.export_screenshot())
+            write_atomic(svg_path, [self.export_screenshot()])
         except OSError as exc:
             self.say(f"cannot write {svg_path}: {exc.strerror or exc}", severity="error")
         else:
@@ -151,11 +152,11 @@ class KeyActions(DashboardState):
         try:
             self.engine.write_snapshot(path)
         except OSError as exc:
-            self.post_message(SessionNotSaved(path, f"{exc.strerror or exc}"))
+            self.post_message(SnapshotFailed(path, f"{exc.strerror or exc}"))
         except Exception as exc:  # an unreadable journal: said, never a crash
-            self.post_message(SessionNotSaved(path, f"{exc}"))
+            self.post_message(SnapshotFailed(path, f"{exc}"))
         else:
-            self.post_message(SessionSaved(path))
+            self.post_message(SnapshotSaved(path))
 
     # -- screens -----------------------------------------------------------------------------
     def action_help(self) -> None:

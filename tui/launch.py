@@ -1,25 +1,27 @@
 """`infertop` with no command: the live dashboard over an engine process, or `--load` a saved
-session read-only. Bad input raises ConfigError/TraceError, which the CLI turns into exit 2."""
+session read-only. Bad input raises BadInput/TraceError, which the CLI turns into exit 2."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from probe.contract.errors import ConfigError
-from probe.contract.live import (
+from probe.analysis.live_figures import (
     WINDOW_SIZE,
-    LiveView,
-    ReplayStatus,
     build_live,
     capacity_rps,
     offered_rps,
     overloaded,
 )
+from probe.common.errors import BadInput
+from probe.common.terminal_text import terminal_text
+from probe.contract.live import LiveView, ReplayStatus
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
+from probe.engine.process.engine_process import EngineClient, launch_from_args
+from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
+from tui.snapshot_files import snapshot_folder_problem
 from tui.terminal_size import adopt_terminal_size
-from workloads.terminal_text import terminal_text
 
 READER_STOP_WAIT_S = 3.0
 
@@ -34,16 +36,14 @@ def launch(args: argparse.Namespace) -> int:
 
 def check_snapshot_dir(snapshot_dir: Path, args: argparse.Namespace) -> None:
     """`--snapshot-dir` refused at the start with the words `s` would use much later."""
-    from tui.snapshot_files import snapshot_folder_problem
 
     inputs = [getattr(args, name, None) for name in ("trace", "model", "load")]
     problem = snapshot_folder_problem(snapshot_dir, [i for i in inputs if i])
     if problem is not None:
-        raise ConfigError(problem)
+        raise BadInput(problem)
 
 
 def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
-    from probe.engine.process.engine_process import EngineClient, launch_from_args
 
     engine_launch = launch_from_args(args)  # validates every input before Textual is imported
     from tui.app import InfertopApp
@@ -81,16 +81,15 @@ def saved_session_app(path: Path, snapshot_dir: Path):
 
 def saved_view(path: Path) -> LiveView:
     """A saved session as the dashboard shows it: the last config served is "now"."""
-    from probe.session_store.snapshot import read_document, saved_session
 
     document = read_document(path)
     try:
         data = saved_session(document, f"snapshot {path}", for_terminal=True)
         return _live_from(document, data, saved_as=terminal_text(path.name))
-    except ConfigError:
+    except BadInput:
         raise
     except (TypeError, KeyError, ValueError, AttributeError) as exc:
-        raise ConfigError(f"snapshot {path}: not an infertop session "
+        raise BadInput(f"snapshot {path}: not an infertop session "
                           f"({type(exc).__name__}: {exc})") from None
 
 
@@ -111,7 +110,6 @@ def _live_from(document: dict, data: SessionData, saved_as: str | None = None) -
     ok = sum(r.ok for r in records)
     model, environment = _section(document, "model"), _section(document, "environment")
     trace, settings = _section(document, "trace"), _section(document, "settings")
-    from probe.session_store.snapshot import saved_live_parts
     device_sample, roofline = saved_live_parts(document, for_terminal=True)
     end_s = max((r.end_s for r in records), default=0.0)
     window = records[-WINDOW_SIZE:]

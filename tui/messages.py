@@ -30,7 +30,7 @@ class EngineLoading(Message):
         return isinstance(message, EngineLoading)
 
 
-class EngineDown(Message):
+class EngineFailed(Message):
     """The engine process died or could not start; the dashboard keeps what it has."""
 
     def __init__(self, error: str) -> None:
@@ -46,13 +46,13 @@ class ReplayFinished(Message):
     pass
 
 
-class SessionSaved(Message):
+class SnapshotSaved(Message):
     def __init__(self, path: str) -> None:
         super().__init__()
         self.path = path
 
 
-class SessionNotSaved(Message):
+class SnapshotFailed(Message):
     def __init__(self, path: str, error: str) -> None:
         super().__init__()
         self.path = path

@@ -6,7 +6,7 @@ the running rows to finish."""
 
 from __future__ import annotations
 
-from probe.contract.break_even_live import eager_twin
+from probe.analysis.break_even_live import eager_twin
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
 from tui import derive

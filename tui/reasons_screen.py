@@ -10,8 +10,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from probe.common.units import fmt_clock_column, fmt_s
 from probe.contract.records import CompileEvent
-from probe.contract.units import fmt_clock_column, fmt_s
 
 REASONS_KEY = "e"
 

@@ -12,12 +12,12 @@ import asyncio
 import sys
 from pathlib import Path
 
-from tui.snapshot_files import write_text_atomic
+from probe.common.atomic import write_atomic
+from tui.launch import saved_view
 
 
 async def capture(session: Path, size: tuple[int, int]) -> str:
     from tui.app import InfertopApp
-    from tui.launch import saved_view
 
     view = saved_view(session)
     app = InfertopApp(None, initial=view, options=view.options,
@@ -34,7 +34,7 @@ def svg_name(session: Path, size: tuple[int, int]) -> str:
 
 async def write_all(sessions: list[Path], out: Path, size: tuple[int, int]) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    return [write_text_atomic(out / svg_name(session, size), await capture(session, size))
+    return [write_atomic(out / svg_name(session, size), [await capture(session, size)])
             for session in sessions]
 
 

@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 from typing import Iterable
 
-from workloads.atomic import check_output_folder, write_atomic
-from workloads.errors import TraceError
+from probe.common.atomic import check_output_folder
+from probe.common.errors import TraceError
 
 
 def snapshot_folder_problem(folder: Path, inputs: Iterable[str | os.PathLike] = ()) -> str | None:
@@ -31,6 +31,3 @@ def snapshot_paths(folder: Path, now: float | None = None) -> tuple[Path, Path]:
     return folder / f"{stem}.json", folder / f"{stem}.svg"
 
 
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Readers see all or nothing (workloads.atomic.write_atomic)."""
-    return write_atomic(path, [text])

@@ -1,10 +1,10 @@
 """How the steady-state split reads on screen: the warm columns' headers, the backlog a compile
-left, and the mark on a window its backlog dominates (probe.contract.steady_state defines them)."""
+left, and the mark on a window its backlog dominates (probe.analysis.steady_state defines them)."""
 
 from __future__ import annotations
 
+from probe.common.units import fmt_count
 from probe.contract.live import LiveView
-from probe.contract.units import fmt_count
 from tui.format import fitting
 
 BACKLOG_MARK = "*"

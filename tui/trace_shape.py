@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from probe.contract.stats import summarize
+from probe.analysis.stats import summarize
 
 
 def trace_shape(workload: Any) -> str:

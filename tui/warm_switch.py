@@ -10,9 +10,9 @@ from typing import Any
 
 from textual.message import Message
 
+from probe.analysis.side_compile_cost import SideCompileCost, side_compile_cost
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
-from probe.contract.side_compile_cost import SideCompileCost, side_compile_cost
 from tui.pending_wait import fmt_wait
 
 SWITCH_KEY = "S"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from .rng import Draws
+from workloads.rng import Draws
 
 
 class ArrivalProcess(Protocol):

@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 
-from .replayer import OpenLoopReplayer, ScheduledRequest
-from .trace import load_trace
+from workloads.replayer import OpenLoopReplayer, ScheduledRequest
+from workloads.trace import load_trace
 
 
 def measure(trace_name: str, speed: float, rate: float | None, requests: int) -> np.ndarray:

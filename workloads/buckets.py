@@ -14,8 +14,9 @@ from typing import Sequence, TypeAlias
 
 import numpy as np
 
-from .errors import file_error
-from .rows import MAX_LENGTH, shown
+from probe.common.errors import file_error
+from probe.common.shown import shown
+from workloads.rows import MAX_LENGTH
 
 # request lengths, as a list or a numpy array (trace_stats hands arrays)
 Lengths: TypeAlias = Sequence[int] | np.ndarray

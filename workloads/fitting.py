@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .errors import file_error
-from .trace_records import Trace
+from probe.common.errors import file_error
+from workloads.trace_records import Trace
 
 POLICIES: tuple[str, ...] = ("clip", "scale")
 

@@ -13,13 +13,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .arrivals import ArrivalProcess, GammaArrivals, OnOffBursts, Poisson, arrival_times_s
-from .errors import file_error
-from .lengths import LogNormal, Tracking
-from .rng import streams
-from .rows import MAX_SPAN_S
-from .trace import GENERATED_TRACES, builtin_path, write_trace
-from .trace_records import Trace, TraceRequest
+from probe.common.errors import file_error
+from workloads.arrivals import ArrivalProcess, GammaArrivals, OnOffBursts, Poisson, arrival_times_s
+from workloads.lengths import LogNormal, Tracking
+from workloads.rng import streams
+from workloads.rows import MAX_SPAN_S
+from workloads.trace import GENERATED_TRACES, builtin_path, write_trace
+from workloads.trace_records import Trace, TraceRequest
 
 
 @dataclass(frozen=True)

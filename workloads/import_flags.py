@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from .errors import file_error
+from probe.common.errors import file_error
 
 DEFAULT_RATE_RPS = 1.0
 DEFAULT_SEED = 0

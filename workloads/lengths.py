@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .rng import Draws
+from workloads.rng import Draws
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from .csvtable import csv_rows
-from .errors import TraceError
-from .rows import (
+from probe.common.csvtable import csv_rows
+from probe.common.errors import TraceError
+from probe.common.shown import shown
+from probe.common.textio import JsonProblem, checked_lines, open_text, parse_json
+from workloads.rows import (
     SKIP_HINT,
     TraceBuilder,
     counted_tokens,
@@ -21,11 +23,9 @@ from .rows import (
     parse_length,
     parse_timestamp_ms,
     row_error,
-    shown,
 )
-from .textio import JsonProblem, checked_lines, open_text, parse_json
-from .tokens import TokenCounter, estimate_tokens
-from .trace_records import LoadReport, Trace, TraceRequest
+from workloads.tokens import TokenCounter, estimate_tokens
+from workloads.trace_records import LoadReport, Trace, TraceRequest
 
 NATIVE_FIELDS = ("timestamp", "input_length", "output_length", "text", "id", "tag")
 NUMBER_FIELDS = ("timestamp", "input_length", "output_length")

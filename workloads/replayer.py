@@ -11,9 +11,9 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
-from .errors import file_error
-from .trace_records import Trace, TraceRequest
-from .vclock import VirtualClock
+from probe.common.errors import file_error
+from workloads.trace_records import Trace, TraceRequest
+from workloads.vclock import VirtualClock
 
 Clock = Callable[[], float]
 Sleep = Callable[[float], None]

@@ -7,8 +7,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import TraceError, file_error
-from .trace_records import LoadReport, Trace, TraceRequest
+from probe.common.errors import TraceError, file_error
+from probe.common.shown import shown
+from workloads.trace_records import LoadReport, Trace, TraceRequest
 
 SKIP_HINT = " (--skip-bad skips such rows)"
 
@@ -20,12 +21,6 @@ MAX_SPAN_S = 1e8  # last request - first, ~3.2 years (BurstGPT's 121 days fit; 1
 
 def row_error(where: str, field_name: str, problem: str, *, reason: str = "malformed row") -> TraceError:
     return TraceError(f"{where}: field '{field_name}': {problem}{SKIP_HINT}", reason=reason)
-
-
-def shown(value: Any, limit: int = 40) -> str:
-    """repr() cut to `limit` characters: a message quotes the value, not a megabyte of it."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _number(value: Any, where: str, field_name: str, expected: str) -> float:

@@ -15,11 +15,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterator
 
-from .atomic import atomic_write_lines
-from .errors import file_error
-from .reader import read_native
-from .tokens import TokenCounter
-from .trace_records import LoadReport, Trace, TraceRequest
+from probe.common.atomic import atomic_write_lines
+from probe.common.errors import file_error
+from workloads.reader import read_native
+from workloads.tokens import TokenCounter
+from workloads.trace_records import LoadReport, Trace, TraceRequest
 
 __all__ = [
     "BUILTIN_TRACES",

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from .buckets import BucketPlan, plan_buckets, powers_of_two_plan
-from .trace_records import Trace
+from workloads.buckets import BucketPlan, plan_buckets, powers_of_two_plan
+from workloads.trace_records import Trace
 
 PERCENTILES = (50, 90, 99)
 

@@ -9,9 +9,27 @@ import stat
 from pathlib import Path
 
 from infertop.commands.engine_args import add_compile_backend_argument
-from probe.bench.cluster import INSTALL_HINT as RAY_HINT
-from probe.bench.cluster import require_ray
-from workloads.argtypes import note_fewer_requests, request_count, thread_count, whole_number
+from probe.bench.experiment_ids import select_experiments
+from probe.checks.bench_checks import check_compile_backend, check_ray_address
+from probe.checks.engine_inputs import check_engine_inputs
+from probe.checks.inductor_cache import usable_inductor_cache
+from probe.checks.output_lock import OutputLock
+from probe.common.argtypes import (
+    note_fewer_requests,
+    real_number,
+    request_count,
+    thread_count,
+    whole_number,
+)
+from probe.common.atomic import check_output_folder
+from probe.common.errors import BadInput
+from probe.contract.objective import SLO_HELP, slo_argument
+from probe.engine.process.third_party_output import third_party_output_to_engine_log
+from probe.runs.capacity import DEFAULT_TARGET
+from probe.runs.cluster import INSTALL_HINT as RAY_HINT
+from probe.runs.cluster import require_ray
+from probe.runs.plan import names
+from workloads.trace import load_trace
 
 MAX_REPEATS = 1000   # warm passes per config
 MAX_BUCKETS = 64     # the planner's bucket count (more edges than shapes worth compiling)
@@ -64,9 +82,6 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
     """--slo and --slo-target, as bench and tune take them."""
-    from probe.contract.slo import SLO_HELP, slo_argument
-    from probe.tune.capacity import DEFAULT_TARGET
-    from workloads.argtypes import real_number
     parser.add_argument("--slo", type=slo_argument, default=None, metavar="BOUNDS", help=SLO_HELP)
     parser.add_argument("--slo-target", type=real_number(0.0, 1.0), default=DEFAULT_TARGET,
                         metavar="FRACTION", help="the attainment capacity at the SLO must keep "
@@ -74,11 +89,6 @@ def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from probe.bench.bench_checks import check_compile_backend, check_ray_address
-    from probe.bench.experiment_ids import select_experiments
-    from probe.bench.plan import names
-    from probe.contract.engine_inputs import check_engine_inputs
-    from workloads.atomic import check_output_folder
 
     select_experiments(args.experiments)
     check_compile_backend(args.compile_backend)
@@ -89,8 +99,7 @@ def main(args: argparse.Namespace) -> int:
     check_output_folder(args.out, "--out", inputs=(*names(args.trace),
                                                    *(names(args.model) if args.model else ())))
     if args.slo is None and "capacity" in select_experiments(args.experiments):
-        from probe.contract.errors import ConfigError
-        raise ConfigError("--experiments capacity: needs --slo (the objective capacity is "
+        raise BadInput("--experiments capacity: needs --slo (the objective capacity is "
                           "measured against)")
     if args.ray is not None:
         require_ray()
@@ -98,9 +107,6 @@ def main(args: argparse.Namespace) -> int:
         check_engine_inputs(model, args.device)
     for trace in names(args.trace):
         check_trace(trace, args.requests)
-    from probe.contract.inductor_cache import usable_inductor_cache
-    from probe.contract.output_lock import OutputLock
-    from probe.engine.process.third_party_output import third_party_output_to_engine_log
     usable_inductor_cache()
     with OutputLock(args.out, "--out"), third_party_output_to_engine_log():
         from probe.bench.runner import run_bench  # torch and torchao speak as they import
@@ -110,7 +116,6 @@ def main(args: argparse.Namespace) -> int:
 def check_trace(name: str, requests: int | None) -> None:
     """Read the trace once before the study starts, so a bad one is named in a second; a pipe
     is left to the study, as it can be read only once."""
-    from workloads.trace import load_trace
 
     path = Path(name)
     if path.exists() and stat.S_ISFIFO(path.stat().st_mode):

@@ -10,6 +10,9 @@ from infertop.commands.engine_args import (
     add_metrics_argument,
     add_slo_argument,
 )
+from probe.checks.inductor_cache import usable_inductor_cache
+from tui.launch import launch
+from tui.terminal_check import no_terminal_problem, say_no_terminal
 
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -25,14 +28,11 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from probe.contract.inductor_cache import usable_inductor_cache
-    from tui.terminal_check import no_terminal_problem, say_no_terminal
 
     problem = no_terminal_problem()
     if problem is not None:     # the dashboard draws on stderr: nothing to draw on
         say_no_terminal(problem)
         return 2
-    from tui.launch import launch
     if args.load is None:
         usable_inductor_cache()     # the engine process inherits the fallback folder
     return launch(args)

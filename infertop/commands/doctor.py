@@ -1,9 +1,15 @@
 """`infertop doctor SESSION.json [--json]`: every slow request of a saved session explained by its
-cause, the next step, and the production-readiness checklist (probe/contract/diagnosis.py)."""
+cause, the next step, and the production-readiness checklist (probe/analysis/diagnosis.py)."""
 
 from __future__ import annotations
 
 import argparse
+
+from probe.analysis.diagnosis import context_from_document
+from probe.analysis.doctor_text import report_text
+from probe.analysis.session_diagnosis import diagnose_session
+from probe.common.terminal_text import terminal_json, terminal_text
+from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
 
 NAME = "doctor"
 HELP = "why a saved session's slowest requests were slow, and what to do next"
@@ -16,8 +22,6 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 
 def diagnosis_of(path: str):
-    from probe.contract.diagnosis import context_from_document, diagnose_session
-    from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
     document = read_document(path)
     data = saved_session(document, source=f"snapshot {path}")   # the check show and --load make
     return data, diagnose_session(data, context_from_document(
@@ -25,8 +29,6 @@ def diagnosis_of(path: str):
 
 
 def main(args: argparse.Namespace) -> int:
-    from probe.contract.doctor_text import report_text
-    from workloads.terminal_text import terminal_json, terminal_text
     data, report = diagnosis_of(args.file)
     if args.json:       # C1 and bidi controls as \uXXXX, as every printed line is escaped
         print(terminal_json(report.as_dict(), indent=1))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from workloads.argtypes import (
+from probe.common.argtypes import (
     MAX_SLOTS_FLAG,
     byte_size,
     model_length,
@@ -14,6 +14,7 @@ from workloads.argtypes import (
     thread_count,
     whole_number,
 )
+from probe.contract.objective import SLO_HELP, slo_argument
 from workloads.trace import BUILTIN_TRACES, DEFAULT_TRACE
 
 
@@ -25,7 +26,7 @@ def add_metrics_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_compile_backend_argument(parser: argparse.ArgumentParser) -> None:
     """--compile-backend, as bench, replay and tune take it (checked by
-    probe.bench.bench_checks.check_compile_backend before torch is imported)."""
+    probe.checks.bench_checks.check_compile_backend before torch is imported)."""
     parser.add_argument("--compile-backend", default="inductor",
                         help="torch.compile backend (default inductor; eager/aot_eager test "
                              "dynamo alone, and their compile times and speeds are not "
@@ -33,7 +34,6 @@ def add_compile_backend_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_slo_argument(parser: argparse.ArgumentParser) -> None:
-    from probe.contract.slo import SLO_HELP, slo_argument
     parser.add_argument("--slo", type=slo_argument, default=None, metavar="BOUNDS",
                         help=SLO_HELP)
 

@@ -13,7 +13,26 @@ from infertop.commands.engine_args import (
     add_metrics_argument,
     add_slo_argument,
 )
-from workloads.argtypes import MAX_CONCURRENCY, check_replay_span, note_fewer_requests, whole_number
+from infertop.endings import ending
+from probe.checks.bench_checks import check_compile_backend
+from probe.checks.engine_inputs import check_engine_inputs
+from probe.checks.inductor_cache import usable_inductor_cache
+from probe.checks.interrupts import signals_as_interrupt
+from probe.checks.output_lock import OutputLock
+from probe.checks.ports import check_port_free
+from probe.checks.stop_supervisor import run_supervised
+from probe.common.argtypes import (
+    MAX_CONCURRENCY,
+    check_replay_span,
+    note_fewer_requests,
+    whole_number,
+)
+from probe.common.atomic import check_output_file
+from probe.common.errors import BadInput
+from probe.contract.options import parse_opts
+from probe.engine.process.third_party_output import third_party_output_to_engine_log
+from probe.engine.workload_setup import prepare_workload
+from probe.session_store.replay_salvage import salvage_replay
 
 NAME = "replay"
 HELP = "replay a trace headless and save the session"
@@ -33,14 +52,6 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from probe.bench.bench_checks import check_compile_backend
-    from probe.contract.engine_inputs import check_engine_inputs
-    from probe.contract.inductor_cache import usable_inductor_cache
-    from probe.contract.interrupts import signals_as_interrupt
-    from probe.contract.options import parse_opts
-    from probe.contract.output_lock import OutputLock
-    from probe.contract.ports import check_port_free
-    from workloads.atomic import check_output_file
 
     # Everything that can be refused without torch is checked before torch is imported.
     options = parse_opts(args.opt)
@@ -55,15 +66,11 @@ def main(args: argparse.Namespace) -> int:
             return _replay(args, options)
         # the work in a child of its own, so that a stop ends within seconds even while a
         # compile holds it: what its journal holds is then saved by this process
-        from infertop.endings import ending
-        from probe.contract.stop_supervisor import run_supervised
-        from probe.session_store.replay_salvage import salvage_replay
         return run_supervised(lambda note: _replay(args, options, note), ending,
                               lambda stopped: salvage_replay(stopped, args.out))
 
 
 def _replay(args: argparse.Namespace, options, note=lambda text: None) -> int:
-    from probe.engine.workload_setup import prepare_workload
 
     workload = prepare_workload(args.trace, buckets=args.buckets, max_input=args.max_input,
                                 max_output=args.max_output)
@@ -73,7 +80,6 @@ def _replay(args: argparse.Namespace, options, note=lambda text: None) -> int:
                           args.speed or 1.0, f"--trace {args.trace}")
     print(workload.fit.summary(), file=sys.stderr)
     note_fewer_requests(args.requests, len(workload.trace.requests))
-    from probe.engine.process.third_party_output import third_party_output_to_engine_log
     with third_party_output_to_engine_log():
         from probe.engine.process.replay_and_save import serve_replay  # torchao speaks
         return serve_replay(args, options, workload, metrics_exporter, note)
@@ -82,12 +88,11 @@ def _replay(args: argparse.Namespace, options, note=lambda text: None) -> int:
 def metrics_exporter(port: int | None, session, queue_depth):
     if port is None:
         return None
-    from probe.contract.errors import ConfigError
     from probe.monitoring.prometheus import PrometheusExporter
     try:
         exporter = PrometheusExporter(session, queue_depth, port=port)
     except OSError as exc:
-        raise ConfigError(f"--metrics-port {port}: cannot listen on 127.0.0.1:{port} "
+        raise BadInput(f"--metrics-port {port}: cannot listen on 127.0.0.1:{port} "
                           f"({exc.strerror or exc})") from None
     print(f"metrics: http://127.0.0.1:{exporter.port}/metrics", file=sys.stderr)
     return exporter

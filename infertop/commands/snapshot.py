@@ -6,7 +6,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from workloads.terminal_text import terminal_text
+from probe.common.atomic import check_output_file
+from probe.common.errors import BadInput
+from probe.common.terminal_text import terminal_text
+from probe.report_charts.canvas import require_matplotlib
+from probe.report_charts.snapshot_plots import plot_compare, plot_show
+from probe.session_store.recover import recover
+from probe.session_store.snapshot_export import export
+from probe.session_store.snapshot_report import compare, show
 
 NAME = "snapshot"
 HELP = "inspect saved sessions"
@@ -47,7 +54,6 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from probe.session_store.snapshot_export import export
     stem = args.out or str(Path(args.file).with_suffix(""))
     for path in export(args.file, stem, args.format):
         print(f"wrote {terminal_text(path)}")
@@ -55,27 +61,22 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
-    from probe.session_store.recover import recover
     print(terminal_text(recover(args.journal, args.out), keep_newlines=True))
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
-    from probe.session_store.snapshot_report import show
     _check_plot(args.plot)
     print(terminal_text(show(args.file), keep_newlines=True))
     if args.plot:
-        from probe.report_charts.snapshot_plots import plot_show
         print(f"wrote {terminal_text(str(plot_show(args.file, args.plot)))}")
     return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from probe.session_store.snapshot_report import compare
     _check_plot(args.plot)
     print(terminal_text(compare(args.a, args.b), keep_newlines=True))
     if args.plot:
-        from probe.report_charts.snapshot_plots import plot_compare
         print(f"wrote {terminal_text(str(plot_compare(args.a, args.b, args.plot)))}")
     return 0
 
@@ -84,10 +85,7 @@ def _check_plot(out: str | None) -> None:
     """--plot is refused before anything is read: its suffix, its folder, matplotlib."""
     if out is None:
         return
-    from probe.contract.errors import ConfigError
-    from probe.report_charts.canvas import require_matplotlib
-    from workloads.atomic import check_output_file
     if Path(out).suffix.lower() not in (".svg", ".png"):
-        raise ConfigError(f"--plot {out}: a chart is written as .svg or .png")
+        raise BadInput(f"--plot {out}: a chart is written as .svg or .png")
     check_output_file(out, "--plot")
     require_matplotlib()

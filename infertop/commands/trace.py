@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workloads.argtypes import arrival_rate, real_number, whole_number
-from workloads.atomic import check_output_file
-from workloads.errors import TraceError
+from probe.common.argtypes import arrival_rate, real_number, whole_number
+from probe.common.atomic import check_output_file
+from probe.common.errors import TraceError
+from probe.common.terminal_text import terminal_json, terminal_text
 from workloads.fitting import POLICIES, fit_to_model
 from workloads.generator import PROFILES, generate, write_builtin
 from workloads.import_flags import import_flags
 from workloads.importers import FORMATS, import_trace
 from workloads.rows import MAX_LENGTH
-from workloads.terminal_text import terminal_json, terminal_text
 from workloads.trace import BUILTIN_TRACES, GENERATED_TRACES, load_trace_with_report, write_trace
 from workloads.trace_stats import format_stats, trace_stats
 

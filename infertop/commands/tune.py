@@ -7,7 +7,20 @@ import argparse
 
 from infertop.commands.bench import add_slo_arguments
 from infertop.commands.engine_args import add_compile_backend_argument
-from workloads.argtypes import real_number, thread_count, whole_number
+from infertop.endings import ending
+from probe.checks.engine_inputs import check_engine_inputs
+from probe.checks.inductor_cache import usable_inductor_cache
+from probe.checks.output_lock import OutputLock
+from probe.checks.stop_supervisor import run_supervised
+from probe.common.argtypes import real_number, thread_count, whole_number
+from probe.common.atomic import check_output_folder
+from probe.common.errors import BadInput
+from probe.contract.options import parse_opts
+from probe.engine.process.third_party_output import third_party_output_to_engine_log
+from probe.runs.cluster import require_ray
+from probe.tune.runner import run_tune_command
+from probe.tune.salvage import salvage_tune
+from workloads.trace import DEFAULT_TRACE
 
 DEFAULT_REQUESTS, DEFAULT_REPEATS, DEFAULT_BUDGET_MIN = 24, 2, 30.0
 DEFAULT_MAX_DRIFT = 0.05
@@ -19,7 +32,6 @@ HELP = ("search the optimizations, one change at a time, for the config with the
 
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
-    from workloads.trace import DEFAULT_TRACE
     tune = parser
     tune.add_argument("--model", default="t5-small", help="a preset or a local T5 checkpoint")
     tune.add_argument("--trace", default=DEFAULT_TRACE, help="a built-in trace or a file")
@@ -54,38 +66,26 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from probe.contract.engine_inputs import check_engine_inputs
-    from probe.contract.errors import ConfigError
-    from probe.contract.inductor_cache import usable_inductor_cache
-    from probe.contract.options import parse_opts
-    from workloads.atomic import check_output_folder
 
     if args.slo is None:
-        raise ConfigError("tune: --slo is required (the objective goodput is measured against), "
+        raise BadInput("tune: --slo is required (the objective goodput is measured against), "
                           "e.g. --slo ttft=1s,latency=8s")
     if args.ray is not None:
-        from probe.bench.cluster import require_ray
         require_ray()                   # not installed: one line, before the model loads
     baseline = parse_opts(args.opt)
     check_output_folder(args.out, "--out")
     check_engine_inputs(args.model, args.device)
     usable_inductor_cache()
-    from probe.contract.output_lock import OutputLock
     # one tune per --out, as replay and bench hold theirs; Ray's, torch's output: the log
     with OutputLock(args.out, "--out"):
         if not getattr(args, "supervised", False):
             return _tune(args, baseline)
         # the search in a child of its own, so that a stop ends within seconds even while a
-        # compile holds it (probe/contract/stop_supervisor.py)
-        from infertop.endings import ending
-        from probe.contract.stop_supervisor import run_supervised
-        from probe.tune.salvage import salvage_tune
+        # compile holds it (probe/checks/stop_supervisor.py)
         return run_supervised(lambda note: _tune(args, baseline), ending,
                               lambda stopped: salvage_tune(stopped, args.out))
 
 
 def _tune(args: argparse.Namespace, baseline) -> int:
-    from probe.engine.process.third_party_output import third_party_output_to_engine_log
     with third_party_output_to_engine_log():
-        from probe.tune.runner import run_tune_command  # torchao speaks as it imports
         return run_tune_command(args, baseline)

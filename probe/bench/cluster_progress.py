@@ -13,7 +13,7 @@ from typing import Sequence, TextIO
 
 from probe.bench.progress import StatusLine
 from probe.bench.tasks import BenchTask
-from probe.contract.units import fmt_clock
+from probe.common.units import fmt_clock
 
 REDRAW_S = 1.0
 

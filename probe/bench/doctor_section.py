@@ -1,5 +1,5 @@
 """bench's report: the doctor's verdict and next step for each run, read from the run's session
-snapshot (its `segments[].diagnosis`, which the snapshot carries from probe/contract/diagnosis)."""
+snapshot (its `segments[].diagnosis`, which the snapshot carries from probe/analysis/diagnosis)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ before torch is imported (probe/bench/experiments/ checks its modules against th
 
 from __future__ import annotations
 
-from probe.contract.errors import ConfigError
+from probe.common.errors import BadInput
 
 EXPERIMENT_IDS = ("E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8", "roofline", "observer",
                   "capacity", "peers")
@@ -24,10 +24,10 @@ def select_experiments(text: str | None) -> tuple[str, ...]:
         if not part:
             continue
         if part.lower() not in lookup:
-            raise ConfigError(f"--experiments: unknown experiment {part!r}; choose from "
+            raise BadInput(f"--experiments: unknown experiment {part!r}; choose from "
                               f"{', '.join(EXPERIMENT_IDS)}")
         wanted.add(lookup[part.lower()])
     if not wanted:
-        raise ConfigError(f"--experiments {text!r}: nothing to run; choose from "
+        raise BadInput(f"--experiments {text!r}: nothing to run; choose from "
                           f"{', '.join(EXPERIMENT_IDS)} (or leave it out for all but capacity and peers)")
     return tuple(n for n in EXPERIMENT_IDS if n in wanted)

@@ -1,11 +1,11 @@
 """report.md's goodput table: under `--slo`, every run's goodput and SLO attainment beside its
 throughput, all over the same records and span (the run's session segment: every request it
-served, warm-up included; the figures are probe/contract/slo.py's, computed once per run)."""
+served, warm-up included; the figures are probe/analysis/slo.py's, computed once per run)."""
 
 from __future__ import annotations
 
-from probe.contract.slo import slo_from_dict
-from probe.contract.units import fmt_fraction, fmt_num
+from probe.common.units import fmt_fraction, fmt_num
+from probe.contract.objective import slo_from_dict
 from probe.session_store.tables import table
 
 

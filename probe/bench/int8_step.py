@@ -17,8 +17,8 @@ def main(argv: list[str]) -> None:
     import torch
 
     from probe.engine.decode.static_loop import StaticGreedyDecoder
-    from probe.engine.models import load_model
-    from probe.engine.requests import EngineRequest, input_ids
+    from probe.engine.model.loading import load_model
+    from probe.engine.model.requests import EngineRequest, input_ids
     from probe.engine.switchboard import quantize
     name, tokens = argv[0], int(argv[1])
     torch.set_num_threads(int(argv[2]) if len(argv) > 2 else 1)

@@ -8,17 +8,16 @@ import datetime as dt
 import sys
 
 from probe.bench.nodes import nodes_markdown
-from probe.bench.plan import BenchSettings
-from probe.contract.units import NO_DATA, fmt_s
+from probe.common.atomic import write_atomic, write_json_atomic
+from probe.common.units import NO_DATA, fmt_s
+from probe.runs.plan import BenchSettings
 from probe.session_store.tables import table
-from workloads.atomic import write_atomic
 
 MATRIX_SCHEMA = "infertop-bench-matrix/1"
 
 
 def write_index(settings: BenchSettings, cells: list[BenchSettings], reports: list[dict],
                 executor: dict, nodes: dict, *, interrupted: bool, wall_s: float) -> None:
-    from probe.session_store.snapshot import write_json_atomic
     index = {
         "schema": MATRIX_SCHEMA,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

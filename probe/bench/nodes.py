@@ -9,9 +9,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Mapping
 
-from probe.bench.results import Outcome, RunResult
-from probe.bench.verdict import DRIFT_TOLERANCE
-from probe.contract.units import NO_DATA
+from probe.common.units import NO_DATA
+from probe.runs.results import Outcome, RunResult
+from probe.runs.verdict import DRIFT_TOLERANCE
 from probe.session_store.tables import table
 
 # environment keys whose difference between nodes the report names

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from probe.bench.spread import Spread
+from probe.runs.spread import Spread
 
 INFERTOP, PEER = "infertop", "ctranslate2"
 

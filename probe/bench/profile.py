@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from probe.bench.plan import RunSpec
-from probe.bench.results import ProfileFiles
-from probe.bench.runs import Extra, RunContext, RunHooks, serve_pass
-from workloads.atomic import write_atomic
+from probe.common.atomic import write_atomic
+from probe.runs.plan import RunSpec
+from probe.runs.results import ProfileFiles
+from probe.runs.runs import Extra, RunContext, RunHooks, serve_pass
 
 PROFILED_REQUESTS = 3
 

@@ -12,8 +12,9 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
-from probe.bench.plan import RunSpec
-from probe.contract.units import fmt_clock
+from probe.common.units import fmt_clock
+from probe.runs.plan import RunSpec
+from workloads.buckets import bucket_for
 
 # Rough costs on a 2-core CPU; the progress line corrects them as runs finish.
 COST = {
@@ -34,7 +35,6 @@ def estimate_s(spec: RunSpec, *, model: str, passes: int) -> float:
     if options.decode == "hf-generate":
         return hf_compile + tokens * eager_token * 1.5 + 1.0
     if options.bucketing == "on" and spec.edges:
-        from workloads.buckets import bucket_for
         shapes = len({bucket_for(r.input_length, spec.edges) for r in spec.requests})
     else:
         shapes = len({r.input_length for r in spec.requests})

@@ -9,14 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Union
 
-from probe.bench.cluster import RETRIES, Cluster, connect, require_ray
 from probe.bench.cluster_progress import REDRAW_S, ClusterProgress
 from probe.bench.experiments import EXPERIMENTS
 from probe.bench.experiments.base import OpenLoopExperiment
+from probe.bench.matrix import write_index
 from probe.bench.nodes import NodeInfo, Placement, nodes_summary, place_runs
-from probe.bench.plan import BenchSettings
 from probe.bench.report import report_document, write_report
-from probe.bench.results import FailedRun
 from probe.bench.study import Study
 from probe.bench.tasks import (
     BenchTask,
@@ -29,6 +27,9 @@ from probe.bench.tasks import (
     run_task,
 )
 from probe.bench.torch_trace import TraceFolder, run_tlparse
+from probe.runs.cluster import RETRIES, Cluster, connect, require_ray
+from probe.runs.plan import BenchSettings
+from probe.runs.results import FailedRun
 
 
 class TaskLost(Exception):
@@ -42,7 +43,7 @@ MACHINE_ESTIMATE_S = 30.0           # the roofline's bandwidth and GEMM measurem
 
 def run_on_ray(settings: BenchSettings, started: float) -> int:
     from probe.bench.study_setup import measuring, prepare_study
-    from probe.engine.models import load_model
+    from probe.engine.model.loading import load_model
 
     cells = settings.cells()
     for model in dict.fromkeys(cell.model for cell in cells):
@@ -69,7 +70,6 @@ def run_on_ray(settings: BenchSettings, started: float) -> int:
 def write_reports(settings: BenchSettings, studies: list[Study], dispatch: Dispatch, *,
                   interrupted: bool, started: float) -> None:
     """Each study's report from what its tasks sent back and, for a matrix, the index."""
-    from probe.bench.matrix import write_index
     from probe.bench.study_setup import print_written
     cells, executor = settings.cells(), dispatch.cluster.as_dict()
     machines = {t.context.model: {**(dispatch.measured(t).machine or {}),

@@ -13,11 +13,13 @@ from probe.bench.experiments import acceptance_checks
 from probe.bench.goodput_section import goodput_markdown
 from probe.bench.nodes import nodes_markdown
 from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder
-from probe.bench.verdict import DRIFT_TOLERANCE
-from probe.contract.units import NO_DATA, fmt_s
+from probe.common.atomic import write_atomic, write_json_atomic
+from probe.common.units import NO_DATA, fmt_s
+from probe.report_charts.bench_figures import figures_or_reason
+from probe.report_charts.html_report import html_document
 from probe.report_charts.markdown import ACROSS_RUNS, figure_file_lines, figure_lines
+from probe.runs.verdict import DRIFT_TOLERANCE
 from probe.session_store.tables import table
-from workloads.atomic import write_atomic
 
 REPORT_SCHEMA = "infertop-bench/1"
 
@@ -67,9 +69,6 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
 
 def write_report(out: Path, report: dict) -> None:
     """report.json, report.md, the charts in figures/ and report.html with them inline."""
-    from probe.report_charts.bench_figures import figures_or_reason
-    from probe.report_charts.html_report import html_document
-    from probe.session_store.snapshot import write_json_atomic
     report.setdefault("files", {})["figures"] = figures = figures_or_reason(out, report)
     if figures.get("unavailable"):
         print(f"infertop: no figures: {figures['unavailable']}", file=sys.stderr)

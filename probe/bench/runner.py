@@ -8,7 +8,6 @@ import sys
 import time
 
 from probe.bench.experiments import select_experiments
-from probe.bench.plan import BenchSettings
 from probe.bench.report import report_document, write_report
 from probe.bench.study_setup import (
     bench_environment,
@@ -19,8 +18,9 @@ from probe.bench.study_setup import (
     print_written,
 )
 from probe.bench.torch_trace import TorchTrace, run_tlparse
-from probe.contract.errors import ConfigError
-from probe.contract.interrupts import exit_status, signals_wait
+from probe.checks.interrupts import exit_status, signals_wait
+from probe.common.errors import BadInput
+from probe.runs.plan import BenchSettings
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -30,12 +30,12 @@ def run_bench(args: argparse.Namespace) -> int:
         from probe.bench.ray_executor import run_on_ray
         return run_on_ray(settings, started)
     if settings.matrix:
-        raise ConfigError("a list of models or traces is a matrix of studies, spread with "
+        raise BadInput("a list of models or traces is a matrix of studies, spread with "
                           "--ray (`--ray local` runs it on this machine)")
     import torch
 
     from probe.bench.experiments.roofline import measure_machine
-    from probe.engine.models import load_model
+    from probe.engine.model.loading import load_model
     from probe.engine.observe.device_probe import resolve_device
 
     if settings.threads:

@@ -11,11 +11,11 @@ from typing import Callable
 from probe.bench.experiment_ids import EXPERIMENT_IDS
 from probe.bench.experiments import EXPERIMENTS
 from probe.bench.experiments.base import Experiment, OpenLoopExperiment
-from probe.bench.openloop import OpenLoopStudy
-from probe.bench.plan import Plan, RunSpec
 from probe.bench.progress import Progress, estimate_s
-from probe.bench.results import FailedRun, RunOutcome
-from probe.bench.runs import Extra, RunContext, RunHooks, execute_group
+from probe.runs.openloop import OpenLoopStudy
+from probe.runs.plan import Plan, RunSpec
+from probe.runs.results import FailedRun, RunOutcome
+from probe.runs.runs import Extra, RunContext, RunHooks, execute_group
 
 log = logging.getLogger(__name__)
 

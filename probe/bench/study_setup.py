@@ -13,23 +13,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from probe.bench.plan import MAX_INPUT, BenchSettings, make_plan
+from probe.bench.profile import PROFILE
 from probe.bench.progress import StatusLine
-from probe.bench.results import RunResult
-from probe.bench.runs import RunContext
 from probe.bench.study import Study
 from probe.bench.torch_trace import TlparseReport, TorchTrace, TraceFolder
-from probe.bench.verdict import speed_drift
-from probe.contract.interrupts import exit_status, signal_of, signals_as_interrupt
+from probe.checks.interrupts import exit_status, signal_of, signals_as_interrupt
+from probe.engine.process.environment import environment
+from probe.runs.plan import MAX_INPUT, BenchSettings, make_plan
+from probe.runs.results import RunResult
+from probe.runs.runs import RunContext
+from probe.runs.verdict import speed_drift
 
 if TYPE_CHECKING:
-    from probe.engine.models import LoadedModel
+    from probe.engine.model.loading import LoadedModel
 
 
 def prepare_study(settings: BenchSettings, device: str, loaded: LoadedModel | None) -> Study:
     """The plan (the trace is loaded and fitted here: a bad one is refused) and every run of
     one (model, trace) study."""
-    from probe.bench.profile import PROFILE
     plan = make_plan(model=settings.model, trace_name=settings.trace, device=device,
                      quick=settings.quick, requests=settings.requests,
                      bucket_count=settings.bucket_count, seed=settings.seed,
@@ -99,7 +100,6 @@ def measuring(progress: StatusLine, torch_trace: TorchTrace | None) -> Iterator[
 def bench_environment(device) -> dict:
     import torch
 
-    from probe.engine.process.environment import environment
     env = environment(device)
     try:
         import torch._inductor.config as inductor_config

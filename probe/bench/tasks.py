@@ -4,7 +4,6 @@ runs; it needs no Ray, so a test can call it in this process."""
 
 from __future__ import annotations
 
-import functools
 import tempfile
 import time
 import warnings
@@ -13,9 +12,12 @@ from pathlib import Path
 from typing import Callable, Mapping, Union
 
 from probe.bench.nodes import NodeInfo
-from probe.bench.plan import Plan, RunSpec
-from probe.bench.results import RunOutcome
-from probe.bench.runs import Extra, RunContext, RunHooks
+from probe.bench.torch_trace import TorchTrace
+from probe.runs.openloop import OpenLoopStudy
+from probe.runs.plan import Plan, RunSpec
+from probe.runs.results import RunOutcome
+from probe.runs.runs import Extra, RunContext, RunHooks
+from probe.runs.workers import loaded_model, physical_cores
 
 Phase = Callable[[str], None]           # what a task is doing now, for the progress line
 
@@ -52,7 +54,6 @@ class OpenLoopWork:
     plan: Plan
 
     def run(self, context: RunContext, hooks: RunHooks, phase: Phase) -> Measured:
-        from probe.bench.openloop import OpenLoopStudy
         from probe.bench.study import measure_open_loop
         study = OpenLoopStudy(context, self.plan, {}, phase)
         return Measured(open_loop={self.experiment: measure_open_loop(self.experiment, study)})
@@ -101,26 +102,18 @@ class TaskOutcome:
     files: tuple[tuple[str, bytes], ...] = ()    # snapshots, profile, logs: relative to --out
 
 
-@functools.lru_cache(maxsize=1)
-def loaded_model(name: str):
-    """A worker serves many tasks of one study: it loads the model once, as a local run does."""
-    from probe.engine.models import load_model
-    return load_model(name)
-
-
 def run_task(task: BenchTask, board=None) -> TaskOutcome:
     """Run one task on this node into a temporary folder, and return what it measured and
     wrote. `board` (a Ray actor) hears when it starts, where, and each phase."""
     import torch
 
-    from probe.bench.torch_trace import TorchTrace
     from probe.engine.observe.device_probe import resolve_device
 
     started = time.perf_counter()
     device = resolve_device(task.context.device)
     # Ray sets OMP_NUM_THREADS to the task's num_cpus; a CPU run owns its node, and torch's own
     # default there is one thread per physical core
-    threads = task.threads or (None if device.type == "cuda" else _physical_cores())
+    threads = task.threads or (None if device.type == "cuda" else physical_cores())
     if threads:
         torch.set_num_threads(threads)
     node = NodeInfo.here(device)
@@ -143,11 +136,6 @@ def run_task(task: BenchTask, board=None) -> TaskOutcome:
         files = tuple((str(p.relative_to(out)), p.read_bytes())
                       for p in sorted(out.rglob("*")) if p.is_file())
     return TaskOutcome(task.id, node, time.perf_counter() - started, measured, files)
-
-
-def _physical_cores() -> int | None:
-    import psutil
-    return psutil.cpu_count(logical=False)
 
 
 def _post(board, *event, wait: bool = False) -> None:

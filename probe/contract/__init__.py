@@ -1,5 +1,7 @@
-"""The torch-free contract: the values that cross threads and processes (options, records, the
-session, the live view, the protocol in protocol.py), the figures computed from them, and the
-torch-free checks every command runs before torch loads. Sessions on disk (journal, snapshot
-files, export, printing) are probe/session_store/, built on this package. The dashboard imports
-only these two packages of probe/; tests keep torch and the engine out of both."""
+"""The seam between the dashboard and the engine: every value that crosses a thread or a
+process, and nothing else. Read top to bottom: `protocol` (the commands and events), `options`
+(OptConfig), `settings` and `prepared_workload` (what an engine is started with), `records`
+(what each request, compile and graph break cost), `session` (the records of one run),
+`objective` (the SLO), `figures` and `device_sample` (the computed values a view shows),
+`live` (the LiveView the engine publishes). Torch-free. How the figures are computed is
+probe/analysis/, which sits above it."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Iterable
 
-from probe.contract.errors import ConfigError
+from probe.common.errors import BadConfig
 
 
 @dataclass(frozen=True)
@@ -200,7 +200,7 @@ class OptConfig:
     def __post_init__(self) -> None:
         for key, value in asdict(self).items():
             if value not in CHOICES[key]:
-                raise ConfigError(
+                raise BadConfig(
                     f"option {key}={value!r} is not valid; choose one of: {', '.join(CHOICES[key])}"
                 )
 
@@ -209,7 +209,7 @@ class OptConfig:
 
     def with_option(self, key: str, value: str) -> OptConfig:
         if key not in CHOICES:
-            raise ConfigError(f"unknown option {key!r}; valid keys: {', '.join(CHOICES)}")
+            raise BadConfig(f"unknown option {key!r}; valid keys: {', '.join(CHOICES)}")
         return replace(self, **{key: value})
 
     def cycled(self, key: str) -> OptConfig:
@@ -229,13 +229,13 @@ class OptConfig:
 
 
 def parse_opts(pairs: Iterable[str], base: OptConfig | None = None) -> OptConfig:
-    """Apply `KEY=VALUE` strings to `base`; a bad one raises ConfigError naming it and the choices."""
+    """Apply `KEY=VALUE` strings to `base`; a bad one raises BadConfig naming it and the choices."""
     config = base or OptConfig()
     for pair in pairs:
         key, sep, value = pair.partition("=")
         key = key.strip().replace("-", "_")
         if not sep:
-            raise ConfigError(f"--opt {pair!r} is not KEY=VALUE; valid keys: {', '.join(CHOICES)}")
+            raise BadConfig(f"--opt {pair!r} is not KEY=VALUE; valid keys: {', '.join(CHOICES)}")
         config = config.with_option(key, value.strip())
     return config
 

@@ -3,7 +3,7 @@
 messages, how an engine ended, and what the dashboard may promise about what it served.
 
 Every message is a frozen, picklable value sent over a multiprocessing pipe. The real handle is
-`probe.engine.process.engine_process.EngineClient`; `tui.engine_handle.FakeEngine` is a scripted
+`probe.engine.process.engine_process.EngineClient`; `tests.fake_engine.FakeEngine` is a scripted
 one for tests. Torch-free: the dashboard's process imports this module and nothing of the
 engine."""
 
@@ -34,7 +34,7 @@ class EngineHandle(Protocol):
     # kill if needed, start one that continues the session (`abandoned`: the compile x gave up)
     def stop(self) -> None: ...           # Shutdown, a bounded wait, then kill if needed
     def write_snapshot(self, path: str) -> Path: ...  # the session JSON without an engine (from
-                                                     # its journal); OSError/ConfigError
+                                                     # its journal); OSError/BadInput
     def journal_promise(self) -> JournalPromise: ...  # what `s` can save, engine down
     def open_journal(self) -> str | None: ...  # make the journal before the app opens; why not
     def warm_switch(self, options: OptConfig) -> None: ...  # a side engine on `options` warms
@@ -89,12 +89,12 @@ Command = Workload | SetOptions | SetSpeed | Pause | Resume | ResetWindow | Save
 
 # -- events: engine -> dashboard ---------------------------------------------------------------
 @dataclass(frozen=True)
-class Loading:
+class EngineLoading:
     text: str                   # "loading t5-small on cpu", "prewarming 4 shapes", ...
 
 
 @dataclass(frozen=True)
-class Live:
+class EngineLive:
     view: LiveView
 
 
@@ -115,11 +115,11 @@ class EngineFailed:
 
 
 @dataclass(frozen=True)
-class Finished:
+class ReplayFinished:
     pass                        # the replay ran out of requests
 
 
-Event = Loading | Live | SnapshotSaved | SnapshotFailed | EngineFailed | Finished
+Event = EngineLoading | EngineLive | SnapshotSaved | SnapshotFailed | EngineFailed | ReplayFinished
 
 # In the notice (a Live view's notices) the engine sends when a journal write fails.
 JOURNAL_STOPPED = "journaling stopped"

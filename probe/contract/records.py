@@ -46,7 +46,7 @@ class RequestRecord:
 COMPILING = ("compile", "recompile")     # the event kinds that are compiles (their seconds count)
 ABANDONED = "abandoned"     # a compile given up with x: requests waited on it, no config counts it
 WAITED_ON = COMPILING + (ABANDONED,)     # the kinds whose running time requests wait on
-# The generic fallback kind (probe/contract/fallbacks.py): the engine took a fallback that is no
+# The generic fallback kind (probe/analysis/fallbacks.py): the engine took a fallback that is no
 # compile of its own — a calibration at its floor, a CUDA graph skipped — said in the feed, the
 # session and the replay's summary; `function` names what fell back, `reason` says it whole.
 DEGRADED = "degraded"

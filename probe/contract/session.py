@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
 
+from probe.contract.objective import Slo
 from probe.contract.options import OptConfig
 from probe.contract.records import (
     BatchSteps,
@@ -20,8 +21,6 @@ from probe.contract.records import (
     Notice,
     RequestRecord,
 )
-from probe.contract.slo import Slo
-from probe.contract.stats import SegmentStats, segments
 
 
 @dataclass(frozen=True)
@@ -50,10 +49,6 @@ class SessionData:
     slo: Slo | None = None          # what goodput and attainment are measured against
     # continuous batching's recent steps, per config (host time against the GPU's period)
     batch_steps: Mapping[str, BatchSteps] = field(default_factory=lambda: MappingProxyType({}))
-
-    def segments(self) -> tuple[SegmentStats, ...]:
-        return segments(list(self.configs), self.records, self.events, self.breaks,
-                        self.references, self.kv_pools, self.slo)
 
 
 class Session:

@@ -31,8 +31,9 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from probe.common.atomic import replace_atomically
 from probe.engine.compile_cache_key import ConfigKey, call_signature
-from probe.engine.process.state_files import state_dir
+from probe.engine.state_files import state_dir
 
 log = logging.getLogger(__name__)
 
@@ -92,12 +93,13 @@ def use_own_inductor_folder(root: Path) -> None:
 def write_entry(path: Path, payload: bytes) -> None:
     """MAGIC, the payload's sha256 and the payload, written whole or not at all."""
     digest = hashlib.sha256(payload).hexdigest().encode()
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "wb") as handle:
-        handle.write(MAGIC + digest + b"\n" + payload)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+
+    def write(temporary: str) -> None:
+        with open(temporary, "wb") as handle:
+            handle.write(MAGIC + digest + b"\n" + payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+    replace_atomically(path, write)
 
 
 def read_entry(path: Path) -> bytes:

@@ -23,6 +23,14 @@ import torch
 from transformers import PreTrainedModel
 
 from probe.contract.options import OptConfig
+from probe.engine.decode import (
+    attention,
+    continuous,
+    int8_dynamic,
+    int8_weight_only,
+    paged,
+    static_loop,
+)
 
 # Options that do not change the compiled code (the cache's own switch).
 NOT_IN_KEY = ("compile_cache",)
@@ -77,14 +85,6 @@ def traced_sources() -> str:
     import transformers.cache_utils
     import transformers.models.t5.modeling_t5
 
-    from probe.engine.decode import (
-        attention,
-        continuous,
-        int8_dynamic,
-        int8_weight_only,
-        paged,
-        static_loop,
-    )
     return _source_digest((static_loop, continuous, paged, attention, int8_dynamic,
                            int8_weight_only,
                            transformers.models.t5.modeling_t5, transformers.cache_utils))

@@ -14,8 +14,8 @@ from typing import Callable, Sequence, TypedDict, TypeVar
 import torch
 import torch._dynamo
 
-from probe.contract.clock import SessionClock
-from probe.contract.cpu_levers import cpu_flags, lever_note
+from probe.analysis.cpu_levers import cpu_flags, lever_note
+from probe.common.clock import SessionClock
 from probe.contract.options import OptConfig
 from probe.contract.records import Notice, RequestRecord, RooflineStatus
 from probe.contract.session import Session
@@ -25,10 +25,10 @@ from probe.engine.decode.result import DecodeResult
 from probe.engine.decode.slot_graphs import ladder, rows_for
 from probe.engine.decode.slot_sizing import SlotSizing, size_slots
 from probe.engine.measure.bandwidth_cache import MachineBandwidth
-from probe.engine.models import DecoderDims, LoadedModel, load_model
+from probe.engine.model.loading import DecoderDims, LoadedModel, load_model
+from probe.engine.model.requests import EngineRequest, input_ids, pad_batch
 from probe.engine.observe.compile_probe import CompileProbe
 from probe.engine.observe.device_probe import DeviceProbe, resolve_device
-from probe.engine.requests import EngineRequest, input_ids, pad_batch
 from probe.engine.switchboard import Switchboard, apply_tf32
 from workloads.buckets import bucket_for
 

@@ -1,6 +1,6 @@
 """The peer engine in a process of its own. CTranslate2 ships its own OpenMP runtime beside
 torch's; once both have run in one process, torch's batch-1 decode step on t5-small went from
-6.1 to 8.3 ms/token on the AVX-512 EPYC (docs/engine-vs-peer.md), so every figure of a run
+5.7–6.4 to 8.1–9.1 ms/token on the AVX-512 EPYC (docs/results.md), so every figure of a run
 that shared the process was a slowed one. A user who picks CTranslate2 runs it alone; here it
 runs alone too, asked one request at a time over a pipe while infertop's engine waits, and
 infertop's process never imports it."""
@@ -15,7 +15,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Protocol
 
-from probe.engine.peer_ctranslate2 import PeerResult, save_checkpoint
+from probe.engine.peer_ctranslate2 import PeerModel, PeerResult, save_checkpoint
 
 # A start that takes longer than this is a hung child (the t5-small conversion takes seconds).
 START_TIMEOUT_S = 600.0
@@ -105,7 +105,6 @@ def converted_peer(hf_dir: Path, threads: int) -> Peer:
     # The converter loads the checkpoint with torch: one thread, so no torch thread pool runs
     # beside the peer's own.
     torch.set_num_threads(1)
-    from probe.engine.peer_ctranslate2 import PeerModel
     return PeerModel(hf_dir, threads=threads)
 
 

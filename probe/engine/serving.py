@@ -9,12 +9,12 @@ import time
 from collections import deque
 from typing import Callable
 
-from probe.contract.live import offered_rps
+from probe.analysis.live_figures import offered_rps
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
-from probe.engine.decode.continuous_scheduler import ContinuousScheduler
+from probe.engine.continuous_scheduler import ContinuousScheduler
 from probe.engine.engine import Engine
-from probe.engine.requests import EngineRequest
+from probe.engine.model.requests import EngineRequest
 from workloads.replayer import Replayer, ScheduledRequest
 
 POLL_S = 0.05

@@ -28,7 +28,7 @@ from probe.engine.decode.fused_qkv import fuse_qkv
 from probe.engine.decode.paged import PagedBatcher
 from probe.engine.decode.result import DecodeResult
 from probe.engine.decode.static_loop import StaticGreedyDecoder
-from probe.engine.models import DecoderDims, T5Family
+from probe.engine.model.loading import DecoderDims, T5Family
 from probe.engine.observe.guards import guard_filter
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}

@@ -3,9 +3,9 @@ model, the bucket edges, and the static cache's length."""
 
 from __future__ import annotations
 
+from probe.common.errors import file_error
 from probe.contract.prepared_workload import PreparedWorkload
 from workloads.buckets import parse_bucket_edges, plan_buckets
-from workloads.errors import file_error
 from workloads.fitting import fit_to_model
 from workloads.trace import load_trace
 

@@ -14,9 +14,9 @@ from typing import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from probe.analysis.slo import goodput
+from probe.analysis.stats import COMPILING, event_phases
 from probe.contract.session import Session
-from probe.contract.slo import goodput
-from probe.contract.stats import COMPILING, event_phases
 
 LATENCY_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 TPOT_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1)

@@ -31,6 +31,7 @@ from probe.report_charts.canvas import (
 )
 from probe.report_charts.markdown import ACROSS_RUNS
 from probe.report_charts.session_charts import latency_cdfs, latency_timeline, warm_latencies
+from probe.session_store.snapshot import read_document, session_data
 
 log = logging.getLogger(__name__)
 CDF_SECTIONS = ("E1", "E3", "E4", "E5", "E6")
@@ -63,7 +64,6 @@ class Snapshots:
         self._read: dict[str, object] = {}
 
     def session(self, relative: str):
-        from probe.session_store.snapshot import read_document, session_data
         if relative not in self._read:
             self._read[relative] = session_data(read_document(self.out / relative))
         return self._read[relative]

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from probe.contract.errors import ConfigError
-from workloads.atomic import replace_atomically
-from workloads.terminal_text import terminal_text
+from probe.common.atomic import replace_atomically
+from probe.common.errors import BadInput
+from probe.common.terminal_text import terminal_text
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ RC = {"svg.fonttype": "none", "font.size": 9, "axes.titlesize": 10,
 NO_METADATA = {"Date": None, "Creator": None, "Format": None, "Type": None}
 
 
-class ChartsUnavailable(ConfigError):
+class ChartsUnavailable(BadInput):
     """matplotlib is not installed: the charts cannot be drawn."""
 
 
@@ -174,7 +174,7 @@ def save(chart: Chart, path: Path) -> Path:
     """Write the chart as SVG or PNG, by the path's suffix; the folder is made."""
     kind = path.suffix.lower().lstrip(".")
     if kind not in ("svg", "png"):
-        raise ConfigError(f"{path}: a chart is written as .svg or .png, "
+        raise BadInput(f"{path}: a chart is written as .svg or .png, "
                           f"not {path.suffix or 'no suffix'}")
     matplotlib, _, _ = _matplotlib()
     path.parent.mkdir(parents=True, exist_ok=True)

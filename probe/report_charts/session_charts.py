@@ -1,15 +1,15 @@
 """Charts of a session's raw records: the per-request latency timeline (the dashboard's plot at
 print quality) and latency CDFs per config. Both plot the records' own `latency_ms`, the values
-probe/contract/stats.py summarises."""
+probe/analysis/stats.py summarises."""
 
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from probe.contract.config_changes import config_changes
+from probe.analysis.config_changes import config_changes
+from probe.analysis.stats import COMPILING
 from probe.contract.records import RequestRecord
 from probe.contract.session import SessionData
-from probe.contract.stats import COMPILING
 from probe.report_charts.canvas import (
     Caption,
     Chart,

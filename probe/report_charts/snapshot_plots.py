@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from probe.analysis.stats import session_segments
+from probe.common.terminal_text import terminal_text
 from probe.report_charts.canvas import Caption, date_text, machine_text, save, warnings_to_log
 from probe.report_charts.session_charts import latency_cdfs, latency_timeline
 from probe.session_store.snapshot import read_document, saved_session
-from workloads.terminal_text import terminal_text
 
 
 def session_caption(document: dict, path: str) -> Caption:
@@ -43,7 +44,7 @@ def plot_compare(path_a: str, path_b: str, out: str) -> Path:
         document = read_document(path)
         data = saved_session(document, f"snapshot {path}", for_terminal=True)
         captions.append(session_caption(document, path))
-        for segment in data.segments():
+        for segment in session_segments(data):
             entry = data.configs.get(segment.config_id)
             label = f"{side} {segment.config_id}" + (f": {entry.options.label()}" if entry else "")
             latencies[label] = [r.latency_ms for r in data.records

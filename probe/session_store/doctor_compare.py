@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from probe.contract.attribution import CAUSES
-from probe.contract.diagnosis import SegmentDiagnosis
-from probe.contract.units import fmt_ms
+from probe.analysis.attribution import CAUSES
+from probe.analysis.diagnosis import SegmentDiagnosis
+from probe.common.units import fmt_ms
 
 MOVED_PP = 5.0      # a cause whose share moved less than this many points did not move
 

@@ -21,21 +21,17 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from probe.contract.clock import SessionClock
-from probe.contract.errors import ConfigError
+from probe.common.atomic import write_json_atomic
+from probe.common.clock import SessionClock
+from probe.common.errors import BadInput
+from probe.common.shown import shown
+from probe.contract.objective import Slo, slo_from_dict
 from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineExit
 from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
 from probe.contract.session import ConfigEntry, Session, SessionData
-from probe.contract.slo import Slo, slo_from_dict
 from probe.session_store.record_ranges import MAX_SESSION_S
-from probe.session_store.snapshot import (
-    checked_item,
-    session_data,
-    snapshot_document,
-    write_json_atomic,
-)
-from workloads.rows import shown
+from probe.session_store.snapshot import checked_item, session_data, snapshot_document
 
 # The session JSON's sections that describe where the session ran, not what it served.
 CONTEXT_SECTIONS = ("environment", "model", "trace", "settings", "live")
@@ -236,7 +232,7 @@ def _lost_record(dispatch: Dispatch, at_s: float, config_id: str, error: str) ->
 
 def read_journal(path: str) -> Journal | None:
     """The journal at `path`; None when there is no session to continue (the engine ended
-    before it wrote the session's header). ConfigError when it cannot be read at all. A line
+    before it wrote the session's header). BadInput when it cannot be read at all. A line
     that cannot be read (torn by a kill, of the wrong types, naming no config, a figure out of
     its range) is skipped and counted in `Journal.unreadable`, with its number and why: what
     the other lines hold is kept, and the session they make passes saved_session."""
@@ -251,7 +247,7 @@ def read_journal(path: str) -> Journal | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         if not stat.S_ISREG(os.fstat(fd).st_mode):     # /dev/zero: one endless line
             os.close(fd)
-            raise ConfigError(f"session journal {path}: not a regular file")
+            raise BadInput(f"session journal {path}: not a regular file")
         with os.fdopen(fd, "rb") as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
@@ -264,10 +260,10 @@ def read_journal(path: str) -> Journal | None:
                         dispatches.append(_dispatch(value))
                     else:
                         _add(sections, kind, value)
-                except ConfigError as exc:
+                except BadInput as exc:
                     unreadable.append((number, str(exc)))
     except OSError as exc:
-        raise ConfigError(f"session journal {path}: cannot read: {exc.strerror or exc}") from None
+        raise BadInput(f"session journal {path}: cannot read: {exc.strerror or exc}") from None
     if header is None:
         return None
     _drop_unknown_configs(sections, unreadable)
@@ -280,36 +276,36 @@ def read_journal(path: str) -> Journal | None:
 def _dispatch(value: Any) -> Dispatch:
     dispatch = checked_item(Dispatch, _object(value, "dispatch"), "dispatch")
     if not 0 <= dispatch.arrival_s <= MAX_SESSION_S:
-        raise ConfigError(f"dispatch.arrival_s: expected a time from 0 to {MAX_SESSION_S:g} s, "
+        raise BadInput(f"dispatch.arrival_s: expected a time from 0 to {MAX_SESSION_S:g} s, "
                           f"got {dispatch.arrival_s:.6g}")
     if dispatch.seq < 0 or dispatch.input_tokens < 0:
-        raise ConfigError("dispatch: expected counts >= 0 for seq and input_tokens")
+        raise BadInput("dispatch: expected counts >= 0 for seq and input_tokens")
     return dispatch
 
 
 def _header(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ConfigError(f"session header: expected an object, got {shown(value)}")
+        raise BadInput(f"session header: expected an object, got {shown(value)}")
     started = value.get("started_unix")
     if not isinstance(started, (int, float)) or isinstance(started, bool) \
             or not 0 <= started < 1e11:
-        raise ConfigError(f"session header: started_unix: expected a time, got {shown(started)}")
+        raise BadInput(f"session header: started_unix: expected a time, got {shown(started)}")
     return value
 
 
 def _entry(line: bytes) -> tuple[str, Any]:
-    """(kind, value) of one line; ConfigError for a line torn by a kill or otherwise unreadable."""
+    """(kind, value) of one line; BadInput for a line torn by a kill or otherwise unreadable."""
     try:
         entry = json.loads(line)
     except (ValueError, RecursionError):
-        raise ConfigError("not a whole JSON line (torn by a kill?)") from None
+        raise BadInput("not a whole JSON line (torn by a kill?)") from None
     if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
-        raise ConfigError("not a journal entry (no kind)")
+        raise BadInput("not a journal entry (no kind)")
     if b"\\u" in line and _SURROGATE.search(line):
         try:        # a lone \ud800 escape: no terminal or UTF-8 file can hold it
             json.dumps(entry, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
-            raise ConfigError("holds an unpaired surrogate (a lone \\ud800-\\udfff escape)") from None
+            raise BadInput("holds an unpaired surrogate (a lone \\ud800-\\udfff escape)") from None
     return entry["kind"], entry.get("value")
 
 
@@ -318,22 +314,22 @@ _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 def _object(value: Any, kind: str) -> dict[str, Any]:
     if type(value) is not dict:
-        raise ConfigError(f"{kind}: expected an object, got {shown(value)}")
+        raise BadInput(f"{kind}: expected an object, got {shown(value)}")
     return value
 
 
 def _key(value: dict[str, Any], name: str, kind: str) -> str:
     key = value.get(name)
     if name not in value:
-        raise ConfigError(f"{kind}: missing {name}")
+        raise BadInput(f"{kind}: missing {name}")
     if type(key) is not str:
-        raise ConfigError(f"{kind}: {name}: expected a string, got {shown(key)}")
+        raise BadInput(f"{kind}: {name}: expected a string, got {shown(key)}")
     return key
 
 
 def _add(sections: dict[str, Any], kind: str, value: Any) -> None:
     """One journal entry into the session JSON's sections, checked on its own (so that one bad
-    line costs that line only): ConfigError naming what is wrong."""
+    line costs that line only): BadInput naming what is wrong."""
     if kind == "config":
         value = _object(value, kind)
         config_id = _key(value, "config_id", kind)
@@ -343,12 +339,12 @@ def _add(sections: dict[str, Any], kind: str, value: Any) -> None:
         section, cls = _RECORD_KINDS[kind]
         value = _object(value, kind)
         if cls is RequestRecord and "config_id" not in value:
-            raise ConfigError(f"{kind}: missing config_id")
+            raise BadInput(f"{kind}: missing config_id")
         checked_item(cls, value, kind)
         sections[section].append(value)
     elif kind == "graph_breaks":
         if type(value) is not list:
-            raise ConfigError(f"graph_breaks: expected a list, got {shown(value)}")
+            raise BadInput(f"graph_breaks: expected a list, got {shown(value)}")
         for index, item in enumerate(value):
             checked_item(GraphBreakRecord, item, f"graph_breaks[{index}]")
         sections["graph_breaks"] = value
@@ -366,7 +362,7 @@ def _add(sections: dict[str, Any], kind: str, value: Any) -> None:
         slo_from_dict(value, "slo")
         sections["slo"] = value         # the last one set
     else:
-        raise ConfigError(f"unknown kind {shown(kind)}")
+        raise BadInput(f"unknown kind {shown(kind)}")
 
 
 _RECORD_KINDS: dict[str, tuple[str, type]] = {
@@ -398,10 +394,10 @@ def unreadable_text(unreadable: tuple[tuple[int, str], ...], shown_at_most: int 
 def save_from_journal(journal_path: str, out: str | os.PathLike, end: EngineExit | None) -> Path:
     """Write the session JSON of what the engine served, from its journal alone (no engine
     needed: the dashboard's `s` while the engine is down); `end`: how it ended, if known.
-    ConfigError when the engine ended before its session began; OSError when `out` cannot be
+    BadInput when the engine ended before its session began; OSError when `out` cannot be
     written."""
     journal = read_journal(journal_path)
     if journal is None:
-        raise ConfigError("the engine ended before its session began: nothing to save")
+        raise BadInput("the engine ended before its session began: nothing to save")
     end = end or EngineExit(time.time(), None, "not running")
     return write_json_atomic(out, journal.document(end))

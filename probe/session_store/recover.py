@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 
-from probe.contract.errors import ConfigError
-from probe.contract.output_lock import OutputLock
+from probe.checks.output_lock import OutputLock
+from probe.common.atomic import write_json_atomic
+from probe.common.errors import BadInput
+from probe.common.output_rule import check_output_file
 from probe.contract.protocol import EngineExit
 from probe.session_store.journal import read_journal, unreadable_text
-from probe.session_store.snapshot import saved_session, write_json_atomic
-from workloads.output_rule import check_output_file
+from probe.session_store.snapshot import saved_session
 
 RECOVERED = "the run ended without saving; recovered from its journal"
 
@@ -27,7 +28,7 @@ def recover(journal_path: str, out: str) -> str:
 def _recover(journal_path: str, out: str) -> str:
     journal = read_journal(journal_path)
     if journal is None:
-        raise ConfigError(f"session journal {journal_path}: the run ended before its session "
+        raise BadInput(f"session journal {journal_path}: the run ended before its session "
                           f"began (no header): nothing to recover")
     ended = EngineExit(os.stat(journal_path).st_mtime, None, RECOVERED)
     document = journal.document(ended)

@@ -8,7 +8,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from probe.contract.interrupts import exit_status
+from probe.checks.interrupts import exit_status
 from probe.contract.records import RequestRecord
 
 EXIT_SERVED, EXIT_FAILED = 0, 1

@@ -1,5 +1,5 @@
 """What the parent of a supervised `replay` writes when it had to kill the run
-(probe/contract/stop_supervisor.py): the snapshot of everything the run's journal holds, the
+(probe/checks/stop_supervisor.py): the snapshot of everything the run's journal holds, the
 requests it had dispatched and not served recorded as failed with the reason, then the same
 summary and `wrote` line the run itself prints. Torch-free: the parent never imports torch."""
 
@@ -11,15 +11,14 @@ import sys
 import time
 from pathlib import Path
 
-from probe.contract.errors import ConfigError
-from probe.contract.interrupts import exit_status
+from probe.checks.interrupts import exit_status
+from probe.checks.stop_supervisor import Stopped
+from probe.common.atomic import remove_temporaries, write_json_atomic
+from probe.common.errors import BadInput
 from probe.contract.protocol import EngineExit
-from probe.contract.stop_supervisor import Stopped
 from probe.session_store.journal import read_journal
 from probe.session_store.replay_outcome import kept_in, outcome
 from probe.session_store.run_summary import run_summary
-from probe.session_store.snapshot import write_json_atomic
-from workloads.atomic import remove_temporaries
 
 JOURNAL_NOTE = "journal "
 
@@ -38,7 +37,7 @@ def salvage_replay(stopped: Stopped, out: str) -> int:
         return status
     try:
         journal = read_journal(journal_path)
-    except ConfigError as exc:
+    except BadInput as exc:
         print(f"infertop: stopped by {name}; {exc}", file=sys.stderr)
         return status
     if journal is None:

@@ -1,14 +1,14 @@
 """The table `replay` prints when it ends: latency, TTFT and TPOT percentiles, throughput and
-failures over every record of the run, from probe/contract/stats.py's figures (the ones the
+failures over every record of the run, from probe/analysis/stats.py's figures (the ones the
 dashboard, `snapshot show` and the bench report use)."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
+from probe.analysis.stats import summarize, throughput_rps, tokens_per_s
+from probe.common.units import fmt_ms, fmt_rate, plural
 from probe.contract.records import RequestRecord
-from probe.contract.stats import summarize, throughput_rps, tokens_per_s
-from probe.contract.units import fmt_ms, fmt_rate, plural
 from probe.session_store.tables import text_table
 
 LATENCIES = (("latency", "latency_ms"), ("ttft", "ttft_ms"), ("tpot", "tpot_ms"))

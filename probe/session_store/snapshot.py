@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import re
@@ -15,9 +14,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Sequence
 
+from probe.analysis.session_diagnosis import attach_diagnoses
+from probe.analysis.stats import session_segments
+from probe.common.errors import BadInput, TraceError
+from probe.common.shown import shown
+from probe.common.terminal_text import terminal_text
+from probe.common.textio import JsonProblem, parse_json, read_text
 from probe.contract.device_sample import DeviceSample
-from probe.contract.diagnosis import attach_diagnoses
-from probe.contract.errors import ConfigError
+from probe.contract.objective import slo_from_dict
 from probe.contract.options import OptConfig
 from probe.contract.records import (
     BatchSteps,
@@ -29,13 +33,7 @@ from probe.contract.records import (
     RooflineStatus,
 )
 from probe.contract.session import ConfigEntry, SessionData
-from probe.contract.slo import slo_from_dict
 from probe.session_store.record_ranges import problem_of
-from workloads.atomic import write_atomic
-from workloads.errors import TraceError
-from workloads.rows import shown
-from workloads.terminal_text import terminal_text
-from workloads.textio import JsonProblem, parse_json, read_text
 
 SCHEMA_VERSION = 1
 
@@ -51,7 +49,7 @@ def snapshot_document(data: SessionData, *, environment: dict, model: dict, trac
         "settings": settings or {},
         "configs": {cid: entry.as_dict() for cid, entry in data.configs.items()},
         "requests": [_record_dict(r) for r in data.records],
-        "segments": [s.as_dict() for s in data.segments()],
+        "segments": [s.as_dict() for s in session_segments(data)],
         "compile_events": [asdict(e) for e in data.events],
         "graph_breaks": [asdict(b) for b in data.breaks],
         "notices": [asdict(n) for n in data.notices],
@@ -76,7 +74,7 @@ def saved_live_parts(document: dict[str, Any], source: str = "snapshot", *,
                 None if roofline is None else
                 _build(RooflineStatus, roofline, "live.roofline", clean))
     except _ShapeError as exc:
-        raise ConfigError(f"{source}: not an infertop session: {exc}") from None
+        raise BadInput(f"{source}: not an infertop session: {exc}") from None
 
 
 def _record_dict(record: RequestRecord) -> dict[str, Any]:
@@ -87,13 +85,6 @@ def _record_dict(record: RequestRecord) -> dict[str, Any]:
     else:
         raw["tokens"] = list(raw["tokens"])
     return raw
-
-
-def write_json_atomic(path: str | os.PathLike, document: dict) -> Path:
-    """Write to a temporary file in the same folder, then rename: never a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return write_atomic(path, [json.dumps(document, indent=1), "\n"])
 
 
 # The sections a reader touches, and the JSON type each must have when present.
@@ -111,29 +102,29 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def read_document(path: str | os.PathLike) -> dict[str, Any]:
-    """The parsed snapshot, its version and its sections' types checked: ConfigError naming
+    """The parsed snapshot, its version and its sections' types checked: BadInput naming
     what is wrong and where (the file, its line for JSON syntax, the section)."""
     try:
         text = read_text(Path(path))
         document = parse_json(text)
     except TraceError as exc:  # unreadable, a device, not UTF-8 text
-        raise ConfigError(f"snapshot {exc}") from None
+        raise BadInput(f"snapshot {exc}") from None
     except JsonProblem as exc:
-        raise ConfigError(f"snapshot {exc.located(path)}: {exc}") from None
+        raise BadInput(f"snapshot {exc.located(path)}: {exc}") from None
     may_hold_surrogates = _SURROGATE_ESCAPE.search(text) is not None
     del text  # the document alone from here: a large session is held once
     version = document.get("schema_version") if isinstance(document, dict) else None
     if type(version) is not int or version != SCHEMA_VERSION:
-        raise ConfigError(f"snapshot {path}: schema_version {shown(version)} is not supported "
+        raise BadInput(f"snapshot {path}: schema_version {shown(version)} is not supported "
                           f"(this infertop reads {SCHEMA_VERSION})")
     for section, kind in SECTIONS.items():
         if section in document and not isinstance(document[section], kind):
-            raise ConfigError(f"snapshot {path}: not an infertop session: {section!r} must be a "
+            raise BadInput(f"snapshot {path}: not an infertop session: {section!r} must be a "
                               f"JSON {'object' if kind is dict else 'list'}, got "
                               f"{type(document[section]).__name__}")
     surrogate = _unpaired_surrogate(document) if may_hold_surrogates else None
     if surrogate is not None:
-        raise ConfigError(f"snapshot {path}: not an infertop session: {surrogate}: holds an "
+        raise BadInput(f"snapshot {path}: not an infertop session: {surrogate}: holds an "
                           f"unpaired surrogate (a lone \\ud800-\\udfff escape)")
     return document
 
@@ -141,7 +132,7 @@ def read_document(path: str | os.PathLike) -> dict[str, Any]:
 def session_data(document: dict[str, Any], source: str = "snapshot", *,
                  for_terminal: bool = False) -> SessionData:
     """Rebuild the raw records of a saved session (for --load, show and compare) from a
-    read_document() result; a record of the wrong shape is a ConfigError naming it and its field.
+    read_document() result; a record of the wrong shape is a BadInput naming it and its field.
     `for_terminal`: every string (ids, reasons, notes, errors) through terminal_text, for a
     session that is shown (not for `export`, which keeps the data as saved)."""
     clean = terminal_text if for_terminal else None
@@ -160,7 +151,7 @@ def session_data(document: dict[str, Any], source: str = "snapshot", *,
         steps = {key(cid): _build(BatchSteps, raw, f"batch_steps.{cid}", clean)
                  for cid, raw in document.get("batch_steps", {}).items()}
     except _ShapeError as exc:
-        raise ConfigError(f"{source}: not an infertop session: {exc}") from None
+        raise BadInput(f"{source}: not an infertop session: {exc}") from None
     slo = slo_from_dict(document.get("slo"), f"{source}: slo")
     return SessionData(records=records, events=events, breaks=breaks,
                        configs=MappingProxyType(configs), notices=notices,
@@ -186,26 +177,26 @@ def saved_session(document: dict[str, Any], source: str = "snapshot", *,
         for index, item in enumerate(items):
             config_id = getattr(item, "config_id", None)
             if config_id is not None and config_id not in known:
-                raise ConfigError(f"{source}: not an infertop session: {section}[{index}]."
+                raise BadInput(f"{source}: not an infertop session: {section}[{index}]."
                                   f"config_id {shown(config_id)} is not one of the "
                                   f"session's configs ({shown_ids})")
             problem = problem_of(item)
             if problem is not None:
-                raise ConfigError(f"{source}: not an infertop session: {section}[{index}]."
+                raise BadInput(f"{source}: not an infertop session: {section}[{index}]."
                                   f"{problem}")
     return data
 
 
 def checked_item(cls: type, raw: Any, where: str) -> Any:
     """One record of kind `cls` from its saved dict, with its types and ranges checked as
-    saved_session checks them; ConfigError naming the field otherwise (a journal's line)."""
+    saved_session checks them; BadInput naming the field otherwise (a journal's line)."""
     try:
         item = _build(cls, raw, where)
     except _ShapeError as exc:
-        raise ConfigError(str(exc)) from None
+        raise BadInput(str(exc)) from None
     problem = problem_of(item)
     if problem is not None:
-        raise ConfigError(f"{where}.{problem}")
+        raise BadInput(f"{where}.{problem}")
     return item
 
 
@@ -219,7 +210,7 @@ def _config(config_id: str, raw: Any, clean: Callable[[str], str] | None) -> Con
         raise _ShapeError(f"{where}: expected an object, got {type(raw).__name__}")
     try:
         options = OptConfig(**{k: v for k, v in raw.items() if k in OPTION_NAMES})
-    except ConfigError as exc:
+    except BadInput as exc:
         raise _ShapeError(f"{where}: {exc}") from None
     notes = _value(raw.get("notes", []), tuple[str, ...], f"{where}.notes")
     if clean is not None:

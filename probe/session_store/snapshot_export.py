@@ -15,11 +15,12 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from probe.contract.errors import ConfigError
-from probe.contract.output_lock import OutputLock
+from probe.analysis.stats import session_segments
+from probe.checks.output_lock import OutputLock
+from probe.common.atomic import atomic_write_lines, check_output_file, replace_atomically
+from probe.common.errors import BadInput
 from probe.contract.records import RequestRecord
 from probe.session_store.snapshot import read_document, saved_session
-from workloads.atomic import atomic_write_lines, check_output_file, replace_atomically
 
 FORMATS = ("csv", "parquet")
 RECORD_COLUMNS = tuple(f.name for f in fields(RequestRecord))
@@ -49,7 +50,7 @@ def tables(path: str | os.PathLike) -> tuple[list[dict], list[dict]]:
     labels = {cid: entry.options.label() for cid, entry in data.configs.items()}
     segments = [{"config_id": s.config_id, "label": labels.get(s.config_id, ""),
                  **_flatten({k: v for k, v in s.as_dict().items() if k != "config_id"})}
-                for s in data.segments()]
+                for s in session_segments(data)]
     return requests, _same_columns(segments)
 
 
@@ -77,7 +78,7 @@ def export(path: str | os.PathLike, stem: str | os.PathLike, fmt: str) -> tuple[
     """Write `<stem>.requests.<fmt>` and `<stem>.segments.<fmt>`, each atomically; the
     outputs are checked before anything is read or written."""
     if fmt not in FORMATS:
-        raise ConfigError(f"export format {fmt!r}: choose one of {', '.join(FORMATS)}")
+        raise BadInput(f"export format {fmt!r}: choose one of {', '.join(FORMATS)}")
     targets = output_paths(stem, fmt)
     for target in targets:
         check_output_file(target, "--out", inputs=(path,))
@@ -111,7 +112,7 @@ def _pyarrow():
         import pyarrow
         import pyarrow.parquet
     except ImportError:
-        raise ConfigError("--parquet needs pyarrow: pip install 'infertop[export]' "
+        raise BadInput("--parquet needs pyarrow: pip install 'infertop[export]' "
                           "(or use --csv)") from None
     return pyarrow
 

@@ -1,6 +1,6 @@
 """`infertop snapshot show FILE` and `infertop snapshot compare A B`, as plain text.
 
-Figures are recomputed from the snapshot's raw records by probe/contract/stats.py (the one place they
+Figures are recomputed from the snapshot's raw records by probe/analysis/stats.py (the one place they
 are computed), so a snapshot written by an older infertop reads the same as a new one.
 """
 
@@ -11,18 +11,20 @@ import re
 from dataclasses import fields
 from typing import Callable
 
-from probe.contract.diagnosis import SessionDiagnosis, context_from_document, diagnose_session
-from probe.contract.errors import ConfigError
+from probe.analysis.diagnosis import context_from_document
+from probe.analysis.session_diagnosis import SessionDiagnosis, diagnose_session
+from probe.analysis.stats import phases_within, session_segments
+from probe.analysis.steady_state import cold_chain
+from probe.analysis.tpot_figure import config_tpot
+from probe.common.errors import BadInput
+from probe.common.terminal_text import terminal_text
+from probe.common.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num, fmt_ratio, fmt_s
+from probe.contract.figures import SegmentStats
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
-from probe.contract.stats import SegmentStats, phases_within
-from probe.contract.steady_state import cold_chain
-from probe.contract.tpot_figure import config_tpot
-from probe.contract.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num, fmt_ratio, fmt_s
 from probe.session_store.doctor_compare import cause_moves
 from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
 from probe.session_store.tables import text_table
-from workloads.terminal_text import terminal_text
 
 # (name, how to read it from a segment, how to show it, lower is better?)
 METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool | None], ...] = (
@@ -117,7 +119,7 @@ def slo_line(data: SessionData) -> list[str]:
 def show(path: str) -> str:
     """A saved session's segments (one per config, in order of use) as a table."""
     document, data = _load(path)
-    segments = data.segments()
+    segments = session_segments(data)
     lines = _header(path, document, data) + slo_line(data)
     if not segments:
         return "\n".join(lines + ["", "no configs were served in this session"])
@@ -166,7 +168,7 @@ def show(path: str) -> str:
 def _pairs(a: SessionData, b: SessionData):
     """Segments of A and B that served the same options; a single segment each is a pair
     whatever its options (that is the usual before/after comparison)."""
-    sa, sb = a.segments(), b.segments()
+    sa, sb = session_segments(a), session_segments(b)
     if len(sa) == 1 and len(sb) == 1:
         return [(sa[0], sb[0])], [], [], "the only config of each session"
     by_options = {a.configs[s.config_id].options: s for s in sa if s.config_id in a.configs}
@@ -234,17 +236,17 @@ def split_config(argument: str) -> tuple[str, str | None]:
 
 
 def _chosen(data: SessionData, config_id: str, argument: str) -> SegmentStats:
-    segment = next((s for s in data.segments() if s.config_id == config_id), None)
+    segment = next((s for s in session_segments(data) if s.config_id == config_id), None)
     if segment is None:
-        served = ", ".join(s.config_id for s in data.segments()) or "none"
-        raise ConfigError(f"{argument}: no config {config_id} in that session "
+        served = ", ".join(s.config_id for s in session_segments(data)) or "none"
+        raise BadInput(f"{argument}: no config {config_id} in that session "
                           f"(its configs: {served})")
     return segment
 
 
 def _first_config(data: SessionData, path: str) -> str:
     if not data.configs:
-        raise ConfigError(f"{path}: no configs were served in this session")
+        raise BadInput(f"{path}: no configs were served in this session")
     return next(iter(data.configs))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from workloads.terminal_text import terminal_text
+from probe.common.terminal_text import terminal_text
 
 
 def cell(text: object) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probe.contract.errors import ConfigError
+from probe.common.errors import BadInput
+from probe.contract.figures import SegmentStats
 from probe.contract.options import OPTION_BY_KEY, OptConfig
-from probe.contract.stats import SegmentStats
 
 SEED_ORDER: tuple[tuple[str, str], ...] = (
     ("kv_cache", "on"),
@@ -86,7 +86,7 @@ def applied(options: OptConfig, candidate: Candidate) -> tuple[OptConfig | None,
         return None, "kv_layout needs batching=continuous"
     try:
         return options.with_option(candidate.key, candidate.value), ""
-    except ConfigError as exc:
+    except BadInput as exc:
         return None, str(exc)
 
 

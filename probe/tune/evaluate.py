@@ -13,12 +13,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from probe.bench.runs import RunContext
-from probe.bench.spread import Spread
+from probe.analysis.stats import session_segments
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
-from probe.tune.capacity import Capacity, RateRun, capacity_search, interleave
-from probe.tune.rate_runs import rate_run, replay_at
+from probe.runs.capacity import Capacity, RateRun, capacity_search, interleave
+from probe.runs.openloop import measure_capacity_rps
+from probe.runs.rate_runs import rate_run, replay_at
+from probe.runs.runs import RunContext
+from probe.runs.spread import Spread
 from probe.tune.search import Measured
 
 CAPACITY_RUNS = 5
@@ -68,7 +70,6 @@ def evaluate(job: Job, context: RunContext, workload, *, runs_dir: Path, named_d
         return run
 
     if job.rate is None:
-        from probe.bench.openloop import measure_capacity_rps
         start = job.start_rps or measure_capacity_rps(context, workload, 4)
 
         def measure(side: _Side) -> Callable[[float], RateRun]:
@@ -109,7 +110,7 @@ def evaluate(job: Job, context: RunContext, workload, *, runs_dir: Path, named_d
 def _rate_measured(side: _Side, say: Callable[[str], None]) -> Measured:
     figure = Spread.of(r.goodput_rps for r in side.runs)
     attainment = Spread.of(r.slo_attainment for r in side.runs).median
-    segments = [s for data in side.datas for s in data.segments()[:1]]
+    segments = [s for data in side.datas for s in session_segments(data)[:1]]
     p95 = Spread.of(s.latency_ms.p95 for s in segments).median
     drifts = [d for d in (drift_of(s) for s in segments) if d is not None]
     say(f"{side.label}: goodput {figure.median if figure.median is not None else 0:.3g} "
@@ -126,7 +127,7 @@ def _capacity_measured(side: _Side, found: Capacity, say: Callable[[str], None])
     at = next((i for i, r in enumerate(found.runs) if r.rate_rps == low), None)
     best = None if at is None else found.runs[at]
     # the table's p95 and drift are the run at capacity's (none: the first run's)
-    shown = side.datas[at if at is not None else 0].segments() if side.datas else ()
+    shown = session_segments(side.datas[at if at is not None else 0]) if side.datas else ()
     segment = shown[0] if shown else None
     say(f"{side.label}: {found.text()}")
     return Measured(

@@ -1,5 +1,5 @@
 """`tune --ray`: one step's candidates measured at once, each a Ray task that owns a node slot
-(a whole CPU node or a GPU, as bench's runs do: probe/bench/cluster.py), every one the same
+(a whole CPU node or a GPU, as bench's runs do: probe/runs/cluster.py), every one the same
 `evaluate` a local tune runs. The sessions each task wrote come back and land in --out/runs;
 the search (search.py) then judges the step exactly as it judges one change."""
 
@@ -13,9 +13,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from probe.bench.cluster import RETRIES, Cluster, connect, require_ray
-from probe.bench.runs import RunContext
-from probe.bench.spread import Spread
+from probe.engine.workload_setup import prepare_workload
+from probe.runs.cluster import RETRIES, Cluster, connect, require_ray
+from probe.runs.runs import RunContext
+from probe.runs.spread import Spread
+from probe.runs.workers import loaded_model, physical_cores
 from probe.tune.evaluate import Job, evaluate
 from probe.tune.search import Measured
 
@@ -42,13 +44,11 @@ def run_job(job: Job, context: RunContext, trace: str, threads: int | None,
     config measured into a temporary folder whose files go back to the driver."""
     import torch
 
-    from probe.bench.tasks import _physical_cores, loaded_model
     from probe.engine.observe.device_probe import resolve_device
-    from probe.engine.workload_setup import prepare_workload
     started = time.perf_counter()
     device = resolve_device(context.device)
     # Ray sets OMP_NUM_THREADS to the task's num_cpus; a CPU run owns its node
-    chosen = threads or (None if device.type == "cuda" else _physical_cores())
+    chosen = threads or (None if device.type == "cuda" else physical_cores())
     if chosen:
         torch.set_num_threads(chosen)
     workload = prepare_workload(trace)

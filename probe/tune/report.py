@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probe.contract.slo import Slo
-from probe.session_store.snapshot import write_json_atomic
+from probe.common.atomic import write_atomic, write_json_atomic
+from probe.contract.objective import Slo
 from probe.session_store.tables import text_table
 from probe.tune.candidates import opt_line
 from probe.tune.search import TuneState, step_row
-from workloads.atomic import write_atomic
 
 
 def tune_document(state: TuneState, *, slo: Slo, target: float, rate_rps: float | None,

@@ -16,11 +16,14 @@ import threading
 import warnings
 from pathlib import Path
 
-from probe.contract.interrupts import STOP_SIGNALS, exit_status
-from probe.contract.interrupts import say as say_now
+from probe.checks.interrupts import STOP_SIGNALS, exit_status
+from probe.checks.interrupts import say as say_now
 from probe.contract.options import OptConfig
+from probe.engine.workload_setup import prepare_workload
+from probe.runs.runs import RunContext
 from probe.tune.candidates import ordered
 from probe.tune.evaluate import Job, evaluate
+from probe.tune.ray_steps import RaySteps, nothing_measured
 from probe.tune.report import saturation, write_tune
 from probe.tune.search import Measured, TuneState, run_tune
 
@@ -35,10 +38,8 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
     import torch
     import transformers
 
-    from probe.bench.runs import RunContext
-    from probe.engine.models import load_model
+    from probe.engine.model.loading import load_model
     from probe.engine.observe.device_probe import resolve_device
-    from probe.engine.workload_setup import prepare_workload
 
     workload = prepare_workload(args.trace)       # a bad trace is refused before any output
     transformers.logging.set_verbosity_error()   # only infertop speaks on the terminal
@@ -55,7 +56,6 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
     stop = threading.Event()
     steps = None
     if args.ray is not None:        # a cluster that cannot be joined is refused before any file
-        from probe.tune.ray_steps import RaySteps
         steps = RaySteps.connect(args.ray, args.device, context, args.trace, args.threads,
                                  out / "runs", stop, say)
     (out / "runs").mkdir(parents=True, exist_ok=True)
@@ -84,7 +84,6 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         return [found(m) for m in steps.measure([job(*each) for each in jobs])]
 
     def evaluate_on_ray(options: OptConfig, label: str, control: OptConfig | None) -> Measured:
-        from probe.tune.ray_steps import nothing_measured
         measured = evaluate_many([(options, label, control)])
         return measured[0] if measured else nothing_measured()
 

@@ -1,5 +1,5 @@
 """What the parent of a supervised `tune` says and keeps when it had to kill the search
-(probe/contract/stop_supervisor.py): tune.json and tune.md were rewritten after every step,
+(probe/checks/stop_supervisor.py): tune.json and tune.md were rewritten after every step,
 so they hold the steps done; tune.json is marked as stopped. The run that was cut short is
 never counted. Torch-free: the parent never imports torch."""
 
@@ -10,10 +10,9 @@ import signal
 import sys
 from pathlib import Path
 
-from probe.contract.interrupts import exit_status
-from probe.contract.stop_supervisor import Stopped
-from probe.session_store.snapshot import write_json_atomic
-from workloads.atomic import remove_temporaries
+from probe.checks.interrupts import exit_status
+from probe.checks.stop_supervisor import Stopped
+from probe.common.atomic import remove_temporaries, write_json_atomic
 
 
 def salvage_tune(stopped: Stopped, out: str) -> int:

@@ -1,6 +1,6 @@
 """The tune loop, pure: from the baseline, try one change at a time and keep it only when the
 figure (goodput at the rate, or capacity at the SLO) improves beyond the run-to-run noise — the
-bench's own verdict on two spreads (probe/bench/verdict.py). Each candidate is measured
+bench's own verdict on two spreads (probe/runs/verdict.py). Each candidate is measured
 alternated with the config it would replace, rerun beside it in the same step, and judged
 against that rerun: a config measured minutes earlier, on a machine whose load has moved since,
 is no control. Stops at the budget or when told."""
@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from probe.bench.spread import Spread, fmt_spread
-from probe.bench.verdict import compare
+from probe.common.units import fmt_fraction, fmt_ms, fmt_num
+from probe.contract.figures import SegmentStats
 from probe.contract.options import OptConfig
-from probe.contract.stats import SegmentStats
-from probe.contract.units import fmt_fraction, fmt_ms, fmt_num
+from probe.runs.spread import Spread, fmt_spread
+from probe.runs.verdict import compare
 from probe.tune.candidates import DRIFTING, Candidate, applied
 
 # With one repeat a side the noise is unknown: a change is kept only when it is this much better.

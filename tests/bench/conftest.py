@@ -7,11 +7,11 @@ from typing import Callable, Sequence
 
 import pytest
 
-from probe.bench.plan import BenchRequest, RunSpec
-from probe.bench.results import PassResult, RunResult, summarize_run
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, GraphBreakRecord, RequestRecord
 from probe.contract.session import ConfigEntry, SessionData
+from probe.runs.plan import BenchRequest, RunSpec
+from probe.runs.results import PassResult, RunResult, summarize_run
 from tests.conftest import synthetic_record
 
 # the shared builder of records with consistent marks (tests/conftest.py)

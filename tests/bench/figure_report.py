@@ -13,10 +13,11 @@ from probe.bench.experiments.e7_batching import MODES, BatchingResults, Batching
 from probe.bench.experiments.e7_batching import build as build_e7
 from probe.bench.experiments.e8_kv_layout import LayoutRun
 from probe.bench.experiments.e8_kv_layout import build as build_e8
-from probe.bench.openloop import open_loop_figures
+from probe.common.atomic import write_json_atomic
 from probe.contract.records import KVPool
 from probe.contract.session import ConfigEntry, SessionData
-from probe.session_store.snapshot import snapshot_document, write_json_atomic
+from probe.runs.openloop import open_loop_figures
+from probe.session_store.snapshot import snapshot_document
 from tests.bench.test_bench_report import _results, _sections
 from tests.conftest import synthetic_record
 

@@ -12,8 +12,8 @@ from probe.bench.experiments.e7_batching import (
     build,
     saturation_rps,
 )
-from probe.bench.openloop import open_loop_figures, peak_concurrent_kv_bytes
 from probe.contract.records import RequestRecord
+from probe.runs.openloop import open_loop_figures, peak_concurrent_kv_bytes
 
 BASE = RequestRecord(
     id="r", seq=0, config_id="c1", input_tokens=10, padded_tokens=10, output_tokens=5,

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from probe.analysis.stats import COMPILING, summarize
 from probe.bench.experiments.e7_batching import saturation_rps
 from probe.bench.report import write_report
-from probe.contract.stats import COMPILING, summarize
 from probe.report_charts.bench_charts import (
     compile_split,
     e6_waterfall,

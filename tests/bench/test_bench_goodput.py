@@ -10,12 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probe.bench.goodput_section import goodput_markdown
-from probe.bench.plan import BenchRequest, RunSpec
-from probe.bench.results import PassResult, section_figures, summarize_run
+from probe.common.atomic import write_json_atomic
+from probe.common.units import fmt_fraction, fmt_num
+from probe.contract.objective import Slo
 from probe.contract.options import OptConfig
-from probe.contract.slo import Slo
-from probe.contract.units import fmt_fraction, fmt_num
-from probe.session_store.snapshot import read_document, snapshot_document, write_json_atomic
+from probe.runs.plan import BenchRequest, RunSpec
+from probe.runs.results import PassResult, section_figures, summarize_run
+from probe.session_store.snapshot import read_document, snapshot_document
 from tests.bench.conftest import record
 
 

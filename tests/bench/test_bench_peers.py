@@ -116,10 +116,10 @@ def test_family_and_chart() -> None:
 def test_peers_end_to_end_on_t5_tiny(tmp_path) -> None:
     import torch
 
-    from probe.bench.openloop import OpenLoopStudy
-    from probe.bench.plan import make_plan
-    from probe.bench.runs import RunContext
-    from probe.engine.models import load_model
+    from probe.engine.model.loading import load_model
+    from probe.runs.openloop import OpenLoopStudy
+    from probe.runs.plan import make_plan
+    from probe.runs.runs import RunContext
 
     loaded = load_model("t5-tiny")
     plan = make_plan(model="t5-tiny", trace_name="chat", device="cpu", quick=True, requests=3,
@@ -141,7 +141,7 @@ def test_peers_end_to_end_on_t5_tiny(tmp_path) -> None:
 
 
 def test_every_request_has_the_issue_s_shape_and_compiles_one_shape() -> None:
-    from probe.bench.plan import make_plan
+    from probe.runs.plan import make_plan
     requests = peer_requests(3)
     assert {(r.input_length, r.output_length) for r in requests} == {
         (PEER_INPUT_TOKENS, PEER_OUTPUT_TOKENS)}

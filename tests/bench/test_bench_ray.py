@@ -18,15 +18,15 @@ from pathlib import Path
 import pytest
 
 from infertop.cli import main
-from probe.bench.cluster import SLOT, Cluster, run_slot
 from probe.bench.cluster_progress import ClusterProgress
 from probe.bench.nodes import NodeInfo, Placement, nodes_markdown, nodes_summary
-from probe.bench.plan import BenchRequest, BenchSettings, RunSpec
-from probe.bench.results import FailedRun, RunResult
-from probe.bench.runs import RunContext
 from probe.bench.tasks import BenchTask, Measured, TaskOutcome, UnitWork, run_task
-from probe.contract.errors import ConfigError
+from probe.common.errors import BadInput
 from probe.contract.options import OptConfig
+from probe.runs.cluster import SLOT, Cluster, run_slot
+from probe.runs.plan import BenchRequest, BenchSettings, RunSpec
+from probe.runs.results import FailedRun, RunResult
+from probe.runs.runs import RunContext
 from tests.conftest import by_value
 
 SPEC = RunSpec(OptConfig(decode="fullgraph"), (BenchRequest("a", 12, 3), BenchRequest("b", 20, 2)),
@@ -67,7 +67,7 @@ def test_a_matrix_of_studies_runs_through_ray(tmp_path, capsys) -> None:
         "d/t5-tiny__chat", "d/t5-tiny__batch", "d/my-t5__chat", "d/my-t5__batch"]
     assert [c.out for c in BenchSettings(model="t5-tiny", trace="chat", device="cpu",
                                          out=Path("d"), experiments=()).cells()] == [Path("d")]
-    with pytest.raises(ConfigError, match="same name"):
+    with pytest.raises(BadInput, match="same name"):
         BenchSettings(model="t5-tiny", trace="a/x.jsonl,b/x.jsonl", device="cpu", out=Path("d"),
                       experiments=()).cells()
 
@@ -108,9 +108,9 @@ def test_each_run_asks_for_a_whole_device() -> None:
     assert run_slot("auto", {"CPU": 16, SLOT: 2}) == (
         "cpu", {"num_cpus": 1, "resources": {SLOT: 1}}, 2)
     assert run_slot("cpu", {"GPU": 4, SLOT: 1})[0] == "cpu"
-    with pytest.raises(ConfigError, match="bench_slot"):
+    with pytest.raises(BadInput, match="bench_slot"):
         run_slot("auto", {"CPU": 16})
-    with pytest.raises(ConfigError, match="no GPUs"):
+    with pytest.raises(BadInput, match="no GPUs"):
         run_slot("cuda", {"CPU": 16, SLOT: 1})
 
 

@@ -16,14 +16,14 @@ from probe.bench.experiments.base import REFERENCE, Experiment
 from probe.bench.experiments.e6_combined import STEPS as E6_STEPS
 from probe.bench.experiments.observer import OBSERVER
 from probe.bench.experiments.roofline import LEVERS
-from probe.bench.plan import BenchRequest, Plan
 from probe.bench.report import render_markdown
-from probe.bench.results import FailedRun, ObserverFigures, RunResult
-from probe.bench.spread import Spread
 from probe.bench.study import collect_runs
-from probe.contract.errors import ConfigError
+from probe.common.errors import BadInput
+from probe.common.units import fmt_ms
 from probe.contract.options import OptConfig
-from probe.contract.units import fmt_ms
+from probe.runs.plan import BenchRequest, Plan
+from probe.runs.results import FailedRun, ObserverFigures, RunResult
+from probe.runs.spread import Spread
 
 # the experiments served back to back (E7 and E8 replay open loop with engines of their own)
 STUDY = tuple(n for n in DEFAULT_EXPERIMENTS if isinstance(EXPERIMENTS[n], Experiment))
@@ -44,7 +44,7 @@ def test_select_experiments() -> None:
     assert select_experiments(None) == tuple(n for n in DEFAULT_EXPERIMENTS if n != "peers")
     assert select_experiments("e4, E2,roofline,E7") == ("E2", "E4", "E7", "roofline")
     assert select_experiments("e8,E1") == ("E1", "E8")
-    with pytest.raises(ConfigError, match="unknown experiment 'E9'"):
+    with pytest.raises(BadInput, match="unknown experiment 'E9'"):
         select_experiments("E9")
 
 
@@ -320,7 +320,7 @@ def test_a_runs_compile_seconds_carry_dynamos_split_into_the_report(make_result)
     """The run's split is its segment's (stats.compile_phases over its compile events), kept
     in the section's figures and named by its largest share in the observed text."""
     from probe.bench.experiments.base import compiled_text
-    from probe.bench.results import section_figures
+    from probe.runs.results import section_figures
 
     compiles = [("encode", "compile", "r0@warm-up"), ("encode", "recompile", "r1@warm-up")]
     split = make_result(pass_latencies=[[50.0, 60.0]], compiles=compiles, phases=(1.2, 0.1, 0.2))

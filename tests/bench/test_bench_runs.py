@@ -5,13 +5,13 @@ import json
 import pytest
 
 from probe.bench.experiments.observer import OBSERVER
-from probe.bench.plan import BenchRequest, Plan, RunSpec, make_plan, output_classes, select_requests
 from probe.bench.profile import PROFILE
 from probe.bench.progress import Progress, estimate_s
-from probe.bench.results import RunResult
-from probe.bench.runs import RunContext, RunHooks, execute, execute_group
 from probe.contract.options import OptConfig
-from probe.engine.models import load_model
+from probe.engine.model.loading import load_model
+from probe.runs.plan import BenchRequest, Plan, RunSpec, make_plan, output_classes, select_requests
+from probe.runs.results import RunResult
+from probe.runs.runs import RunContext, RunHooks, execute, execute_group
 from workloads.trace import load_trace
 
 REQUESTS = (BenchRequest("a", 12, 4), BenchRequest("b", 20, 3), BenchRequest("c", 12, 5))

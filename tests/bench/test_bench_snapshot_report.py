@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 
 from infertop.cli import main
-from probe.contract.errors import ConfigError
+from probe.analysis.stats import session_segments
+from probe.common.atomic import write_json_atomic
+from probe.common.errors import BadInput
+from probe.common.units import fmt_ms
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, GraphBreakRecord
-from probe.contract.units import fmt_ms
-from probe.session_store.snapshot import snapshot_document, write_json_atomic
+from probe.session_store.snapshot import snapshot_document
 from probe.session_store.snapshot_report import compare, metric_rows, show
 
 EAGER = OptConfig()
@@ -78,7 +80,7 @@ def test_compare_matches_configs_by_options_and_lists_the_rest(tmp_path, make_se
 
 
 def test_metric_rows_skip_metrics_neither_side_has(make_session, make_record) -> None:
-    one = make_session([make_record("x", 0, latency_ms=10.0, output_tokens=1)]).segments()[0]
+    one = session_segments(make_session([make_record("x", 0, latency_ms=10.0, output_tokens=1)]))[0]
     names = [row[0] for row in metric_rows(one, one)]
     assert "tpot p50" not in names and "latency p50" in names
 
@@ -94,7 +96,7 @@ def test_cli_show_and_compare(tmp_path, make_session, make_record, capsys) -> No
 def test_a_bad_file_is_a_config_error(tmp_path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
-    with pytest.raises(ConfigError):
+    with pytest.raises(BadInput):
         show(str(bad))
     assert main(["snapshot", "show", str(bad)]) == 2
 

@@ -4,9 +4,9 @@ from dataclasses import replace
 
 import pytest
 
-from probe.bench.results import FailedRun
-from probe.bench.spread import Spread
-from probe.bench.verdict import compare, failed_text, versus
+from probe.runs.results import FailedRun
+from probe.runs.spread import Spread
+from probe.runs.verdict import compare, failed_text, versus
 
 
 def test_spread_is_median_and_range() -> None:

@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from probe.bench.cold_start import ColdStartFigures, measure_pair
 from probe.bench.experiments import EXPERIMENTS
 from probe.bench.experiments.base import REFERENCE
-from probe.bench.plan import BenchRequest, Plan
 from probe.bench.report import render_markdown
+from probe.runs.cold_start import ColdStartFigures, measure_pair
+from probe.runs.plan import BenchRequest, Plan
 
 REQUESTS = tuple(BenchRequest(f"r{i}", n, 6) for i, n in enumerate((20, 35)))
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import pytest
 
+from probe.analysis.stats import MIN_BREAK_EVEN_REQUESTS
 from probe.bench.experiments import EXPERIMENTS, acceptance_checks
 from probe.bench.experiments.base import REFERENCE, Experiment
 from probe.bench.experiments.e6_combined import QUICK_STEPS, STEPS
 from probe.bench.experiments.e7_batching import FULL_SCENARIOS, QUICK_SCENARIOS
 from probe.bench.experiments.e8_kv_layout import TRACE as E8_TRACE
 from probe.bench.experiments.roofline import LEVERS
-from probe.bench.plan import (
+from probe.runs.plan import (
     DEFAULT_BUCKETS,
     DEFAULT_REQUESTS,
     QUICK_BUCKETS,
@@ -21,7 +22,6 @@ from probe.bench.plan import (
     Plan,
     make_plan,
 )
-from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS
 from tests.bench.test_bench_report import STUDY, _results, _sections
 
 # The runs each experiment's acceptance check reads (its `checks` over its section), by role.

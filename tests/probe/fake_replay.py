@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Callable
 
+from probe.common.atomic import write_json_atomic
 from probe.contract.options import OptConfig
 from probe.contract.session import Session
-from probe.session_store.snapshot import snapshot_document, write_json_atomic
+from probe.session_store.snapshot import snapshot_document
 from tests.conftest import synthetic_record
 
 

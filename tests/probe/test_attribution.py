@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probe.contract.attribution import CAUSES, attribute, padding_fraction, tail
+from probe.analysis.attribution import CAUSES, attribute, padding_fraction, tail
+from probe.common.units import fmt_ms
 from probe.contract.records import CompileEvent, RequestRecord
-from probe.contract.units import fmt_ms
 from tests.probe.doctor_records import event, record, serial
 
 

@@ -8,7 +8,7 @@ from types import MappingProxyType
 
 import pytest
 
-from probe.contract.findings import host_bound
+from probe.analysis.findings import host_bound
 from probe.contract.records import BatchSteps
 from probe.contract.session import SessionData
 from probe.engine.decode.step_times import StepTimes

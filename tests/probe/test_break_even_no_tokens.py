@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS, break_even
+from probe.analysis.stats import MIN_BREAK_EVEN_REQUESTS, break_even
 from tests.conftest import synthetic_record as record
 
 

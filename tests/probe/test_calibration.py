@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probe.engine.measure.calibration import (
+from probe.engine.calibration import (
     MAX_SPEED,
     MIN_SPEED,
     TARGET_LOAD,

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from probe.analysis.slo import slo_attainment
+from probe.contract.objective import Slo
 from probe.contract.records import RequestRecord
-from probe.contract.slo import Slo, slo_attainment
-from probe.tune.capacity import Capacity, RateRun, capacity_search, find_capacity, interleave
-from probe.tune.rate_runs import ran_alone
+from probe.runs.capacity import Capacity, RateRun, capacity_search, find_capacity, interleave
+from probe.runs.rate_runs import ran_alone
 
 
 def fake_records(rate: float, service_s: float, count: int) -> list[RequestRecord]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from probe.contract.checklist import FAIL, NOT_YET, PASS
+from probe.analysis.checklist import FAIL, NOT_YET, PASS
+from probe.analysis.diagnosis import DoctorContext
+from probe.analysis.session_diagnosis import diagnose_session
 from probe.contract.device_sample import DeviceSample
-from probe.contract.diagnosis import DoctorContext, diagnose_session
 from probe.contract.records import GraphBreakRecord
 from tests.probe.doctor_records import event, record, serial
 from tests.probe.test_diagnosis import calm, session
@@ -80,7 +81,7 @@ def test_breaks_recompiles_two_changes_and_little_memory_fail():
 def test_the_next_step_names_a_failed_items_fix_or_says_why_another_comes_first():
     """Issue 38: "next step: no option change addresses it" sat above "[fail] dynamic shapes
     reduced … bucketing=on (press b)"."""
-    from probe.contract.doctor_text import next_step_text, report_text
+    from probe.analysis.doctor_text import next_step_text, report_text
     c1 = calm(20)
     c2 = [record(100 + i, arrival_s=100 + 2.0 * i, config_id="c2", input_tokens=10 + i)
           for i in range(10)]

@@ -20,15 +20,15 @@ from transformers import (
 )
 
 from infertop.cli import main
-from probe.contract.checkpoint_check import (
+from probe.checks.checkpoint_check import (
     check_fits_memory,
     checked_shape,
     expected_tensors,
     parameter_count,
 )
-from probe.contract.engine_inputs import check_model
-from probe.contract.errors import ConfigError
-from probe.engine.models import load_model
+from probe.checks.engine_inputs import check_model
+from probe.common.errors import BadInput
+from probe.engine.model.loading import load_model
 
 TINY = dict(d_model=64, d_ff=128, d_kv=16, num_heads=4, num_layers=2, num_decoder_layers=2,
             vocab_size=512, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
@@ -92,10 +92,10 @@ def test_the_expected_tensors_are_transformers_own(kind: str, overrides: dict) -
 def test_a_bad_config_field_is_one_line_naming_it(copy: Path, field: str, value) -> None:
     edit_config(copy, **{field: value})
     if field == "d_kv":   # null: transformers' default, a valid shape; the tensors then differ
-        with pytest.raises(ConfigError, match="has shape"):
+        with pytest.raises(BadInput, match="has shape"):
             check_model(str(copy))
         return
-    with pytest.raises(ConfigError) as error:
+    with pytest.raises(BadInput) as error:
         check_model(str(copy))
     message = str(error.value)
     assert f"field {field}:" in message and "\n" not in message
@@ -121,7 +121,7 @@ def test_a_huge_config_is_refused_before_anything_is_allocated(copy: Path, capsy
 def test_the_memory_check_names_the_field_and_the_limit() -> None:
     shape = checked_shape("m", "t5", {**TINY, "num_layers": 1000})
     check_fits_memory("m", shape, 1024, available=10 ** 12)
-    with pytest.raises(ConfigError, match=r"num_layers=1,000 makes .* 0\.0 GB of memory"):
+    with pytest.raises(BadInput, match=r"num_layers=1,000 makes .* 0\.0 GB of memory"):
         check_fits_memory("m", shape, 1024, available=1)
 
 
@@ -131,14 +131,14 @@ def test_the_memory_check_names_the_field_and_the_limit() -> None:
 ])
 def test_a_checkpoint_without_the_models_tensors_is_refused(copy: Path, tensors, message) -> None:
     save_file(tensors, str(copy / "model.safetensors"))
-    with pytest.raises(ConfigError) as error:
+    with pytest.raises(BadInput) as error:
         check_model(str(copy))
     assert message in str(error.value) and "random weights" in str(error.value)
 
 
 def test_a_tensor_of_the_wrong_shape_is_named(copy: Path) -> None:
     edit_config(copy, d_ff=256)
-    with pytest.raises(ConfigError, match=r"tensor .*DenseReluDense.wi.weight has shape "
+    with pytest.raises(BadInput, match=r"tensor .*DenseReluDense.wi.weight has shape "
                                           r"\[128, 64\]; config.json makes it \[256, 64\]"):
         check_model(str(copy))
 
@@ -154,8 +154,8 @@ def test_a_refused_checkpoint_prints_one_line_before_any_fit_summary(copy: Path,
 def test_the_loader_refuses_missing_tensors_too_and_logs_the_report(copy: Path, capfd,
                                                                      caplog) -> None:
     save_file({"shared.weight": torch.zeros(512, 64)}, str(copy / "model.safetensors"))
-    with caplog.at_level(logging.INFO, logger="probe.engine.models"):
-        with pytest.raises(ConfigError, match="holds 1 of the model's 47 tensors"):
+    with caplog.at_level(logging.INFO, logger="probe.engine.model.loading"):
+        with pytest.raises(BadInput, match="holds 1 of the model's 47 tensors"):
             load_model(str(copy))
     assert "load report" in caplog.text
     assert "MISSING" not in capfd.readouterr().err.upper()      # transformers' table: the log
@@ -163,7 +163,7 @@ def test_the_loader_refuses_missing_tensors_too_and_logs_the_report(copy: Path, 
 
 def test_no_decoder_start_token_starts_from_t5s_default(copy: Path, caplog) -> None:
     edit_config(copy, decoder_start_token_id=..., pad_token_id=...)
-    with caplog.at_level(logging.WARNING, logger="probe.engine.models"):
+    with caplog.at_level(logging.WARNING, logger="probe.engine.model.loading"):
         loaded = load_model(str(copy))
     assert loaded.model.config.decoder_start_token_id == 0
     assert "no decoder_start_token_id; using 0" in caplog.text

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infertop.cli import main
-from probe.contract.errors import ConfigError
+from probe.common.errors import BadInput
 from probe.contract.options import CHOICES, OptConfig, parse_opts
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,7 +54,7 @@ CASES: list[tuple[list[str], str]] = [
     (["replay", "--out", "folder"], "--out folder: cannot write: it is a folder"),
     (["replay", "--out", "a-file/run.json"], "--out a-file/run.json: cannot write: a-file is a file, not a folder"),
     (["replay", "--out", "/proc/nowhere/run.json"], "--out /proc/nowhere/run.json: cannot write: /proc is a system folder"),
-    # one output rule for every command (workloads/output_rule.py)
+    # one output rule for every command (probe/common/output_rule.py)
     (["replay", "--out", "good.jsonl", "--trace", "good.jsonl"], "--out good.jsonl: cannot write: it is the input good.jsonl"),
     (["replay", "--out", "./folder/../good.jsonl", "--trace", "good.jsonl"], "cannot write: it is the input good.jsonl"),
     (["replay", "--out", "no/such/run.json"], "--out no/such/run.json: cannot write: folder no/such does not exist"),
@@ -224,7 +224,7 @@ near_pairs = st.tuples(st.sampled_from([*CHOICES, "kv-cache", " compile ", "COMP
 def test_fuzz_opt_parsing(pairs: list[str]) -> None:
     try:
         config = parse_opts(pairs)
-    except ConfigError as error:
+    except BadInput as error:
         assert str(error) and "\n" not in str(error)
         return
     assert isinstance(config, OptConfig)

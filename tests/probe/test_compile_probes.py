@@ -6,6 +6,7 @@ inductor, without inductor's code generation, so these tests take seconds, not m
 import pytest
 import torch
 
+from probe.analysis.stats import session_segments
 from tests.conftest import serve, tokens_of
 
 
@@ -60,7 +61,7 @@ def test_bucketing_with_prewarm_serves_without_compiling(make_engine):
     assert {r.padded_tokens for r in records} == set(buckets)
     assert len(compiles(engine)) == warmed
     assert all(r.compile_stall_ms == 0 for r in records)
-    segment = engine.session.freeze().segments()[0]
+    segment = session_segments(engine.session.freeze())[0]
     # one graph per compiled function (encode, prefill_step, decode_step) and bucket shape
     assert segment.graphs <= 3 * len(buckets)
     for function in ("encode", "prefill_step", "decode_step"):
@@ -79,7 +80,7 @@ def test_hf_generate_under_compile_reports_graph_breaks(make_engine):
     assert any("generation/utils.py" in b.location for b in breaks)
     # dynamo's own counter agrees that breaks happened
     assert sum(torch._dynamo.utils.counters["graph_break"].values()) > breaks_before
-    segment = engine.session.freeze().segments()[0]
+    segment = session_segments(engine.session.freeze())[0]
     assert segment.graphs == sum(e.graphs for e in compiles(engine)) > 1
     # breaks are what dynamo logged; sites are the distinct code locations among them
     assert segment.graph_breaks == sum(b.count for b in breaks)
@@ -122,7 +123,7 @@ def test_an_eager_backend_compile_is_all_tracing_and_the_segment_adds_the_split(
         assert event.inductor_s == 0 and event.aot_s < 0.01 * event.tracing_s
         assert event.tracing_s + event.aot_s == pytest.approx(
             metrics[event.compile_id].duration_us / 1e6)
-    (segment,) = engine.session.freeze().segments()
+    (segment,) = session_segments(engine.session.freeze())
     assert segment.compile_phases.tracing_s == pytest.approx(sum(e.tracing_s for e in events))
     assert segment.compile_phases.total_s == pytest.approx(segment.compile_s, rel=0.2)
     assert segment.as_dict()["compile_phases"]["tracing_s"] == segment.compile_phases.tracing_s

@@ -7,11 +7,13 @@ from types import MappingProxyType
 
 import pytest
 
+from probe.analysis.diagnosis import DoctorContext, diagnose
+from probe.analysis.doctor_live import live_doctor, overload_finding
+from probe.analysis.doctor_text import report_text
+from probe.analysis.findings import cpu_contention, peak_concurrency, saturation
+from probe.analysis.session_diagnosis import diagnose_session
+from probe.analysis.stats import session_segments
 from probe.contract.device_sample import DeviceSample
-from probe.contract.diagnosis import DoctorContext, diagnose, diagnose_session
-from probe.contract.doctor_live import live_doctor, overload_finding
-from probe.contract.doctor_text import report_text
-from probe.contract.findings import cpu_contention, peak_concurrency, saturation
 from probe.contract.options import parse_opts
 from probe.contract.records import RooflineStatus
 from probe.contract.session import ConfigEntry, SessionData
@@ -154,14 +156,14 @@ def test_the_text_report_shows_verdict_step_causes_and_checklist():
 def test_the_live_window_takes_the_serving_loops_saturation():
     data = session(calm())
     loop = overload_finding(offered=2.0, capacity=1.0, queue_depth=12, overloaded=True)
-    diagnosis, checklist = live_doctor(data, "c1", data.records, data.segments(),
+    diagnosis, checklist = live_doctor(data, "c1", data.records, session_segments(data),
                                        bucket_edges=(), max_batch=8, device_sample=None,
                                        roofline=None, overloaded=loop)
     assert [f.finding for f in diagnosis.findings] == ["saturation"]
     assert "12 queued now" in diagnosis.findings[0].evidence
     assert not diagnosis.healthy and "saturated" in diagnosis.verdict
     assert len(checklist) == 10
-    calm_view, _ = live_doctor(data, "c1", data.records, data.segments(), bucket_edges=(),
+    calm_view, _ = live_doctor(data, "c1", data.records, session_segments(data), bucket_edges=(),
                                max_batch=8, device_sample=None, roofline=None)
     assert calm_view.healthy
 

@@ -11,7 +11,7 @@ import pytest
 
 from infertop.cli import main
 from infertop.commands.doctor import diagnosis_of
-from probe.contract.attribution import attribute
+from probe.analysis.attribution import attribute
 from probe.contract.options import parse_opts
 from probe.engine.process.headless import document_for, engine_for, replay_loop
 from probe.engine.process.replay_and_save import serve_and_save

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probe.contract.drift import drift_stats, first_difference
+from probe.analysis.drift import drift_stats, first_difference
+from probe.analysis.stats import session_segments
 from tests.conftest import serve
 
 token_lists = st.lists(st.integers(0, 5), min_size=1, max_size=12)
@@ -53,7 +54,7 @@ def test_the_engine_samples_requests_and_computes_their_references(make_engine):
     assert engine.compute_references() == 3
     data = engine.session.freeze()
     assert set(data.references) == {r.id for r in sampled}
-    drift = data.segments()[0].drift
+    drift = session_segments(data)[0].drift
     # fp32 eager is the reference itself: nothing drifts
     assert (drift.sampled_requests, drift.token_agreement, drift.exact_match) == (3, 1.0, 1.0)
 
@@ -63,7 +64,7 @@ def test_bf16_drift_is_measured_against_fp32(make_engine):
     records = serve(engine, [(5 + i, 10) for i in range(9)])
     engine.compute_references()
     data = engine.session.freeze()
-    drift = data.segments()[0].drift
+    drift = session_segments(data)[0].drift
     pairs = [(r.tokens, data.references[r.id]) for r in records if r.id in data.references]
     agreement = (sum(sum(a == b for a, b in zip(t, ref)) for t, ref in pairs)
                  / sum(len(t) for t, _ in pairs))

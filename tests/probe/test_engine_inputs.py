@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from probe.contract.engine_inputs import check_device, check_engine_inputs, check_model
-from probe.contract.errors import ConfigError
+from probe.checks.engine_inputs import check_device, check_engine_inputs, check_model
+from probe.common.errors import BadInput
 
 
 @pytest.mark.parametrize("device", ["auto", "cpu", "cuda", "cuda:0", "cuda:12"])
@@ -19,7 +19,7 @@ def test_devices_torch_would_parse_pass(device):
 @pytest.mark.parametrize("device", ["gpu", "CPU", "cuda:", "cuda:-1", "cuda:x", "mps", "cpu:0",
                                     "", " cuda", "cuda:0\n", "cuda:99999"])
 def test_other_devices_are_refused_in_one_line(device):
-    with pytest.raises(ConfigError) as raised:
+    with pytest.raises(BadInput) as raised:
         check_device(device)
     assert str(raised.value) == (f"--device {device!r} is not a device; use auto, cpu, cuda or "
                                  f"cuda:N")
@@ -28,7 +28,7 @@ def test_other_devices_are_refused_in_one_line(device):
 def headers_only(folder, config: dict):
     """A checkpoint folder whose safetensors header names every tensor of `config`'s model at
     its shape (no data: the checks read headers only), built without torch."""
-    from probe.contract.checkpoint_check import checked_shape, expected_tensors
+    from probe.checks.checkpoint_check import checked_shape, expected_tensors
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(config))
@@ -73,7 +73,7 @@ def test_presets_and_checkpoint_folders_pass(tmp_path):
     (lambda p: "t5-huge", "'t5-huge' is not a preset"),
 ])
 def test_models_that_cannot_be_served_are_named(tmp_path, make, said):
-    with pytest.raises(ConfigError, match="^--model ") as raised:
+    with pytest.raises(BadInput, match="^--model ") as raised:
         check_model(make(tmp_path))
     assert said in str(raised.value) and "\n" not in str(raised.value)
 
@@ -82,12 +82,12 @@ def test_a_hub_id_passes_when_cached_or_when_downloads_are_allowed(tmp_path, mon
     import huggingface_hub.constants as constants
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
     monkeypatch.delenv("INFERTOP_ALLOW_DOWNLOAD", raising=False)
-    with pytest.raises(ConfigError, match="nor in the Hugging Face cache"):
+    with pytest.raises(BadInput, match="nor in the Hugging Face cache"):
         check_model("google/t5-efficient-tiny")
     snapshot = tmp_path / "models--google--t5-efficient-tiny" / "snapshots" / "abc123"
     snapshot.mkdir(parents=True)
     (snapshot / "config.json").write_text("{}")
-    with pytest.raises(ConfigError, match="model_type None"):   # the cached config is checked
+    with pytest.raises(BadInput, match="model_type None"):   # the cached config is checked
         check_model("google/t5-efficient-tiny")
     headers_only(snapshot, {**TINY_MT5, "model_type": "t5"})
     check_model("google/t5-efficient-tiny")
@@ -96,7 +96,7 @@ def test_a_hub_id_passes_when_cached_or_when_downloads_are_allowed(tmp_path, mon
 
 
 def test_the_device_is_checked_first():
-    with pytest.raises(ConfigError, match="--device"):
+    with pytest.raises(BadInput, match="--device"):
         check_engine_inputs("no-such-model", "tpu")
 
 

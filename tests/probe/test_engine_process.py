@@ -56,7 +56,7 @@ def test_a_megabyte_workload_goes_through_the_pipe_not_the_spawn_arguments():
     client = EngineClient(config(workload), target=engine_targets.reports_workload)
     client.start()
     try:
-        said = wait_for(client, lambda e: isinstance(e, protocol.Loading), timeout=60)
+        said = wait_for(client, lambda e: isinstance(e, protocol.EngineLoading), timeout=60)
     finally:
         client.stop()
     assert said.text == (f"spawn arguments held none; the pipe brought "
@@ -92,13 +92,13 @@ def test_a_bad_model_or_device_is_refused_before_torch_is_imported():
     import sys
     code = ("import argparse, sys\n"
             "from probe.engine.process.engine_process import launch_from_args\n"
-            "from probe.contract.errors import ConfigError\n"
+            "from probe.common.errors import BadInput\n"
             "for model, device in (('no-such-model', 'cpu'), ('t5-tiny', 'gpu:0')):\n"
             "    args = argparse.Namespace(model=model, device=device, trace='chat', opt=[],\n"
             "                              speed=None)\n"
             "    try:\n"
             "        launch_from_args(args)\n"
-            "    except ConfigError as exc:\n"
+            "    except BadInput as exc:\n"
             "        print(exc)\n"
             "print('torch' in sys.modules)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -116,11 +116,11 @@ def test_engine_process_publishes_and_obeys(tmp_path):
     client = EngineClient(launch_from_args(args))
     client.start()
     try:
-        live = wait_for(client, lambda e: isinstance(e, protocol.Live) and e.view.recent)
+        live = wait_for(client, lambda e: isinstance(e, protocol.EngineLive) and e.view.recent)
         assert live.view.options == OptConfig() and live.view.replay.trace == "chat"
         wanted = OptConfig(decode="fullgraph")
         client.send(protocol.SetOptions(wanted))
-        wait_for(client, lambda e: isinstance(e, protocol.Live) and e.view.options == wanted)
+        wait_for(client, lambda e: isinstance(e, protocol.EngineLive) and e.view.options == wanted)
         path = tmp_path / "s.json"
         client.send(protocol.SaveSnapshot(str(path)))
         saved = wait_for(client, lambda e: isinstance(e, (protocol.SnapshotSaved,
@@ -130,7 +130,7 @@ def test_engine_process_publishes_and_obeys(tmp_path):
         failed = wait_for(client, lambda e: isinstance(e, protocol.EngineFailed), timeout=10)
         assert "exited" in failed.error
         client.restart()
-        wait_for(client, lambda e: isinstance(e, protocol.Live) and e.view.options == wanted)
+        wait_for(client, lambda e: isinstance(e, protocol.EngineLive) and e.view.options == wanted)
     finally:
         client.stop()
 
@@ -143,7 +143,7 @@ def test_a_bad_model_in_the_engine_is_engine_down_with_the_reason():
         failed = wait_for(client, lambda e: isinstance(e, protocol.EngineFailed))
     finally:
         client.stop()
-    assert failed.error.startswith("the engine could not start: ConfigError: --device cuda:7")
+    assert failed.error.startswith("the engine could not start: BadInput: --device cuda:7")
 
 
 @pytest.mark.slow
@@ -151,7 +151,7 @@ def test_after_kill_9_a_restart_continues_the_session(tmp_path):
     client = EngineClient(config(big_workload(2.0), speed=50.0))
     client.start()
     try:
-        before = wait_for(client, lambda e: isinstance(e, protocol.Live)
+        before = wait_for(client, lambda e: isinstance(e, protocol.EngineLive)
                           and len(e.view.recent) >= 3).view
         os.kill(client._process.pid, signal.SIGKILL)
         wait_for(client, lambda e: isinstance(e, protocol.EngineFailed), timeout=20)
@@ -164,7 +164,7 @@ def test_after_kill_9_a_restart_continues_the_session(tmp_path):
         assert down.notices[-1].t_s >= before.t_s
 
         client.restart()
-        after = wait_for(client, lambda e: isinstance(e, protocol.Live) and any(
+        after = wait_for(client, lambda e: isinstance(e, protocol.EngineLive) and any(
             r.seq >= len(down.records) for r in e.view.recent)).view
         assert after.t_s > down.notices[-1].t_s                     # the same clock, going on
         assert {r.id for r in down.records} <= {r.id for r in after.recent}

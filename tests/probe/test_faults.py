@@ -3,6 +3,7 @@
 import pytest
 import torch._dynamo
 
+from probe.analysis.stats import session_segments
 from tests.conftest import serve
 
 
@@ -28,7 +29,7 @@ def test_an_error_in_one_request_fails_only_that_request(make_engine):
     assert [r.ok for r in records] == [True, False, True]
     assert "exceed" in records[1].error
     assert len(engine.session.freeze().records) == 3
-    assert engine.session.freeze().segments()[0].failed == 1
+    assert session_segments(engine.session.freeze())[0].failed == 1
 
 
 @pytest.mark.parametrize("quant", ["int8", "int4"])

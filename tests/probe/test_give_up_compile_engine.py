@@ -16,17 +16,17 @@ def test_a_compile_given_up_serves_the_previous_config_and_continues_the_session
     client = EngineClient(config(speed=20.0))
     client.start()
     try:
-        before = wait_for(client, lambda e: isinstance(e, protocol.Live)
+        before = wait_for(client, lambda e: isinstance(e, protocol.EngineLive)
                           and len(e.view.recent) >= 3).view
         client.send(protocol.SetOptions(OptConfig(compile="default")))
-        compiling = wait_for(client, lambda e: isinstance(e, protocol.Live)
+        compiling = wait_for(client, lambda e: isinstance(e, protocol.EngineLive)
                              and e.view.compiling is not None).view
         assert compiling.config_id != before.config_id
         served = max(r.seq for r in compiling.recent)
 
         client.send(protocol.SetOptions(before.options))     # what `x` sends, then restarts
         client.restart(compiling.compiling)
-        after = wait_for(client, lambda e: isinstance(e, protocol.Live) and any(
+        after = wait_for(client, lambda e: isinstance(e, protocol.EngineLive) and any(
             r.seq > served and r.config_id == before.config_id for r in e.view.recent)).view
     finally:
         client.stop()

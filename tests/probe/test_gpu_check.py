@@ -3,8 +3,8 @@ are read from its report, so what makes it exit 1 is tested here on made-up repo
 
 import torch
 
-from probe.engine.measure.gpu_check import judge_decode, main, memory_agrees, promises
-from probe.engine.measure.gpu_decode_matrix import matrix
+from probe.engine.gpu_check.check import judge_decode, main, memory_agrees, promises
+from probe.engine.gpu_check.decode_matrix import matrix
 from probe.engine.measure.kernel_profile import closer_bound
 
 
@@ -19,7 +19,7 @@ def test_without_a_gpu_it_says_so_and_writes_nothing(tmp_path, capsys):
 def test_the_warm_ms_per_token_is_the_median_of_the_served_requests():
     """One output token each leaves every tpot None: the median is None, not a TypeError from
     sorting Nones; a failed request is not counted."""
-    from probe.engine.measure.gpu_decode_run import warm_tpot_ms
+    from probe.engine.gpu_check.decode_run import warm_tpot_ms
     from tests.conftest import synthetic_record
 
     one_token = [synthetic_record(f"g{i}", i, latency_ms=10.0, output_tokens=1) for i in range(4)]
@@ -105,7 +105,7 @@ def test_each_config_is_placed_against_both_floors():
 def test_the_matrix_times_its_configs_only_once_every_one_compiled(tmp_path):
     """The orchestration on a CPU (eager, t5-tiny): each config in its own process, timing
     released when all are ready, tokens compared with fp32 eager's."""
-    from probe.engine.measure.gpu_decode_matrix import run_matrix
+    from probe.engine.gpu_check.decode_matrix import run_matrix
     lines: list[str] = []
     results = run_matrix("t5-tiny", 2, 4, ready_s=120, timeout_s=240, log=lines.append,
                          modes=("off",), paths=("fullgraph",), device="cpu")

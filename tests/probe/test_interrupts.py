@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from probe.bench.study_setup import Stop
-from probe.contract.interrupts import Interrupted, signal_of, signals_as_interrupt
+from probe.checks.interrupts import Interrupted, signal_of, signals_as_interrupt
 from probe.engine.process.replay_and_save import GracefulInterrupt, outcome
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from probe.contract.errors import ConfigError
+from probe.common.errors import BadInput
 from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineExit
 from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
-from probe.engine.process.state_files import new_journal
+from probe.engine.state_files import new_journal
 from probe.session_store.journal import (
     Dispatch,
     Journal,
@@ -157,7 +157,7 @@ def test_nothing_to_save_before_the_session_began(journal_path, tmp_path):
     writer = JournalWriter(journal_path)
     JournaledSession(writer).config_id(OptConfig())     # died before the header
     assert read_journal(journal_path) is None
-    with pytest.raises(ConfigError, match="nothing to save"):
+    with pytest.raises(BadInput, match="nothing to save"):
         save_from_journal(journal_path, tmp_path / "x.json", None)
     assert not (tmp_path / "x.json").exists()
 
@@ -169,7 +169,7 @@ def test_a_journal_swapped_for_a_symlink_is_neither_written_nor_read(journal_pat
     os.symlink(victim, journal_path)
     with pytest.raises(OSError):
         JournalWriter(journal_path)
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(BadInput, match="cannot read"):
         read_journal(journal_path)
     assert victim.read_text() == "keep me"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from probe.contract.objective import Slo, parse_slo
 from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineExit
-from probe.contract.slo import Slo, parse_slo
 from probe.session_store.journal import (
     Dispatch,
     JournaledSession,

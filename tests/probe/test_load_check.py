@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from probe.analysis.load_check import CONTENTION_CORES, contention, load_share
 from probe.contract.device_sample import DeviceSample
-from probe.contract.load_check import CONTENTION_CORES, contention, load_share
 from tui.widgets.device import device_detail, device_headline
 
 

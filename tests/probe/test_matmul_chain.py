@@ -2,8 +2,9 @@
 
 import torch
 
-from probe.engine.measure.matmul_chain import _gemv, matmul_chain_by_precision, step_matrices
-from probe.engine.measure.step_roofline import _tensor_bytes, decode_step_bytes, precision_copies
+from probe.engine.matmul_chain import _gemv, matmul_chain_by_precision, step_matrices
+from probe.engine.measure.step_roofline import _tensor_bytes, decode_step_bytes
+from probe.engine.precision_copies import precision_copies
 from tests.probe.test_roofline import SMALLISH, _t5
 
 

@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from probe.contract.errors import ConfigError
-from probe.engine.models import PRESETS, load_model
+from probe.common.errors import BadInput
+from probe.engine.model.loading import PRESETS, load_model
 
 
 def test_t5_small_preset_has_the_real_t5_small_shape():
@@ -38,20 +38,20 @@ def test_a_saved_checkpoint_loads_offline(tmp_path: Path):
 
 
 def test_a_missing_model_names_the_presets(tmp_path: Path):
-    with pytest.raises(ConfigError, match="t5-small, t5-tiny"):
+    with pytest.raises(BadInput, match="t5-small, t5-tiny"):
         load_model(str(tmp_path / "nowhere"))
 
 
 def test_a_corrupt_checkpoint_is_a_clear_error(tmp_path: Path):
     load_model("t5-tiny").model.save_pretrained(tmp_path, safe_serialization=True)
     (tmp_path / "model.safetensors").write_bytes(b"not a safetensors file")
-    with pytest.raises(ConfigError, match="could not be loaded"):
+    with pytest.raises(BadInput, match="could not be loaded"):
         load_model(str(tmp_path))
 
 
 def test_a_non_t5_model_is_refused(tmp_path: Path):
     (tmp_path / "config.json").write_text('{"model_type": "bert"}')
-    with pytest.raises(ConfigError, match="T5-family"):
+    with pytest.raises(BadInput, match="T5-family"):
         load_model(str(tmp_path))
 
 

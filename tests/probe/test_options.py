@@ -1,6 +1,6 @@
 import pytest
 
-from probe.contract.errors import ConfigError
+from probe.common.errors import BadInput
 from probe.contract.options import CHOICES, OptConfig, parse_opts
 
 
@@ -16,7 +16,7 @@ def test_parse_applies_each_pair_over_the_defaults():
     ("compile", "KEY=VALUE"),
 ])
 def test_bad_pairs_name_the_problem_and_the_choices(pair, named):
-    with pytest.raises(ConfigError, match=named):
+    with pytest.raises(BadInput, match=named):
         parse_opts([pair])
 
 

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from probe.contract.errors import ConfigError
-from probe.contract.output_lock import OutputLock
+from probe.checks.output_lock import OutputLock
+from probe.common.errors import BadInput
 
 HOLD = """
 import sys, time
-from probe.contract.output_lock import OutputLock
+from probe.checks.output_lock import OutputLock
 lock = OutputLock(sys.argv[1])
 print("held", flush=True)
 sys.stdin.readline()
@@ -28,7 +28,7 @@ def test_a_second_writer_is_refused_with_the_first_ones_pid(tmp_path):
                               stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert holder.stdout.readline() == "held\n"
-        with pytest.raises(ConfigError) as refused:
+        with pytest.raises(BadInput) as refused:
             OutputLock(out, "--out")
         assert str(refused.value) == (f"--out {out}: another infertop (pid {holder.pid}) is "
                                       f"writing it; give another --out or wait for it to end")

@@ -11,11 +11,12 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from probe.analysis.stats import session_segments
 from probe.contract.options import parse_opts
-from probe.engine.decode.continuous_scheduler import ContinuousScheduler
+from probe.engine.continuous_scheduler import ContinuousScheduler
 from probe.engine.decode.paged import BlockAllocator
 from probe.engine.engine import Engine, EngineSettings
-from probe.engine.requests import EngineRequest
+from probe.engine.model.requests import EngineRequest
 from tests.conftest import varied_tiny_model
 
 MAX_NEW, MAX_INPUT, BLOCK = 12, 24, 4
@@ -140,7 +141,7 @@ def test_a_tight_pool_makes_requests_wait_and_frees_blocks_on_leaving():
         assert most == 1                  # 14 blocks hold one such request at a time
         batcher = engine.switchboard.slot_batcher(engine.options, engine.settings)
         assert batcher.allocator.used == 0 and batcher.allocator.available == 14
-        pool = engine.session.freeze().segments()[0].kv_pool
+        pool = session_segments(engine.session.freeze())[0].kv_pool
         assert (pool.layout, pool.blocks_total, pool.blocks_peak, pool.block_tokens) == (
             "paged", 14, 8, BLOCK)
         # held: its 8 blocks; used: 20 encoder + 12 own positions of the 32 they hold
@@ -275,7 +276,7 @@ def test_paged_wastes_less_kv_than_static_regions(engines):
         held = np.array([r.kv_cache_bytes for r in records], dtype=float)
         used = np.array([r.kv_cache_used_bytes for r in records], dtype=float)
         waste[layout] = 100 * (held.sum() - used.sum()) / held.sum()
-        segment = engine.session.freeze().segments()[0]
+        segment = session_segments(engine.session.freeze())[0]
         every = [r for r in engine.session.freeze().records if r.ok]
         all_held = sum(r.kv_cache_bytes for r in every)
         all_used = sum(r.kv_cache_used_bytes for r in every)

@@ -7,9 +7,10 @@ import statistics
 
 import pytest
 
+from probe.analysis.stats import session_segments
 from probe.contract.options import parse_opts
 from probe.engine.engine import Engine, EngineSettings
-from probe.engine.models import load_model
+from probe.engine.model.loading import load_model
 from tests.conftest import serve
 
 
@@ -38,7 +39,7 @@ def test_bf16_drifts_from_the_fp32_reference_on_the_preset():
     try:
         serve(engine, [(5 + 3 * i, 16) for i in range(17)])
         engine.compute_references()
-        drift = engine.session.freeze().segments()[0].drift
+        drift = session_segments(engine.session.freeze())[0].drift
     finally:
         engine.close()
     assert drift.sampled_requests == 3

@@ -7,6 +7,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from probe.analysis.stats import session_segments
 from probe.monitoring.prometheus import PrometheusExporter
 from tests.conftest import serve
 
@@ -74,7 +75,7 @@ def test_compile_seconds_by_phase_are_the_sessions_split(exporter):
     exporter.refresh()
     exporter.refresh()
     scraped = scrape(exporter.port)
-    (segment,) = engine.session.freeze().segments()
+    (segment,) = session_segments(engine.session.freeze())
     for phase, seconds in segment.compile_phases.parts().items():
         key = ("infertop_compile_seconds_total", (("config", "c1"), ("phase", phase)))
         assert scraped[key] == pytest.approx(seconds)

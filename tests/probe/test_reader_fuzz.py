@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infertop.cli import main
-from probe.contract.errors import ConfigError
+from probe.common.errors import BadInput
 from probe.session_store.journal import read_journal
 from probe.session_store.snapshot import read_document, saved_session
 from tests.probe.test_reliability_round3 import journal_of, saved
@@ -85,7 +85,7 @@ def test_every_journal_is_read_or_refused_in_one_line_and_recovers_to_a_readable
         Path(path).write_bytes(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
         try:
             read_journal(path)
-        except ConfigError as exc:
+        except BadInput as exc:
             assert "\n" not in str(exc)
         out = tmp / "out.json"
         stderr = io.StringIO()

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from infertop.cli import main
-from probe.contract.errors import ConfigError
+from probe.checks.output_lock import OutputLock
+from probe.common.errors import BadInput
+from probe.common.terminal_stream import escaped
 from probe.contract.options import OptConfig
-from probe.contract.output_lock import OutputLock
 from probe.contract.records import RequestRecord
-from probe.engine.process.state_files import new_journal
+from probe.engine.state_files import new_journal
 from probe.session_store.journal import Dispatch, JournaledSession, JournalWriter
 from probe.session_store.recover import recover
 from probe.session_store.snapshot import read_document, saved_session
-from workloads.terminal_stream import escaped
 
 CONTEXT = {"environment": {"device": "cpu"}, "model": {"name": "t5-tiny", "dtype": "fp32"},
            "trace": {"name": "chat"}, "settings": {}, "live": {}}
@@ -147,7 +147,7 @@ def test_every_reader_refuses_a_figure_out_of_range_in_the_same_line(tmp_path, c
 def test_load_refuses_it_the_same_way(tmp_path):
     from tui.launch import saved_session_app
     path = saved(tmp_path, batch_size=0)
-    with pytest.raises(ConfigError, match=r"requests\[1\]\.batch_size: expected a number of rows"):
+    with pytest.raises(BadInput, match=r"requests\[1\]\.batch_size: expected a number of rows"):
         saved_session_app(str(path), None)
 
 
@@ -208,7 +208,7 @@ def test_matplotlib_warnings_go_to_the_log_escaped(tmp_path, caplog, capsys):
 
 def test_a_state_folder_that_is_a_file_gives_a_log_in_temp_and_no_journal(tmp_path, monkeypatch,
                                                                            capsys):
-    from probe.engine.process.state_files import (
+    from probe.engine.state_files import (
         new_log_or_temporary,
         new_replay_journal,
         state_folder_problem,
@@ -227,7 +227,7 @@ def test_a_state_folder_that_is_a_file_gives_a_log_in_temp_and_no_journal(tmp_pa
 
 
 def test_an_unusable_inductor_cache_is_replaced_with_one_warning(tmp_path, monkeypatch, capsys):
-    from probe.contract.inductor_cache import usable_inductor_cache
+    from probe.checks.inductor_cache import usable_inductor_cache
     blocker = tmp_path / "cache"
     blocker.write_text("")
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(blocker))
@@ -241,7 +241,7 @@ def test_an_unusable_inductor_cache_is_replaced_with_one_warning(tmp_path, monke
 # -- a full disk ----------------------------------------------------------------------------------
 
 def test_a_full_disk_names_the_file_exits_1_and_leaves_nothing(tmp_path, monkeypatch, capsys):
-    import workloads.atomic as atomic
+    import probe.common.atomic as atomic
     real_open = open
 
     class Full:
@@ -311,7 +311,7 @@ def test_tune_never_counts_a_baseline_a_signal_cut_short():
 
 def test_an_open_loop_experiment_keeps_its_finished_runs_on_a_signal():
     from probe.bench.study import interrupted_open_loop
-    from probe.contract.interrupts import Interrupted
+    from probe.checks.interrupts import Interrupted
     results, section = interrupted_open_loop("E7", Interrupted(signal.SIGTERM),
                                              {"chat/1x/off": {"served": 40}})
     assert results["runs"] == {"chat/1x/off": {"served": 40}} and results["interrupted"]
@@ -329,7 +329,7 @@ def _stubborn(note) -> int:
 
 
 def _watched(grace_s: float, signals: int) -> tuple[int, float, list]:
-    from probe.contract.stop_supervisor import run_supervised
+    from probe.checks.stop_supervisor import run_supervised
     salvaged: list = []
     parent = os.getpid()
     pid = os.fork()
@@ -359,7 +359,7 @@ def test_a_second_signal_stops_at_once_every_time():
 
 
 def test_the_salvage_removes_what_a_killed_writer_left_and_saves_the_journal(tmp_path, capsys):
-    from probe.contract.stop_supervisor import Stopped
+    from probe.checks.stop_supervisor import Stopped
     from probe.session_store.replay_salvage import salvage_replay
     path = journal_of(tmp_path)
     out = tmp_path / "run.json"
@@ -373,7 +373,7 @@ def test_the_salvage_removes_what_a_killed_writer_left_and_saves_the_journal(tmp
 
 
 def test_a_signal_while_the_report_is_written_only_waits():
-    from probe.contract.interrupts import signals_wait
+    from probe.checks.interrupts import signals_wait
     with signals_wait("writing the report") as received:
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.05)

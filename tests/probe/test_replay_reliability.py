@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from infertop.cli import main
-from probe.contract.output_lock import OutputLock
+from probe.checks.output_lock import OutputLock
 
 REPO = Path(__file__).resolve().parents[2]
 REPLAY = [sys.executable, "-m", "infertop", "replay", "--model", "t5-tiny", "--device", "cpu",

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from probe.contract.slo import parse_slo
+from probe.contract.objective import parse_slo
 
 
 @pytest.mark.slow

@@ -4,12 +4,12 @@ carries the queue across the restart; a death still records what it held as lost
 
 from __future__ import annotations
 
+from probe.analysis.stats import segment_stats
 from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineExit
 from probe.contract.records import ABANDONED, CompileInProgress
 from probe.contract.session import SessionData
-from probe.contract.stats import segment_stats
-from probe.engine.process.state_files import new_journal
+from probe.engine.state_files import new_journal
 from probe.session_store.journal import Dispatch, JournaledSession, JournalWriter, read_journal
 from probe.session_store.restart_carry import restart_marks
 from tests.probe.doctor_records import record
@@ -55,7 +55,7 @@ def test_a_death_still_records_what_it_held_as_lost(tmp_path):
 
 
 def test_the_carried_requests_are_the_same_trace_requests_at_their_arrival(tmp_path):
-    from probe.contract.clock import SessionClock
+    from probe.common.clock import SessionClock
     from probe.engine.process.carried_queue import scheduled_again
     from workloads.trace_records import Trace, TraceRequest
     journal = _journal(tmp_path)

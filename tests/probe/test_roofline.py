@@ -88,7 +88,7 @@ def test_classify_overhead_vs_memory_bound() -> None:
 
 
 def test_step_bytes_per_precision_are_measured_on_converted_copies() -> None:
-    from probe.engine.measure.step_roofline import step_bytes_by_precision
+    from probe.engine.precision_copies import step_bytes_by_precision
     model = _t5(**SMALLISH)
     fp32 = decode_step_bytes(model).total
     by_precision = step_bytes_by_precision(model)

@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from infertop.cli import main
-from probe.contract.errors import ConfigError
-from workloads.argtypes import MAX_REPLAY_S, check_replay_span
-from workloads.errors import TraceError
+from probe.common.argtypes import MAX_REPLAY_S, check_replay_span
+from probe.common.errors import BadInput, TraceError
 
 
 def test_the_span_is_the_arrivals_over_the_speed() -> None:
@@ -33,11 +32,11 @@ def test_a_replay_of_a_century_long_trace_is_refused_in_one_line(tmp_path: Path,
 
 
 def test_a_preset_with_outputs_beyond_memory_is_refused(monkeypatch) -> None:
-    from probe.contract import checkpoint_check
-    from probe.contract.engine_inputs import check_model
+    from probe.checks import checkpoint_check
+    from probe.checks.engine_inputs import check_model
 
     monkeypatch.setattr(checkpoint_check.psutil, "virtual_memory",
                         lambda: type("M", (), {"available": 10 ** 9})())
     check_model("t5-tiny", 1024)
-    with pytest.raises(ConfigError, match="per request of 131,072 tokens"):
+    with pytest.raises(BadInput, match="per request of 131,072 tokens"):
         check_model("t5-small", 131_072)

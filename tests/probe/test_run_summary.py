@@ -8,9 +8,9 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from probe.analysis.stats import summarize, throughput_rps
+from probe.common.units import fmt_ms, fmt_rate
 from probe.contract.records import RequestRecord
-from probe.contract.stats import summarize, throughput_rps
-from probe.contract.units import fmt_ms, fmt_rate
 from probe.engine.process.replay_progress import ReplayProgress
 from probe.session_store.run_summary import run_summary
 
@@ -80,8 +80,8 @@ def test_a_request_queued_behind_a_compile_prints_its_compile_wait():
     (compile_wait_ms) and labels the record's own-service stall."""
     from dataclasses import replace
 
-    from probe.contract.attribution import attribute
-    from probe.contract.compile_wait import compile_wait_ms
+    from probe.analysis.attribution import attribute
+    from probe.analysis.compile_wait import compile_wait_ms
     from probe.contract.records import CompileEvent
     queued = replace(record(0, 1000.0), start_s=0.9, first_token_s=0.91, end_s=1.0,
                      queue_ms=900.0)
@@ -96,7 +96,7 @@ def test_a_request_queued_behind_a_compile_prints_its_compile_wait():
 def test_fallbacks_are_said_as_they_happen_and_in_the_summary_whole():
     """Issue 38: the replay never said dynamo hit its recompile limit (only the doctor did, cut:
     "Hard failure due to full"), nor a calibration stopped at its floor."""
-    from probe.contract.fallbacks import CALIBRATION_FLOOR, degraded_event, fallback_lines
+    from probe.analysis.fallbacks import CALIBRATION_FLOOR, degraded_event, fallback_lines
     from probe.contract.records import CompileEvent
     whole = ("FailOnRecompileLimitHit: Hard failure due to fullgraph=True: recompile_limit "
              "reached with fullgraph=True. Excessive recompilations can degrade performance")
@@ -117,7 +117,7 @@ def test_fallbacks_are_said_as_they_happen_and_in_the_summary_whole():
 
 
 def test_the_doctor_quotes_a_fallback_whole():
-    from probe.contract.findings import recompile_limit
+    from probe.analysis.findings import recompile_limit
     from probe.contract.records import CompileEvent
     whole = "FailOnRecompileLimitHit: Hard failure due to fullgraph=True " + "x" * 120
     found = recompile_limit([CompileEvent("2/8", "limit", "decode_step", 12.0, None, whole,

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from probe.contract.options import parse_opts
-from probe.engine.decode.continuous_scheduler import ContinuousScheduler
+from probe.engine.continuous_scheduler import ContinuousScheduler
 from probe.engine.engine import Engine, EngineSettings
-from probe.engine.requests import EngineRequest
+from probe.engine.model.requests import EngineRequest
 from probe.engine.serving import ServingLoop
 from tests.conftest import varied_tiny_model
 from workloads.replayer import OpenLoopReplayer

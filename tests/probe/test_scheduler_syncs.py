@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from probe.contract.options import parse_opts
-from probe.engine.decode.continuous_scheduler import STEPS_AHEAD, ContinuousScheduler
+from probe.engine.continuous_scheduler import STEPS_AHEAD, ContinuousScheduler
 from probe.engine.decode.device_timeline import Fetch, HostMark, Timeline
 from probe.engine.engine import Engine, EngineSettings
-from probe.engine.requests import EngineRequest
+from probe.engine.model.requests import EngineRequest
 from tests.conftest import varied_tiny_model
 
 

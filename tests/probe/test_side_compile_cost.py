@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probe.contract.side_compile_cost import BEFORE_REQUESTS, side_compile_cost
+from probe.analysis.side_compile_cost import BEFORE_REQUESTS, side_compile_cost
 from tests.probe.doctor_records import record
 
 

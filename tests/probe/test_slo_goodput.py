@@ -13,13 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probe.contract.errors import ConfigError
-from probe.contract.live import window_stats
+from probe.analysis.live_figures import window_stats
+from probe.analysis.slo import goodput
+from probe.analysis.stats import session_segments
+from probe.common.atomic import write_json_atomic
+from probe.common.errors import BadInput
+from probe.contract.objective import Slo, parse_slo, slo_from_dict
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
 from probe.contract.session import Session
-from probe.contract.slo import Slo, goodput, parse_slo, slo_from_dict
-from probe.session_store.snapshot import session_data, snapshot_document, write_json_atomic
+from probe.session_store.snapshot import session_data, snapshot_document
 from tests.conftest import synthetic_record
 
 BOUND_MS = st.one_of(st.none(), st.floats(5, 500))
@@ -109,7 +112,7 @@ def test_every_segment_and_the_saved_session_carry_the_same_figures(rows, slo):
     back = session_data(json.loads(json.dumps(document)))
     assert back.slo == slo
     saved = [{k: v for k, v in s.items() if k != "diagnosis"} for s in document["segments"]]
-    assert [s.as_dict() for s in back.segments()] == saved      # the doctor's is added beside
+    assert [s.as_dict() for s in session_segments(back)] == saved      # the doctor's is added beside
 
 
 def test_without_an_slo_the_figures_are_none_and_old_sessions_read():
@@ -142,7 +145,7 @@ def test_slo_text_is_parsed_and_written_back(text, expected):
     ("latency=1s,", "NAME=VALUE"),
 ])
 def test_bad_slo_text_is_one_line_naming_what_is_wrong(text, named):
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(BadInput) as caught:
         parse_slo(text)
     assert named in str(caught.value) and "\n" not in str(caught.value)
 
@@ -163,7 +166,7 @@ def test_the_cli_refuses_a_bad_slo_in_one_line_with_exit_2(argv, capsys, tmp_pat
 
 
 def test_a_saved_slo_of_the_wrong_shape_is_refused():
-    with pytest.raises(ConfigError, match="slo.ttft_ms"):
+    with pytest.raises(BadInput, match="slo.ttft_ms"):
         slo_from_dict({"ttft_ms": "1s"})
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probe.contract.errors import ConfigError
+from probe.common.errors import BadInput
 from probe.engine.decode.slot_graphs import ladder, rows_for
 from probe.engine.decode.slot_sizing import MAX_SLOTS, SHARE_OF_FREE, size_slots
 
@@ -54,9 +54,9 @@ def test_a_cpu_keeps_eight_and_the_flags_override():
 
 
 def test_flags_the_device_cannot_hold_are_refused_in_one_line():
-    with pytest.raises(ConfigError, match=r"--max-batch 9000: .* GiB free; at most 5888 slots"):
+    with pytest.raises(BadInput, match=r"--max-batch 9000: .* GiB free; at most 5888 slots"):
         h200(max_batch=9000)
-    with pytest.raises(ConfigError, match=r"--kv-budget 200.0 GiB: the device has 138.0 GiB free"):
+    with pytest.raises(BadInput, match=r"--kv-budget 200.0 GiB: the device has 138.0 GiB free"):
         h200(kv_budget_bytes=200 * GiB)
 
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from probe.common.atomic import write_json_atomic
 from probe.engine.process.headless import document_for
 from probe.engine.workload_setup import prepare_workload
-from probe.session_store.snapshot import write_json_atomic
 from probe.session_store.snapshot_export import export
 from tests.conftest import serve
 
@@ -52,7 +52,7 @@ def test_export_reads_back_equal_to_the_json(saved, tmp_path, fmt):
 
 
 def test_export_refuses_an_output_folder_before_writing(saved, tmp_path):
-    from workloads.errors import TraceError
+    from probe.common.errors import TraceError
     (tmp_path / "out.requests.csv").mkdir()
     with pytest.raises(TraceError):
         export(saved, tmp_path / "out", "csv")

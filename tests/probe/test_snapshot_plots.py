@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from infertop.cli import main
+from probe.analysis.stats import session_segments
 from probe.session_store.snapshot import read_document, session_data
 
 pytest.importorskip("matplotlib")
@@ -47,7 +48,7 @@ def test_compare_series_are_the_segments_records(tmp_path, monkeypatch) -> None:
     snapshot_plots.plot_compare(str(a), str(b), str(tmp_path / "c.svg"))
     for side, path in (("A", a), ("B", b)):
         data = session_data(read_document(path))
-        for segment in data.segments():
+        for segment in session_segments(data):
             label = next(k for k in drawn if k.startswith(f"{side} {segment.config_id}:"))
             assert drawn[label]["p95_ms"] == segment.latency_ms.p95
             assert drawn[label]["latency_ms"] == sorted(

@@ -1,4 +1,4 @@
-"""Reading saved sessions (`snapshot show`/`compare`, `--load`): any file is a ConfigError
+"""Reading saved sessions (`snapshot show`/`compare`, `--load`): any file is a BadInput
 naming what is wrong and where (file, line, section, record, field) or a session that shows."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from infertop.cli import main
-from probe.contract.errors import ConfigError
+from probe.common.errors import BadInput
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
 from probe.contract.session import ConfigEntry, SessionData
@@ -98,7 +98,7 @@ def _mutated(change) -> dict[str, Any]:
 def test_the_wrong_shape_names_the_field(folder: Path, change, message: str) -> None:
     path = _write(folder / "bad.json", _mutated(change))
     for read in (lambda: show(str(path)), lambda: compare(str(path), str(path))):
-        with pytest.raises(ConfigError) as caught:
+        with pytest.raises(BadInput) as caught:
             read()
         assert str(caught.value).startswith(f"snapshot {path}") and message in str(caught.value)
 
@@ -115,7 +115,7 @@ def test_the_wrong_shape_names_the_field(folder: Path, change, message: str) -> 
 def test_any_bytes_are_a_named_error(folder: Path, data: bytes, message: str) -> None:
     path = folder / "bytes.json"
     path.write_bytes(data)
-    with pytest.raises(ConfigError) as caught:
+    with pytest.raises(BadInput) as caught:
         read_document(path)
     assert str(caught.value).startswith(f"snapshot {path}{message}")
 
@@ -123,7 +123,7 @@ def test_any_bytes_are_a_named_error(folder: Path, data: bytes, message: str) ->
 def test_a_device_is_refused_not_read_forever() -> None:
     if not Path("/dev/zero").exists():
         pytest.skip("no /dev/zero here")
-    with pytest.raises(ConfigError, match="^snapshot /dev/zero: is a device"):
+    with pytest.raises(BadInput, match="^snapshot /dev/zero: is a device"):
         read_document("/dev/zero")
 
 
@@ -174,7 +174,7 @@ def _replace(document: Any, where: tuple, value: Any, delete: bool) -> Any:
 def _show_or_refuse(path: Path) -> None:
     try:
         shown, compared = show(str(path)), compare(str(path), str(path))
-    except ConfigError as error:
+    except BadInput as error:
         assert str(error).startswith(f"snapshot {path}") and "\n" not in str(error)
         event("refused")
         return

@@ -5,9 +5,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from probe.bench.openloop import open_loop_figures
-from probe.contract.live import window_stats
-from probe.contract.stats import segment_stats, throughput_rps, tokens_per_s
+from probe.analysis.live_figures import window_stats
+from probe.analysis.stats import segment_stats, session_segments, throughput_rps, tokens_per_s
+from probe.runs.openloop import open_loop_figures
 from tests.conftest import serve
 
 
@@ -17,7 +17,7 @@ def test_segment_percentiles_match_numpy(make_engine):
     engine.set_options(engine.options.with_option("kv_cache", "off"))
     serve(engine, [(6 + i, 3) for i in range(5)], start_seq=9)
     data = engine.session.freeze()
-    segments = data.segments()
+    segments = session_segments(data)
     assert [s.config_id for s in segments] == ["c1", "c2"]
     for segment in segments:
         records = [r for r in data.records if r.config_id == segment.config_id]
@@ -61,8 +61,8 @@ def test_throughput_counts_served_requests_over_the_span_of_all_records(make_eng
 
 
 def test_compile_phases_add_each_compiles_split_and_count_a_cached_ones_aot_as_loading():
+    from probe.analysis.stats import compile_phases
     from probe.contract.records import CompileEvent
-    from probe.contract.stats import compile_phases
 
     def event(kind="compile", **split):
         return CompileEvent("0/0", kind, "f", 0.0, 1.0, None, None, "c1", **split)

@@ -6,16 +6,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probe.contract.live import capacity_rps as live_capacity_rps
-from probe.contract.records import CompileEvent, CompileInProgress, RequestRecord
-from probe.contract.stats import segments
-from probe.contract.steady_state import (
+from probe.analysis.live_figures import capacity_rps as live_capacity_rps
+from probe.analysis.stats import segments, session_segments
+from probe.analysis.steady_state import (
     backlog,
     backlog_dominated,
     capacity_rps,
     cold_chain,
     warm_stats,
 )
+from probe.contract.records import CompileEvent, CompileInProgress, RequestRecord
 
 
 def request(seq: int, arrival: float, start: float, end: float, *, stall_ms: float = 0.0,
@@ -152,6 +152,6 @@ def test_snapshot_show_gives_the_warm_figures_beside_all(tmp_path):
     text = show(str(path))
     header = next(line for line in text.splitlines() if line.startswith("config"))
     row = next(line for line in text.splitlines() if line.startswith("c1 "))
-    warm = data.segments()[0].warm
+    warm = session_segments(data)[0].warm
     assert "warm" in header and str(warm.requests) in row
     assert "500 ms" in row                     # warm p50: the service time alone

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infertop.cli import main
+from probe.common.terminal_text import terminal_text
 from tests.probe.test_snapshot_reading import valid_document
 from tui.launch import saved_view
-from workloads.terminal_text import terminal_text
 
 # Written out here, not imported: what a terminal acts on (C0 but newline, DEL, C1, bidi).
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")

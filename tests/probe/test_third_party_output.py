@@ -67,7 +67,7 @@ def test_warnings_loggers_and_descriptor_2_go_to_the_log_and_come_back(tmp_path,
 def test_infertops_signal_line_reaches_the_terminal_not_the_log(tmp_path, capfd):
     """A signal handler's line (os.write, for signal safety) is infertop's own: with descriptor
     2 pointed at the log it goes to `sys.stderr`'s descriptor, the terminal's."""
-    from probe.contract.interrupts import say
+    from probe.checks.interrupts import say
     log_path = tmp_path / "engine.log"
     with third_party_output_to(str(log_path)):
         say("infertop: SIGTERM: finishing the request in progress")
@@ -102,7 +102,7 @@ import probe.tune.runner as runner
 def joined(args, baseline):
     import threading
     from pathlib import Path
-    from probe.bench.runs import RunContext
+    from probe.runs.runs import RunContext
     from probe.tune.ray_steps import RaySteps
     context = RunContext(model=args.model, device="cpu", loaded=None, max_input=512, repeats=1)
     steps = RaySteps.connect(args.ray, args.device, context, args.trace, 1, Path("."),

@@ -8,9 +8,10 @@ from __future__ import annotations
 import threading
 from dataclasses import replace
 
-from probe.bench.runs import RunContext
+from probe.analysis.slo import goodput
+from probe.contract.objective import parse_slo
 from probe.contract.options import OptConfig
-from probe.contract.slo import goodput, parse_slo
+from probe.runs.runs import RunContext
 from probe.session_store.snapshot import (
     read_document,
     session_data,

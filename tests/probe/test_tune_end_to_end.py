@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from probe.contract.slo import goodput
+from probe.analysis.slo import goodput
 from probe.session_store.snapshot import read_document, session_data
 
 # Long enough that recomputing the prefix dominates t5-tiny's per-step overhead even on a
@@ -24,7 +24,7 @@ def service_ms() -> tuple[float, float]:
 
     from probe.contract.options import OptConfig
     from probe.engine.engine import Engine, EngineSettings
-    from probe.engine.requests import EngineRequest
+    from probe.engine.model.requests import EngineRequest
     torch.set_num_threads(1)
     engines = [Engine(EngineSettings(model="t5-tiny", device="cpu", max_new_tokens=OUTPUT),
                       OptConfig(kv_cache=kv_cache)) for kv_cache in ("on", "off")]

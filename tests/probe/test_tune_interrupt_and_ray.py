@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from probe.bench.cluster import SLOT, Cluster
-from probe.bench.runs import RunContext
-from probe.bench.spread import Spread
+from probe.contract.objective import parse_slo
 from probe.contract.options import OptConfig
-from probe.contract.slo import parse_slo
+from probe.runs.cluster import SLOT, Cluster
+from probe.runs.runs import RunContext
+from probe.runs.spread import Spread
 from probe.tune.candidates import SEED_ORDER, Candidate
 from probe.tune.evaluate import Job
 from probe.tune.search import Measured, run_tune

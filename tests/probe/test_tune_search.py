@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from probe.bench.spread import Spread
+from probe.contract.objective import parse_slo
 from probe.contract.options import OptConfig
-from probe.contract.slo import parse_slo
+from probe.runs.spread import Spread
 from probe.tune.candidates import SEED_ORDER, Candidate, applied, opt_line, ordered
 from probe.tune.report import write_tune
 from probe.tune.search import Measured, run_tune, verdict
@@ -114,7 +114,7 @@ def test_one_repeat_needs_a_margin_and_a_zero_baseline_can_be_beaten():
 def test_the_baselines_data_moves_what_it_points_at_to_the_front():
     import dataclasses
 
-    from probe.contract.stats import segment_stats
+    from probe.analysis.stats import segment_stats
     from tests.conftest import synthetic_record
     rows = [synthetic_record(f"r{i}", i, latency_ms=400.0, output_tokens=40) for i in range(6)]
     # a later token slower than the first one's whole service: the prefix is recomputed

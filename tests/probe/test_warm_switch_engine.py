@@ -12,10 +12,10 @@ import time
 
 import pytest
 
+from probe.analysis.side_compile_cost import side_compile_cost
 from probe.contract import protocol
 from probe.contract.options import OptConfig
 from probe.contract.protocol import WarmFailed, WarmReady
-from probe.contract.side_compile_cost import side_compile_cost
 from probe.engine.process.engine_process import EngineClient, launch_from_args
 
 
@@ -40,14 +40,14 @@ def test_the_side_engine_prewarms_while_the_old_serves_then_takes_over():
     client = EngineClient(launch)
     client.start()
     try:
-        first = wait_for(client, lambda e: isinstance(e, protocol.Live) and e.view.recent).view
+        first = wait_for(client, lambda e: isinstance(e, protocol.EngineLive) and e.view.recent).view
         since = first.t_s
         wanted = OptConfig(compile="default", bucketing="on", decode="fullgraph")
         client.warm_switch(wanted)
         seen: list = []
         ready = wait_for(client, lambda e: isinstance(e, (WarmReady, WarmFailed)), seen=seen)
         assert isinstance(ready, WarmReady) and ready.shapes == 2
-        lives = [e.view for e in seen if isinstance(e, protocol.Live)]
+        lives = [e.view for e in seen if isinstance(e, protocol.EngineLive)]
         assert lives and all(v.options == OptConfig() for v in lives)   # served on, eager
         last_old = lives[-1]
         served_during = [r for r in last_old.recent if r.start_s >= since]
@@ -56,7 +56,7 @@ def test_the_side_engine_prewarms_while_the_old_serves_then_takes_over():
         print(f"side compile {ready.seconds:.1f} s; "
               f"{cost.text() if cost else 'no cost measured'}")
         client.cut_over()
-        after = wait_for(client, lambda e: isinstance(e, protocol.Live) and any(
+        after = wait_for(client, lambda e: isinstance(e, protocol.EngineLive) and any(
             r.config_id != last_old.config_id
             for r in e.view.recent if r.ok)).view
         new = [r for r in after.recent if r.config_id == after.config_id]

@@ -15,9 +15,9 @@ from rich.console import Console
 
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
+from tests.fake_engine import FakeEngine
 from tests.tui.synthetic import ASKED, STAGES, stage
 from tui.app import InfertopApp
-from tui.engine_handle import FakeEngine
 from tui.widgets.recompiles import RecompilePanel
 
 

@@ -36,8 +36,9 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Callable
 
+from probe.analysis.live_figures import build_live, capacity_rps
 from probe.contract.device_sample import DeviceSample
-from probe.contract.live import LiveView, ReplayStatus, build_live, capacity_rps
+from probe.contract.live import LiveView, ReplayStatus
 from probe.contract.options import OptConfig
 from probe.contract.records import (
     CompileEvent,

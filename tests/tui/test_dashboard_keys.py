@@ -10,7 +10,7 @@ import pytest
 
 from probe.contract.options import CHOICES, OptConfig
 from probe.contract.protocol import (
-    Live,
+    EngineLive,
     Pause,
     ResetWindow,
     Resume,
@@ -19,7 +19,7 @@ from probe.contract.protocol import (
     SetSpeed,
     SnapshotFailed,
 )
-from tui.engine_handle import FakeEngine
+from tests.fake_engine import FakeEngine
 from tui.help_screen import HelpScreen
 from tui.widgets.status_bar import SHORT_NAMES
 
@@ -100,7 +100,7 @@ async def test_the_pending_mark_goes_once_the_engine_serves_the_options(make_app
         await pilot.press("b")
         assert "bucket=off→on" in status(app)
         served = replace(stages["baseline"], options=OptConfig(bucketing="on"), t_s=200.0)
-        engine.emit(Live(served))
+        engine.emit(EngineLive(served))
         await until(pilot, lambda: app.view is served)
         assert "bucket=on" in status(app) and "→" not in status(app)
 

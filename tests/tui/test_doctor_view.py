@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fake_engine import FakeEngine
 from tests.tui.conftest import wait_for
 from tui.doctor_screen import DoctorScreen
-from tui.engine_handle import FakeEngine
 from tui.widgets.doctor_line import WAITING, doctor_line
 
 SIZES = {"wide": (120, 40), "compact": (80, 24)}

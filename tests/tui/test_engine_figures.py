@@ -13,14 +13,14 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from probe.contract.break_even_live import eager_twin
-from probe.contract.drift import DriftStats
+from probe.analysis.break_even_live import eager_twin
+from probe.analysis.stats import MIN_BREAK_EVEN_REQUESTS
+from probe.contract.figures import DriftStats
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileInProgress
-from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS
+from tests.fake_engine import FakeEngine
 from tests.tui.synthetic import MEASURED_UNIX
 from tui import derive
-from tui.engine_handle import FakeEngine
 from tui.widgets.compile_clock import CompileClock
 from tui.widgets.kv_cache import kv_detail, kv_headline
 from tui.widgets.latency import break_even_line, cost_summary, log_ticks, roofline_line, twin_keys
@@ -208,8 +208,8 @@ def test_the_static_layout_shows_its_waste(stages):
 # -- roofline and break-even ---------------------------------------------------------------------
 def test_tpot_against_the_roofline(stages):
     measured = stages["measured"]
-    from probe.contract.stats import summarize
-    from probe.contract.steady_state import cold_chain
+    from probe.analysis.stats import summarize
+    from probe.analysis.steady_state import cold_chain
     chain = cold_chain(measured.recent, measured.compile_events)
     warm = [r.tpot_ms for r in measured.recent if r.config_id == "c2" and r.ok and chain.is_warm(r)]
     ratio = summarize(warm).p50 / (measured.roofline.step_bytes / (31.8e9) * 1e3)  # recomputed

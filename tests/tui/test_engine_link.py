@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from probe.contract.protocol import Finished, Live, Loading, Pause, SetSpeed
+from probe.contract import protocol
+from probe.contract.protocol import Pause, SetSpeed
 from probe.contract.records import Notice
-from tui.engine_handle import FakeEngine
+from tests.fake_engine import FakeEngine
 from tui.messages import EngineLive, EngineLoading
 
 
@@ -20,12 +21,12 @@ def status(app) -> str:
 
 async def test_the_engine_is_started_and_its_snapshots_reach_every_panel(make_app, stages, until,
                                                                         read_screen):
-    engine = FakeEngine(events=(Loading("loading t5-small on cpu"),))
+    engine = FakeEngine(events=(protocol.EngineLoading("loading t5-small on cpu"),))
     app = make_app(engine, at=None)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: "loading t5-small on cpu" in status(app))
         assert engine.starts == 1
-        engine.emit(Live(stages["compiled"]))
+        engine.emit(protocol.EngineLive(stages["compiled"]))
         await until(pilot, lambda: app.view is stages["compiled"])
         await pilot.pause()
         text = read_screen(app)
@@ -68,7 +69,7 @@ async def test_a_dead_engine_is_said_its_data_kept_and_R_restarts_it(make_app, s
         await until(pilot, lambda: engine.restarts == 1 and len(engine.commands()) > sent)
         await until(pilot, lambda: app.engine_state == "starting")
         assert engine.commands()[sent:] == [SetSpeed(2.0), Pause()]
-        engine.emit(Live(replace(stages["compiled"], t_s=999.0)))
+        engine.emit(protocol.EngineLive(replace(stages["compiled"], t_s=999.0)))
         await until(pilot, lambda: app.engine_state == "live")
 
 
@@ -103,7 +104,7 @@ async def test_a_spawn_that_raises_is_shown_not_raised(make_app, until):
 
 
 async def test_finished_replay_is_said(make_app, until):
-    engine = FakeEngine(events=(Finished(),))
+    engine = FakeEngine(events=(protocol.ReplayFinished(),))
     app = make_app(engine)
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: app.engine_state == "finished")
@@ -118,8 +119,8 @@ async def test_new_notices_become_notifications_once(make_app, stages, until):
     view = replace(stages["baseline"], notices=(notice,))
     async with app.run_test() as pilot:
         app.notify = lambda m, severity="information", **kw: notes.append((m, severity))  # type: ignore[method-assign]
-        engine.emit(Live(view))
-        engine.emit(Live(replace(view, t_s=view.t_s + 1)))
+        engine.emit(protocol.EngineLive(view))
+        engine.emit(protocol.EngineLive(replace(view, t_s=view.t_s + 1)))
         await until(pilot, lambda: app.view is not None and app.view.t_s > view.t_s)
     assert notes == [(notice.text, "warning")]
 
@@ -178,7 +179,7 @@ async def test_a_poll_that_raises_is_shown_and_R_still_restarts(make_app, until)
 
 async def test_s_while_the_engine_is_down_saves_what_it_served_from_its_journal(
         make_app, stages, until, tmp_path):
-    from probe.engine.process.state_files import new_journal
+    from probe.engine.state_files import new_journal
     from probe.session_store.journal import JournaledSession, JournalWriter
     from probe.session_store.snapshot import read_document, session_data
 

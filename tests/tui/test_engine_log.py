@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from probe.engine.process import engine_process
-from probe.engine.process.state_files import KEEP_LOGS, new_log, state_dir
+from probe.engine.state_files import KEEP_LOGS, new_log, state_dir
 
 
 def mode(path: Path) -> int:

@@ -9,8 +9,9 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probe.contract.stats import CompilePhases, phases_within
-from probe.contract.units import fmt_clock_column, fmt_s
+from probe.analysis.stats import phases_within
+from probe.common.units import fmt_clock_column, fmt_s
+from probe.contract.figures import CompilePhases
 from tui.widgets.recompiles import compile_time_texts
 
 seconds = st.floats(0.0, 500.0, allow_nan=False)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from probe.contract.units import (
+from probe.common.units import (
     fmt_bytes,
     fmt_clock,
     fmt_count,

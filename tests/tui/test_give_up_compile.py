@@ -4,8 +4,8 @@ serving the previous config, and the session goes on (the fake engine records it
 from __future__ import annotations
 
 from probe.contract.protocol import SetOptions
+from tests.fake_engine import FakeEngine
 from tests.tui.conftest import screen_text
-from tui.engine_handle import FakeEngine
 
 
 def status(app) -> str:
@@ -65,7 +65,7 @@ async def test_x_without_a_journal_asks_first_and_says_what_would_be_lost(make_a
 
 
 async def test_x_with_a_journal_carries_the_queue_at_once(make_app, until, tmp_path, stages):
-    from probe.engine.process.state_files import new_journal
+    from probe.engine.state_files import new_journal
     from probe.session_store.journal import JournaledSession, JournalWriter
     journal = new_journal(tmp_path / "state")
     writer = JournalWriter(journal)

@@ -1,5 +1,5 @@
 """With --slo, the throughput panel shows goodput and attainment beside throughput (the
-window's, from probe/contract/slo.py); without one it shows neither."""
+window's, from probe/analysis/slo.py); without one it shows neither."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from probe.contract.live import window_stats
-from probe.contract.slo import goodput, parse_slo
-from probe.contract.units import fmt_fraction
+from probe.analysis.live_figures import window_stats
+from probe.analysis.slo import goodput
+from probe.common.units import fmt_fraction
+from probe.contract.objective import parse_slo
 from tui.widgets.throughput import throughput_detail
 
 

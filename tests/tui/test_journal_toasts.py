@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from probe.contract.errors import ConfigError
-from probe.engine.process.state_files import new_journal
+from probe.common.errors import BadInput
+from probe.engine.state_files import new_journal
 from probe.session_store.journal import JournaledSession, JournalWriter
-from tui.engine_handle import FakeEngine
+from tests.fake_engine import FakeEngine
 from tui.launch import launch
 
 
@@ -58,7 +58,7 @@ def test_a_bad_snapshot_dir_is_refused_at_the_start_in_s_words(tmp_path, make, m
     from tui.snapshot_files import snapshot_folder_problem
     target = tmp_path / "snaps" if message != "does not exist" else tmp_path / "no" / "snaps"
     make(target)
-    with pytest.raises(ConfigError) as refused:
+    with pytest.raises(BadInput) as refused:
         launch(_args(tmp_path, target))
     assert str(refused.value) == snapshot_folder_problem(target)     # what `s` would say
     assert str(refused.value).startswith(f"--snapshot-dir {target}: cannot write: ")

@@ -20,8 +20,8 @@ from dataclasses import replace
 
 from textual import events
 
-from probe.contract.protocol import Live
-from tui.engine_handle import FakeEngine
+from probe.contract.protocol import EngineLive
+from tests.fake_engine import FakeEngine
 
 KEYS = (("c", "c"), ("b", "b"), ("space", " "), ("plus", "+"), ("minus", "-"), ("r", "r"),
         ("g", "g"), ("space", " "), ("k", "k"), ("B", "B")) * 2
@@ -73,7 +73,7 @@ async def test_keys_reach_the_engine_while_full_snapshots_stream_in(make_app, st
         n = 0
         while not stop.wait(PUBLISH_INTERVAL_S):
             n += 1
-            engine.emit(Live(replace(alternate[n % 2], t_s=1000.0 + n)))
+            engine.emit(EngineLive(replace(alternate[n % 2], t_s=1000.0 + n)))
 
     app = make_app(engine, at="compiling", apply_delay_s=0)
     async with app.run_test(size=(120, 40)):

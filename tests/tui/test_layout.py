@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui.engine_handle import FakeEngine
+from tests.fake_engine import FakeEngine
 
 SIZES = {"wide": (120, 40), "compact": (80, 24)}
 

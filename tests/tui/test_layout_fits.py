@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.fake_engine import FakeEngine
 from tests.tui.conftest import wait_for
-from tui.engine_handle import FakeEngine
 from tui.widgets.throughput import OVERLOADED
 
 STRESSED = ("overloaded", "compiling", "failing", "continuous", "paged", "measured")

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from probe.contract.errors import ConfigError
+from probe.common.atomic import write_json_atomic
+from probe.common.errors import BadInput
 from probe.contract.protocol import Shutdown
-from probe.session_store.snapshot import snapshot_document, write_json_atomic
+from probe.session_store.snapshot import snapshot_document
+from tests.fake_engine import FakeEngine
 from tests.tui.synthetic import session_at
 from tui import launch as launch_module
 from tui.app import InfertopApp
-from tui.engine_handle import FakeEngine
 from tui.launch import launch, saved_view
 
 
@@ -52,7 +53,7 @@ def test_a_saved_session_becomes_the_view_the_panels_show(saved, stages):
 def test_a_bad_snapshot_file_is_a_config_error(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content)
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(BadInput, match=message):
         saved_view(path)
 
 

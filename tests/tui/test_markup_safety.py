@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from probe.contract.protocol import Live, SaveSnapshot
+from probe.contract.protocol import EngineLive, SaveSnapshot
 from probe.contract.records import CompileInProgress, Notice, RooflineStatus
-from tui.engine_handle import FakeEngine
+from tests.fake_engine import FakeEngine
 
 HOSTILE = "[/] [bold]not bold[/bold] [link=x]"
 
@@ -23,7 +23,7 @@ async def test_s_with_a_markup_path_and_a_markup_notice_keeps_running(
     baseline = stages["baseline"]
     notice = Notice(baseline.t_s + 1.0, "warning", f"the engine says {HOSTILE}")
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
-        engine.emit(Live(replace(baseline, t_s=baseline.t_s + 2.0, notices=(notice,))))
+        engine.emit(EngineLive(replace(baseline, t_s=baseline.t_s + 2.0, notices=(notice,))))
         await until(pilot, lambda: app.view.t_s > baseline.t_s)
         await pilot.press("s")
         await until(pilot, lambda: "session saved" in read_screen(app)

@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from probe.contract.attribution import attribute
-from probe.contract.compile_wait import compile_wait_ms
-from probe.contract.doctor_text import segment_lines
-from probe.contract.load_figures import live_load
-from probe.contract.units import fmt_ms, fmt_ratio
+from probe.analysis.attribution import attribute
+from probe.analysis.compile_wait import compile_wait_ms
+from probe.analysis.doctor_text import segment_lines
+from probe.analysis.load_figures import live_load
+from probe.common.units import fmt_ms, fmt_ratio
 from probe.engine.process.replay_progress import progress_line
 from probe.session_store.snapshot import snapshot_document
 from probe.session_store.snapshot_report import show

@@ -8,10 +8,10 @@ from dataclasses import replace
 
 from rich.console import Console
 
+from probe.common.units import fmt_s
 from probe.contract.device_sample import DeviceSample
 from probe.contract.records import GraphBreakRecord
-from probe.contract.units import fmt_s
-from tui.engine_handle import FakeEngine
+from tests.fake_engine import FakeEngine
 from tui.widgets.device import device_detail, device_headline, device_title
 from tui.widgets.graph_breaks import break_headline, break_reasons
 from tui.widgets.kv_cache import kv_detail, kv_headline
@@ -210,7 +210,7 @@ async def test_the_compact_layout_keeps_status_numbers_and_segments(make_app, re
 
 
 def test_batching_shows_occupancy_padding_and_slots(stages):
-    from probe.contract.live import batch_status
+    from probe.analysis.live_figures import batch_status
     baseline = stages["baseline"]
     window = tuple(replace(r, batch_size=4.0, padded_tokens=r.input_tokens * 2)
                    for r in baseline.recent[-10:])
@@ -236,7 +236,7 @@ def test_the_feed_shows_each_compiles_guard_check_when_the_engine_measured_it(st
 
 
 def test_the_compile_seconds_are_split_as_dynamo_timed_them_when_the_engine_did(stages):
-    from probe.contract.stats import CompilePhases
+    from probe.contract.figures import CompilePhases
     compiled = stages["compiled"]
     total = sum(s.compile_s for s in compiled.segments)
     plain = text(compile_counts(compiled), width=140)
@@ -260,7 +260,7 @@ def test_the_compile_seconds_are_split_as_dynamo_timed_them_when_the_engine_did(
 def test_rates_decay_and_say_so_when_nothing_is_served(stages):
     """Issue 38: "0.15 req/s served" and "9.45 tok/s" stayed frozen for 125 s while nothing was
     served (a compile ran)."""
-    from probe.contract.live import window_stats
+    from probe.analysis.live_figures import window_stats
     from tui.widgets.throughput import throughput_headline
     view = stages["compiling"]
     records = tuple(r for r in view.recent if r.ok)[-30:]

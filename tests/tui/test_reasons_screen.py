@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from probe.contract.records import CompileEvent
-from tui.engine_handle import FakeEngine
+from tests.fake_engine import FakeEngine
 from tui.reasons_screen import ReasonsScreen, reasons_text
 
 LONG = ("0/0: tensor 'input_ids' size mismatch at index 1. expected 64, actual 37; "

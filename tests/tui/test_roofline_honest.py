@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from probe.contract.batch_roofline import batch_step_ms, live_roofline_ms
-from probe.contract.cpu_levers import cpu_flags, lever_note
+from probe.analysis.batch_roofline import batch_step_ms, live_roofline_ms
+from probe.analysis.cpu_levers import cpu_flags, lever_note
 from probe.contract.records import RooflineStatus
 from tests.probe.test_steady_state import request
 from tui import derive

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from probe.contract.options import OptConfig
-from probe.contract.protocol import Live, SetOptions
+from probe.contract.protocol import EngineLive, SetOptions
+from tests.fake_engine import FakeEngine
 from tests.tui.synthetic import CONTINUOUS_NOTE
-from tui.engine_handle import FakeEngine
 
 
 def status(app) -> str:
@@ -30,7 +30,7 @@ async def test_b_b_serves_continuous_and_decode_is_changed_by_the_engine_not_pen
         served = stages["continuous"]           # the engine received them and applied them
         assert served.requested_options == OptConfig(batching="continuous")
         assert not served.options_pending
-        engine.emit(Live(served))
+        engine.emit(EngineLive(served))
         await until(pilot, lambda: app.view is served)
         await pilot.pause()
         shown = status(app).splitlines()
@@ -52,7 +52,7 @@ async def test_a_value_stays_pending_until_the_engine_received_and_applied_it(ma
                          replace(baseline, t_s=baseline.t_s + 2.0, requested_options=int8,
                                  options_pending=True),                    # not applied yet
                          replace(baseline, t_s=baseline.t_s + 3.0, requested_options=int8)):
-            engine.emit(Live(view))
+            engine.emit(EngineLive(view))
             await until(pilot, lambda: app.view is view)   # noqa: B023 (awaited here)
             await pilot.pause()
             shown.append(status(app))
@@ -69,7 +69,7 @@ async def test_a_fresh_engine_clock_ends_what_was_pending(make_app, stages, unti
         await pilot.press("b")
         assert "bucket=off→on" in status(app)
         fresh = replace(stages["baseline"], t_s=3.0, recent=())
-        engine.emit(Live(fresh))
+        engine.emit(EngineLive(fresh))
         await until(pilot, lambda: app.view is fresh)
         await pilot.pause()
         assert app.options_sent_s is None

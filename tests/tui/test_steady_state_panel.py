@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from probe.contract.live import ReplayStatus, build_live
+from probe.analysis.live_figures import build_live
+from probe.analysis.steady_state import capacity_rps
+from probe.contract.live import ReplayStatus
 from probe.contract.options import OptConfig
 from probe.contract.session import ConfigEntry, SessionData
-from probe.contract.steady_state import capacity_rps
+from tests.fake_engine import FakeEngine
 from tests.probe.test_steady_state import request
 from tui.app import InfertopApp
-from tui.engine_handle import FakeEngine
 
 
 def backlog_view():

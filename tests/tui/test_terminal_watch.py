@@ -3,8 +3,8 @@ begin with (a test, a pipe) nothing is watched."""
 
 from __future__ import annotations
 
+from tests.fake_engine import FakeEngine
 from tui import terminal_watch
-from tui.engine_handle import FakeEngine
 
 
 async def test_the_dashboard_quits_once_its_terminal_is_gone(make_app, monkeypatch):

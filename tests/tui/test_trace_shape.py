@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from tests.fake_engine import FakeEngine
 from tests.tui.conftest import screen_text
-from tui.engine_handle import FakeEngine
 from tui.trace_shape import trace_shape
 from workloads.trace_records import Trace, TraceRequest
 

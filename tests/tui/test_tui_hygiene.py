@@ -5,7 +5,7 @@ from tests.import_check import roots_loaded
 
 
 def test_light_modules_import_neither_textual_nor_torch():
-    loaded = roots_loaded("tui", "tui.engine_handle", "tui.format", "tui.snapshot_files")
+    loaded = roots_loaded("tui", "tests.fake_engine", "tui.format", "tui.snapshot_files")
     assert not {"textual", "torch"} & loaded
 
 

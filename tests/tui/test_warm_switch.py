@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from probe.contract.protocol import Live, SetOptions, WarmFailed, WarmProgress, WarmReady
+from probe.contract.protocol import EngineLive, SetOptions, WarmFailed, WarmProgress, WarmReady
+from tests.fake_engine import FakeEngine
 from tests.tui.conftest import screen_text
-from tui.engine_handle import FakeEngine
 
 
 def status(app) -> str:
@@ -29,7 +29,7 @@ async def test_the_warm_switch_labels_itself_serves_on_then_cuts_over(make_app, 
         assert not engine.commands(SetOptions)   # the serving engine was asked nothing
         engine.emit(WarmProgress("prewarming 4 shapes", 4))
         later = replace(baseline, t_s=baseline.t_s + 35.5)     # the old config serves on
-        engine.emit(Live(later))
+        engine.emit(EngineLive(later))
         await until(pilot, lambda: "35 s so far" in status(app))
         assert "warm switch to compile=default: prewarming 4 shapes beside c1" in status(app)
         assert app.view.config_id == "c1" and engine.cut_overs == 0

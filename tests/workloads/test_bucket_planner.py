@@ -4,6 +4,7 @@ import random
 import numpy as np
 import pytest
 
+from probe.common.errors import TraceError
 from workloads.buckets import (
     bucket_for,
     evaluate_edges,
@@ -11,7 +12,6 @@ from workloads.buckets import (
     plan_buckets,
     powers_of_two_plan,
 )
-from workloads.errors import TraceError
 
 
 def _brute_force_padded(lengths: list[int], k: int) -> int:

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from workloads.errors import TraceError
+from probe.common.errors import TraceError
 from workloads.fitting import fit_to_model
 from workloads.trace_records import Trace, TraceRequest
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from probe.common.errors import TraceError
 from workloads.buckets import parse_bucket_edges
-from workloads.errors import TraceError
 from workloads.fitting import fit_to_model
 from workloads.importers import import_trace
 from workloads.rows import MAX_LENGTH, MAX_SPAN_S

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from workloads.errors import TraceError
+from probe.common.errors import TraceError
 from workloads.generator import PROFILES, generate, write_builtin
 from workloads.trace import GENERATED_TRACES, builtin_path, load_trace, trace_lines, write_trace
 

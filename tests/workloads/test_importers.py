@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workloads.errors import TraceError
+from probe.common.errors import TraceError
 from workloads.importers import import_trace
 
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workloads.errors import TraceError
-from workloads.output_rule import builtin_traces_folder, check_output_file, check_output_folder
+from probe.common.errors import TraceError
+from probe.common.output_rule import builtin_traces_folder, check_output_file, check_output_folder
 
 CHECKS = (check_output_file, check_output_folder)
 names = st.text(st.characters(categories=("L", "N"), include_characters="-_."), min_size=1,

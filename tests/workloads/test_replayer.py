@@ -8,7 +8,7 @@ from typing import Callable
 
 import pytest
 
-from workloads.errors import TraceError
+from probe.common.errors import TraceError
 from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer, ScheduledRequest
 
 

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infertop.cli import main
+from probe.common.errors import TraceError
 from tests.probe.test_snapshot_reading import valid_document
-from workloads.errors import TraceError
 from workloads.reader import read_native
 
 

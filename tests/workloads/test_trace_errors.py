@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workloads.errors import TraceError
+from probe.common.errors import TraceError
 from workloads.trace import load_trace, load_trace_with_report
 
 GOOD = {"timestamp": 0, "input_length": 5, "output_length": 5}

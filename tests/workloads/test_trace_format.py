@@ -81,7 +81,7 @@ def test_builtin_traces_load_by_name(name: str) -> None:
 
 
 def test_unknown_name_lists_the_builtins() -> None:
-    from workloads.errors import TraceError
+    from probe.common.errors import TraceError
 
     with pytest.raises(TraceError, match="chat, summarize, translate, batch"):
         load_trace("no-such-trace")

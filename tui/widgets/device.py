@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from probe.analysis.load_check import contention
+from probe.common.units import NOT_AVAILABLE, fmt_bytes, fmt_pct
 from probe.contract.device_sample import DeviceSample
 from probe.contract.live import LiveView
-from probe.contract.load_check import contention
-from probe.contract.units import NOT_AVAILABLE, fmt_bytes, fmt_pct
 from tui.format import fitting
 from tui.widgets.panel import Panel, Parts
 

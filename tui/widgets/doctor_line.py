@@ -9,11 +9,11 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from probe.contract.checklist import ChecklistItem
-from probe.contract.diagnosis import LABELS, SegmentDiagnosis
-from probe.contract.doctor_text import short_next_step
+from probe.analysis.checklist import ChecklistItem
+from probe.analysis.diagnosis import LABELS, SegmentDiagnosis
+from probe.analysis.doctor_text import short_next_step
+from probe.common.units import fmt_ms
 from probe.contract.live import LiveView
-from probe.contract.units import fmt_ms
 
 KEY = "D"
 WAITING = "doctor: waiting for requests to finish"

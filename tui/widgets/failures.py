@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from probe.common.units import fmt_count
 from probe.contract.live import LiveView
-from probe.contract.units import fmt_count
 from tui import derive
 from tui.widgets.panel import Panel, Parts
 

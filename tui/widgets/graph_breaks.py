@@ -6,8 +6,8 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from probe.common.units import plural
 from probe.contract.live import LiveView
-from probe.contract.units import plural
 from tui import derive
 from tui.format import truncate_left
 from tui.widgets.panel import Panel, Parts

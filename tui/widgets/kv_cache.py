@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from probe.common.units import NO_DATA, fmt_bytes, fmt_count, fmt_pct
 from probe.contract.live import LiveView
-from probe.contract.units import NO_DATA, fmt_bytes, fmt_count, fmt_pct
 from tui import derive
 from tui.format import fitting
 from tui.widgets.panel import Panel, Parts

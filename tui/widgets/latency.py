@@ -16,11 +16,11 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from probe.contract.batch_roofline import BATCHED
+from probe.analysis.stats import MIN_BREAK_EVEN_REQUESTS
+from probe.common.units import fmt_age, fmt_count, fmt_ms, fmt_ratio
+from probe.contract.figures import BATCHED, Summary
 from probe.contract.live import LiveView
 from probe.contract.options import OPTION_BY_KEY, OptConfig
-from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS, Summary
-from probe.contract.units import fmt_age, fmt_count, fmt_ms, fmt_ratio
 from tui import derive
 from tui.format import fitting
 from tui.steady_text import BACKLOG_MARK, backlog_caption
@@ -36,7 +36,7 @@ WARM_COLUMNS_WIDE = 60          # below this many cells: p50 and p95, and warm's
 
 def latency_table(view: LiveView, width: int = 66) -> Table:
     """p50/p95/p99 over all requests, and beside them over the warm ones (those that waited
-    on no compile, probe.contract.steady_state): window and current config."""
+    on no compile, probe.analysis.steady_state): window and current config."""
     segment = derive.segment(view, view.config_id)
     window = view.window
     wide = width >= WARM_COLUMNS_WIDE
@@ -121,7 +121,7 @@ def twin_keys(served: OptConfig, twin: OptConfig) -> str:
 
 
 def break_even_line(view: LiveView, width: int) -> Text:
-    """Requests of this traffic that repay the served config's compile (probe.contract.stats.break_even),
+    """Requests of this traffic that repay the served config's compile (probe.analysis.stats.break_even),
     or why there is no such figure yet."""
     cost = derive.compile_cost(view)
     pair = f"({cost.compiled_config} vs {cost.eager_config})"

@@ -14,10 +14,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.reactive import reactive
 
+from probe.analysis.stats import added_phases, phases_within
+from probe.common.units import fmt_clock_column, fmt_s, fmt_us, plural
 from probe.contract.live import LiveView
 from probe.contract.records import CompileEvent, CompileInProgress
-from probe.contract.stats import added_phases, phases_within
-from probe.contract.units import fmt_clock_column, fmt_s, fmt_us, plural
 from tui import derive
 from tui.format import fitting
 from tui.widgets.compile_clock import TICK_S, CompileClock, whole_seconds

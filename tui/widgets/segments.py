@@ -11,10 +11,9 @@ from textual.coordinate import Coordinate
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
-from probe.contract.drift import DriftStats
+from probe.common.units import NO_DATA, fmt_bytes, fmt_count, fmt_ms, fmt_rate
+from probe.contract.figures import DriftStats, SegmentStats
 from probe.contract.live import LiveView
-from probe.contract.stats import SegmentStats
-from probe.contract.units import NO_DATA, fmt_bytes, fmt_count, fmt_ms, fmt_rate
 from tui import derive
 from tui.format import fitting
 
@@ -24,7 +23,7 @@ COLUMNS = ("config", "req", "p50", "p95", "p99", "TTFT95", "TPOT50", "tok/s", DR
 # Under NARROW_WIDTH columns: the short config name and the columns that tell the story.
 NARROW_COLUMNS = ("config", "req", "p50", "p95", "p99", "TPOT50", "tok/s", DRIFT, "recomp")
 NARROW_WIDTH = 100
-# What the drift column counts, and why a preset's drift reads high (probe.contract.drift's
+# What the drift column counts, and why a preset's drift reads high (probe.analysis.drift's
 # RANDOM_WEIGHTS_CAVEAT, shortened for the screen)
 DRIFT_MEANS = "drift tok·req: tokens · requests equal to the fp32 eager reference's (sampled)"
 CAVEATS = ("{means}; {model} has random weights: drift overstates a trained model's "

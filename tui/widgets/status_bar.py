@@ -15,9 +15,9 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from probe.common.units import fmt_speed
 from probe.contract.live import LiveView
 from probe.contract.options import OPTIONS, OptConfig
-from probe.contract.units import fmt_speed
 from tui import derive
 from tui.derive import OptionState
 from tui.pending_wait import pending_wait

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from probe.analysis.load_check import NEAR_CAPACITY
+from probe.analysis.load_figures import live_load
+from probe.common.units import NO_DATA, fmt_count, fmt_fraction, fmt_rate
 from probe.contract.live import LiveView
-from probe.contract.load_check import NEAR_CAPACITY
-from probe.contract.load_figures import live_load
-from probe.contract.units import NO_DATA, fmt_count, fmt_fraction, fmt_rate
 from tui.format import fitting
 from tui.pending_wait import fmt_wait
 from tui.steady_text import backlog_line

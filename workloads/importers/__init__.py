@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import file_error
-from ..tokens import TokenCounter
-from ..trace_records import LoadReport, Trace
-from .azure import read_azure
-from .burstgpt import read_burstgpt
-from .mooncake import read_mooncake
-from .sharegpt import read_sharegpt
+from probe.common.errors import file_error
+from workloads.importers.azure import read_azure
+from workloads.importers.burstgpt import read_burstgpt
+from workloads.importers.mooncake import read_mooncake
+from workloads.importers.sharegpt import read_sharegpt
+from workloads.tokens import TokenCounter
+from workloads.trace_records import LoadReport, Trace
 
 FORMATS: tuple[str, ...] = ("azure", "burstgpt", "mooncake", "sharegpt")
 

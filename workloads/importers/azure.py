@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
-from ..csvtable import csv_rows
-from ..errors import TraceError
-from ..rows import TraceBuilder, parse_length, row_error
-from ..trace_records import LoadReport, Trace, TraceRequest
-from .sorting import sorted_rows
-from .timestamps import parse_naive_ns
+from probe.common.csvtable import csv_rows
+from probe.common.errors import TraceError
+from workloads.importers.sorting import sorted_rows
+from workloads.importers.timestamps import parse_naive_ns
+from workloads.rows import TraceBuilder, parse_length, row_error
+from workloads.trace_records import LoadReport, Trace, TraceRequest
 
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 

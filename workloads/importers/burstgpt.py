@@ -10,11 +10,12 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from ..csvtable import csv_rows
-from ..errors import TraceError
-from ..rows import MAX_TIMESTAMP_MS, TraceBuilder, parse_length, row_error, shown
-from ..trace_records import LoadReport, Trace, TraceRequest
-from .sorting import sorted_rows
+from probe.common.csvtable import csv_rows
+from probe.common.errors import TraceError
+from probe.common.shown import shown
+from workloads.importers.sorting import sorted_rows
+from workloads.rows import MAX_TIMESTAMP_MS, TraceBuilder, parse_length, row_error
+from workloads.trace_records import LoadReport, Trace, TraceRequest
 
 REQUIRED = ("Timestamp", "Request tokens", "Response tokens")
 OPTIONAL = ("Model", "Log Type", "Session ID", "Elapsed time", "Total tokens")

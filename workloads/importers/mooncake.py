@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..reader import read_native
-from ..trace_records import LoadReport, Trace
+from workloads.reader import read_native
+from workloads.trace_records import LoadReport, Trace
 
 
 def read_mooncake(path: Path, *, skip_bad: bool = False) -> tuple[Trace, LoadReport]:

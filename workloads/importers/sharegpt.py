@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from ..arrivals import Poisson, arrival_times_s
-from ..errors import TraceError, file_error
-from ..rng import Draws
-from ..rows import TraceBuilder, counted_tokens, optional_str, optional_text, row_error
-from ..textio import JsonProblem, parse_json, read_text
-from ..tokens import TokenCounter, estimate_tokens
-from ..trace_records import LoadReport, Trace, TraceRequest
+from probe.common.errors import TraceError, file_error
+from probe.common.textio import JsonProblem, parse_json, read_text
+from workloads.arrivals import Poisson, arrival_times_s
+from workloads.rng import Draws
+from workloads.rows import TraceBuilder, counted_tokens, optional_str, optional_text, row_error
+from workloads.tokens import TokenCounter, estimate_tokens
+from workloads.trace_records import LoadReport, Trace, TraceRequest
 
 HUMAN_ROLES = frozenset({"human", "user"})
 MODEL_ROLES = frozenset({"gpt", "chatgpt", "assistant", "bard", "bing"})

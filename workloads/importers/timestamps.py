@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 
-from ..rows import shown
+from probe.common.shown import shown
 
 _NAIVE = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
 EXPECTED_FORM = "YYYY-MM-DD HH:MM:SS[.fffffff], no time zone"

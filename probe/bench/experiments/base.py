@@ -7,14 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, TypeGuard
 
-from probe.bench.openloop import OpenLoopStudy
-from probe.bench.plan import Plan, RunSpec
-from probe.bench.results import Outcome, RunResult
-from probe.bench.runs import Extra
-from probe.bench.spread import fmt_spread
-from probe.bench.verdict import usable
+from probe.common.units import NO_DATA, fmt_ms, fmt_num, fmt_s
 from probe.contract.options import OptConfig
-from probe.contract.units import NO_DATA, fmt_ms, fmt_num, fmt_s
+from probe.runs.openloop import OpenLoopStudy
+from probe.runs.plan import Plan, RunSpec
+from probe.runs.results import Outcome, RunResult
+from probe.runs.runs import Extra
+from probe.runs.spread import fmt_spread
+from probe.runs.verdict import usable
 
 # Every compiled run uses these unless the experiment varies them: decode fullgraph, the
 # planner's buckets, KV cache on, fp32, dynamic shapes off.

@@ -1,6 +1,6 @@
 """Capacity at the SLO — per config, the highest offered rate at which attainment stays at or
 above the target in an open-loop replay of the study's trace (bracketed and bisected in a few
-runs, probe/tune/capacity.py): the knee where the SLO stops holding. Opt-in
+runs, probe/runs/capacity.py): the knee where the SLO stops holding. Opt-in
 (`--experiments capacity --slo …`): each run is a fresh engine and a replay."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from probe.bench.experiments.base import (
     OpenLoopExperiment,
     Template,
 )
-from probe.bench.openloop import OpenLoopStudy
+from probe.common.units import fmt_fraction, fmt_num
 from probe.contract.options import OptConfig
-from probe.contract.units import fmt_fraction, fmt_num
-from probe.tune.capacity import Capacity, find_capacity
-from probe.tune.rate_runs import rate_run, replay_at
+from probe.runs.capacity import Capacity, find_capacity
+from probe.runs.openloop import OpenLoopStudy
+from probe.runs.rate_runs import rate_run, replay_at
 
 QUICK_RUNS, FULL_RUNS = 4, 6
 MIN_REQUESTS = 12

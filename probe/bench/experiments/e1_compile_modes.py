@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from probe.bench.cold_start import ColdStartFigures, measure_pair
+from probe.analysis.stats import MIN_BREAK_EVEN_REQUESTS, break_even
 from probe.bench.experiments.base import (
     EAGER_FULLGRAPH,
     REFERENCE,
@@ -16,13 +16,13 @@ from probe.bench.experiments.base import (
     served,
     warm_row,
 )
-from probe.bench.plan import Plan, RunSpec
-from probe.bench.results import Outcome, RunResult, section_figures
-from probe.bench.runs import Extra, RunContext, RunHooks
-from probe.bench.spread import fmt_spread
-from probe.bench.verdict import usable, versus
-from probe.contract.stats import MIN_BREAK_EVEN_REQUESTS, break_even
-from probe.contract.units import NO_DATA, fmt_ms, fmt_s
+from probe.common.units import NO_DATA, fmt_ms, fmt_s
+from probe.runs.cold_start import ColdStartFigures, measure_pair
+from probe.runs.plan import Plan, RunSpec
+from probe.runs.results import Outcome, RunResult, section_figures
+from probe.runs.runs import Extra, RunContext, RunHooks
+from probe.runs.spread import fmt_spread
+from probe.runs.verdict import usable, versus
 
 TEMPLATE = Template(
     "E1", "Compile modes",
@@ -94,7 +94,7 @@ def runs(plan: Plan) -> dict[str, RunSpec]:
 
 
 def break_even_requests(compiled: RunResult, eager: RunResult) -> int | str | None:
-    """Requests of this traffic that repay the compile (probe.contract.stats.break_even over the warm
+    """Requests of this traffic that repay the compile (probe.analysis.stats.break_even over the warm
     passes of both runs): a whole number, "never" when compiled is not faster, None when
     either side served too few requests to tell."""
     found = break_even(compiled.compile_s, compiled.steady_records, eager.steady_records)
@@ -186,7 +186,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                      "when the matrix products dominate the step.")
     cause.append("Break-even: compile seconds ÷ the time each request saves against eager "
                  "(per-token saving over the warm passes × the mean output length; "
-                 "probe.contract.stats.break_even, the dashboard's own figure). A deployment that serves "
+                 "probe.analysis.stats.break_even, the dashboard's own figure). A deployment that serves "
                  "fewer requests of this traffic per compile loses time by compiling.")
     table = {"columns": ["config", "compile", "graphs", "cold start", "warm p50", "warm p95",
                          "ms/token", "tokens/s", "warm p50 vs off", "break-even"], "rows": rows}

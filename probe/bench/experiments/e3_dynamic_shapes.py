@@ -13,11 +13,11 @@ from probe.bench.experiments.base import (
     served,
     warm_row,
 )
-from probe.bench.plan import Plan, RunSpec
-from probe.bench.results import section_figures
-from probe.bench.verdict import usable, versus
+from probe.common.units import NO_DATA, fmt_s
 from probe.contract.options import OptConfig
-from probe.contract.units import NO_DATA, fmt_s
+from probe.runs.plan import Plan, RunSpec
+from probe.runs.results import section_figures
+from probe.runs.verdict import usable, versus
 
 TEMPLATE = Template(
     "E3", "Dynamic shapes",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from probe.bench.experiments.base import REFERENCE, Experiment, Results, Template, served
 from probe.bench.experiments.e3_dynamic_shapes import STATIC_UNBUCKETED
-from probe.bench.plan import Plan, RunSpec
-from probe.bench.results import section_figures
-from probe.bench.spread import fmt_spread
-from probe.bench.verdict import usable, versus
-from probe.contract.units import NO_DATA, fmt_fraction, fmt_ms, fmt_s
+from probe.common.units import NO_DATA, fmt_fraction, fmt_ms, fmt_s
+from probe.runs.plan import Plan, RunSpec
+from probe.runs.results import section_figures
+from probe.runs.spread import fmt_spread
+from probe.runs.verdict import usable, versus
+from workloads.buckets import evaluate_edges, plan_buckets, powers_of_two_plan
 
 TEMPLATE = Template(
     "E4", "Bucketing",
@@ -30,7 +31,6 @@ def runs(plan: Plan) -> dict[str, RunSpec]:
 
 
 def build(plan: Plan, results: Results, env: dict) -> dict:
-    from workloads.buckets import evaluate_edges, plan_buckets, powers_of_two_plan
     rows: list[list[str]] = []
     configs: dict[str, dict] = {}
     observed: list[str] = []

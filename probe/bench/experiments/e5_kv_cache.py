@@ -4,11 +4,11 @@ configs of each length share one engine and interleave their passes."""
 from __future__ import annotations
 
 from probe.bench.experiments.base import HF_EAGER, Experiment, Results, Template
-from probe.bench.plan import Plan, RunSpec
-from probe.bench.results import section_figures, steady_spread
-from probe.bench.spread import fmt_spread
-from probe.bench.verdict import usable, versus
-from probe.contract.units import NO_DATA, fmt_bytes, fmt_ms
+from probe.common.units import NO_DATA, fmt_bytes, fmt_ms
+from probe.runs.plan import Plan, RunSpec
+from probe.runs.results import section_figures, steady_spread
+from probe.runs.spread import fmt_spread
+from probe.runs.verdict import usable, versus
 
 TEMPLATE = Template(
     "E5", "KV cache",

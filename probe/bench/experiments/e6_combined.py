@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from probe.analysis.drift import RANDOM_WEIGHTS_CAVEAT
+from probe.analysis.drift import REFERENCE as DRIFT_REFERENCE
 from probe.bench.experiments.base import (
     HF_EAGER,
     LEAN_STEP,
@@ -15,16 +17,15 @@ from probe.bench.experiments.base import (
     settings_text,
     with_settings,
 )
-from probe.bench.plan import Plan, RunSpec
-from probe.bench.results import Outcome, RunResult, section_figures, steady_spread
-from probe.bench.spread import fmt_spread
-from probe.bench.verdict import step_verdict, usable, versus
-from probe.contract.drift import RANDOM_WEIGHTS_CAVEAT, DriftStats
-from probe.contract.drift import REFERENCE as DRIFT_REFERENCE
+from probe.common.units import NO_DATA, fmt_bytes, fmt_ms, fmt_num, fmt_ratio, fmt_s
+from probe.contract.figures import DriftStats
 from probe.contract.options import OptConfig
 from probe.contract.settings import EngineSettings
-from probe.contract.units import NO_DATA, fmt_bytes, fmt_ms, fmt_num, fmt_ratio, fmt_s
-from probe.engine.models import PRESETS
+from probe.engine.model.loading import PRESETS
+from probe.runs.plan import Plan, RunSpec
+from probe.runs.results import Outcome, RunResult, section_figures, steady_spread
+from probe.runs.spread import fmt_spread
+from probe.runs.verdict import step_verdict, usable, versus
 
 TEMPLATE = Template(
     "E6", "Combined",

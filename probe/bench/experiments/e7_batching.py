@@ -12,19 +12,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from probe.analysis.batch_roofline import batch_step_ms, kv_bytes_per_row_step
+from probe.analysis.stats import summarize
 from probe.bench.experiments.base import OpenLoopExperiment, Template
-from probe.bench.openloop import (
+from probe.common.units import fmt_bytes, fmt_ms, fmt_num, fmt_ratio
+from probe.contract.options import OptConfig
+from probe.contract.records import RequestRecord
+from probe.engine.measure.bandwidth_cache import machine_bandwidth
+from probe.runs.openloop import (
     MAX_BATCH,
     OpenLoopFigures,
     OpenLoopStudy,
     open_loop_figures,
     replay,
 )
-from probe.contract.batch_roofline import batch_step_ms, kv_bytes_per_row_step
-from probe.contract.options import OptConfig
-from probe.contract.records import RequestRecord
-from probe.contract.stats import summarize
-from probe.contract.units import fmt_bytes, fmt_ms, fmt_num, fmt_ratio
 
 MODES = ("off", "dynamic", "continuous")
 # (trace, offered rates as multiples of the measured one-at-a-time capacity)
@@ -101,9 +102,8 @@ class BatchingResults:
 def batch_roofline(study: OpenLoopStudy) -> BatchRoofline:
     """From the roofline experiment's bandwidth when it ran, else this machine's cached one."""
     from probe.engine.decode.kv_cache import used_bytes_formula
-    from probe.engine.measure.bandwidth_cache import machine_bandwidth
     from probe.engine.measure.step_roofline import decode_step_bytes
-    from probe.engine.models import DecoderDims
+    from probe.engine.model.loading import DecoderDims
     model = study.context.require_model().model
     dims = DecoderDims.of(model)
     measured = ((study.environment.get("roofline") or {}).get("bandwidth") or {}).get(

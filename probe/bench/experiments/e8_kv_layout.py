@@ -6,20 +6,21 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from probe.analysis.stats import session_segments
 from probe.bench.experiments.base import OpenLoopExperiment, Template
-from probe.bench.openloop import (
+from probe.common.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num
+from probe.contract.options import OptConfig
+from probe.contract.records import KVPool
+from probe.contract.settings import EngineSettings
+from probe.runs.openloop import (
     MAX_BATCH,
     OpenLoopFigures,
     OpenLoopStudy,
     open_loop_figures,
     replay,
 )
-from probe.bench.runs import calibrate_ms
-from probe.bench.verdict import DRIFT_TOLERANCE, speed_drift
-from probe.contract.options import OptConfig
-from probe.contract.records import KVPool
-from probe.contract.settings import EngineSettings
-from probe.contract.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num
+from probe.runs.runs import calibrate_ms
+from probe.runs.verdict import DRIFT_TOLERANCE, speed_drift
 
 TRACE = "chat"
 HIGH_LOAD = 16.0                         # offered rate, × the one-at-a-time capacity
@@ -77,8 +78,9 @@ def layout_run(layout: str, data, rate: float, calibration_ms: tuple[float, ...]
     """One replay's figures; `slots` defaults to what the layout gets in E8's first form
     (static: MAX_BATCH, paged: the slots factor × MAX_BATCH)."""
     records = list(data.records)
-    segment = data.segments()[0]
+    segment = session_segments(data)[0]
     pool = segment.kv_pool
+    budget: int | None
     if pool is not None:
         slots = slots or MAX_BATCH * EngineSettings.paged_slots_factor
         budget = pool.blocks_total * pool.block_bytes

@@ -6,12 +6,12 @@ from __future__ import annotations
 import time
 
 from probe.bench.experiments.base import REFERENCE, Experiment, Results, Template
-from probe.bench.plan import Plan, RunSpec
-from probe.bench.results import ObserverFigures, RunResult, section_figures
-from probe.bench.runs import Extra, RunContext, RunHooks, serve_pass
-from probe.bench.spread import Spread, fmt_spread
-from probe.bench.verdict import compare, failed_text
-from probe.contract.units import fmt_fraction, fmt_num
+from probe.common.units import fmt_fraction, fmt_num
+from probe.runs.plan import Plan, RunSpec
+from probe.runs.results import ObserverFigures, RunResult, section_figures
+from probe.runs.runs import Extra, RunContext, RunHooks, serve_pass
+from probe.runs.spread import Spread, fmt_spread
+from probe.runs.verdict import compare, failed_text
 
 TEMPLATE = Template(
     "observer", "Observer cost",

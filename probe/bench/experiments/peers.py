@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from probe.analysis.drift import RANDOM_WEIGHTS_CAVEAT
 from probe.bench.experiments.base import (
     HF_EAGER,
     LEAN_STEP,
@@ -16,7 +17,6 @@ from probe.bench.experiments.base import (
     settings_text,
     with_settings,
 )
-from probe.bench.openloop import OpenLoopStudy
 from probe.bench.peer_figures import (
     INFERTOP,
     PEER,
@@ -26,11 +26,14 @@ from probe.bench.peer_figures import (
     merge_peer,
     precision_rows,
 )
-from probe.bench.plan import BenchRequest, RunSpec
-from probe.bench.spread import fmt_spread
-from probe.contract.drift import RANDOM_WEIGHTS_CAVEAT
+from probe.common.units import NO_DATA, fmt_fraction, fmt_ms, fmt_ratio
 from probe.contract.options import OptConfig
-from probe.contract.units import NO_DATA, fmt_fraction, fmt_ms, fmt_ratio
+from probe.engine.peer_ctranslate2 import INSTALL_HINT, PRECISION_NAMES, ctranslate2_available
+from probe.engine.peer_process import CTranslate2Peer
+from probe.runs.openloop import OpenLoopStudy
+from probe.runs.plan import BenchRequest, RunSpec
+from probe.runs.runs import make_engine, serve_pass
+from probe.runs.spread import fmt_spread
 
 TEMPLATE = Template(
     "peers", "Against CTranslate2",
@@ -74,15 +77,12 @@ QUICK_PATHS = ("hf eager", "lean step", "lean step int8")
 
 
 def not_installed_section() -> dict:
-    from probe.engine.peer_ctranslate2 import INSTALL_HINT
     return TEMPLATE.section(table={"columns": [], "rows": []},
                             observed=[f"CTranslate2 is not installed: {INSTALL_HINT}"],
                             root_cause=[], precisions={}, skipped=INSTALL_HINT)
 
 
 def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
-    from probe.engine.peer_ctranslate2 import PRECISION_NAMES, ctranslate2_available
-    from probe.engine.peer_process import CTranslate2Peer
     if not ctranslate2_available():
         section = not_installed_section()
         return {"skipped": section["skipped"]}, section
@@ -139,9 +139,8 @@ def serve_alternating(context, plan, requests, name: str, precision: str, option
     warm passes alternated with one pass of the peer in each compute type (A B C … C B A)."""
     import os
 
-    from probe.bench.runs import make_engine, serve_pass
     from probe.engine.engine import REFERENCE_OPTIONS
-    from probe.engine.requests import EngineRequest, pad_batch
+    from probe.engine.model.requests import EngineRequest, pad_batch
     spec = peer_spec(plan, options, tuple(requests))
     context = dataclasses.replace(context, keep_tokens=True)
     engine = make_engine(context, options, bucket_edges=spec.edges,

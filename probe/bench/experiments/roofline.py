@@ -19,17 +19,17 @@ from probe.bench.experiments.base import (
     settings_text,
     with_settings,
 )
-from probe.bench.plan import Plan, RunSpec
-from probe.bench.results import section_figures, steady_spread
-from probe.bench.spread import fmt_spread
-from probe.bench.verdict import DRIFT_TOLERANCE, machine_drift, usable, versus
+from probe.common.units import NO_DATA, fmt_bytes, fmt_ms, fmt_ratio
 from probe.contract.options import OptConfig
-from probe.contract.units import NO_DATA, fmt_bytes, fmt_ms, fmt_ratio
+from probe.runs.plan import Plan, RunSpec
+from probe.runs.results import section_figures, steady_spread
+from probe.runs.spread import fmt_spread
+from probe.runs.verdict import DRIFT_TOLERANCE, machine_drift, usable, versus
 
 if TYPE_CHECKING:
     import torch
 
-    from probe.engine.models import LoadedModel
+    from probe.engine.model.loading import LoadedModel
 
 TEMPLATE = Template(
     "roofline", "Roofline",
@@ -105,15 +105,14 @@ def measure_machine(loaded: LoadedModel, device: torch.device) -> dict:
     """Bytes one decode step reads (per precision); the read bandwidth re-reading the fp32
     step's working set (the roofline's, as the dashboard measures it) and DRAM's beside it;
     GEMM throughput."""
-    from probe.engine.measure.matmul_chain import matmul_chain_by_precision
+    from probe.engine.matmul_chain import matmul_chain_by_precision
     from probe.engine.measure.step_roofline import (
         decode_step_bytes,
         measure_bandwidth,
         measure_matmul_gflops,
-        precision_copies,
-        step_bytes_by_precision,
         working_set_bandwidth,
     )
+    from probe.engine.precision_copies import precision_copies, step_bytes_by_precision
     try:
         step = decode_step_bytes(loaded.model, kv_cache=True)
         bandwidth = working_set_bandwidth(device, step.total)

@@ -20,7 +20,7 @@ from transformers.models.mt5.modeling_mt5 import MT5Attention
 from transformers.models.t5.modeling_t5 import T5Attention
 
 from probe.engine.decode.slot_graphs import SlotGraphs, ladder, rows_for
-from probe.engine.models import DecoderDims, T5Family
+from probe.engine.model.loading import DecoderDims, T5Family
 
 Attention = Union[T5Attention, MT5Attention]
 

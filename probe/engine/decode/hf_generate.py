@@ -15,7 +15,7 @@ from transformers.generation.streamers import BaseStreamer
 from probe.engine.decode import kv_cache
 from probe.engine.decode.result import DecodeResult
 from probe.engine.measure.timing import mark
-from probe.engine.models import DecoderDims, T5Family
+from probe.engine.model.loading import DecoderDims, T5Family
 
 
 class TimingStreamer(BaseStreamer):

@@ -41,7 +41,7 @@ from probe.engine.decode.continuous import (
 )
 from probe.engine.decode.paged_cache import PagedCrossLayer, PagedSelfLayer, Pool, Window
 from probe.engine.decode.paged_widths import attended_width, width_ladder
-from probe.engine.models import DecoderDims, T5Family
+from probe.engine.model.loading import DecoderDims, T5Family
 
 NULL_BLOCK = 0
 

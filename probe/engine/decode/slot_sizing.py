@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probe.contract.errors import ConfigError
+from probe.common.errors import BadInput
 
 MAX_SLOTS = {"cuda": 256, "cpu": 8}
 SHARE_OF_FREE = 0.5
@@ -43,17 +43,17 @@ def size_slots(*, device_type: str, free_bytes: int | None, position_bytes: int,
                kv_budget_bytes: int | None = None) -> SlotSizing:
     """`max_batch` 0 and `kv_budget_bytes` None: sized from the device. `max_batch` given is
     the count (`kv_budget_bytes` is then the paged pool's alone); else `kv_budget_bytes` given
-    is what the regions share. ConfigError when the regions cannot fit in the free memory."""
+    is what the regions share. BadInput when the regions cannot fit in the free memory."""
     region = region_bytes(position_bytes=position_bytes, max_input_tokens=max_input_tokens,
                           max_new_tokens=max_new_tokens)
     cap = MAX_SLOTS.get(device_type, MAX_SLOTS["cpu"])
     if max_batch and free_bytes is not None and max_batch * region > free_bytes:
-        raise ConfigError(
+        raise BadInput(
             f"--max-batch {max_batch}: its static KV regions need {max_batch * region / 2**30:.1f}"
             f" GiB ({region / 2**20:.1f} MiB a slot) but the device has "
             f"{free_bytes / 2**30:.1f} GiB free; at most {free_bytes // region} slots fit")
     if kv_budget_bytes is not None and free_bytes is not None and kv_budget_bytes > free_bytes:
-        raise ConfigError(f"--kv-budget {kv_budget_bytes / 2**30:.1f} GiB: the device has "
+        raise BadInput(f"--kv-budget {kv_budget_bytes / 2**30:.1f} GiB: the device has "
                           f"{free_bytes / 2**30:.1f} GiB free")
     if max_batch:
         return SlotSizing(max_batch, region, kv_budget_bytes, f"--max-batch {max_batch}")

@@ -23,7 +23,7 @@ from transformers.cache_utils import EncoderDecoderCache, StaticCache
 from probe.engine.decode import kv_cache
 from probe.engine.decode.result import DecodeResult
 from probe.engine.measure.timing import mark
-from probe.engine.models import DecoderDims, T5Family
+from probe.engine.model.loading import DecoderDims, T5Family
 
 CACHE_POOL_SIZE = 8
 

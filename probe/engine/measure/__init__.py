@@ -1,2 +1,2 @@
-"""Measurements of the machine and the decode step: bandwidth, the step's roofline, calibration,
-timing, the GPU checks."""
+"""Measurements of the machine and the decode step: bandwidth, the step's roofline, timing,
+kernel profiles. Below the decode paths, which time themselves with it."""

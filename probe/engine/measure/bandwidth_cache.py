@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from workloads.atomic import atomic_write_lines
+from probe.common.atomic import atomic_write_lines
 
 MAX_AGE_S = 30 * 24 * 3600      # forget monthly: a machine's memory rarely changes
 RECHECK_S = 24 * 3600           # measure again daily, keeping the best: a measurement taken

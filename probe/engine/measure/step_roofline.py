@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel
 
-from probe.contract.units import fmt_ratio
+from probe.common.units import fmt_ratio
 
 DEFAULT_L3_BYTES = 32 * 2**20
 MIN_BUFFER_BYTES = 256 * 2**20
@@ -85,30 +85,6 @@ def decode_step_bytes(model: PreTrainedModel, *, kv_cache: bool = True) -> StepB
     head = _tensor_bytes(model.get_output_embeddings().weight)
     return StepBytes(decoder_layers=layers, cross_kv_skipped=skipped, lm_head=head,
                      total=layers + head)
-
-
-def precision_copies(model: PreTrainedModel) -> dict[str, PreTrainedModel | str]:
-    """The model in fp32, bf16, and int8 (on the bf16 model, the engine's int8: on a CPU int8
-    weights for its int8 GEMM), bf16 and int8 as converted copies; a precision that cannot be built here gets its
-    reason instead."""
-    import copy
-
-    from probe.engine.switchboard import quantize
-    half = copy.deepcopy(model)
-    module: torch.nn.Module = half      # nn.Module's `to`, as in Engine.__init__
-    module.to(torch.bfloat16)
-    int8 = copy.deepcopy(half)
-    return {"fp32": model.float(), "bf16": half, "int8": quantize(int8, "int8") or int8}
-
-
-def step_bytes_by_precision(model: PreTrainedModel,
-                            copies: dict[str, PreTrainedModel | str] | None = None
-                            ) -> dict[str, int | str]:
-    """Bytes a cached step reads in each precision, measured on its converted copy (made here
-    unless the caller already has them)."""
-    copies = copies if copies is not None else precision_copies(model)
-    return {precision: copy if isinstance(copy, str) else decode_step_bytes(copy).total
-            for precision, copy in copies.items()}
 
 
 def l3_bytes() -> int:

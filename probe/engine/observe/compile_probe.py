@@ -26,8 +26,8 @@ import torch
 import torch._dynamo
 from torch._dynamo.callback import CallbackArgs, CallbackTrigger, callback_handler
 
-from probe.contract.clock import SessionClock
-from probe.contract.fallbacks import CUDAGRAPH_SKIPPED, degraded_event
+from probe.analysis.fallbacks import CUDAGRAPH_SKIPPED, degraded_event
+from probe.common.clock import SessionClock
 from probe.contract.records import CompileEvent, CompileInProgress, GraphBreakRecord
 from probe.engine.observe.compile_stage import thread_stage
 

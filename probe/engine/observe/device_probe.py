@@ -9,6 +9,8 @@ from typing import Any, Callable
 import psutil
 import torch
 
+from probe.checks.engine_inputs import check_device
+from probe.common.errors import BadInput
 from probe.contract.device_sample import DeviceSample
 from probe.engine.observe.cuda_graphs import census
 from probe.engine.observe.nvml_figures import memory_figures, utilization_window
@@ -119,15 +121,13 @@ class DeviceProbe:
 
 
 def resolve_device(name: str) -> torch.device:
-    from probe.contract.engine_inputs import check_device
-    from probe.contract.errors import ConfigError
     check_device(name)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"--device {name}: no CUDA device is available here; use cpu or auto")
+        raise BadInput(f"--device {name}: no CUDA device is available here; use cpu or auto")
     if device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
-        raise ConfigError(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA "
+        raise BadInput(f"--device {name}: this machine has {torch.cuda.device_count()} CUDA "
                           f"device(s), numbered from 0")
     return device

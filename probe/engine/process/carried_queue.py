@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from probe.contract.clock import SessionClock
+from probe.common.clock import SessionClock
 from probe.session_store.journal import Dispatch
 from workloads.replayer import ScheduledRequest
 from workloads.trace_records import Trace

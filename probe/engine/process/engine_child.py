@@ -11,10 +11,18 @@ import traceback
 from dataclasses import replace
 from multiprocessing.connection import Connection
 
+from probe.analysis.fallbacks import CALIBRATION_FLOOR, degraded_event
+from probe.common.atomic import write_json_atomic
+from probe.common.clock import SessionClock
+from probe.common.errors import BadInput
 from probe.contract import protocol
-from probe.contract.errors import ConfigError
 from probe.contract.protocol import JOURNAL_STOPPED
+from probe.engine.measure.bandwidth_cache import machine_bandwidth
+from probe.engine.process.carried_queue import scheduled_again
 from probe.engine.process.engine_launch import EngineLaunch
+from probe.engine.process.headless_journal import dispatch_of, write_header
+from probe.engine.process.resumed_replay import ContinuedReplayer
+from probe.engine.process.warm_side import warm_up
 from probe.engine.workload_setup import PreparedWorkload
 from probe.session_store.journal import (
     Dispatch,
@@ -23,6 +31,8 @@ from probe.session_store.journal import (
     JournalWriter,
     read_journal,
 )
+from probe.session_store.restart_carry import restart_marks
+from workloads.replayer import ScheduledRequest
 
 PUBLISH_INTERVAL_S = 0.5
 
@@ -114,7 +124,7 @@ def _earlier_session(launch: EngineLaunch) -> tuple[Journal | None, str | None]:
         return None, None
     try:
         return read_journal(launch.journal_path), None
-    except ConfigError as exc:
+    except BadInput as exc:
         return None, f"the session so far could not be read back ({exc}); a new one starts"
 
 
@@ -124,7 +134,6 @@ def _journal(engine, launch: EngineLaunch, earlier: Journal | None
     to the journal as it is made. A restarted engine marks how its predecessor ended: after a
     death it fails the requests it held; after a stop the dashboard asked for (x, a cut over)
     it returns them, to serve (restart_carry)."""
-    from probe.session_store.restart_carry import restart_marks
 
     marks = (restart_marks(earlier, launch.predecessor)
              if earlier is not None and launch.predecessor is not None else None)
@@ -145,22 +154,19 @@ def _journal(engine, launch: EngineLaunch, earlier: Journal | None
 
 def _journal_header(writer: JournalWriter, engine, launch: EngineLaunch,
                     workload: PreparedWorkload) -> None:
-    from probe.engine.process.headless_journal import write_header
     write_header(writer, engine, workload, launch.trace_name)
 
 
 def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
            send: _Sender) -> None:
     """`workload`: the launch's, received over the pipe."""
-    from probe.contract.clock import SessionClock
     from probe.engine.engine import Engine
     from probe.engine.process.headless import document_for
     from probe.engine.process.live_reporter import LiveReporter
-    from probe.session_store.snapshot import write_json_atomic
 
     settings = launch.settings
     earlier, unreadable = _earlier_session(launch)
-    send(protocol.Loading(f"loading {settings.model} on {settings.device}"))
+    send(protocol.EngineLoading(f"loading {settings.model} on {settings.device}"))
     try:
         engine = Engine(settings, launch.options,
                         clock=earlier.clock() if earlier else SessionClock())
@@ -169,7 +175,6 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
         send(protocol.EngineFailed(f"the engine could not start: {type(exc).__name__}: {exc}"))
         return
     if launch.warm_side:    # a warm switch's side engine: prewarm, then wait to be cut over
-        from probe.engine.process.warm_side import warm_up
         longest = max(workload.trace.output_lengths(), default=2)
         predecessor = warm_up(engine, conn, send, min(max(longest, 2), settings.max_new_tokens))
         if predecessor is None:
@@ -195,7 +200,6 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
         _journal_header(writer, engine, launch, workload)
     replayer, loop = _replay(engine, launch, workload, speed, earlier, writer)
     if carried:     # served first: they arrived before anything the replayer dispatches now
-        from probe.engine.process.carried_queue import scheduled_again
         loop.carry(scheduled_again(carried, workload.trace, engine.clock))
     reporter = LiveReporter(loop, launch.trace_name)
     exporter = _exporter(engine, loop, launch.metrics_port)
@@ -246,16 +250,16 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
             except Exception:  # a reporting fault must not stop serving
                 traceback.print_exc()
                 continue
-            if not send(protocol.Live(view)):
+            if not send(protocol.EngineLive(view)):
                 stop.set()
 
     threading.Thread(target=commands, name="commands", daemon=True).start()
     threading.Thread(target=publish, name="publisher", daemon=True).start()
     if launch.options.prewarm == "on":     # the serving loop prewarms before it serves
-        send(protocol.Loading("prewarming bucket shapes"))
+        send(protocol.EngineLoading("prewarming bucket shapes"))
     loop.run(stop)
     if not stop.is_set():
-        send(protocol.Finished())
+        send(protocol.ReplayFinished())
         stop.wait()
     if exporter is not None:
         exporter.close()
@@ -267,10 +271,9 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
 def _measure(engine, launch: EngineLaunch, workload: PreparedWorkload, send: _Sender) -> float:
     """This machine's bandwidth (for the roofline), and the replay speed: the one given (a
     restart gets the speed last served) or half the engine's measured capacity."""
-    from probe.engine.measure.bandwidth_cache import machine_bandwidth
-    from probe.engine.measure.calibration import choose_speed
+    from probe.engine.calibration import choose_speed
 
-    send(protocol.Loading("measuring the bandwidth at which this machine re-reads the model's "
+    send(protocol.EngineLoading("measuring the bandwidth at which this machine re-reads the model's "
                           "weights, for the roofline (once per machine, then cached)"))
     try:
         engine.bandwidth = machine_bandwidth(engine.device, engine.fp32_step_bytes())
@@ -278,7 +281,7 @@ def _measure(engine, launch: EngineLaunch, workload: PreparedWorkload, send: _Se
         engine.notify("warning", f"no roofline: bandwidth not measured ({type(exc).__name__})")
     if launch.speed is not None:
         return launch.speed
-    send(protocol.Loading("measuring what the engine serves one at a time, to replay at "
+    send(protocol.EngineLoading("measuring what the engine serves one at a time, to replay at "
                           "half of it"))
     try:
         choice = choose_speed(engine, workload.trace)
@@ -295,8 +298,7 @@ def _measure(engine, launch: EngineLaunch, workload: PreparedWorkload, send: _Se
 
 def _say_calibration_floor(engine, choice) -> None:
     """A calibration stopped at its floor offers more than it aims at: said as a fallback."""
-    from probe.contract.fallbacks import CALIBRATION_FLOOR, degraded_event
-    from probe.engine.measure.calibration import MIN_SPEED, TARGET_LOAD
+    from probe.engine.calibration import MIN_SPEED, TARGET_LOAD
 
     if choice.speed > MIN_SPEED or choice.load <= TARGET_LOAD * 1.05:
         return
@@ -313,10 +315,7 @@ def _replay(engine, launch: EngineLaunch, workload: PreparedWorkload, speed: flo
             earlier: Journal | None, writer: JournalWriter | None):
     """The replayer (going on after the last request `earlier` dispatched, each dispatch
     journaled) and the serving loop over it, its counters going on with the session."""
-    from probe.engine.process.headless_journal import dispatch_of
-    from probe.engine.process.resumed_replay import ContinuedReplayer
     from probe.engine.serving import ServingLoop
-    from workloads.replayer import ScheduledRequest
 
     on_dispatch = None
     if writer is not None:

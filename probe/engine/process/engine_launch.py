@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from probe.contract.objective import Slo
 from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineExit
 from probe.contract.settings import EngineSettings
-from probe.contract.slo import Slo
 from probe.engine.workload_setup import PreparedWorkload
 
 

@@ -18,11 +18,11 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable
 
+from probe.checks.engine_inputs import check_engine_inputs
+from probe.checks.ports import check_port_free
+from probe.common.errors import BadInput
 from probe.contract import protocol
-from probe.contract.engine_inputs import check_engine_inputs
-from probe.contract.errors import ConfigError
 from probe.contract.options import OptConfig, parse_opts
-from probe.contract.ports import check_port_free
 from probe.contract.protocol import (
     JOURNAL_STOPPED,
     CutOver,
@@ -35,7 +35,7 @@ from probe.contract.protocol import (
 from probe.contract.records import CompileInProgress
 from probe.engine.process.engine_child import engine_main
 from probe.engine.process.engine_launch import EngineLaunch
-from probe.engine.process.state_files import new_journal, new_log
+from probe.engine.state_files import new_journal, new_log
 from probe.engine.workload_setup import prepare_workload
 from probe.session_store.journal import save_from_journal
 from probe.session_store.journal_promise import journal_promise
@@ -51,7 +51,7 @@ def dashboard_threads() -> int:
 
 
 def launch_from_args(args) -> EngineLaunch:
-    """From the dashboard's CLI arguments; ConfigError/TraceError for bad input (exit 2)."""
+    """From the dashboard's CLI arguments; BadInput/TraceError for bad input (exit 2)."""
     check_engine_inputs(args.model, args.device, positions=getattr(args, "max_input", 512)
                         + getattr(args, "max_output", 512))
     check_port_free(getattr(args, "metrics_port", None))
@@ -287,7 +287,7 @@ class EngineClient:
 
     def _seen(self, event):
         """Keep what a restart needs: the speed served, and how the engine ended."""
-        if isinstance(event, protocol.Live):
+        if isinstance(event, protocol.EngineLive):
             self._speed = event.view.replay.speed
             stopped = [n.text for n in event.view.notices if JOURNAL_STOPPED in n.text]
             if stopped and self._journal_stopped is None:
@@ -303,9 +303,9 @@ class EngineClient:
 
     def write_snapshot(self, path: str) -> Path:
         """The session JSON from the journal, with no engine: what the engine served before it
-        ended (`s` while it is down). ConfigError when there is nothing to save."""
+        ended (`s` while it is down). BadInput when there is nothing to save."""
         if not self.journal_path:
-            raise ConfigError(self.journal_problem or "no session journal")
+            raise BadInput(self.journal_problem or "no session journal")
         return save_from_journal(self.journal_path, path, self._ended)
 
     def stop(self) -> None:

@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from probe.contract.options import OptConfig
+from probe.engine.state_files import new_replay_journal, state_folder_problem
 from probe.engine.workload_setup import PreparedWorkload
 from probe.session_store.journal import CONTEXT_SECTIONS, Dispatch, JournaledSession, JournalWriter
 from workloads.replayer import Replayer, ScheduledRequest, Submit
@@ -75,7 +76,6 @@ def open_headless_journal(engine: Engine, workload: PreparedWorkload, trace_name
                           options: OptConfig) -> tuple[JournalWriter | None, str | None]:
     """The run's journal writer, the engine already serving into it; or None and why (no
     journal is no reason not to serve: the run says so and goes on)."""
-    from probe.engine.process.state_files import new_replay_journal, state_folder_problem
 
     try:
         writer = JournalWriter(new_replay_journal())

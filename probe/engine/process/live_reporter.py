@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from probe.contract.live import (
-    WINDOW_SIZE,
-    LiveView,
-    ReplayStatus,
-    build_live,
-    capacity_rps,
-    overloaded,
-)
+from probe.analysis.live_figures import WINDOW_SIZE, build_live, capacity_rps, overloaded
+from probe.contract.live import LiveView, ReplayStatus
 from probe.engine.serving import ServingLoop
 
 

@@ -13,9 +13,19 @@ from pathlib import Path
 from types import FrameType
 from typing import Callable, Optional, Union
 
-from probe.contract.interrupts import STOP_SIGNALS, Interrupted, exit_status, say, signal_of
+from probe.analysis.fallbacks import fallback_lines
+from probe.checks.interrupts import STOP_SIGNALS, Interrupted, exit_status, say, signal_of
+from probe.common.atomic import write_json_atomic
 from probe.contract.options import OptConfig
 from probe.engine.engine import Engine
+from probe.engine.process.headless_journal import (
+    JournaledReplayer,
+    dispatch_of,
+    open_headless_journal,
+    remove_journal,
+)
+from probe.engine.process.replay_progress import ReplayProgress
+from probe.engine.state_files import SAID
 from probe.engine.workload_setup import PreparedWorkload
 from probe.session_store.journal import JournalWriter
 from probe.session_store.replay_outcome import (  # noqa: F401 - the run's outcome, as before
@@ -25,6 +35,7 @@ from probe.session_store.replay_outcome import (  # noqa: F401 - the run's outco
     outcome,
 )
 from probe.session_store.replay_outcome import kept_in as kept_in_journal
+from probe.session_store.run_summary import run_summary
 
 EXIT_INTERRUPTED = exit_status(signal.SIGINT)
 # what signal.signal returns and takes back: a function, SIG_DFL/SIG_IGN, or None (not set
@@ -74,11 +85,7 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
     """Run the replay under GracefulInterrupt and always save what was served. A snapshot
     that cannot be written (a full disk) is one line naming the journal that keeps it.
     `note`: tells a supervising parent (stop_supervisor) when the save starts and ends."""
-    from probe.contract.fallbacks import fallback_lines
     from probe.engine.process.headless import run_replay
-    from probe.engine.process.headless_journal import remove_journal
-    from probe.session_store.run_summary import run_summary
-    from probe.session_store.snapshot import write_json_atomic
 
     interrupted, signum = False, int(signal.SIGINT)
     with GracefulInterrupt() as interrupt:
@@ -124,13 +131,6 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
     """The command once its input is checked: the engine, its journal, the progress, the
     replay, the save; returns the exit status."""
     from probe.engine.process.headless import document_for, engine_for, replay_loop
-    from probe.engine.process.headless_journal import (
-        JournaledReplayer,
-        dispatch_of,
-        open_headless_journal,
-    )
-    from probe.engine.process.replay_progress import ReplayProgress
-    from probe.engine.process.state_files import SAID
 
     engine = engine_for(workload, model=args.model, device=args.device, options=options,
                         max_input=args.max_input, threads=args.threads,

@@ -9,8 +9,8 @@ import sys
 import time
 from typing import Callable, Sequence, TextIO
 
-from probe.contract.compile_wait import compile_wait_ms
-from probe.contract.fallbacks import fallback_line, fallbacks
+from probe.analysis.compile_wait import compile_wait_ms
+from probe.analysis.fallbacks import fallback_line, fallbacks
 from probe.contract.records import CompileEvent, RequestRecord
 
 PROGRESS_INTERVAL_S = 0.5

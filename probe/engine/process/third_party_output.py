@@ -20,7 +20,8 @@ import warnings
 from contextlib import ExitStack, contextmanager
 from typing import Iterator, TextIO
 
-from workloads.terminal_stream import TerminalStream
+from probe.common.terminal_stream import TerminalStream
+from probe.engine.state_files import new_log_or_temporary
 
 # Loggers that have no handler of their own (their records would reach logging's last resort,
 # stderr) or whose handler holds the stderr of the moment they were made.
@@ -49,7 +50,6 @@ def third_party_output_to(log_path: str) -> Iterator[TextIO]:
 def third_party_output_to_engine_log() -> Iterator[TextIO]:
     """`third_party_output_to` a fresh engine log in the per-user state folder, where the
     dashboard's engine logs are (kept and pruned the same way)."""
-    from probe.engine.process.state_files import new_log_or_temporary
     with third_party_output_to(new_log_or_temporary()) as log:
         yield log
 

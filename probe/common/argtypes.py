@@ -1,0 +1,125 @@
+"""Command-line numbers, checked while the arguments are parsed: before any file is read, any
+model loaded or torch imported. A bad value is one line naming the option and its valid range.
+
+`OneLineParser` is the parser class of the `infertop` command (its sub-commands inherit it):
+argparse's own errors become `infertop: error: ...` on one line too, with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Callable, NoReturn
+
+from probe.common.errors import file_error
+from probe.common.shown import shown
+from probe.common.terminal_text import terminal_text
+
+MAX_THREADS = 1024
+# Bounds on what a run is asked to do, so that every run can finish (docs/bad-input.md):
+MIN_SPEED, MAX_SPEED = 1e-3, 1e6        # --speed: 1000× slower to a million× faster
+MIN_RATE_RPS, MAX_RATE_RPS = 1e-4, 1e6  # --rate: one request every ~3 h to a million a second
+MAX_REQUESTS = 10_000_000               # --requests: a replay or a bench run
+MAX_CONCURRENCY = 1024                  # --concurrency: requests outstanding at once
+MAX_MODEL_LENGTH = 65_536               # --max-input/--max-output of the engine (its KV)
+MAX_REPLAY_S = 31 * 86_400              # the longest replay: the trace's span ÷ --speed
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"infertop: error: {terminal_text(message)} (see {self.prog} --help)\n")
+
+
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high] (no upper bound when high is None)."""
+    valid = f"a whole number from {low:,} to {high:,}" if high is not None else f"a whole number >= {low:,}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}")
+        return value
+
+    return parse
+
+
+def real_number(above: float, at_most: float | None = None) -> Callable[[str], float]:
+    """An argparse type: a finite number > `above` (and <= `at_most` when given)."""
+    valid = f"a finite number > {above:g}" + (f" and <= {at_most:g}" if at_most is not None else "")
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}") from None
+        if not (math.isfinite(value) and value > above and (at_most is None or value <= at_most)):
+            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}")
+        return value
+
+    return parse
+
+
+def ranged_real(low: float, high: float) -> Callable[[str], float]:
+    """An argparse type: a finite number from `low` to `high`, both included."""
+    valid = f"a number from {low:g} to {high:g}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}")
+        return value
+
+    return parse
+
+
+_BYTE_UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,
+               "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+MAX_SLOTS_FLAG = 4096                   # --max-batch: rows of a dynamic batch, or slots
+
+
+def byte_size(text: str) -> int:
+    """An argparse type: a size like 8GiB, 512MiB, 2.5GB or a number of bytes (at least 1 MiB:
+    less holds no slot of any model)."""
+    valid = "a size like 8GiB, 512MiB or 2.5GB (at least 1MiB)"
+    stripped = text.strip().upper()
+    number = stripped.rstrip("KMGTIB")
+    unit = stripped[len(number):]
+    try:
+        value = float(number) * _BYTE_UNITS[unit]
+    except (ValueError, KeyError):
+        raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}") from None
+    if not math.isfinite(value) or value < 2**20 or value > 2**50:
+        raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}")
+    return int(value)
+
+
+thread_count = whole_number(1, MAX_THREADS)  # --threads: torch's CPU threads
+speed_factor = ranged_real(MIN_SPEED, MAX_SPEED)
+arrival_rate = ranged_real(MIN_RATE_RPS, MAX_RATE_RPS)
+request_count = whole_number(1, MAX_REQUESTS)
+model_length = whole_number(1, MAX_MODEL_LENGTH)
+
+
+def check_replay_span(first_ms: float, last_ms: float, speed: float, what: str) -> None:
+    """A replay whose arrivals span more than MAX_REPLAY_S at this speed would not finish:
+    refused before the model loads (a trace with timestamps a century apart, a tiny --speed)."""
+    span_s = (last_ms - first_ms) / 1000.0 / speed
+    if span_s > MAX_REPLAY_S:
+        raise file_error(
+            f"{what}: its arrivals span {span_s / 86_400:,.0f} days at --speed {speed:g}; "
+            f"the longest replay is {MAX_REPLAY_S // 86_400} days (raise --speed or use "
+            f"--concurrency)")
+
+
+def note_fewer_requests(requested: int | None, available: int) -> None:
+    """`--requests N` means "at most N": on a shorter trace, say on stderr how many will be served."""
+    if requested is not None and requested > available:
+        print(f"infertop: note: --requests {requested}: the trace has {available} requests; "
+              f"serving {available}", file=sys.stderr)

@@ -1,0 +1,194 @@
+"""The figures that cross to the dashboard inside a LiveView, and to disk inside a session's
+summary: plain frozen values. How each is computed is probe/analysis/ (stats, steady_state,
+drift, tpot_figure, slo); a view prints these and computes none of them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from probe.common.units import fmt_ms, fmt_ratio, fmt_s
+from probe.contract.records import KVPool
+
+
+@dataclass(frozen=True)
+class Summary:
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    mean: float | None = None
+    max: float | None = None
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {"p50": self.p50, "p95": self.p95, "p99": self.p99, "mean": self.mean,
+                "max": self.max}
+
+
+@dataclass(frozen=True)
+class CompilePhases:
+    """Where compile seconds went, summed over compiles (each split as dynamo timed it); the
+    AOTAutograd seconds of compiles served whole from inductor's caches are their loading."""
+    tracing_s: float
+    aot_s: float
+    inductor_s: float
+    cache_load_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return self.tracing_s + self.aot_s + self.inductor_s + self.cache_load_s
+
+    def parts(self) -> dict[str, float]:
+        return {"tracing": self.tracing_s, "aot": self.aot_s, "inductor": self.inductor_s,
+                "cache load": self.cache_load_s}
+
+    def split_text(self) -> str:
+        """The parts that took time: "tracing 24.5 s · cache load 1.77 s"."""
+        return " · ".join(f"{name} {fmt_s(seconds)}" for name, seconds in self.parts().items()
+                          if seconds)
+
+    def largest_share(self) -> str:
+        """The largest part with its share of the split seconds: "92% tracing"."""
+        parts = self.parts()
+        name = max(parts, key=parts.__getitem__)
+        return f"{100 * parts[name] / self.total_s:.0f}% {name}" if self.total_s else "none"
+
+
+@dataclass(frozen=True)
+class DriftStats:
+    reference: str
+    sampled_requests: int           # requests with both their tokens and a reference
+    token_agreement: float          # equal positions / all positions compared
+    exact_match: float              # requests whose tokens equal the reference's
+    first_divergence: float | None  # median 1-based position of the first differing token,
+                                    # over the requests that differ (None: none differ)
+
+    def as_dict(self) -> dict:
+        return {"reference": self.reference, "sampled_requests": self.sampled_requests,
+                "token_agreement": self.token_agreement, "exact_match": self.exact_match,
+                "first_divergence": self.first_divergence}
+
+
+@dataclass(frozen=True)
+class WarmStats:
+    """The figures over a set's warm requests (served ones), beside its figures over all."""
+    requests: int
+    cold: int                   # served requests of the set that were cold
+    latency_ms: Summary
+    ttft_ms: Summary
+    tpot_ms: Summary
+    queue_ms: Summary
+
+    @property
+    def cold_share(self) -> float | None:
+        total = self.requests + self.cold
+        return self.cold / total if total else None
+
+    def as_dict(self) -> dict:
+        return {"requests": self.requests, "cold": self.cold,
+                "latency_ms": self.latency_ms.as_dict(), "ttft_ms": self.ttft_ms.as_dict(),
+                "tpot_ms": self.tpot_ms.as_dict(), "queue_ms": self.queue_ms.as_dict()}
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """The queue a compile left, while it drains."""
+    queue_depth: int
+    source_config: str           # whose compiles left it
+    drain_s: float | None        # at the current capacity and offered load; None: not draining
+    compiling: bool              # a compile still runs (the backlog still grows)
+
+
+@dataclass(frozen=True)
+class SegmentStats:
+    config_id: str
+    requests: int
+    failed: int
+    latency_ms: Summary
+    ttft_ms: Summary
+    tpot_ms: Summary
+    queue_ms: Summary
+    throughput_rps: float | None
+    tokens_per_s: float | None
+    compiles: int
+    recompiles: int
+    compile_s: float
+    graph_breaks: int             # break events as dynamo logged them
+    graph_break_sites: int        # distinct code locations among them
+    graphs: int
+    kv_cache_peak_bytes: int
+    padding_waste: float | None   # (padded − real) / padded input tokens
+    drift: DriftStats | None = None   # tokens against the fp32 eager reference (sampled)
+    kv_waste_pct: float | None = None  # 100 · (KV bytes held − used) / held, its requests
+    kv_pool: KVPool | None = None     # the paged layout's pool, where there is one
+    compile_phases: CompilePhases | None = None   # compile_s split as dynamo timed it
+    warm: WarmStats | None = None     # the same figures over its warm requests (steady_state)
+    # under the session's SLO (probe/analysis/slo.py); None when it has none
+    goodput_rps: float | None = None
+    goodput_tokens_per_s: float | None = None
+    slo_attainment: float | None = None
+
+    def as_dict(self) -> dict:
+        return {
+            "config_id": self.config_id, "requests": self.requests, "failed": self.failed,
+            "latency_ms": self.latency_ms.as_dict(), "ttft_ms": self.ttft_ms.as_dict(),
+            "tpot_ms": self.tpot_ms.as_dict(), "queue_ms": self.queue_ms.as_dict(),
+            "throughput_rps": self.throughput_rps, "tokens_per_s": self.tokens_per_s,
+            "compiles": self.compiles, "recompiles": self.recompiles,
+            "compile_s": self.compile_s, "graph_breaks": self.graph_breaks,
+            "graph_break_sites": self.graph_break_sites, "graphs": self.graphs,
+            "kv_cache_peak_bytes": self.kv_cache_peak_bytes,
+            "padding_waste": self.padding_waste,
+            "drift": None if self.drift is None else self.drift.as_dict(),
+            "kv_waste_pct": self.kv_waste_pct,
+            "kv_pool": None if self.kv_pool is None else asdict(self.kv_pool),
+            "compile_phases": (None if self.compile_phases is None
+                               else asdict(self.compile_phases)),
+            "warm": None if self.warm is None else self.warm.as_dict(),
+            "goodput_rps": self.goodput_rps, "goodput_tokens_per_s": self.goodput_tokens_per_s,
+            "slo_attainment": self.slo_attainment,
+        }
+
+
+BATCHED = 1.05      # mean rows per step above which a config's requests ran batched
+
+
+@dataclass(frozen=True)
+class ConfigTpot:
+    config_id: str
+    tpot_ms: float | None       # p50 over `requests`
+    requests: int               # the requests it is over
+    warm: bool                  # over the warm ones (False: none warm yet, over all)
+    limit_ms: float | None      # the roofline it is held against (None: not measured)
+    rows: float = 1.0           # mean rows per step (a batch's roofline above BATCHED)
+
+    @property
+    def ratio(self) -> float | None:
+        if self.tpot_ms is None or not self.limit_ms:
+            return None
+        return self.tpot_ms / self.limit_ms
+
+    def scope(self) -> str:
+        return (f"warm p50, {self.requests} req" if self.warm else
+                f"p50 of {self.requests} req, none warm yet")
+
+    def text(self) -> str:
+        """ "c3 TPOT 4.10 ms (warm p50, 40 req) · 2.3× roofline" """
+        ratio = self.ratio
+        which = f"batch-{self.rows:.1f} roofline" if self.rows > BATCHED else "roofline"
+        limit = "" if ratio is None else f" · {fmt_ratio(ratio)} {which}"
+        return f"{self.config_id} TPOT {fmt_ms(self.tpot_ms)} ({self.scope()}){limit}"
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """The three SLO figures of one set of records."""
+    goodput_rps: float | None
+    goodput_tokens_per_s: float | None
+    slo_attainment: float | None
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {"goodput_rps": self.goodput_rps,
+                "goodput_tokens_per_s": self.goodput_tokens_per_s,
+                "slo_attainment": self.slo_attainment}
+
+
+NO_GOODPUT = Goodput(None, None, None)

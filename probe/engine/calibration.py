@@ -1,0 +1,70 @@
+"""The dashboard's first minute: measure what the engine serves one request at a time, then
+replay at a rate it keeps up with, so the baseline is healthy and an optimization's effect can
+be read (a saturated baseline hides every change behind a growing queue)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from probe.engine.engine import Engine
+from probe.engine.model.requests import EngineRequest
+from workloads.trace_records import Trace
+
+TARGET_LOAD = 0.5           # offered load as a fraction of the one-at-a-time capacity
+OPENING_REQUESTS = 50       # the part of the trace a user sees first
+TIMED_SAMPLES = 3
+MIN_SPEED, MAX_SPEED = 0.125, 64.0
+
+
+@dataclass(frozen=True)
+class RateChoice:
+    speed: float
+    capacity_rps: float         # 1 / service time of a request of the opening's mean shape
+    trace_rps: float            # the opening's arrival rate at speed 1
+
+    @property
+    def load(self) -> float:
+        return self.trace_rps * self.speed / self.capacity_rps
+
+    def text(self) -> str:
+        return (f"rate ×{self.speed:.3g} → offered load {self.load:.0%} of the measured "
+                f"capacity ({self.capacity_rps:.2f} req/s one at a time; the trace opens at "
+                f"{self.trace_rps:.2f} req/s); + / - change it")
+
+
+def opening(trace: Trace) -> tuple[float | None, int, int]:
+    """(arrival rate, mean input length, mean output length) of the trace's first requests."""
+    first = trace.requests[:OPENING_REQUESTS]
+    span = (first[-1].timestamp_ms - first[0].timestamp_ms) / 1000.0 if len(first) > 1 else 0.0
+    rate = (len(first) - 1) / span if span > 0 else None
+    mean_in = round(sum(r.input_length for r in first) / len(first))
+    mean_out = round(sum(r.output_length for r in first) / len(first))
+    return rate, max(mean_in, 1), max(mean_out, 1)
+
+
+def measure_capacity_rps(engine: Engine, input_length: int, output_length: int) -> float:
+    """One over the median service time of requests of this shape, after one untimed warm-up.
+    The requests are rehearsals: nothing is recorded."""
+    def shaped(i: int) -> EngineRequest:
+        return EngineRequest(id=f"calibrate-{i}", seq=-(1000 + i), input_length=input_length,
+                             output_length=min(output_length, engine.settings.max_new_tokens),
+                             arrival_s=engine.clock.now_s())
+    engine.rehearse([shaped(0)])
+    times = []
+    for i in range(1, TIMED_SAMPLES + 1):
+        start = time.perf_counter()
+        engine.rehearse([shaped(i)])
+        times.append(time.perf_counter() - start)
+    return 1.0 / sorted(times)[len(times) // 2]
+
+
+def choose_speed(engine: Engine, trace: Trace) -> RateChoice | None:
+    """The replay speed that offers TARGET_LOAD of the capacity; None for a trace without a
+    rate (all at once)."""
+    rate, mean_in, mean_out = opening(trace)
+    if rate is None:
+        return None
+    capacity = measure_capacity_rps(engine, mean_in, mean_out)
+    speed = min(max(TARGET_LOAD * capacity / rate, MIN_SPEED), MAX_SPEED)
+    return RateChoice(speed=speed, capacity_rps=capacity, trace_rps=rate)

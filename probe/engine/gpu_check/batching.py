@@ -1,0 +1,133 @@
+"""`make gpu-check`'s batching runs: `infertop replay` of the Azure conversation trace at full
+load (a closed loop keeping twice the slots outstanding), continuous batching, at several slot
+counts and at the default sizing. Tokens/s come from the saved session (the one throughput
+function); GPU utilization is NVML's mean over the serving window (from the first request
+served to the last, as the replay's per-request lines on its piped stderr mark it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import torch
+
+from probe.analysis.stats import tokens_per_s
+from probe.session_store.snapshot import read_document, session_data
+
+
+def _sampler(device: torch.device, stop: threading.Event, into: list[tuple[float, float]],
+             host: list[tuple[float, float]], pid_box: list[int]) -> None:
+    """NVML utilization, and the CPU of the replay's process tree (replay serves in a child
+    of the command's process: the busiest of them is the engine), twice a second."""
+    import psutil
+
+    from probe.engine.observe.device_probe import DeviceProbe
+    probe = DeviceProbe(device)
+    watched: dict[int, psutil.Process] = {}
+    while not stop.wait(0.5):
+        sample = probe.sample()
+        now = time.monotonic()
+        if sample.util_pct is not None:
+            into.append((now, sample.util_pct))
+        if not pid_box:
+            continue
+        try:
+            root = psutil.Process(pid_box[0])
+            tree = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            continue
+        busiest = 0.0
+        for process in tree:
+            if process.pid not in watched:      # its first reading only starts its clock
+                watched[process.pid] = process
+                try:
+                    process.cpu_percent(None)
+                except psutil.Error:
+                    pass
+                continue
+            try:
+                busiest = max(busiest, watched[process.pid].cpu_percent(None))
+            except psutil.Error:
+                pass
+        host.append((now, busiest))
+
+
+def _steps_text(steps: dict | None) -> str:
+    if not steps:
+        return ""
+    last = list(steps.values())[-1]
+    host, period = last.get("host_ms"), last.get("period_ms")
+    return (f"steps {last.get('steps')}, rows {last.get('rows') or 0:.0f}, host "
+            f"{host or 0:.2f} ms / period {period or 0:.2f} ms, graphs {last.get('captured')}")
+
+
+def mean_between(samples: list[tuple[float, float]], start: float, end: float) -> float | None:
+    inside = [v for t, v in samples if start <= t <= end]
+    return sum(inside) / len(inside) if inside else None
+
+
+def replay_run(model: str, device: torch.device, *, max_batch: int, requests: int,
+               options: list[str], timeout_s: float, log, at_load=None) -> dict:
+    """`at_load`: called once, halfway through the requests (a reading under load)."""
+    out = Path(tempfile.mkdtemp(prefix="gpu-batching-")) / "run.json"
+    outstanding = min(1024, 2 * max_batch) if max_batch else 512
+    command = [sys.executable, "-m", "infertop", "replay", "--device", str(device),
+               "--model", model, "--trace", "azure-conv", "--requests", str(requests),
+               "--concurrency", str(outstanding), "--drift-every", "0", "--out", str(out)]
+    command += [f"--opt={o}" for o in options]
+    if max_batch:
+        command += ["--max-batch", str(max_batch)]
+    util: list[tuple[float, float]] = []
+    host: list[tuple[float, float]] = []
+    stop, pid_box = threading.Event(), list[int]()
+    sampler = threading.Thread(target=_sampler, args=(device, stop, util, host, pid_box),
+                               daemon=True)
+    sampler.start()
+    served_at: list[float] = []
+    lines: list[str] = []
+    started = time.monotonic()
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                               text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    pid_box.append(process.pid)
+    assert process.stderr is not None
+    for line in process.stderr:
+        lines.append(line)
+        if line.startswith("[") and " latency=" in line:       # a request served
+            served_at.append(time.monotonic())
+            if at_load is not None and len(served_at) == requests // 2:
+                at_load()
+        if time.monotonic() - started > timeout_s:
+            process.kill()
+            break
+    process.wait()
+    stop.set()
+    sampler.join()
+    result: dict = {"max_batch": max_batch or "sized", "options": options, "rc": process.returncode}
+    if not out.exists():
+        result["crashed"] = "".join(lines[-8:])[-800:]
+        return result
+    document = read_document(out)
+    records = session_data(document).records
+    served = [r for r in records if r.ok]
+    window = (served_at[0], served_at[-1]) if len(served_at) > 1 else (started, time.monotonic())
+    result.update({
+        "slots": document.get("settings", {}).get("max_batch"),
+        "served": len(served), "failed": len(records) - len(served),
+        "tokens_per_s": tokens_per_s(served),
+        "gpu_util_pct": mean_between(util, *window),
+        "engine_host_cpu_pct": mean_between(host, *window),     # its busiest process
+        "serving_s": window[1] - window[0],
+        "notes": [n.get("text") for n in document.get("notices", [])][:4],
+        "steps": document.get("batch_steps"),
+    })
+    log(f"  slots {result['slots']!s:>5} {','.join(options)}: "
+        f"{result['tokens_per_s'] or 0:9.0f} tokens/s  "
+        f"GPU {result['gpu_util_pct'] or 0:5.1f}%  host {result['engine_host_cpu_pct'] or 0:5.0f}% "
+        f"of a core  served {len(served)} failed {result['failed']}  "
+        f"{_steps_text(result['steps'])}")
+    return result

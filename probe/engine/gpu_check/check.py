@@ -1,0 +1,266 @@
+"""`make gpu-check`: the GPU acceptance, one command. Without a CUDA device it says so and exits 0.
+
+1. NVML as the device panel reads it against `nvidia-smi`, idle and under load.
+2. The decode matrix (gpu_decode_matrix.py): every compile mode × fp32/fp16/bf16 for both
+   decode paths: ms/token, failures, tokens against fp32 eager, kernels per token and their GPU
+   time, beside the HBM roofline and the kernel floor (kernels × one kernel's measured cost).
+3. Continuous batching on the Azure conversation trace at full load (gpu_batching.py): tokens/s
+   and NVML utilization at three slot counts and at the default sizing.
+4. The live dashboard for 60 s, driven headless through Textual's Pilot, its screens saved.
+5. A SIGTERM during a compile: the seconds until the process ended.
+
+Writes OUT/gpu-check.json and OUT/gpu-check.log, and exits 1 when a promise fails (the
+`promises` of the JSON say which).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from probe.common.atomic import write_atomic
+from probe.engine.gpu_check.decode_matrix import run_matrix
+from probe.engine.gpu_check.sigterm import sigterm_during_compile
+
+SMI_FIELDS = ("utilization.gpu", "memory.used", "memory.reserved", "memory.total", "power.draw",
+              "temperature.gpu")
+SECTIONS = ("nvml", "decode", "batching", "dashboard", "sigterm")
+
+if TYPE_CHECKING:
+    import torch
+
+
+def nvidia_smi() -> dict[str, float] | str:
+    if shutil.which("nvidia-smi") is None:
+        return "nvidia-smi not found"
+    done = subprocess.run(["nvidia-smi", f"--query-gpu={','.join(SMI_FIELDS)}",
+                           "--format=csv,noheader,nounits", "-i", "0"],
+                          capture_output=True, text=True, timeout=30)
+    if done.returncode:
+        return done.stderr.strip() or f"exit {done.returncode}"
+    values = [v.strip() for v in done.stdout.strip().splitlines()[0].split(",")]
+    return {name: float(v) for name, v in zip(SMI_FIELDS, values)
+            if v not in ("[N/A]", "[Not Supported]", "")}
+
+
+def nvml_against_smi(device: torch.device) -> dict:
+    from probe.engine.observe.device_probe import DeviceProbe
+    sample = DeviceProbe(device).sample()
+    smi = nvidia_smi()
+    mib = 2 ** 20
+    ours = {"utilization.gpu": sample.util_pct,
+            "memory.used": None if sample.mem_used_bytes is None else sample.mem_used_bytes / mib,
+            "memory.reserved": (None if sample.mem_reserved_bytes is None
+                                else sample.mem_reserved_bytes / mib),
+            "memory.total": None if sample.mem_total_bytes is None else sample.mem_total_bytes / mib,
+            "power.draw": sample.power_w, "temperature.gpu": sample.temperature_c}
+    return {"infertop": ours, "nvidia_smi": smi}
+
+
+def memory_agrees(reading: dict, tolerance_mib: float = 64.0) -> bool | None:
+    smi, ours = reading["nvidia_smi"], reading["infertop"]
+    if not isinstance(smi, dict) or ours["memory.used"] is None or "memory.used" not in smi:
+        return None
+    return abs(ours["memory.used"] - smi["memory.used"]) <= tolerance_mib
+
+
+def roofline(model: str, device: torch.device) -> dict:
+    from probe.engine.measure.step_roofline import (
+        measure_bandwidth,
+        working_set_bandwidth,
+    )
+    from probe.engine.model.loading import load_model
+    from probe.engine.precision_copies import step_bytes_by_precision
+    loaded = load_model(model).model
+    module: torch.nn.Module = loaded    # nn.Module's `to`, as in Engine.__init__
+    module.to(device)
+    by_precision = {p: b for p, b in step_bytes_by_precision(loaded).items() if isinstance(b, int)}
+    by_precision["fp16"] = by_precision["bf16"]
+    bandwidth = working_set_bandwidth(device, by_precision["fp32"]).read_gb_s
+    return {"bandwidth_gb_s": bandwidth, "big_buffer_gb_s": measure_bandwidth(device).read_gb_s,
+            "roofline_ms": {p: b / (bandwidth * 1e9) * 1e3 for p, b in by_precision.items()}}
+
+
+def judge_decode(decode: dict, roof: dict, floor_us: float) -> None:
+    """Each config's bounds: its roofline and kernel floor, and which it is closer to."""
+    from probe.engine.measure.kernel_profile import closer_bound
+    for name, row in decode.items():
+        precision = name.split()[1]
+        roof_ms = roof["roofline_ms"][precision]
+        row["roofline_ms"] = roof_ms
+        kernels, ms = row.get("kernels_per_token"), row.get("ms_per_token")
+        if kernels is None or ms is None:
+            continue
+        row["kernel_floor_ms"] = kernels * floor_us / 1e3
+        row["x_roofline"] = ms / roof_ms
+        row["closer_to"] = closer_bound(ms, roof_ms, kernels, floor_us)
+
+
+def promises(report: dict) -> dict[str, bool]:
+    """The issue's promises, read from the report: what makes the command exit 1."""
+    decode = report.get("decode", {})
+    checks: dict[str, bool] = {}
+    graphs = {k: v for k, v in decode.items() if "fullgraph" in k and "reduce-overhead" in k}
+    if graphs:
+        checks["reduce-overhead serves every request"] = all(
+            v.get("failed") == 0 and "crashed" not in v for v in graphs.values())
+        checks["reduce-overhead fp32 tokens equal fp32 eager"] = all(
+            v.get("tokens_equal_fp32_eager") for k, v in graphs.items()
+            if " fp32 " in k and " tf32 " not in k)     # TF32 changes the arithmetic
+        best = min((v["ms_per_token"] for k, v in graphs.items()
+                    if v.get("ms_per_token") and (" bf16 " in k or " fp16 " in k)), default=None)
+        checks["half precision under CUDA graphs at most 0.4 ms/token"] = (
+            best is not None and best <= 0.4)
+    for mode in ("off", "default", "reduce-overhead"):
+        fp32 = decode.get(f"fullgraph fp32 compile={mode}", {}).get("ms_per_token")
+        for half in ("fp16", "bf16"):
+            ms = decode.get(f"fullgraph {half} compile={mode}", {}).get("ms_per_token")
+            if fp32 and ms:
+                # 5% of room for the run-to-run spread of one timed config
+                checks[f"{half} at most fp32's ms/token, compile={mode}"] = ms <= fp32 * 1.05
+    for key in ("idle", "load"):
+        agrees = report.get("nvml", {}).get(f"{key}_memory_agrees")
+        if agrees is not None:
+            checks[f"NVML memory used agrees with nvidia-smi ({key})"] = agrees
+    sigterm = report.get("sigterm", {}).get("seconds")
+    if sigterm is not None:
+        checks["SIGTERM during a compile ends within 10 s"] = sigterm <= 10
+    return checks
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m probe.engine.gpu_check.check",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="t5-small")
+    parser.add_argument("--requests", type=int, default=5)
+    parser.add_argument("--output-tokens", type=int, default=64)
+    parser.add_argument("--ready-timeout", type=float, default=240,
+                        help="seconds the decode matrix's timing waits for its slowest compile")
+    parser.add_argument("--modes", default="off,default,reduce-overhead,max-autotune",
+                        help="the decode matrix's compile modes")
+    parser.add_argument("--paths", default="fullgraph,hf-generate",
+                        help="the decode matrix's decode paths")
+    parser.add_argument("--config-timeout", type=float, default=300,
+                        help="seconds one decode config may take, its compile included")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help=f"sections to run, of {','.join(SECTIONS)}")
+    parser.add_argument("--slots", default="16,64,256",
+                        help="continuous batching's slot counts, besides the default sizing")
+    parser.add_argument("--batching-opts",
+                        default="batching=continuous,precision=bf16,compile=reduce-overhead",
+                        help="the batching runs' --opt values, comma-separated")
+    parser.add_argument("--dashboard-seconds", type=float, default=60.0)
+    parser.add_argument("--batching-contrast", default="batching=continuous,precision=bf16",
+                        help="one more run at the default sizing: the same without CUDA graphs")
+    parser.add_argument("--batching-timeout", type=float, default=120,
+                        help="seconds one batching replay may take")
+    parser.add_argument("--out", default="gpu-check-out")
+    args = parser.parse_args(argv)
+    import torch
+    if not torch.cuda.is_available():
+        print("gpu-check: no CUDA device here; nothing to check (run it on a GPU machine)")
+        return 0
+    sections = set(args.only.split(","))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lines: list[str] = []
+
+    def log(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    device = torch.device("cuda:0")
+    started = time.time()
+    report: dict = {"device": torch.cuda.get_device_name(device), "torch": torch.__version__,
+                    "driver": _driver(), "model": args.model}
+    log(f"{report['device']} · driver {report['driver']} · torch {torch.__version__}")
+    def save() -> None:
+        """After every section: a run stopped at a time limit keeps what it measured."""
+        report["wall_s"] = time.time() - started
+        report["promises"] = promises(report)
+        write_atomic(out / "gpu-check.json", [json.dumps(report, indent=1, default=str), "\n"])
+        write_atomic(out / "gpu-check.log", ["\n".join(lines), "\n"])
+
+    try:
+        _run_sections(args, sections, device, report, log, save)
+    finally:
+        save()
+        for name, ok in report["promises"].items():
+            log(f"[{'pass' if ok else 'FAIL'}] {name}")
+        log(f"{report['wall_s']:.0f} s; wrote {out / 'gpu-check.json'} and gpu-check.log")
+        save()
+    return 0 if all(report["promises"].values()) else 1
+
+
+def _driver() -> str:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return "unknown"
+    done = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+                          capture_output=True, text=True, timeout=30)
+    return done.stdout.strip() or "unknown"
+
+
+def _run_sections(args, sections: set[str], device, report: dict, log, save) -> None:
+    if "nvml" in sections:
+        idle = nvml_against_smi(device)
+        report["nvml"] = {"idle": idle, "idle_memory_agrees": memory_agrees(idle)}
+        log(f"NVML idle, infertop vs nvidia-smi: {json.dumps(idle)}")
+    if "batching" in sections:
+        from probe.engine.gpu_check.batching import replay_run
+        runs = []
+        nvml = report.setdefault("nvml", {})
+
+        def under_load() -> None:
+            nvml["load"] = load = nvml_against_smi(device)
+            nvml["load_memory_agrees"] = memory_agrees(load)
+            log(f"NVML under load, infertop vs nvidia-smi: {json.dumps(load)}")
+
+        log("continuous batching, azure-conv at full load:")
+        plan = [(int(s), args.batching_opts) for s in args.slots.split(",") if s]
+        plan += [(0, args.batching_opts), (0, args.batching_contrast)]
+        for slots, opts in plan:
+            requests = max(200, min(3000, slots * 10)) if slots else 3000
+            runs.append(replay_run(args.model, device, max_batch=slots, requests=requests,
+                                   options=opts.split(","), timeout_s=args.batching_timeout,
+                                   log=log, at_load=under_load if not slots else None))
+            report["batching"] = runs
+            save()
+    if "decode" in sections:
+        from probe.engine.measure.kernel_profile import kernel_floor_us
+        report["kernel_floor_us"] = floor = kernel_floor_us()
+        report["roofline"] = roof = roofline(args.model, device)
+        log(f"kernel floor {floor:.2f} µs; HBM {roof['bandwidth_gb_s']:.0f} GB/s; roofline "
+            + ", ".join(f"{p} {ms:.4f} ms" for p, ms in roof["roofline_ms"].items()))
+        log("decode matrix (ms/token warm, median of the timed requests):")
+        report["decode"] = run_matrix(args.model, args.requests, args.output_tokens,
+                                      ready_s=args.ready_timeout, timeout_s=args.config_timeout,
+                                      log=log, modes=tuple(args.modes.split(",")),
+                                      paths=tuple(args.paths.split(",")))
+        judge_decode(report["decode"], roof, floor)
+        save()
+    if "sigterm" in sections:
+        report["sigterm"] = sigterm_during_compile(args.model, str(device), log=log)
+        save()
+    if "dashboard" in sections:
+        walk = subprocess.run([sys.executable, "-m", "tui.gpu_walk", args.model, args.out,
+                               str(args.dashboard_seconds)], capture_output=True, text=True)
+        lines_out = walk.stdout.strip().splitlines()
+        for line in lines_out[:-1]:
+            log(line)
+        try:
+            report["dashboard"] = json.loads(lines_out[-1])
+        except (IndexError, json.JSONDecodeError):
+            report["dashboard"] = {"failed": (walk.stderr or "no output")[-400:]}
+        save()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Every verdict the report gives, in one place: one spread against another ("within noise"
+when the repeats overlap or the machine itself moved more), why a run cannot be compared, its
+compile stability, and E6's keep / drop per step."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Iterable
+
+from probe.common.units import NO_DATA
+from probe.runs.results import Outcome, RunResult
+from probe.runs.spread import Spread
+
+DRIFT_TOLERANCE = 1.5    # calibration moving less than this between runs is ignored
+
+
+@dataclass(frozen=True)
+class Comparison:
+    ratio: float | None          # a / b of the medians
+    verdict: str                 # "faster" | "slower" | "within noise" | "noise unknown" | "n/a"
+    text: str
+
+
+def compare(a: Spread, b: Spread, *, lower_is_better: bool = True,
+            better: str = "faster", worse: str = "slower") -> Comparison:
+    """How `a` stands against `b`. With two or more repeats each, overlapping ranges are
+    reported as within noise, whatever the medians say. With a single repeat on either side the
+    difference is reported, marked as of unknown noise."""
+    if a.median is None or b.median is None or b.median == 0 or a.median == 0:
+        return Comparison(None, "n/a", "n/a")
+    ratio = a.median / b.median
+    factor = (1 / ratio) if lower_is_better else ratio     # > 1: a is better
+    text = _factor_text(factor, better, worse)
+    if a.n >= 2 and b.n >= 2 and a.overlaps(b):
+        return Comparison(ratio, "within noise", f"within noise ({text} by the medians)")
+    if a.n < 2 or b.n < 2:
+        return Comparison(ratio, "noise unknown", f"{text} (one repeat: noise not measured)")
+    return Comparison(ratio, better if factor > 1 else worse, text)
+
+
+def _factor_text(factor: float, better: str, worse: str) -> str:
+    if factor >= 1:
+        return f"{factor:.2f}× {better}"
+    return f"{1 / factor:.2f}× {worse}"
+
+
+def speed_drift(calibration_ms: Iterable[float]) -> float | None:
+    """How much the machine's speed moved: max / min of calibration times (a fixed small
+    workload timed before and after each run). None: not measured."""
+    values = [v for v in calibration_ms if v]
+    return max(values) / min(values) if len(values) >= 2 else None
+
+
+def machine_drift(*outcomes: Outcome) -> float | None:
+    """The speed drift across these runs."""
+    return speed_drift(v for r in outcomes if isinstance(r, RunResult) for v in r.calibration_ms)
+
+
+@dataclass(frozen=True)
+class Versus:
+    """One run against another on one warm figure."""
+    metric: str
+    ratio: float | None
+    verdict: str
+    text: str
+    machine_drift: float | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def versus(result: Outcome, control: Outcome, metric: str = "latency_p50_ms",
+           lower_is_better: bool = True) -> Versus:
+    """`result` against `control`. Overlapping repeat ranges are noise; so is a difference
+    smaller than the machine's own speed change between the two runs (runs of one interleaved
+    group share the machine's state, so their comparison needs no such care)."""
+    run, against = usable(result), usable(control)
+    if isinstance(run, str):
+        return Versus(metric, None, "not comparable", run, None)
+    if isinstance(against, str):
+        return Versus(metric, None, "not comparable", against, None)
+    c = compare(run.spread(metric), against.spread(metric), lower_is_better=lower_is_better)
+    same_group = bool(run.group and run.group == against.group)
+    drift = None if same_group else machine_drift(run, against)
+    if (c.verdict in ("faster", "slower") and c.ratio is not None and drift
+            and drift > DRIFT_TOLERANCE and max(c.ratio, 1 / c.ratio) < drift):
+        return Versus(metric, c.ratio, "within noise",
+                      f"within noise: the machine's own speed moved {drift:.2f}× between these "
+                      f"runs ({c.text} by the medians)", drift)
+    return Versus(metric, c.ratio, c.verdict, c.text, drift)
+
+
+def usable(outcome: Outcome) -> RunResult | str:
+    """The run when its figures can be compared with another's, otherwise why not. A run that
+    lost requests is not comparable: its latencies describe only the requests that survived."""
+    if outcome is None:
+        return "not run"
+    if not isinstance(outcome, RunResult):
+        return f"run failed: {outcome.error}"
+    if outcome.failed:
+        first = (outcome.errors or ("?",))[0]
+        return f"not comparable: {outcome.failed} requests failed ({first})"
+    return outcome
+
+
+def failed_text(outcome: Outcome) -> str | None:
+    """Why a run cannot be compared with another, or None (see `usable`)."""
+    run = usable(outcome)
+    return run if isinstance(run, str) else None
+
+
+def stability(outcome: Outcome) -> str:
+    if not isinstance(outcome, RunResult):
+        return NO_DATA
+    if outcome.compile_fallbacks:
+        return "fell back to eager (compile failed)"
+    if outcome.recompile_limit_hits:
+        return "recompile limit hit"
+    if outcome.steady_compiles:
+        return f"{outcome.steady_compiles} compiles after warm-up"
+    if outcome.options.compile == "off":
+        return "eager (nothing to compile)"
+    return "stable: no compiles after warm-up"
+
+
+STEP_WORDS = {"faster": "keep", "slower": "drop", "within noise": "no measurable gain"}
+
+
+def step_verdict(result: Outcome, previous: Outcome) -> dict:
+    """E6: keep, drop or no measurable gain for one more optimization over the step before."""
+    run = usable(result)
+    if isinstance(run, str):
+        return {"verdict": "n/a", "text": run}
+    unsupported = [n for n in run.notes if "int8" in n]
+    if run.options.quant == "int8" and unsupported:
+        return {"verdict": "not supported", "text": "int8 not supported here: " + unsupported[0]}
+    against = versus(run, previous)
+    steady = stability(run)
+    if run.compile_fallbacks or run.recompile_limit_hits:
+        word = "unstable"
+    elif against.verdict == "noise unknown":
+        word = "keep?" if (against.ratio or 1) < 1 else "drop?"
+    else:
+        word = STEP_WORDS.get(against.verdict, "n/a")
+    return {"verdict": word, "text": f"{word}: {against.text} than the step before; {steady}",
+            "vs_previous": against.as_dict(), "stability": steady}
