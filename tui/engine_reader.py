@@ -77,12 +77,12 @@ class EngineReader:
             self.post(WarmSwitchEvent(event))
             return False if isinstance(event, CutOverDone) else down
         if event is None and not down and not engine.is_alive():
-            event = engine.poll(0.0) or EngineFailed("the engine process exited")
+            event = engine.poll(0.0) or protocol.EngineFailed("the engine process exited")
         if event is None:
             if down:  # a dead engine's poll may return at once: don't spin
                 self._stopping.wait(POLL_S)
             return down
-        if isinstance(event, EngineFailed):
+        if isinstance(event, protocol.EngineFailed):
             if down:
                 return down
             down = True

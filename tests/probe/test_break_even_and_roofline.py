@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from probe.analysis.break_even_live import break_even_status
 from probe.analysis.stats import break_even
-from probe.contract.live import break_even_status
 from probe.engine.measure.bandwidth_cache import MachineBandwidth, machine_bandwidth
 from probe.engine.measure.step_roofline import decode_step_bytes
 from tests.conftest import synthetic_record as record

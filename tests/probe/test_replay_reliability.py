@@ -92,11 +92,11 @@ def test_after_kill_9_the_journal_recovers_every_request_served(tmp_path, capsys
 
 def test_a_full_disk_is_one_line_and_the_journal_keeps_what_was_served(tmp_path, capsys,
                                                                        monkeypatch):
-    import probe.session_store.snapshot as snapshot
+    import probe.engine.process.replay_and_save as replay_and_save
 
     def full(path, document):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-    monkeypatch.setattr(snapshot, "write_json_atomic", full)
+    monkeypatch.setattr(replay_and_save, "write_json_atomic", full)
     out = tmp_path / "run.json"
     code = main(["replay", "--model", "t5-tiny", "--device", "cpu", "--trace", "chat",
                  "--requests", "3", "--speed", "1000", "--max-output", "4", "--out", str(out)])

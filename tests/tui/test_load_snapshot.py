@@ -93,7 +93,6 @@ def test_launch_load_runs_the_app_read_only(saved, monkeypatch):
 
 
 def test_launch_live_builds_the_engine_from_args_and_stops_it(monkeypatch):
-    import probe.engine.process.engine_process as engine_process
 
     engines: list[FakeEngine] = []
 
@@ -112,8 +111,8 @@ def test_launch_live_builds_the_engine_from_args_and_stops_it(monkeypatch):
         ran.append(self)
         self.reader_stopped.set()
 
-    monkeypatch.setattr(engine_process, "launch_from_args", Config)
-    monkeypatch.setattr(engine_process, "EngineClient", client)
+    monkeypatch.setattr(launch_module, "launch_from_args", Config)
+    monkeypatch.setattr(launch_module, "EngineClient", client)
     monkeypatch.setattr(InfertopApp, "run", run)
     monkeypatch.setattr(launch_module, "READER_STOP_WAIT_S", 0.1)
     assert launch(_args()) == 0
