@@ -40,16 +40,28 @@ class CompilePhases:
         return {"tracing": self.tracing_s, "aot": self.aot_s, "inductor": self.inductor_s,
                 "cache load": self.cache_load_s}
 
-    def split_text(self) -> str:
-        """The parts that took time: "tracing 24.5 s · cache load 1.77 s"."""
-        return " · ".join(f"{name} {fmt_s(seconds)}" for name, seconds in self.parts().items()
-                          if seconds)
+    def split_text(self, total_s: float | None = None) -> str:
+        """The parts that took time: "tracing 24.5 s · cache load 1.77 s"; beside a `total_s`
+        they do not fill, the rest as `other` (wall-clock compile seconds outside dynamo's timed
+        phases: guards, bytecode, waiting for a core), so the line sums to its total."""
+        parts = [f"{name} {fmt_s(seconds)}" for name, seconds in self.parts().items() if seconds]
+        rest = self.untimed_s(total_s)
+        return " · ".join(parts + ([f"other {fmt_s(rest)}"] if rest else []))
 
-    def largest_share(self) -> str:
-        """The largest part with its share of the split seconds: "92% tracing"."""
-        parts = self.parts()
+    def untimed_s(self, total_s: float | None) -> float:
+        """`total_s` less the parts, when the parts leave out more than rounding does."""
+        if total_s is None:
+            return 0.0
+        rest = total_s - self.total_s
+        return rest if rest > max(0.01, 0.005 * total_s) else 0.0
+
+    def largest_share(self, total_s: float | None = None) -> str:
+        """The largest part with its share: "92% tracing"; of `total_s` when given, `other`
+        (split_text's rest) counted as a part."""
+        parts = {**self.parts(), "other": self.untimed_s(total_s)}
+        whole = self.total_s + parts["other"]
         name = max(parts, key=parts.__getitem__)
-        return f"{100 * parts[name] / self.total_s:.0f}% {name}" if self.total_s else "none"
+        return f"{100 * parts[name] / whole:.0f}% {name}" if whole else "none"
 
 
 @dataclass(frozen=True)
@@ -162,7 +174,9 @@ class ConfigTpot:
 
     @property
     def ratio(self) -> float | None:
-        if self.tpot_ms is None or not self.limit_ms:
+        """Against the roofline only over warm requests: a request that waited on a compile
+        holds the compile's seconds, which no roofline bounds (None until one is warm)."""
+        if self.tpot_ms is None or not self.limit_ms or not self.warm:
             return None
         return self.tpot_ms / self.limit_ms
 

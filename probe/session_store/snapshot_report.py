@@ -157,7 +157,7 @@ def show(path: str) -> str:
         lines.append(f"  {s.config_id}: {_label(data, s.config_id)}{notes}")
         phases = phases_within(s.compile_phases, s.compile_s)
         if phases is not None and phases.total_s:
-            lines.append(f"      compile split: {phases.split_text()}")
+            lines.append(f"      compile split: {phases.split_text(s.compile_s)}")
     if data.breaks:
         lines += ["", "graph breaks:"]
         for b in sorted(data.breaks, key=lambda b: -b.count)[:10]:

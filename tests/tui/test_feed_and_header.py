@@ -52,3 +52,33 @@ def test_the_feed_time_column_keeps_one_format(t_s):
 
 def test_598_and_620_seconds_read_alike():
     assert (fmt_clock_column(598.5), fmt_clock_column(620.0)) == ("9:58", "10:20")
+
+
+_PART = re.compile(r"(tracing|aot|inductor|cache load|other) ([0-9.,]+) (ms|s)\b")
+
+
+def _shown_seconds(text: str) -> dict[str, float]:
+    return {name: float(value.replace(",", "")) / (1000.0 if unit == "ms" else 1.0)
+            for name, value, unit in _PART.findall(text)}
+
+
+@given(st.lists(st.tuples(st.floats(0.05, 90.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0),
+                          st.floats(0.0, 1.0)), min_size=1, max_size=6))
+def test_the_headers_parts_add_up_to_its_total_recomputed_from_the_events(compiles):
+    """Each compile's wall seconds and the share of them dynamo timed in each phase (an H200
+    header read "88.6 s: tracing 2.82 s · aot 2.04 s · inductor 4.56 s"): the line shown sums
+    to its total, the rest named `other`, to within the rounding of the numbers shown."""
+    from probe.analysis.stats import added_phases, event_phases
+    from probe.contract.records import CompileEvent
+
+    events = [CompileEvent(compile_id=f"{i}/0", kind="compile", function="f", start_s=float(i),
+                           duration_s=wall, reason=None, request_id=None, config_id="c1",
+                           tracing_s=wall * a / 3, aot_s=wall * b / 3, inductor_s=wall * c / 3)
+              for i, (wall, a, b, c) in enumerate(compiles)]
+    total = sum(e.duration_s or 0.0 for e in events)            # the header's total
+    phases = phases_within(added_phases(event_phases(e) for e in events), total)
+    shown = _shown_seconds(phases.split_text(total))
+    timed = sum((e.tracing_s or 0) + (e.aot_s or 0) + (e.inductor_s or 0) for e in events)
+    if total - timed > max(0.01, 0.005 * total):
+        assert abs(shown["other"] - (total - timed)) <= 0.006 * (total - timed) + 0.0051
+    assert abs(sum(shown.values()) - total) <= 0.006 * total * len(shown) + 0.0051 * len(shown)

@@ -66,3 +66,15 @@ def test_the_note_is_on_the_roofline_line(stages):
     view = replace(stages["measured"], roofline=replace(
         ROOF, precision="bf16", lever_note="bf16: no AVX512-BF16/AMX here"))
     assert "bf16: no AVX512-BF16/AMX here" in roofline_line(view, 66, 1000.0).plain
+
+
+def test_a_config_with_no_warm_request_shows_no_roofline_ratio():
+    """Every request of it waited on a compile: its TPOT holds compile seconds that no
+    roofline bounds (an H200 screen read "c3 TPOT 90 ms · 1,607× roofline" for such a config),
+    so the line gives its TPOT and scope and no ratio; the first warm request brings it."""
+    from probe.contract.figures import ConfigTpot
+    cold = ConfigTpot("c3", tpot_ms=90.0, requests=12, warm=False, limit_ms=0.056)
+    assert cold.ratio is None
+    assert cold.text() == "c3 TPOT 90 ms (p50 of 12 req, none warm yet)"
+    warm = ConfigTpot("c3", tpot_ms=0.112, requests=12, warm=True, limit_ms=0.056)
+    assert warm.ratio == 2.0 and warm.text().endswith("· 2.00× roofline")

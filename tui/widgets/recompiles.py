@@ -68,8 +68,8 @@ def compile_time_texts(total_s: float, view: LiveView) -> tuple[str, ...]:
     plain = f" ({fmt_s(total_s)})"
     if phases is None or not phases.total_s:
         return (plain,)
-    return (f" ({fmt_s(total_s)}: {phases.split_text()})",
-            f" ({fmt_s(total_s)}, {phases.largest_share()})", plain)
+    return (f" ({fmt_s(total_s)}: {phases.split_text(total_s)})",
+            f" ({fmt_s(total_s)}, {phases.largest_share(total_s)})", plain)
 
 
 def running_function(running: Running) -> str:
