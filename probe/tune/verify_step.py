@@ -176,7 +176,7 @@ def run_verify(plan: VerifyPlan, *, passes: int, keep_runs: Path | None = None,
                          max_input=MAX_INPUT, repeats=passes,
                          compile_backend=plan.compile_backend, slo=plan.slo)
     change = " ".join(f"{k}={v}" for k, v in plan.change.items())
-    job = Job(plan.candidate, f"verify {change}", 1, len(plan.requests), passes,
+    job = Job(plan.candidate, f"B ({change})", 1, len(plan.requests), passes,
               plan.source, plan.rate_rps, control=plan.control)
     with tempfile.TemporaryDirectory(prefix="infertop-verify-") as folder, \
             warnings.catch_warnings():
@@ -230,15 +230,16 @@ def verify_text(v: Verification) -> str:
     """The doctor's section for --verify: one line a figure, the verdict, the prediction."""
     plan, c = v.plan, v.comparison
     change = " ".join(f"{k}={v}" for k, v in plan.change.items())
-    lines = [f"verify {plan.config_id} → {change}: {plan.model} on {plan.device}, "
-             f"{len(plan.requests)} recorded requests replayed at their arrival times, "
-             f"{v.passes} run(s) an arm on fresh engines alternated A B, B A; warm-up excluded",
-             f"  {'':<14}{'A (now)':>12}{'B (' + change + ')':>22}{'B − A':>12}  95% interval"]
+    lines = [f"verify {plan.config_id}'s next step: A = {plan.control.label()}, B = A with "
+             f"{change}; {plan.model} on {plan.device}, {len(plan.requests)} recorded requests "
+             f"replayed at their arrival times, {v.passes} run(s) an arm on fresh engines "
+             f"alternated (A B, B A, …), warm-up excluded",
+             f"  {'':<14}{'A':>10}{'B':>10}{'B − A':>11}  95% interval of B − A"]
     for name, m in c.metrics.items():
-        interval = ("—" if m.ci95 is None else
+        interval = ("— (per engine, not per request)" if m.ci95 is None else
                     f"[{_signed(name, m.ci95[0])}, {_signed(name, m.ci95[1])}]")
-        lines.append(f"  {name:<14}{_value(name, m.a):>12}{_value(name, m.b):>22}"
-                     f"{_signed(name, m.delta):>12}  {interval}")
+        lines.append(f"  {name:<14}{_value(name, m.a):>10}{_value(name, m.b):>10}"
+                     f"{_signed(name, m.delta):>11}  {interval}")
     tell = (f"; about {c.requests_to_tell} requests an arm would tell"
             if c.requests_to_tell is not None else "")
     lines.append(f"  verdict (p95): {c.verdict} ({c.requests_a} requests in A, {c.requests_b} "
