@@ -170,7 +170,11 @@ def run_verify(plan: VerifyPlan, *, passes: int, keep_runs: Path | None = None,
     transformers.logging.set_verbosity_error()     # only infertop speaks on the terminal
     if plan.threads:
         torch.set_num_threads(plan.threads)
-    device = resolve_device(plan.device)
+    try:
+        device = resolve_device(plan.device)
+    except BadInput as exc:
+        raise BadInput(f"{plan.source}: --verify serves on the session's device "
+                       f"({plan.device}): {exc}") from None
     workload = workload_of(plan)
     context = RunContext(model=plan.model, device=str(device), loaded=load_model(plan.model),
                          max_input=MAX_INPUT, repeats=passes,

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
+import pytest
 
 from infertop.cli import main
 from probe.contract.options import OptConfig, parse_opts
@@ -90,3 +91,19 @@ def test_a_model_folder_that_is_gone_is_refused_in_one_line(tmp_path, capsys):
     assert captured.out == ""
     (line,) = captured.err.strip().splitlines()
     assert "moved-model" in line and "--verify needs the session's model" in line
+
+
+def test_a_device_this_machine_lacks_is_refused_in_one_line(tmp_path, capsys):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has the session's device")
+    queued = [record(i, arrival_s=0.001 * i, start_s=0.3 * i) for i in range(20)]
+    path = _save(tmp_path / "gpu.json", queued, "t5-tiny", c1=())
+    document = json.loads(path.read_text())
+    document["environment"]["device"] = "cuda:0"
+    path.write_text(json.dumps(document))
+    assert main(["doctor", str(path), "--verify"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.strip().splitlines()
+    assert "session's device (cuda:0)" in line
