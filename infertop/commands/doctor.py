@@ -1,15 +1,27 @@
-"""`infertop doctor SESSION.json [--json]`: every slow request of a saved session explained by its
-cause, the next step, and the production-readiness checklist (probe/analysis/diagnosis.py)."""
+"""`infertop doctor SESSION.json [--json] [--verify]`: every slow request of a saved session
+explained by its cause, the next step, and the production-readiness checklist
+(probe/analysis/diagnosis.py); with --verify, the next step measured against the config it
+would replace (probe/tune/verify_step.py)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from probe.analysis.diagnosis import context_from_document
 from probe.analysis.doctor_text import report_text
 from probe.analysis.session_diagnosis import diagnose_session
+from probe.common.argtypes import whole_number
 from probe.common.terminal_text import terminal_json, terminal_text
 from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
+from probe.tune.verify_step import (
+    DEFAULT_PASSES,
+    DEFAULT_REQUESTS,
+    run_verify,
+    say_stderr,
+    verify_plan,
+    verify_text,
+)
 
 NAME = "doctor"
 HELP = "why a saved session's slowest requests were slow, and what to do next"
@@ -19,21 +31,46 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="SESSION.json")
     parser.add_argument("--json", action="store_true",
                         help="the diagnosis as JSON ({segments: [...], checklist: [...]})")
+    parser.add_argument("--verify", action="store_true",
+                        help="measure the next step of the last served config: replay the "
+                             "session's requests through that config and through it with the "
+                             "change, alternated on fresh engines, and compare (JSON: verify)")
+    parser.add_argument("--verify-requests", type=whole_number(2), default=DEFAULT_REQUESTS,
+                        metavar="N", help=f"--verify: the first N recorded requests of that "
+                                          f"config (default {DEFAULT_REQUESTS})")
+    parser.add_argument("--verify-passes", type=whole_number(1), default=DEFAULT_PASSES,
+                        metavar="N", help=f"--verify: runs an arm, each on a fresh engine "
+                                          f"(default {DEFAULT_PASSES})")
+    parser.add_argument("--verify-runs", default=None, metavar="DIR",
+                        help="--verify: keep each run's session in DIR (for snapshot compare); "
+                             "by default they are removed")
 
 
-def diagnosis_of(path: str):
-    document = read_document(path)
+def diagnosis_of(path: str, document: dict | None = None):
+    document = read_document(path) if document is None else document
     data = saved_session(document, source=f"snapshot {path}")   # the check show and --load make
     return data, diagnose_session(data, context_from_document(
         document, saved_live_parts(document, source=f"snapshot {path}"), saved=path))
 
 
 def main(args: argparse.Namespace) -> int:
-    data, report = diagnosis_of(args.file)
+    document = read_document(args.file)
+    data, report = diagnosis_of(args.file, document)
+    verified = None
+    if args.verify:     # every refusal before anything is printed
+        plan = verify_plan(args.file, document, data, report, args.verify_requests)
+        verified = run_verify(plan, passes=args.verify_passes, say=say_stderr,
+                              keep_runs=Path(args.verify_runs) if args.verify_runs else None)
     if args.json:       # C1 and bidi controls as \uXXXX, as every printed line is escaped
-        print(terminal_json(report.as_dict(), indent=1))
+        out = report.as_dict()
+        if verified is not None:
+            out["verify"] = verified.as_dict()
+        print(terminal_json(out, indent=1))
     else:
         labels = {cid: entry.options.label() for cid, entry in data.configs.items()}
         print(f"{terminal_text(args.file)}\n")
         print(terminal_text(report_text(report, labels), keep_newlines=True))
+        if verified is not None:
+            print()
+            print(terminal_text(verify_text(verified), keep_newlines=True))
     return 0

@@ -113,8 +113,11 @@ def _rate_measured(side: _Side, say: Callable[[str], None]) -> Measured:
     segments = [s for data in side.datas for s in session_segments(data)[:1]]
     p95 = Spread.of(s.latency_ms.p95 for s in segments).median
     drifts = [d for d in (drift_of(s) for s in segments) if d is not None]
-    say(f"{side.label}: goodput {figure.median if figure.median is not None else 0:.3g} "
-        f"req/s, attainment {attainment if attainment is not None else 0:.0%}")
+    if figure.median is None:       # no SLO: every request counts, nothing to attain
+        say(f"{side.label}: {len(side.runs)} run(s) served; no SLO, so no goodput")
+    else:
+        say(f"{side.label}: goodput {figure.median:.3g} req/s, attainment "
+            f"{attainment if attainment is not None else 0:.0%}")
     return Measured(figure, figure.median, attainment, p95, max(drifts) if drifts else None,
                     tuple(r.session for r in side.runs if r.session),
                     segments[0] if segments else None, None)
