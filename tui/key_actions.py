@@ -172,7 +172,9 @@ class KeyActions(DashboardState):
 
     def action_reasons(self) -> None:
         if not isinstance(self.screen, ReasonsScreen):
-            self.push_screen(ReasonsScreen(self.view.compile_events if self.view else ()))
+            view = self.view
+            groups = getattr(view.diagnosis, "guard_groups", ()) if view else ()
+            self.push_screen(ReasonsScreen(view.compile_events if view else (), groups))
 
     def log_line(self) -> str:
         if self.engine is None:

@@ -1,5 +1,6 @@
-"""`e`: every compile event's guard failures and reasons in full, newest first — the feed cuts
-them to one line."""
+"""`e`: the served config's recompiles grouped by the guard that failed, each with its fix
+(probe/analysis/guard_groups.py, the doctor's rows), then every compile event's guard failures
+and reasons in full, newest first — the feed cuts them to one line."""
 
 from __future__ import annotations
 
@@ -10,19 +11,36 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from probe.analysis.guard_groups import GuardGroup
 from probe.common.units import fmt_clock_column, fmt_s
 from probe.contract.records import CompileEvent
 
 REASONS_KEY = "e"
 
 
-def reasons_text(events: tuple[CompileEvent, ...]) -> Text:
-    """Each event with a reason, newest first: its header line, then the reason whole (one
-    guard failure a line: dynamo joins them with "; ")."""
+def groups_text(groups: tuple[GuardGroup, ...]) -> Text:
+    """One row a guard group and its fix: what the doctor reads, before the events behind it."""
     text = Text()
+    if not groups:
+        return text
+    text.append("recompiles by guard (the served config)\n", style="bold")
+    for group in groups:
+        text.append(f"  {group.text()}\n")
+        fix = group.fix.text if group.fix is not None else "no option avoids it here"
+        text.append(f"    fix: {fix}\n", style="green" if group.fix is not None else "dim")
+    text.append("\n")
+    return text
+
+
+def reasons_text(events: tuple[CompileEvent, ...],
+                 groups: tuple[GuardGroup, ...] = ()) -> Text:
+    """The groups, then each event with a reason, newest first: its header line, then the
+    reason whole (one guard failure a line: dynamo joins them with "; ")."""
+    text = groups_text(groups)
     shown = [e for e in reversed(events) if e.reason]
     if not shown:
-        return Text("no compile event has a reason yet", style="dim")
+        text.append("no compile event has a reason yet", style="dim")
+        return text
     for event in shown:
         text.append(f"{fmt_clock_column(event.start_s)} {event.kind} {event.compile_id} "
                     f"{event.function} · {event.request_id or 'prewarm'} · "
@@ -37,12 +55,14 @@ def reasons_text(events: tuple[CompileEvent, ...]) -> Text:
 class ReasonsScreen(ModalScreen[None]):
     BINDINGS = [Binding(f"escape,{REASONS_KEY}", "dismiss", "close")]
 
-    def __init__(self, events: tuple[CompileEvent, ...]) -> None:
+    def __init__(self, events: tuple[CompileEvent, ...],
+                 groups: tuple[GuardGroup, ...] = ()) -> None:
         super().__init__()
         self._events = events
+        self._groups = groups
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body") as body:
             body.border_title = "compile reasons in full"
             body.border_subtitle = f"esc or {REASONS_KEY} closes · ↑↓ scroll"
-            yield Static(reasons_text(self._events), id="reasons-text", markup=False)
+            yield Static(reasons_text(self._events, self._groups), id="reasons-text", markup=False)

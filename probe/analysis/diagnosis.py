@@ -21,6 +21,7 @@ from probe.analysis.findings import (
     recompile_limit,
     saturation,
 )
+from probe.analysis.guard_groups import GuardGroup, guard_groups
 from probe.analysis.load_figures import Load, records_load
 from probe.analysis.next_step import (
     NextStep,
@@ -88,11 +89,13 @@ class SegmentDiagnosis:
     next_step: NextStep | None
     healthy: bool = False
     tpot: ConfigTpot | None = None      # the config's TPOT, as the latency panel prints it
+    guard_groups: tuple[GuardGroup, ...] = ()   # its recompiles by guard, each with its fix
 
     def as_dict(self) -> dict:
         return {"config_id": self.config_id, "tail": self.tail.as_dict(),
                 "findings": [f.as_dict() for f in self.findings], "verdict": self.verdict,
-                "next_step": None if self.next_step is None else self.next_step.as_dict()}
+                "next_step": None if self.next_step is None else self.next_step.as_dict(),
+                "guard_groups": [g.as_dict() for g in self.guard_groups]}
 
 
 def roofline_for(options: OptConfig, roofline: RooflineStatus | None) -> float | None:
@@ -154,7 +157,8 @@ def diagnose(data: SessionData, config_id: str, ctx: DoctorContext = DoctorConte
                        ctx.roofline if roofline is not None else None)
     return SegmentDiagnosis(config_id, result, tuple(findings),
                             verdict(result, facts, findings, healthy, step), step, healthy,
-                            tpot)
+                            tpot, guard_groups(events, mine, ctx.bucket_edges,
+                                              bucketed=options.bucketing == "on"))
 
 
 def _healthy(result: Attribution, findings: Sequence[Finding]) -> bool:

@@ -65,6 +65,13 @@ def segment_lines(diagnosis: SegmentDiagnosis, label: str = "",
     if diagnosis.findings:
         lines.append("  findings:")
         lines += [f"    {f.finding}: {f.evidence}" for f in diagnosis.findings]
+    if diagnosis.guard_groups:
+        lines.append("  recompiles by guard:")
+        for group in diagnosis.guard_groups:
+            lines.append(f"    {group.text()}")
+            lines.append(f"      fix: {group.fix.text}" if group.fix is not None else
+                         "      fix: none predicted for this traffic" if group.sizes else
+                         "      fix: none among the options (a guard on a value, not a shape)")
     return lines
 
 

@@ -129,7 +129,7 @@ def test_the_json_has_the_issue_shape_and_sorted_causes():
     report = diagnose_session(session(serial([(0.01, 0.5)] * 30)))
     doc = report.as_dict()
     (segment,) = doc["segments"]
-    assert list(segment) == ["config_id", "tail", "findings", "verdict", "next_step"]
+    assert list(segment) == ["config_id", "tail", "findings", "verdict", "next_step", "guard_groups"]
     assert list(segment["tail"]) == ["requests", "latency_p95_ms", "causes"]
     shares = [c["share"] for c in segment["tail"]["causes"]]
     assert shares == sorted(shares, reverse=True) and sum(shares) == pytest.approx(1.0)
