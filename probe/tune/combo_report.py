@@ -32,6 +32,8 @@ def frontier_trials(trials: list[Trial]) -> tuple[list[Trial], Trial | None]:
 def gain_text(ratio: Ratio | None) -> str:
     if ratio is None:
         return "—"
+    if ratio.low == ratio.high:          # one value a side: no range to show
+        return f"{(ratio.value - 1) * 100:+.0f}%"
     return (f"{(ratio.value - 1) * 100:+.0f}% ({(ratio.low - 1) * 100:+.0f}% to "
             f"{(ratio.high - 1) * 100:+.0f}%)")
 
@@ -99,8 +101,9 @@ def combo_markdown(document: dict, state: ComboState) -> str:
                           *names, "", "why / source"], rows), "```", ""]
     final = document["final"]
     if final:
+        flags = f"`{final['opt_line']}`" if final["opt_line"] else "(no --opt: the default)"
         lines += [f"**Chosen config** (most {objective} within the constraints): "
-                  f"{final['label']} `{final['opt_line']}`".rstrip(), ""]
+                  f"{final['label']} {flags}", ""]
     else:
         lines += ["**No trial met every constraint.**", ""]
     if document["knee"]:
