@@ -73,8 +73,9 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         steps = RaySteps.connect(args.ray, args.device, context, args.trace, args.threads,
                                  out / "runs", stop, say)
     (out / "runs").mkdir(parents=True, exist_ok=True)
-    # a resumed search's runs are named after the stopped one's, never over them
-    counter = iter(range(2 + max((t.number for t in resumed_trials), default=-1), 10_000))
+    # a resumed search's runs are named after every run already in runs/, never over them
+    counter = iter(range(1 + max((int(p.name.split("_")[0]) for p in (out / "runs").glob("*_*")
+                                  if p.name.split("_")[0].isdigit()), default=0), 100_000))
     state_rate: dict[str, float] = {}
     if not args.find_capacity:
         state_rate["rate"] = args.rate
