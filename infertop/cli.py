@@ -35,6 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the command line itself (not a test's call): a headless run may fork a child to work
     # in, so that a stop ends within seconds even during a compile (stop_supervisor)
     args.supervised = argv is None
+    args.argv = list(sys.argv[1:] if argv is None else argv)   # what `tune --resume` reruns
     if args.func is dashboard.main:     # the dashboard owns its terminal
         return _run(args)
     with escaped_output():      # every line a command prints, whoever forgot to escape it

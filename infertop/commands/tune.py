@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 from infertop.commands.bench import add_slo_arguments
 from infertop.commands.engine_args import add_compile_backend_argument
@@ -12,7 +14,7 @@ from probe.checks.engine_inputs import check_engine_inputs
 from probe.checks.inductor_cache import usable_inductor_cache
 from probe.checks.output_lock import OutputLock
 from probe.checks.stop_supervisor import run_supervised
-from probe.common.argtypes import real_number, thread_count, whole_number
+from probe.common.argtypes import byte_size, real_number, thread_count, whole_number
 from probe.common.atomic import check_output_folder
 from probe.common.errors import BadInput
 from probe.contract.options import parse_opts
@@ -20,10 +22,13 @@ from probe.engine.process.third_party_output import third_party_output_to_engine
 from probe.runs.cluster import require_ray
 from probe.tune.runner import run_tune_command
 from probe.tune.salvage import salvage_tune
+from probe.tune.trials import FIGURES
 from workloads.trace import DEFAULT_TRACE
 
 DEFAULT_REQUESTS, DEFAULT_REPEATS, DEFAULT_BUDGET_MIN = 24, 2, 30.0
 DEFAULT_MAX_DRIFT = 0.05
+DEFAULT_TRIALS = 12
+SEARCHES = ("greedy", "quick", "exhaustive")
 
 
 NAME = "tune"
@@ -37,7 +42,8 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     tune.add_argument("--trace", default=DEFAULT_TRACE, help="a built-in trace or a file")
     tune.add_argument("--device", default="auto")
     add_slo_arguments(tune)
-    load = tune.add_mutually_exclusive_group(required=True)
+    # not required here: `--resume DIR` takes them from DIR/tune.json (main checks them)
+    load = tune.add_mutually_exclusive_group()
     load.add_argument("--rate", type=real_number(0.0), default=None, metavar="R",
                       help="offered rate, req/s (open loop): goodput at it is the figure")
     load.add_argument("--find-capacity", action="store_true",
@@ -62,11 +68,71 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     tune.add_argument("--ray", nargs="?", const="", default=None, metavar="local|ADDRESS",
                       help="measure one step's candidates in parallel, one per node slot of "
                            "a Ray cluster (local: start one here)")
-    tune.add_argument("--out", required=True, metavar="DIR")
+    tune.add_argument("--search", choices=SEARCHES, default="greedy",
+                      help="greedy (default): one change at a time, kept only if it wins "
+                           "alone; quick: --trials combinations chosen by Optuna, the greedy "
+                           "path's first; exhaustive: every combination of the space")
+    tune.add_argument("--trials", type=whole_number(1), default=DEFAULT_TRIALS, metavar="N",
+                      help=f"--search quick: trials besides the default (default "
+                           f"{DEFAULT_TRIALS})")
+    tune.add_argument("--objective", type=_objectives, default=("goodput",),
+                      metavar="goodput|tokens|p95[,…]",
+                      help="what --search quick|exhaustive maximizes (p95: minimizes); "
+                           "several: Optuna's NSGA-II, the first chooses the final config")
+    tune.add_argument("--space", type=lambda text: tuple(k.strip() for k in text.split(",")
+                                                         if k.strip()),
+                      default=(), metavar="KEY,…",
+                      help="--search quick|exhaustive: only these options (default: every "
+                           "option that changes a warm run on the device)")
+    tune.add_argument("--max-memory", type=byte_size, default=None, metavar="BYTES",
+                      help="a trial whose peak KV cache bytes pass this misses a constraint")
+    tune.add_argument("--amortize", type=whole_number(1), default=None, metavar="N",
+                      help="a trial whose compile seconds are not paid back within N requests "
+                           "by its per-request saving against the default misses a constraint")
+    tune.add_argument("--out", default=None, metavar="DIR")
+    tune.add_argument("--resume", default=None, metavar="DIR",
+                      help="continue the --search quick|exhaustive stopped in DIR, with its "
+                           "flags, without measuring a finished trial again")
+
+
+def _objectives(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    wrong = [n for n in names if n not in FIGURES]
+    if not names or wrong:
+        raise argparse.ArgumentTypeError(f"{text!r}: choose from {', '.join(FIGURES)}")
+    return names
+
+
+def resumed(args: argparse.Namespace) -> argparse.Namespace:
+    """The flags of the search stopped in --resume DIR, read from its tune.json."""
+    path = Path(args.resume) / "tune.json"
+    try:
+        document = json.loads(path.read_text())
+        argv = list(document["settings"]["argv"])
+        mode = document["search"]["mode"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BadInput(f"--resume {args.resume}: no tune.json of a --search quick|exhaustive "
+                       f"there ({exc})") from exc
+    parser = argparse.ArgumentParser(prog="infertop tune", add_help=False)
+    add_cli_args(parser)
+    again = parser.parse_args(argv[1:] if argv[:1] == ["tune"] else argv)
+    again.search, again.out, again.resume = mode, args.resume, args.resume
+    again.supervised = getattr(args, "supervised", False)
+    again.argv = argv
+    return again
 
 
 def main(args: argparse.Namespace) -> int:
 
+    if args.resume is not None:
+        args = resumed(args)
+    if args.out is None:
+        raise BadInput("tune: --out DIR is required (or --resume DIR)")
+    if args.rate is None and not args.find_capacity:
+        raise BadInput("tune: one of the arguments --rate --find-capacity is required")
+    if args.search != "greedy" and args.ray is not None:
+        raise BadInput(f"tune: --search {args.search} does not spread over Ray yet; "
+                       "use --search greedy with --ray")
     if args.slo is None:
         raise BadInput("tune: --slo is required (the objective goodput is measured against), "
                           "e.g. --slo ttft=1s,latency=8s")

@@ -9,6 +9,7 @@ the signal, as `replay` and `bench` do."""
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import signal
 import sys
@@ -18,14 +19,19 @@ from pathlib import Path
 
 from probe.checks.interrupts import STOP_SIGNALS, exit_status
 from probe.checks.interrupts import say as say_now
+from probe.common.errors import BadInput
 from probe.contract.options import OptConfig
 from probe.engine.workload_setup import prepare_workload
 from probe.runs.runs import RunContext
 from probe.tune.candidates import ordered
+from probe.tune.combo import ComboState, greedy_path, run_combo
+from probe.tune.combo_report import write_combo
 from probe.tune.evaluate import Job, evaluate
 from probe.tune.ray_steps import RaySteps, nothing_measured
 from probe.tune.report import saturation, write_tune
 from probe.tune.search import Measured, TuneState, run_tune
+from probe.tune.space import EXHAUSTIVE_LIMIT, dimensions, space_size
+from probe.tune.trials import Bounds, Trial, best
 
 MAX_INPUT = 512
 
@@ -42,10 +48,18 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
     from probe.engine.observe.device_probe import resolve_device
 
     workload = prepare_workload(args.trace)       # a bad trace is refused before any output
+    resumed_trials = _previous_trials(args)
     transformers.logging.set_verbosity_error()   # only infertop speaks on the terminal
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
+    dims = dimensions(str(device), args.space)
+    if args.search == "exhaustive":
+        size = space_size(baseline, dims, EXHAUSTIVE_LIMIT)
+        if size > EXHAUSTIVE_LIMIT:
+            raise BadInput(f"tune: --search exhaustive: the space holds more than "
+                           f"{EXHAUSTIVE_LIMIT} configs; narrow it with --space KEY,… or use "
+                           f"--search quick --trials N")
     loaded = load_model(args.model)
     out = Path(args.out)
     context = RunContext(model=args.model, device=str(device), loaded=loaded,
@@ -59,7 +73,9 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         steps = RaySteps.connect(args.ray, args.device, context, args.trace, args.threads,
                                  out / "runs", stop, say)
     (out / "runs").mkdir(parents=True, exist_ok=True)
-    counter = iter(range(1, 10_000))
+    # a resumed search's runs are named after every run already in runs/, never over them
+    counter = iter(range(1 + max((int(p.name.split("_")[0]) for p in (out / "runs").glob("*_*")
+                                  if p.name.split("_")[0].isdigit()), default=0), 100_000))
     state_rate: dict[str, float] = {}
     if not args.find_capacity:
         state_rate["rate"] = args.rate
@@ -95,6 +111,10 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
                             "command": command, "baseline": baseline.as_dict(),
                             "replay_speed": _replay_speed(workload, args)})
 
+    if args.search != "greedy":
+        report["settings"]["argv"] = list(getattr(args, "argv", sys.argv[1:]))
+        return _combo(args, baseline, dims, resumed_trials, evaluate_here, stop, out, report)
+
     latest: list[TuneState] = [TuneState(final=baseline)]
 
     def on_step(step, state: TuneState) -> None:
@@ -127,6 +147,60 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
     if saturated:
         say(saturated)
     print(f"wrote {out / 'tune.md'} and {out / 'tune.json'}: chosen {state.final.label()}")
+    return exit_status(received[0]) if received else 0
+
+
+def _previous_trials(args: argparse.Namespace) -> list[Trial]:
+    if not getattr(args, "resume", None):
+        return []
+    document = json.loads((Path(args.resume) / "tune.json").read_text())
+    return [Trial.from_dict(raw) for raw in document.get("trials") or []]
+
+
+def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here, stop,
+           out: Path, report: dict) -> int:
+    """--search quick|exhaustive: tune.json/tune.md written before and after every trial."""
+    search = {"mode": args.search, "objectives": list(args.objective),
+              "trials": args.trials if args.search == "quick" else None,
+              "space": [d.key for d in dims],
+              "bounds": {"slo_target": None if args.find_capacity else args.slo_target,
+                         "max_memory": args.max_memory, "max_drift": args.max_drift,
+                         "amortize": args.amortize}}
+    bounds = Bounds(**search["bounds"])
+    context = dict(search=search, slo_text=args.slo.text(), settings=report["settings"])
+    latest: list[ComboState] = [ComboState(baseline)]
+
+    def on_trial(state: ComboState) -> None:
+        latest[0] = state
+        last = state.trials[-1]
+        if last.status != "interrupted":
+            say(f"trial {last.number} {last.options.label()}: {last.status}"
+                + (f": {last.reason}" if last.reason else ""))
+        write_combo(out, state, done=False, **context)
+
+    received: list[int] = []
+    previous_handlers = {sig: signal.signal(sig, lambda signum, _: _interrupt(stop, received,
+                                                                               signum))
+                         for sig in STOP_SIGNALS}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            state = run_combo(baseline, evaluate_here, mode=args.search, dims=dims,
+                              trials=args.trials, objectives=tuple(args.objective),
+                              bounds=bounds, previous=previous,
+                              seeds=lambda segment: greedy_path(baseline, ordered(segment),
+                                                                dims),
+                              budget_s=args.budget * 60, stop=stop, on_trial=on_trial)
+    except KeyboardInterrupt:          # a second signal: now, with the trials done
+        state = latest[0]
+        state.stopped = "interrupted"
+    finally:
+        for sig, handler in previous_handlers.items():
+            signal.signal(sig, handler)
+    write_combo(out, state, done=not stop.is_set() and not state.stopped, **context)
+    chosen = best(state.trials, args.objective[0])
+    print(f"wrote {out / 'tune.md'} and {out / 'tune.json'}: {len(state.trials)} trial(s), "
+          f"chosen {chosen.options.label() if chosen else 'none (no trial met every constraint)'}")
     return exit_status(received[0]) if received else 0
 
 

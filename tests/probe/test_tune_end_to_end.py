@@ -120,3 +120,38 @@ def test_tune_by_capacity_brackets_each_config_and_keeps_the_kv_cache(tmp_path):
     fixed = steps["kv_cache=on"]["measured"]["capacity"]["capacity_rps"]
     assert fixed is not None and fixed > base, steps["kv_cache=on"]["why"]
     assert document["final"]["options"]["kv_cache"] == "on", steps["kv_cache=on"]["why"]
+
+
+@pytest.mark.slow
+def test_tune_quick_search_keeps_every_trial_and_resumes_only_the_rest(tmp_path):
+    """`--search quick --trials 2` over eager options on short outputs (no compile: seconds
+    a run), then `--resume` after its last trial is dropped from tune.json: only that one is
+    measured again, and every trial's goodput is its saved sessions' own."""
+    from infertop.cli import main
+    trace = tmp_path / "short.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": i * 300, "input_length": 16,
+                                         "output_length": 8}) + "\n" for i in range(6)))
+    out = tmp_path / "tune"
+    code = main(["tune", "--model", "t5-tiny", "--trace", str(trace), "--device", "cpu",
+                 "--slo", "latency=5s", "--rate", "2", "--requests", "3", "--repeats", "1",
+                 "--threads", "1", "--search", "quick", "--trials", "2",
+                 "--space", "kv_cache,bucketing,qkv", "--out", str(out)])
+    assert code == 0
+    document = json.loads((out / "tune.json").read_text())
+    trials = document["trials"]
+    assert len(trials) == 3 and all(t["status"] == "done" for t in trials), trials
+    assert trials[0]["control"] is None and all(t["control"] for t in trials[1:])
+    for trial in trials:
+        sessions = trial["measured"]["sessions"]
+        values = [goodput(d.records, d.slo).goodput_rps
+                  for d in (session_data(read_document(p)) for p in sessions)]
+        assert float(np.median(values)) == pytest.approx(trial["goodput_rps"])
+    assert document["final"] is not None and document["frontier"]
+    document["trials"] = trials[:2]
+    (out / "tune.json").write_text(json.dumps(document))
+    runs_before = len(list((out / "runs").iterdir()))
+    assert main(["tune", "--resume", str(out)]) == 0
+    again = json.loads((out / "tune.json").read_text())
+    assert [t["options"] for t in again["trials"][:2]] == [t["options"] for t in trials[:2]]
+    assert len(again["trials"]) == 3
+    assert len(list((out / "runs").iterdir())) == runs_before + 2   # one trial, two sides

@@ -1,0 +1,131 @@
+"""tune.json and tune.md of `tune --search quick|exhaustive`, rewritten (atomically) before and
+after every trial: every trial with its constraints, the Pareto frontier of goodput against
+p95 (each relative to the default, so the machine's drift between trials cancels) and its
+knee, and the chosen config's gain over the default with its interval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from probe.common.atomic import write_atomic, write_json_atomic
+from probe.common.units import fmt_fraction, fmt_ms, fmt_num
+from probe.session_store.tables import text_table
+from probe.tune.candidates import opt_line
+from probe.tune.combo import ComboState
+from probe.tune.frontier import frontier, knee
+from probe.tune.trials import Ratio, Trial, best
+
+SHOWN_BEST = 3
+
+
+def frontier_trials(trials: list[Trial]) -> tuple[list[Trial], Trial | None]:
+    """The feasible trials on the frontier of (goodput ↑, p95 ↓) relative to the default,
+    most goodput first, and its knee."""
+    scored = [t for t in trials if t.feasible and "goodput" in t.vs_default
+              and "p95" in t.vs_default]
+    points = [(t.vs_default["goodput"].value, t.vs_default["p95"].value) for t in scored]
+    front = frontier(points)
+    at = knee(points, front)
+    return [scored[i] for i in front], (None if at is None else scored[at])
+
+
+def gain_text(ratio: Ratio | None) -> str:
+    if ratio is None:
+        return "—"
+    if ratio.low == ratio.high:          # one value a side: no range to show
+        return f"{(ratio.value - 1) * 100:+.0f}%"
+    return (f"{(ratio.value - 1) * 100:+.0f}% ({(ratio.low - 1) * 100:+.0f}% to "
+            f"{(ratio.high - 1) * 100:+.0f}%)")
+
+
+def _slim(trial: Trial) -> dict:
+    return {"number": trial.number, "label": trial.options.label(),
+            "options": trial.options.as_dict(), "goodput_rps": trial.goodput_rps,
+            "p95_ms": trial.p95_ms,
+            "vs_default": {k: r.as_dict() for k, r in trial.vs_default.items()}}
+
+
+def combo_document(state: ComboState, *, search: dict, slo_text: str, settings: dict,
+                   done: bool) -> dict:
+    objective = search["objectives"][0]
+    chosen = best(state.trials, objective)
+    front, bend = frontier_trials(state.trials)
+    final = None
+    if chosen is not None:
+        final = {"trial": chosen.number, "options": chosen.options.as_dict(),
+                 "label": chosen.options.label(), "opt_line": opt_line(chosen.options),
+                 "better_than_default": (chosen.vs_default["goodput"].as_dict()
+                                         if "goodput" in chosen.vs_default else None)}
+    return {"search": search, "slo_text": slo_text, "settings": settings, "done": done,
+            "stopped": state.stopped, "default_options": state.default.as_dict(),
+            "trials": [t.as_dict() for t in state.trials],
+            "frontier": [_slim(t) for t in front],
+            "knee": None if bend is None else _slim(bend), "final": final}
+
+
+def combo_markdown(document: dict, state: ComboState) -> str:
+    settings, search = document["settings"], document["search"]
+    objective = search["objectives"][0]
+    lines = [f"# infertop tune --search {search['mode']}: {settings['model']} on "
+             f"{settings['trace']}", "",
+             f"- SLO: `{document['slo_text']}`; objective(s): {', '.join(search['objectives'])}",
+             f"- each trial: {settings['requests']} requests, {settings['repeats']} repeat(s), "
+             "measured warm, alternated run by run with the best config so far; its gain over "
+             "the default is its ratio to that control times the control's own (the interval: "
+             "the repeats' ranges)",
+             f"- command: `{settings['command']}`", ""]
+    ranked = sorted((t for t in state.trials if t.feasible and objective in t.vs_default
+                     and t.control is not None),
+                    key=lambda t: t.vs_default[objective].value, reverse=True)
+    if objective == "p95":
+        ranked.reverse()
+    if ranked:
+        lines += ["## Best configs against the default", ""]
+        for t in ranked[:SHOWN_BEST]:
+            lines.append(f"- trial {t.number}, `{t.options.label()}`: goodput "
+                         f"{gain_text(t.vs_default.get('goodput'))}, p95 "
+                         f"{gain_text(t.vs_default.get('p95'))} against the default")
+        lines.append("")
+    names = sorted({k for t in state.trials for k in t.constraints})
+    rows = []
+    front = {t["number"] for t in document["frontier"]}
+    bend = (document["knee"] or {}).get("number")
+    for t in state.trials:
+        marks = ("frontier" if t.number in front else "") + (" knee" if t.number == bend else "")
+        rows.append([str(t.number), t.options.label(), t.status, fmt_num(t.goodput_rps, 3),
+                     fmt_ms(t.p95_ms), gain_text(t.vs_default.get("goodput")),
+                     *[_met(t, n) for n in names], marks.strip(),
+                     t.reason or t.source])
+    lines += ["## Trials", "", "```",
+              text_table(["#", "config", "status", "goodput req/s", "p95", "goodput vs default",
+                          *names, "", "why / source"], rows), "```", ""]
+    final = document["final"]
+    if final:
+        flags = f"`{final['opt_line']}`" if final["opt_line"] else "(no --opt: the default)"
+        lines += [f"**Chosen config** (most {objective} within the constraints): "
+                  f"{final['label']} {flags}", ""]
+    else:
+        lines += ["**No trial met every constraint.**", ""]
+    if document["knee"]:
+        lines += [f"Knee of the goodput/p95 frontier (the frontier point farthest from the "
+                  f"line joining its ends): trial {document['knee']['number']}, "
+                  f"{document['knee']['label']}.", ""]
+    if document["stopped"]:
+        lines += [f"Stopped early: {document['stopped']}. `infertop tune --resume DIR` "
+                  "continues it.", ""]
+    lines.append("Each run's session is in `runs/`.")
+    return "\n".join(lines) + "\n"
+
+
+def _met(trial: Trial, name: str) -> str:
+    c = trial.constraints.get(name)
+    if c is None:
+        return "—"
+    value = fmt_fraction(c.value) if name in ("slo_attainment", "drift") else fmt_num(c.value, 3)
+    return f"{'met' if c.met else 'MISSED'} {value}"
+
+
+def write_combo(out: Path, state: ComboState, **context) -> None:
+    document = combo_document(state, **context)
+    write_json_atomic(out / "tune.json", document)
+    write_atomic(out / "tune.md", [combo_markdown(document, state)])

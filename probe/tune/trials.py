@@ -1,0 +1,233 @@
+"""One config tried by `tune --search quick|exhaustive`: what it measured beside its control
+(the best config so far, rerun alternated with it on the same requests), its figures relative
+to the default config (its ratio to the control times the control's own ratio to the
+default: the machine's drift between steps cancels in each ratio), and the constraints it met.
+Values only, round-tripped through tune.json for `--resume`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from probe.contract.options import OptConfig
+from probe.runs.spread import Spread
+from probe.tune.candidates import DRIFTING
+from probe.tune.search import Measured
+
+DONE, FAILED, INTERRUPTED = "done", "failed", "interrupted"
+# the figures compared, each with whether higher is better
+FIGURES = {"goodput": True, "tokens": True, "p95": False}
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """a / b of two figures' medians and the range their repeats allow (low/high over
+    high/low): 1.2 [1.1, 1.3] is 20% more, 10 to 30% by the repeats."""
+    value: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, a: Spread, b: Spread) -> Ratio | None:
+        if not a.median or not b.median:
+            return None
+        low = a.low / b.high if a.low is not None and b.high else a.median / b.median
+        high = a.high / b.low if a.high is not None and b.low else a.median / b.median
+        return cls(a.median / b.median, low, high)
+
+    def times(self, other: Ratio) -> Ratio:
+        return Ratio(self.value * other.value, self.low * other.low, self.high * other.high)
+
+    def as_dict(self) -> dict:
+        return {"ratio": self.value, "interval": [self.low, self.high]}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping | None) -> Ratio | None:
+        if not raw:
+            return None
+        low, high = raw["interval"]
+        return cls(raw["ratio"], low, high)
+
+
+ONE = Ratio(1.0, 1.0, 1.0)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    bound: float
+    value: float | None
+    met: bool
+    why: str = ""
+
+    def as_dict(self) -> dict:
+        return {"bound": self.bound, "value": self.value, "met": self.met, "why": self.why}
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a trial must meet to count: --slo-target's attainment (at a rate), --max-memory,
+    --max-drift, --amortize."""
+    slo_target: float | None = None
+    max_memory: float | None = None
+    max_drift: float | None = None
+    amortize: int | None = None
+
+
+@dataclass(frozen=True)
+class Trial:
+    number: int
+    options: OptConfig
+    status: str                      # done | failed | interrupted
+    source: str = ""                 # default | greedy path | data hint | sampler | grid
+    reason: str = ""
+    control: OptConfig | None = None
+    goodput_rps: float | None = None
+    p95_ms: float | None = None
+    tokens_per_s: float | None = None
+    slo_attainment: float | None = None
+    drift: float | None = None
+    kv_peak_bytes: int | None = None
+    compile_s: float | None = None
+    latency_p50_ms: float | None = None
+    vs_control: dict[str, Ratio] = field(default_factory=dict)
+    vs_default: dict[str, Ratio] = field(default_factory=dict)
+    constraints: dict[str, Constraint] = field(default_factory=dict)
+    measured: dict | None = None     # Measured.as_dict(): the spreads and the sessions
+
+    @property
+    def feasible(self) -> bool:
+        return self.status == DONE and all(c.met for c in self.constraints.values())
+
+    def as_dict(self) -> dict:
+        return {"number": self.number, "options": self.options.as_dict(),
+                "label": self.options.label(), "status": self.status, "source": self.source,
+                "reason": self.reason,
+                "control": self.control.as_dict() if self.control else None,
+                "goodput_rps": self.goodput_rps, "p95_ms": self.p95_ms,
+                "tokens_per_s": self.tokens_per_s, "slo_attainment": self.slo_attainment,
+                "drift": self.drift, "kv_peak_bytes": self.kv_peak_bytes,
+                "compile_s": self.compile_s, "latency_p50_ms": self.latency_p50_ms,
+                "vs_control": {k: r.as_dict() for k, r in self.vs_control.items()},
+                "vs_default": {k: r.as_dict() for k, r in self.vs_default.items()},
+                "constraints": {k: c.as_dict() for k, c in self.constraints.items()},
+                "feasible": self.feasible, "measured": self.measured}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping) -> Trial:
+        def ratios(key: str) -> dict[str, Ratio]:
+            out = {k: Ratio.from_dict(v) for k, v in (raw.get(key) or {}).items()}
+            return {k: v for k, v in out.items() if v is not None}
+        return cls(
+            raw["number"], OptConfig(**raw["options"]), raw["status"], raw.get("source", ""),
+            raw.get("reason", ""), OptConfig(**raw["control"]) if raw.get("control") else None,
+            raw.get("goodput_rps"), raw.get("p95_ms"), raw.get("tokens_per_s"),
+            raw.get("slo_attainment"), raw.get("drift"), raw.get("kv_peak_bytes"),
+            raw.get("compile_s"), raw.get("latency_p50_ms"), ratios("vs_control"),
+            ratios("vs_default"),
+            {k: Constraint(c["bound"], c["value"], c["met"], c.get("why", ""))
+             for k, c in (raw.get("constraints") or {}).items()},
+            raw.get("measured"))
+
+
+def spreads(measured: Measured) -> dict[str, Spread]:
+    """Each compared figure's spread: goodput over the repeats; p95 and tokens/s, the first
+    run's (one value)."""
+    segment = measured.segment
+    return {"goodput": measured.figure,
+            "p95": Spread.of([measured.p95_ms]),
+            "tokens": Spread.of([segment.tokens_per_s if segment else None]),
+            "latency_p50": Spread.of([segment.latency_ms.p50 if segment else None])}
+
+
+def measured_trial(number: int, options: OptConfig, measured: Measured, *, source: str,
+                   control: Trial | None) -> Trial:
+    """A finished trial from what it measured; its ratios to the default go through its
+    control's (None: it is the default itself)."""
+    segment = measured.segment
+    vs_control: dict[str, Ratio] = {}
+    vs_default: dict[str, Ratio] = {}
+    mine = spreads(measured)
+    if control is None:
+        vs_default = {k: ONE for k, s in mine.items() if s.median}
+    elif measured.control is not None:
+        theirs = spreads(measured.control)
+        for key in mine:
+            ratio = Ratio.of(mine[key], theirs[key])
+            if ratio is None:
+                continue
+            vs_control[key] = ratio
+            if key in control.vs_default:
+                vs_default[key] = ratio.times(control.vs_default[key])
+    return Trial(number, options, DONE, source, "", control.options if control else None,
+                 measured.goodput_rps, measured.p95_ms,
+                 segment.tokens_per_s if segment else None, measured.slo_attainment,
+                 measured.drift, segment.kv_cache_peak_bytes if segment else None,
+                 segment.compile_s if segment else None,
+                 segment.latency_ms.p50 if segment else None, vs_control, vs_default, {},
+                 measured.as_dict())
+
+
+def judged(trial: Trial, bounds: Bounds, default: Trial | None) -> Trial:
+    """The trial with its constraints decided."""
+    if trial.status != DONE:
+        return trial
+    out: dict[str, Constraint] = {}
+    if bounds.slo_target is not None:
+        value = trial.slo_attainment
+        out["slo_attainment"] = Constraint(bounds.slo_target, value,
+                                           value is not None and value >= bounds.slo_target)
+    if bounds.max_memory is not None:
+        value = trial.kv_peak_bytes
+        out["memory"] = Constraint(bounds.max_memory, value,
+                                   value is not None and value <= bounds.max_memory)
+    if bounds.max_drift is not None:
+        drifts = any(getattr(trial.options, k) != getattr(OptConfig(), k) for k in DRIFTING)
+        value = trial.drift
+        if value is None:
+            # tokens the fp32 default would give are what it serves: nothing can drift
+            met = not drifts
+            why = "" if met else "drift not measured (no sampled request)"
+        else:
+            met, why = value <= bounds.max_drift, ""
+        out["drift"] = Constraint(bounds.max_drift, value, met, why)
+    if bounds.amortize is not None:
+        out["amortized"] = amortized(trial, bounds.amortize, default)
+    return replace(trial, constraints=out)
+
+
+def amortized(trial: Trial, requests: int, default: Trial | None) -> Constraint:
+    """Its compile seconds must be paid back within `requests` requests: compile_s ≤ N × the
+    per-request saving against the default (the default's p50 latency × (1 − this trial's
+    p50 ratio to it)). Bound and value in seconds."""
+    compile_s = trial.compile_s or 0.0
+    ratio = trial.vs_default.get("latency_p50")
+    base_ms = default.latency_p50_ms if default else None
+    if compile_s == 0.0:
+        return Constraint(0.0, 0.0, True, "nothing compiled")
+    if ratio is None or not base_ms:
+        return Constraint(0.0, compile_s, False, "per-request saving not measured")
+    saving_s = base_ms / 1000 * (1 - ratio.value)
+    payback = requests * saving_s
+    if saving_s <= 0:
+        return Constraint(payback, compile_s, False,
+                          "no per-request saving against the default: never paid back")
+    return Constraint(payback, compile_s, compile_s <= payback,
+                      f"{compile_s:.1f} s of compile against {saving_s * 1000:.1f} ms saved "
+                      f"a request × {requests}")
+
+
+def objective_value(trial: Trial, name: str) -> float | None:
+    """The figure `name` of a trial relative to the default (higher better for goodput and
+    tokens, lower for p95): what the sampler and the best are judged on."""
+    ratio = trial.vs_default.get(name)
+    return None if ratio is None else ratio.value
+
+
+def best(trials: list[Trial], objective: str) -> Trial | None:
+    """The feasible trial with the best value of `objective`; of equals, the first."""
+    scored = [(t, objective_value(t, objective)) for t in trials if t.feasible]
+    ranked = [(t, v) for t, v in scored if v is not None]
+    if not ranked:
+        return None
+    sign = 1 if FIGURES[objective] else -1
+    return max(ranked, key=lambda tv: (sign * tv[1], -tv[0].number))[0]

@@ -1,0 +1,324 @@
+"""`tune --search quick|exhaustive` on a fake evaluate: the space (compile-only options never
+apart from compile), the ratios to the default carried through each control (a machine that
+drifts between trials cancels), the constraints, a config that cannot run, resume, the Pareto
+frontier and its knee, and the files. No engine."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probe.common.errors import BadConfig
+from probe.contract.objective import parse_slo
+from probe.contract.options import COMPILE_ONLY, OPTION_BY_KEY, OptConfig
+from probe.runs.spread import Spread
+from probe.tune.candidates import Candidate
+from probe.tune.combo import EXHAUSTIVE, QUICK, greedy_path, run_combo
+from probe.tune.combo_report import combo_document, frontier_trials, write_combo
+from probe.tune.frontier import dominates, frontier, knee
+from probe.tune.search import Measured
+from probe.tune.space import dimensions, every_config
+from probe.tune.trials import DONE, FAILED, INTERRUPTED, Bounds, Ratio, Trial, amortized
+
+SMALL = ("compile", "bucketing", "wrapper", "guards", "quant")
+
+
+def true_goodput(options: OptConfig) -> float:
+    """Compile pays only with bucketing (no recompiles); wrapper helps only compiled."""
+    value = 1.0
+    if options.compiled and options.bucketing == "on":
+        value *= 2.0
+    elif options.compiled:
+        value *= 0.7
+    value *= 1.2 if options.wrapper == "cpp" else 1.0
+    value *= 0.9 if options.guards == "lean" else 1.0
+    return value
+
+
+def fake_measured(options: OptConfig, machine: float, kv_bytes: int = 1000,
+                  compile_s: float = 0.0) -> Measured:
+    value = true_goodput(options) * machine
+    segment = SimpleNamespace(tokens_per_s=10 * value, kv_cache_peak_bytes=kv_bytes,
+                              compile_s=compile_s, latency_ms=SimpleNamespace(p50=100 / value))
+    return Measured(Spread.of([value * 0.99, value * 1.01]), value, 1.0, 200 / value, None,
+                    segment=segment)
+
+
+def fake(refuse=lambda options: None, stop_at: int | None = None,
+         stop: threading.Event | None = None, kv=lambda options: 1000,
+         compile_s=lambda options: 0.0):
+    """evaluate(options, label, control): the machine slows 3% a call, alike for both sides of
+    one call (they alternate); `refuse` raises for configs the engine refuses."""
+    calls: list[OptConfig] = []
+
+    def evaluate(options, label, control):
+        calls.append(options)
+        reason = refuse(options)
+        if reason:
+            raise BadConfig(reason)
+        if stop_at is not None and len(calls) == stop_at and stop is not None:
+            stop.set()
+        machine = 0.97 ** len(calls)
+        result = fake_measured(options, machine, kv(options), compile_s(options))
+        if control is None:
+            return result
+        return replace(result, control=fake_measured(control, machine, kv(control),
+                                                     compile_s(control)))
+    return evaluate, calls
+
+
+def no_seeds(segment):
+    return []
+
+
+NO_BOUNDS = Bounds()
+
+
+def search(evaluate, *, mode=QUICK, trials=6, bounds=NO_BOUNDS, previous=(), stop=None,
+           baseline=OptConfig(), keys=SMALL, seeds=no_seeds, objectives=("goodput",)):
+    dims = dimensions("cpu", keys)
+    return run_combo(baseline, evaluate, mode=mode, dims=dims, trials=trials,
+                     objectives=objectives, bounds=bounds, seeds=seeds, previous=previous,
+                     stop=stop)
+
+
+def compile_only_apart_from_compile(options: OptConfig) -> bool:
+    return not options.compiled and any(getattr(options, k) != v for k, v in COMPILE_ONLY.items())
+
+
+# --- the space ---------------------------------------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from([k for k in OPTION_BY_KEY if k not in ("prewarm",
+                                                                       "compile_cache")]),
+                min_size=1, max_size=4, unique=True))
+def test_the_space_never_holds_a_compile_only_option_apart_from_compile(keys):
+    dims = dimensions("cpu", tuple(keys))
+    configs = list(itertools.islice(every_config(OptConfig(), dims), 500))
+    assert configs and len(set(configs)) == len(configs)
+    for options in configs:
+        assert not compile_only_apart_from_compile(options), options.label()
+        assert options.kv_layout == "static" or options.batching == "continuous"
+        assert options.tf32 == "off"                    # a CPU serves tf32 off
+
+
+def test_the_exhaustive_space_is_every_distinct_served_config():
+    """Against an independent count: the full product of the values, each config normalized
+    as the engine serves it (compile-only options at their default without compile)."""
+    dims = dimensions("cpu", SMALL)
+    served = set()
+    for values in itertools.product(*(OPTION_BY_KEY[k].values for k in SMALL)):
+        chosen = dict(zip(SMALL, values))
+        if chosen["compile"] == "off":
+            chosen.update({k: COMPILE_ONLY[k] for k in chosen if k in COMPILE_ONLY})
+        served.add(OptConfig(**chosen))
+    assert set(every_config(OptConfig(), dims)) == served
+    assert len(served) == 2 * 3 + 3 * 2 * 2 * 2 * 3    # off: bucketing × quant; on: all
+
+
+def test_the_cold_start_options_and_tf32_off_a_gpu_are_not_searched():
+    keys = {d.key for d in dimensions("cpu")}
+    assert not keys & {"prewarm", "compile_cache", "tf32"}
+    assert "tf32" in {d.key for d in dimensions("cuda:0")}
+
+
+def test_the_greedy_path_is_cumulative_and_stays_in_the_space():
+    dims = dimensions("cpu", SMALL)
+    path = greedy_path(OptConfig(), [Candidate("compile", "default"),
+                                     Candidate("bucketing", "on", "recompiles"),
+                                     Candidate("kv_cache", "off"),       # not in the space
+                                     Candidate("wrapper", "cpp")], dims)
+    assert [o.label() for o, _ in path] == ["compile=default",
+                                            "compile=default bucketing=on",
+                                            "compile=default bucketing=on wrapper=cpp"]
+    assert "recompiles" in path[1][1]
+
+
+# --- the search --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", [QUICK, EXHAUSTIVE])
+def test_each_trial_is_measured_once_against_the_best_so_far(mode):
+    evaluate, calls = fake()
+    state = search(evaluate, mode=mode, trials=10)
+    assert len(calls) == len(set(calls))               # never a config twice
+    assert calls[0] == OptConfig()                     # the default first, alone
+    default = state.trials[0]
+    assert default.control is None and default.source == "default"
+    for trial in state.trials[1:]:
+        assert trial.status == DONE
+        assert not compile_only_apart_from_compile(trial.options)
+        # the ratio to the default, carried through each control while the machine slowed
+        # 3% a call, equals the true one (an independent computation from the fake's table)
+        truth = true_goodput(trial.options) / true_goodput(OptConfig())
+        assert trial.vs_default["goodput"].value == pytest.approx(truth)
+        assert trial.vs_default["goodput"].low <= truth <= trial.vs_default["goodput"].high
+        earlier = [t for t in state.trials if t.number < trial.number and t.feasible]
+        best_before = max(earlier, key=lambda t: (t.vs_default["goodput"].value, -t.number))
+        assert trial.control == best_before.options
+    if mode == EXHAUSTIVE:
+        assert len(state.trials) == len(set(every_config(OptConfig(),
+                                                         dimensions("cpu", SMALL))))
+    else:
+        assert len(state.trials) == 1 + 10
+
+
+def test_exhaustive_finds_the_pair_that_pays_only_together():
+    evaluate, _ = fake()
+    state = search(evaluate, mode=EXHAUSTIVE, keys=("compile", "bucketing"))
+    document = combo_document(state, search={"mode": EXHAUSTIVE, "objectives": ["goodput"]},
+                              slo_text="latency=1s", settings={}, done=True)
+    assert document["final"]["options"]["bucketing"] == "on"
+    assert document["final"]["options"]["compile"] != "off"
+    assert document["final"]["better_than_default"]["ratio"] == pytest.approx(2.0)
+
+
+def test_a_config_the_engine_refuses_is_recorded_and_never_retried():
+    evaluate, calls = fake(refuse=lambda o: "int4 needs torchao" if o.quant == "int4" else None)
+    state = search(evaluate, mode=EXHAUSTIVE, keys=("compile", "quant"))
+    failed = [t for t in state.trials if t.status == FAILED]
+    assert failed and all(t.options.quant == "int4" for t in failed)
+    assert all("int4 needs torchao" in t.reason for t in failed)
+    assert len(calls) == len(set(calls))
+    quick, quick_calls = fake(refuse=lambda o: "no" if o.quant == "int4" else None)
+    state = search(quick, trials=12, keys=("compile", "quant"))
+    assert len(quick_calls) == len(set(quick_calls))
+
+
+def test_constraints_memory_and_amortization_decide_what_counts():
+    evaluate, _ = fake(kv=lambda o: 5000 if o.wrapper == "cpp" else 1000,
+                       compile_s=lambda o: 100.0 if o.guards == "lean" else 0.0)
+    state = search(evaluate, mode=EXHAUSTIVE, keys=("compile", "bucketing", "wrapper",
+                                                    "guards"),
+                   bounds=Bounds(max_memory=2000, amortize=10))
+    for trial in state.trials:
+        memory = trial.constraints["memory"]
+        assert memory.met == (trial.kv_peak_bytes <= 2000)
+        assert memory.met == (trial.options.wrapper != "cpp")
+        paid = trial.constraints["amortized"]
+        if trial.options.guards == "lean":
+            assert not paid.met        # 100 s against at most 10 × 50 ms
+    document = combo_document(state, search={"mode": EXHAUSTIVE, "objectives": ["goodput"]},
+                              slo_text="latency=1s", settings={}, done=True)
+    final = document["final"]["options"]
+    assert final["wrapper"] == "python" and final["guards"] == "full"
+    assert all(t["feasible"] for t in document["frontier"]
+               for t in [next(x for x in document["trials"] if x["number"] == t["number"])])
+
+
+@settings(max_examples=50, deadline=None)
+@given(compile_s=st.floats(0, 1000), ratio=st.floats(0.1, 2.0), base_ms=st.floats(1, 1000),
+       n=st.integers(1, 10_000))
+def test_amortization_is_compile_seconds_against_n_requests_saving(compile_s, ratio, base_ms,
+                                                                   n):
+    default = Trial(0, OptConfig(), DONE, latency_p50_ms=base_ms)
+    trial = Trial(1, OptConfig(compile="default"), DONE, compile_s=compile_s,
+                  vs_default={"latency_p50": Ratio(ratio, ratio, ratio)})
+    saving_s = base_ms / 1000 - base_ms * ratio / 1000
+    assert amortized(trial, n, default).met == (compile_s == 0 or
+                                                (saving_s > 0 and compile_s <= n * saving_s))
+
+
+def test_the_drift_bound_needs_a_measured_drift_for_a_drifting_change():
+    evaluate, _ = fake()
+    state = search(evaluate, mode=EXHAUSTIVE, keys=("quant",), bounds=Bounds(max_drift=0.05))
+    for trial in state.trials:
+        assert trial.constraints["drift"].met == (trial.options.quant == "off")
+
+
+# --- resume ------------------------------------------------------------------------------
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 6))
+def test_resume_after_n_finished_trials_runs_only_the_rest(finished):
+    evaluate, _ = fake()
+    whole = search(evaluate, trials=6)
+    recorded = [Trial.from_dict(json.loads(json.dumps(t.as_dict())))
+                for t in whole.trials[:1 + finished]]
+    again, calls = fake()
+    resumed = search(again, trials=6, previous=recorded)
+    assert len(calls) == 6 - finished
+    assert not set(calls) & {t.options for t in recorded}
+    assert [t.number for t in resumed.trials] == list(range(7))
+
+
+def test_a_trial_cut_short_is_left_unfinished_and_rerun_once_on_resume(tmp_path):
+    stop = threading.Event()
+    evaluate, calls = fake(stop_at=3, stop=stop)
+    state = search(evaluate, trials=6, stop=stop)
+    assert state.stopped == "interrupted"
+    cut = state.trials[-1]
+    assert cut.status == INTERRUPTED and cut.options == calls[2]
+    write_combo(tmp_path, state, search={"mode": QUICK, "objectives": ["goodput"]},
+                slo_text="latency=1s", settings=settings_for_report(), done=False)
+    saved = json.loads((tmp_path / "tune.json").read_text())
+    previous = [Trial.from_dict(t) for t in saved["trials"]]
+    again, rerun = fake()
+    resumed = search(again, trials=6, previous=previous)
+    assert rerun[0] == cut.options and rerun.count(cut.options) == 1
+    assert all(t.status == DONE for t in resumed.trials)
+    assert len(resumed.trials) == 7
+
+
+# --- the frontier and the knee -----------------------------------------------------------
+
+points_strategy = st.lists(st.tuples(st.floats(0, 10), st.floats(0, 10)), min_size=1,
+                           max_size=30)
+
+
+@given(points_strategy)
+def test_the_frontier_is_exactly_the_undominated_points(points):
+    front = frontier(points)
+    for i in front:
+        assert not any(dominates(q, points[i]) for q in points)
+    for i, p in enumerate(points):
+        if i not in front:
+            assert (any(dominates(q, p) for q in points)
+                    or any(points[j] == p for j in front))
+    assert front == sorted(front, key=lambda i: (-points[i][0], points[i][1]))
+
+
+@given(points_strategy)
+def test_the_knee_is_on_the_frontier(points):
+    front = frontier(points)
+    assert knee(points, front) in front
+
+
+def test_the_knee_is_the_bend():
+    # goodput up, p95 up: from (1, 1) a big gain for little p95, then little for a lot
+    points = [(1.0, 1.0), (1.9, 1.1), (2.0, 3.0), (0.5, 2.0)]
+    front = frontier(points)
+    assert front == [2, 1, 0]
+    assert knee(points, front) == 1
+
+
+def settings_for_report() -> dict:
+    return {"model": "t5-tiny", "trace": "azure", "requests": 3, "repeats": 2,
+            "command": "infertop tune …"}
+
+
+def test_the_files_show_every_trial_the_frontier_and_the_gain(tmp_path):
+    evaluate, _ = fake()
+    state = search(evaluate, mode=EXHAUSTIVE, keys=("compile", "bucketing"),
+                   bounds=Bounds(max_memory=10_000))
+    write_combo(tmp_path, state, search={"mode": EXHAUSTIVE, "objectives": ["goodput"]},
+                slo_text=parse_slo("latency=1s").text(), settings=settings_for_report(),
+                done=True)
+    document = json.loads((tmp_path / "tune.json").read_text())
+    assert len(document["trials"]) == len(state.trials)
+    assert document["default_options"] == OptConfig().as_dict()
+    front, bend = frontier_trials(state.trials)
+    assert [t["number"] for t in document["frontier"]] == [t.number for t in front]
+    assert document["knee"]["number"] == bend.number
+    gain = document["final"]["better_than_default"]
+    low, high = gain["interval"]
+    assert low <= gain["ratio"] <= high
+    text = (tmp_path / "tune.md").read_text()
+    assert f"{(gain['ratio'] - 1) * 100:+.0f}%" in text
+    assert "met" in text and "Knee" in text
