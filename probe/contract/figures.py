@@ -98,6 +98,49 @@ class Backlog:
 
 
 @dataclass(frozen=True)
+class ConfigEnergy:
+    """What the engine's energy ledger kept for one config beside its requests' joules: the
+    counter's source, the idle floor (joules between steps) and the seconds it covered, or
+    why there is no counter."""
+    source: str | None = None
+    idle_j: float = 0.0
+    idle_s: float = 0.0          # seconds between steps
+    busy_s: float = 0.0          # seconds inside steps
+    unavailable: str | None = None
+
+
+@dataclass(frozen=True)
+class EnergyStats:
+    """A segment's energy (probe/analysis/energy.py), or why it was not measured."""
+    source: str | None = None
+    joules: float | None = None
+    idle_joules: float | None = None
+    j_per_token: float | None = None
+    j_per_good_token: float | None = None
+    avg_power_w: float | None = None
+    idle_power_w: float | None = None
+    padding_share: float | None = None
+    failed_share: float | None = None
+    unavailable: str | None = None
+
+    def as_dict(self) -> dict:
+        if self.unavailable is not None:
+            return {"unavailable": self.unavailable}
+        return {"source": self.source, "joules": self.joules, "idle_joules": self.idle_joules,
+                "j_per_token": self.j_per_token, "j_per_good_token": self.j_per_good_token,
+                "avg_power_w": self.avg_power_w, "idle_power_w": self.idle_power_w,
+                "padding_share": self.padding_share, "failed_share": self.failed_share}
+
+    def short_text(self) -> str:
+        """ "0.41 J/token" or "not measurable here (why)" """
+        if self.unavailable is not None:
+            return f"not measurable here ({self.unavailable})"
+        if self.j_per_token is None:
+            return "no tokens"
+        return f"{self.j_per_token:.3g} J/token"
+
+
+@dataclass(frozen=True)
 class SegmentStats:
     config_id: str
     requests: int
@@ -125,6 +168,7 @@ class SegmentStats:
     goodput_rps: float | None = None
     goodput_tokens_per_s: float | None = None
     slo_attainment: float | None = None
+    energy: EnergyStats | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -145,6 +189,7 @@ class SegmentStats:
             "warm": None if self.warm is None else self.warm.as_dict(),
             "goodput_rps": self.goodput_rps, "goodput_tokens_per_s": self.goodput_tokens_per_s,
             "slo_attainment": self.slo_attainment,
+            "energy": None if self.energy is None else self.energy.as_dict(),
         }
 
 
