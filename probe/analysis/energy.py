@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from probe.analysis.slo import good_requests
-from probe.contract.figures import ConfigEnergy, EnergyStats
+from probe.contract.figures import NOT_RECORDED, ConfigEnergy, EnergyStats
 from probe.contract.objective import Slo
 from probe.contract.records import EnergyPhases, RequestRecord
 
@@ -91,8 +91,7 @@ def energy_stats(records: Sequence[RequestRecord], config: ConfigEnergy | None,
     requests that met the SLO (None without one); shares of the requests' joules that went to
     padded positions and to failed requests."""
     if config is None:
-        return EnergyStats(unavailable="not recorded (a session saved before infertop read "
-                                       "energy counters)")
+        return EnergyStats(unavailable=NOT_RECORDED)
     if config.unavailable is not None:
         return EnergyStats(unavailable=config.unavailable)
     measured = [r for r in records if r.energy_j is not None]
