@@ -132,8 +132,8 @@ def _zones(root: Path) -> Iterator[Path]:
 def open_rapl(root: Path = POWERCAP,
               clock: Callable[[], float] = time.perf_counter) -> RaplEnergy | Unavailable:
     if not root.is_dir():
-        return Unavailable(f"no powercap here: {root} does not exist (a VM or a kernel "
-                           f"without RAPL)")
+        return Unavailable(f"no powercap here: {root} does not exist, as in most VMs "
+                           f"and kernels without RAPL")
     domains, refused = [], []
     for zone in _zones(root):
         try:
