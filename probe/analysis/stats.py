@@ -9,11 +9,12 @@ import math
 from typing import Iterable, Mapping, Sequence
 
 from probe.analysis.drift import drift_stats
+from probe.analysis.energy import energy_stats
 from probe.analysis.slo import goodput
 from probe.analysis.span import serving_span_s
 from probe.analysis.steady_state import ColdChain, cold_chain, warm_stats
 from probe.analysis.summary import summarize
-from probe.contract.figures import CompilePhases, SegmentStats
+from probe.contract.figures import CompilePhases, ConfigEnergy, SegmentStats
 from probe.contract.objective import Slo
 from probe.contract.records import (
     COMPILING,
@@ -136,7 +137,8 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
                   events: Sequence[CompileEvent], breaks: Sequence[GraphBreakRecord],
                   references: Mapping[str, Sequence[int]] | None = None,
                   kv_pool: KVPool | None = None,
-                  chain: ColdChain | None = None, slo: Slo | None = None) -> SegmentStats:
+                  chain: ColdChain | None = None, slo: Slo | None = None,
+                  energy: ConfigEnergy | None = None) -> SegmentStats:
     ok = [r for r in records if r.ok]
     compile_events = [e for e in events if e.kind in COMPILING]
     return SegmentStats(
@@ -158,6 +160,7 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
         compile_phases=compile_phases(compile_events),
         warm=None if chain is None else warm_stats(records, chain),
         **goodput(records, slo).as_dict(),
+        energy=energy_stats(records, energy, slo),
     )
 
 
@@ -165,7 +168,8 @@ def segments(config_ids: Sequence[str], records: Sequence[RequestRecord],
              events: Sequence[CompileEvent], breaks: Sequence[GraphBreakRecord],
              references: Mapping[str, Sequence[int]] | None = None,
              kv_pools: Mapping[str, KVPool] | None = None,
-             slo: Slo | None = None) -> tuple[SegmentStats, ...]:
+             slo: Slo | None = None,
+             energy: Mapping[str, ConfigEnergy] | None = None) -> tuple[SegmentStats, ...]:
     """One SegmentStats per config, in the order the configs were first used. Warm and cold are
     decided over the whole session (a compile of one config leaves a backlog the next serves)."""
     chain = cold_chain(records, events)
@@ -173,7 +177,7 @@ def segments(config_ids: Sequence[str], records: Sequence[RequestRecord],
         segment_stats(cid, [r for r in records if r.config_id == cid],
                       [e for e in events if e.config_id == cid],
                       [b for b in breaks if b.config_id == cid], references,
-                      (kv_pools or {}).get(cid), chain, slo)
+                      (kv_pools or {}).get(cid), chain, slo, (energy or {}).get(cid))
         for cid in config_ids)
 
 
@@ -181,4 +185,4 @@ def session_segments(data: SessionData) -> tuple[SegmentStats, ...]:
     """A session's figures per config, in order of first use: the one segmentation every view
     reads (the panels, `snapshot show`, the doctor, bench)."""
     return segments(list(data.configs), data.records, data.events, data.breaks,
-                    data.references, data.kv_pools, data.slo)
+                    data.references, data.kv_pools, data.slo, data.energy)

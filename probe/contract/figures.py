@@ -110,6 +110,76 @@ class Backlog:
 
 
 @dataclass(frozen=True)
+class ConfigEnergy:
+    """What the engine's energy ledger kept for one config beside its requests' joules: the
+    counter's source, the idle floor (joules between steps) and the seconds it covered, or
+    why there is no counter."""
+    source: str | None = None
+    idle_j: float = 0.0
+    idle_s: float = 0.0          # seconds between steps
+    busy_s: float = 0.0          # seconds inside steps
+    unavailable: str | None = None
+
+
+# a segment of a session saved before infertop read energy counters, or of a config no engine
+# step ran under: nothing was measured, which is not the same as not measurable
+NOT_RECORDED = "no energy readings in this session"
+
+
+@dataclass(frozen=True)
+class EnergyStats:
+    """A segment's energy (probe/analysis/energy.py), or why it was not measured."""
+    source: str | None = None
+    joules: float | None = None
+    idle_joules: float | None = None
+    j_per_token: float | None = None
+    j_per_good_token: float | None = None
+    avg_power_w: float | None = None
+    idle_power_w: float | None = None
+    padding_share: float | None = None
+    failed_share: float | None = None
+    unavailable: str | None = None
+
+    def as_dict(self) -> dict:
+        if self.unavailable is not None:
+            return {"unavailable": self.unavailable}
+        return {"source": self.source, "joules": self.joules, "idle_joules": self.idle_joules,
+                "j_per_token": self.j_per_token, "j_per_good_token": self.j_per_good_token,
+                "avg_power_w": self.avg_power_w, "idle_power_w": self.idle_power_w,
+                "padding_share": self.padding_share, "failed_share": self.failed_share}
+
+    def text(self) -> str:
+        """ "energy: 812 J (idle 95.0 J, 4.1 W) · 0.412 J/token · 0.57 J/good token ·
+        avg 38.2 W · padding 12% · failed 0% (RAPL package-0)" or the reason."""
+        if self.unavailable == NOT_RECORDED:
+            return f"energy: {NOT_RECORDED}"
+        if self.unavailable is not None:
+            return f"energy: not measurable here ({self.unavailable})"
+
+        def num(value: float | None, unit: str, digits: str = ".3g") -> str:
+            return "n/a" if value is None else f"{value:{digits}} {unit}"
+
+        def share(value: float | None) -> str:
+            return "n/a" if value is None else f"{100 * value:.0f}%"
+        good = ("" if self.j_per_good_token is None
+                else f" · {num(self.j_per_good_token, 'J/good token')}")
+        return (f"energy: {num(self.joules, 'J')} (idle {num(self.idle_joules, 'J')}, "
+                f"{num(self.idle_power_w, 'W')}) · {num(self.j_per_token, 'J/token')}{good} · "
+                f"avg {num(self.avg_power_w, 'W')} · padding {share(self.padding_share)} · "
+                f"failed {share(self.failed_share)} ({self.source})")
+
+    def short_text(self) -> str:
+        """ "0.41 J/token" or "not measurable here (why)" """
+        if self.unavailable == NOT_RECORDED:
+            return "not recorded"
+        if self.unavailable is not None:
+            return f"not measurable here ({self.unavailable})"
+        if self.j_per_token is None:
+            return "no tokens"
+        return f"{self.j_per_token:.3g} J/token"
+
+
+@dataclass(frozen=True)
 class SegmentStats:
     config_id: str
     requests: int
@@ -137,6 +207,7 @@ class SegmentStats:
     goodput_rps: float | None = None
     goodput_tokens_per_s: float | None = None
     slo_attainment: float | None = None
+    energy: EnergyStats | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -157,6 +228,7 @@ class SegmentStats:
             "warm": None if self.warm is None else self.warm.as_dict(),
             "goodput_rps": self.goodput_rps, "goodput_tokens_per_s": self.goodput_tokens_per_s,
             "slo_attainment": self.slo_attainment,
+            "energy": None if self.energy is None else self.energy.as_dict(),
         }
 
 

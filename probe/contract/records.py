@@ -10,6 +10,14 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class EnergyPhases:
+    """A request's joules by phase: its share of the encode step it joined and of each decode
+    step it ran in (probe/analysis/energy.py)."""
+    encode: float
+    decode: float
+
+
+@dataclass(frozen=True)
 class RequestRecord:
     id: str
     seq: int
@@ -37,6 +45,10 @@ class RequestRecord:
     last_token_s: float | None = None   # its own last token (in a batch, before the batch ends)
     tokens: tuple[int, ...] | None = None   # generated ids, kept only when asked (--tokens)
     kv_wait_ms: float = 0.0     # of queue_ms: taken from the queue, waiting for KV blocks (paged)
+    # its share of the device's energy counter over the steps it ran in; None where no
+    # counter was read (no counter here, or a session saved before energy was read)
+    energy_j: float | None = None
+    energy_phases_j: EnergyPhases | None = None
 
     @property
     def ok(self) -> bool:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
 
+from probe.contract.figures import ConfigEnergy
 from probe.contract.objective import Slo
 from probe.contract.options import OptConfig
 from probe.contract.records import (
@@ -49,6 +50,8 @@ class SessionData:
     slo: Slo | None = None          # what goodput and attainment are measured against
     # continuous batching's recent steps, per config (host time against the GPU's period)
     batch_steps: Mapping[str, BatchSteps] = field(default_factory=lambda: MappingProxyType({}))
+    # per config: the energy counter's source and idle floor, or why there is none
+    energy: Mapping[str, ConfigEnergy] = field(default_factory=lambda: MappingProxyType({}))
 
 
 class Session:
@@ -64,6 +67,7 @@ class Session:
         self._references: dict[str, tuple[int, ...]] = {}
         self._kv_pools: dict[str, KVPool] = {}
         self._batch_steps: dict[str, BatchSteps] = {}
+        self._energy: dict[str, ConfigEnergy] = {}
         self._slo: Slo | None = None
 
     def set_slo(self, slo: Slo | None) -> None:
@@ -124,6 +128,10 @@ class Session:
         with self._lock:
             self._batch_steps[config_id] = steps
 
+    def set_energy(self, config_id: str, energy: ConfigEnergy) -> None:
+        with self._lock:
+            self._energy[config_id] = energy
+
     def add_notice(self, notice: Notice) -> None:
         with self._lock:
             self._notices.append(notice)
@@ -136,6 +144,7 @@ class Session:
             self._configs = dict(data.configs)
             self._references, self._kv_pools = dict(data.references), dict(data.kv_pools)
             self._batch_steps = dict(data.batch_steps)
+            self._energy = dict(data.energy)
             self._slo = data.slo if data.slo is not None else self._slo
 
     def freeze(self) -> SessionData:
@@ -144,4 +153,5 @@ class Session:
                                MappingProxyType(dict(self._configs)), tuple(self._notices),
                                MappingProxyType(dict(self._references)),
                                MappingProxyType(dict(self._kv_pools)), self._slo,
-                               MappingProxyType(dict(self._batch_steps)))
+                               MappingProxyType(dict(self._batch_steps)),
+                               MappingProxyType(dict(self._energy)))

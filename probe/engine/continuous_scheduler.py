@@ -127,18 +127,22 @@ class ContinuousScheduler:
         rows = [row for _, row, _ in admitted]
         width = engine.padded_width(rows)
         engine.probe.set_context(requests[0].id, self.config_id)
+        energy_start = engine.energy.begin(self.config_id)
+        encode_work = [(r.id, width) for r in requests]
         try:
             ids, mask = pad_batch(rows, width, engine.dims.pad_token_id, engine.device)
             outputs = [r.output_length for r in requests]
             engine.with_compile_fallback(self.options,
                                          lambda: self.batcher.join(free, ids, mask, outputs))
         except Exception as exc:  # the joiners fail; the running slots go on
+            engine.energy.end(self.config_id, energy_start, "encode", encode_work)
             engine.flush_probes()
             self.batcher.cancel_admitted()
             self.batcher.leave(free)
             return self._fail([(r, row) for r, row, _ in admitted], start_s, short_error(exc),
                               width)
         encoder_done = self.timeline.mark()
+        engine.energy.end(self.config_id, energy_start, "encode", encode_work)
         first = self.steps + 1
         for slot, (request, row, taken_s) in zip(free, admitted):
             running = _Running(request, row, width, start_s, stall, encoder_done, first,
@@ -158,11 +162,16 @@ class ContinuousScheduler:
         engine = self.engine
         engine.probe.set_context(f"batch of {len(self.running)}", self.config_id)
         started = time.perf_counter()
+        energy_start = engine.energy.begin(self.config_id)
+        decode_work = [(r.request.id, 1) for r in self.running.values()]
         try:
             engine.with_compile_fallback(self.options, self.batcher.step)
         except Exception as exc:  # a failed step fails the requests in it, not the engine
+            engine.energy.end(self.config_id, energy_start, "decode", decode_work)
             engine.flush_probes()
             return self._settle(wait=True) + self._finish_all(short_error(exc))
+        engine.energy.end(self.config_id, energy_start, "decode", decode_work)
+        engine.session.set_energy(self.config_id, engine.energy.config_energy(self.config_id))
         self.steps += 1
         self._active_sum += len(self.running)
         done = self.timeline.mark()
@@ -240,7 +249,8 @@ class ContinuousScheduler:
         return engine.make_record(running.request, row=running.row, width=running.width,
                                   start_s=running.start_s, config_id=self.config_id,
                                   batch=done.occupancy, result=result, stall_ms=stall_ms,
-                                  tokens=tokens, kv_wait_ms=running.kv_wait_ms)
+                                  tokens=tokens, kv_wait_ms=running.kv_wait_ms,
+                                  energy=engine.energy.take(running.request.id))
 
     def _fail(self, failing: list[tuple[EngineRequest, list[int]]], start_s: float,
               error: str, width: int | None = None) -> list[RequestRecord]:
@@ -250,7 +260,8 @@ class ContinuousScheduler:
             return []
         records = [self.engine.make_record(
             r, row=row, width=width or self.engine.padded_width([row]), start_s=start_s,
-            config_id=self.config_id, batch=1, error=error) for r, row in failing]
+            config_id=self.config_id, batch=1, error=error,
+            energy=self.engine.energy.take(r.id)) for r, row in failing]
         self.engine.commit(records)
         return records
 
@@ -259,7 +270,8 @@ class ContinuousScheduler:
         starts from a clean batcher."""
         records = [self.engine.make_record(r.request, row=r.row, width=r.width,
                                            start_s=r.start_s, config_id=self.config_id,
-                                           batch=len(self.running), error=error)
+                                           batch=len(self.running), error=error,
+                                           energy=self.engine.energy.take(r.request.id))
                    for r in self.running.values()]
         self.batcher.leave(list(self.running))
         self.running.clear()

@@ -17,7 +17,7 @@ import torch._dynamo
 from probe.analysis.cpu_levers import cpu_flags, lever_note
 from probe.common.clock import SessionClock
 from probe.contract.options import OptConfig
-from probe.contract.records import Notice, RequestRecord, RooflineStatus
+from probe.contract.records import EnergyPhases, Notice, RequestRecord, RooflineStatus
 from probe.contract.session import Session
 from probe.contract.settings import EngineSettings
 from probe.engine.decode.kv_cache import used_bytes_formula
@@ -29,6 +29,8 @@ from probe.engine.model.loading import DecoderDims, LoadedModel, load_model
 from probe.engine.model.requests import EngineRequest, input_ids, pad_batch
 from probe.engine.observe.compile_probe import CompileProbe
 from probe.engine.observe.device_probe import DeviceProbe, resolve_device
+from probe.engine.observe.energy_counter import EnergyReading, reset_active, set_active
+from probe.engine.observe.energy_ledger import EnergyLedger
 from probe.engine.switchboard import Switchboard, apply_tf32
 from workloads.buckets import bucket_for
 
@@ -67,6 +69,8 @@ class _RecordStart(TypedDict):
     compile_stall_ms: float
     batch_size: float
     kv_wait_ms: float
+    energy_j: float | None
+    energy_phases_j: EnergyPhases | None
 
 
 class Engine:
@@ -90,6 +94,7 @@ class Engine:
         self.probe.install()
         self.probe.reset_dynamo()
         self.device_probe = DeviceProbe(self.device)
+        self.energy = EnergyLedger(self.device_probe.energy_counter())
         self.switchboard = Switchboard(self.loaded.model, self.device,
                                        max_new_tokens=settings.max_new_tokens,
                                        compile_backend=settings.compile_backend,
@@ -129,6 +134,7 @@ class Engine:
                 self.notify("warning", note)
         self.options, self.config_id = variant.options, config_id
         apply_tf32(self.options)
+        self.session.set_energy(config_id, self.energy.config_energy(config_id))
         return config_id
 
     def notify(self, level: str, text: str) -> None:
@@ -268,6 +274,8 @@ class Engine:
         stops = frozenset(r.output_length for r in requests) if len(requests) > 1 else frozenset()
         error = None
         result = None
+        energy_start = self.energy.begin(config_id)
+        active = set_active(self.energy.mid if self.energy.available else None)
         try:
             ids, mask = pad_batch(self.ladder_rows(rows, options), width,
                                   self.dims.pad_token_id, self.device)
@@ -279,18 +287,38 @@ class Engine:
             if isinstance(exc, torch.OutOfMemoryError):
                 torch.cuda.empty_cache()
         finally:
+            reset_active(active)
             self.probe.set_context(None, config_id)
             self.flush_probes()
+        self._charge_call(config_id, energy_start, requests, width, result, record=record)
+        self.session.set_energy(config_id, self.energy.config_energy(config_id))
         if not record:
             return []
         stall_ms = (self.probe.compile_seconds - stall_before) * 1000.0
         records = [self.make_record(
             r, row=row, width=width, start_s=start_s, config_id=config_id, batch=len(requests),
             result=result, error=error, stall_ms=stall_ms,
-            tokens=None if result is None else result.tokens[i, :r.output_length])
+            tokens=None if result is None else result.tokens[i, :r.output_length],
+            energy=self.energy.take(r.id))
             for i, (r, row) in enumerate(zip(requests, rows))]
         self.commit(records)
         return records
+
+    def _charge_call(self, config_id: str, start: EnergyReading | None,
+                     requests: list[EngineRequest], width: int, result: DecodeResult | None,
+                     *, record: bool) -> None:
+        """One decode call's joules: the encode step (to the encoder's reading, taken by the
+        decode path) split by padded positions, the decode steps by each row's tokens. A call
+        that failed, or a path without the encoder's reading, is charged whole to encode: its
+        tokens were not made. A rehearsal's joules are nobody's (idle)."""
+        encode_work = [(r.id, width) for r in requests] if record else []
+        decode_work = [(r.id, r.output_length) for r in requests] if record else []
+        middle = None if result is None else result.encoder_done_j
+        if middle is None:
+            self.energy.end(config_id, start, "encode", encode_work)
+            return
+        self.energy.charge(config_id, start, middle, "encode", encode_work)
+        self.energy.end(config_id, middle, "decode", decode_work)
 
     def ladder_rows(self, rows: list[list[int]], options: OptConfig) -> list[list[int]]:
         """A dynamic batch under CUDA graphs is padded with copies of its first row up to the
@@ -323,7 +351,7 @@ class Engine:
                     config_id: str, batch: float, result: DecodeResult | None = None,
                     error: str | None = None, stall_ms: float = 0.0,
                     tokens: Sequence[int] | torch.Tensor | None = None, held_by_rows: int | None = None,
-                    kv_wait_ms: float = 0.0) -> RequestRecord:
+                    kv_wait_ms: float = 0.0, energy: EnergyPhases | None = None) -> RequestRecord:
         """`result` holds this request's marks; its KV bytes are shared by the result's rows
         (or `held_by_rows`). Its tokens are kept only when the settings ask for them."""
         to_s = self.clock.to_session_s
@@ -337,7 +365,9 @@ class Engine:
                               input_tokens=len(row), padded_tokens=width,
                               arrival_s=request.arrival_s, start_s=start_s,
                               queue_ms=(start_s - request.arrival_s) * 1e3,
-                              compile_stall_ms=stall_ms, batch_size=batch, kv_wait_ms=kv_wait_ms)
+                              compile_stall_ms=stall_ms, batch_size=batch, kv_wait_ms=kv_wait_ms,
+                              energy_j=None if energy is None else energy.encode + energy.decode,
+                              energy_phases_j=energy)
         if result is None:
             end_s = self.clock.now_s()
             return RequestRecord(

@@ -12,6 +12,7 @@ from probe.contract.records import CompileEvent, GraphBreakRecord, Notice, Reque
 MAX_SESSION_S = 1e9             # ~31 years of session clock
 MAX_MS = MAX_SESSION_S * 1e3
 MAX_BATCH = 1e6
+MAX_JOULES = 1e12               # a MW for 11 days: no request on one device spends more
 
 _RECORD_SECONDS = ("arrival_s", "start_s", "first_token_s", "end_s", "last_token_s")
 _RECORD_MS = ("queue_ms", "compile_stall_ms", "encoder_ms", "decoder_ms", "ttft_ms", "tpot_ms",
@@ -41,6 +42,15 @@ def record_problem(record: RequestRecord) -> str | None:
     for name in COUNT_FIELDS:
         if getattr(record, name) < 0:
             return f"{name}: expected a count >= 0, got {getattr(record, name)}"
+    problem = _within(record.energy_j, 0.0, MAX_JOULES, "joules")
+    if problem:
+        return f"energy_j: {problem}"
+    phases = record.energy_phases_j
+    for phase in ("encode", "decode"):
+        problem = _within(None if phases is None else getattr(phases, phase), 0.0, MAX_JOULES,
+                          "joules")
+        if problem:
+            return f"energy_phases_j.{phase}: {problem}"
     if not 0 < record.batch_size <= MAX_BATCH:
         return (f"batch_size: expected a number of rows above 0 and at most {MAX_BATCH:g}, "
                 f"got {record.batch_size:.6g}")

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from probe.analysis.stats import summarize, throughput_rps, tokens_per_s
+from probe.analysis.stats import session_segments, summarize, throughput_rps, tokens_per_s
 from probe.common.units import fmt_ms, fmt_rate, plural
 from probe.contract.records import RequestRecord
+from probe.contract.session import SessionData
 from probe.session_store.tables import text_table
 
 LATENCIES = (("latency", "latency_ms"), ("ttft", "ttft_ms"), ("tpot", "tpot_ms"))
@@ -27,3 +28,10 @@ def run_summary(records: Sequence[RequestRecord]) -> str:
              f"{fmt_rate(tokens_per_s(records), 'tokens/s')}; "
              f"{plural(len(served), 'request')} served, {failed} failed")
     return "\n".join([text_table(["", "p50", "p95", "p99", "max"], rows), rates])
+
+
+def energy_lines(data: SessionData) -> list[str]:
+    """Each config's energy figure (the segment's, as `snapshot show` prints it), or why it
+    is not measurable here."""
+    return [f"{s.config_id} {s.energy.text()}" for s in session_segments(data)
+            if s.energy is not None]

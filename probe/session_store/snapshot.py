@@ -9,7 +9,7 @@ import os
 import re
 import types
 import typing
-from dataclasses import MISSING, asdict, fields
+from dataclasses import MISSING, asdict, fields, is_dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Sequence
@@ -21,6 +21,7 @@ from probe.common.shown import shown
 from probe.common.terminal_text import terminal_text
 from probe.common.textio import JsonProblem, parse_json, read_text
 from probe.contract.device_sample import DeviceSample
+from probe.contract.figures import ConfigEnergy
 from probe.contract.objective import slo_from_dict
 from probe.contract.options import OptConfig
 from probe.contract.records import (
@@ -56,6 +57,7 @@ def snapshot_document(data: SessionData, *, environment: dict, model: dict, trac
         "reference_tokens": {rid: list(tokens) for rid, tokens in data.references.items()},
         "kv_pools": {cid: asdict(pool) for cid, pool in data.kv_pools.items()},
         "batch_steps": {cid: asdict(steps) for cid, steps in data.batch_steps.items()},
+        "energy": {cid: asdict(energy) for cid, energy in data.energy.items()},
         "live": live or {},
     }
     return attach_diagnoses(document, data, saved_live_parts(document))
@@ -91,7 +93,8 @@ def _record_dict(record: RequestRecord) -> dict[str, Any]:
 SECTIONS: dict[str, type] = {
     "environment": dict, "model": dict, "trace": dict, "settings": dict, "configs": dict,
     "requests": list, "segments": list, "compile_events": list, "graph_breaks": list,
-    "notices": list, "reference_tokens": dict, "kv_pools": dict, "batch_steps": dict, "live": dict}
+    "notices": list, "reference_tokens": dict, "kv_pools": dict, "batch_steps": dict, "energy": dict,
+    "live": dict}
 RECORD_SECTIONS = (("requests", RequestRecord), ("compile_events", CompileEvent),
                    ("graph_breaks", GraphBreakRecord), ("notices", Notice))
 OPTION_NAMES = frozenset(f.name for f in fields(OptConfig))
@@ -150,6 +153,8 @@ def session_data(document: dict[str, Any], source: str = "snapshot", *,
                  for cid, raw in document.get("kv_pools", {}).items()}
         steps = {key(cid): _build(BatchSteps, raw, f"batch_steps.{cid}", clean)
                  for cid, raw in document.get("batch_steps", {}).items()}
+        energy = {key(cid): _build(ConfigEnergy, raw, f"energy.{cid}", clean)
+                  for cid, raw in document.get("energy", {}).items()}
     except _ShapeError as exc:
         raise BadInput(f"{source}: not an infertop session: {exc}") from None
     slo = slo_from_dict(document.get("slo"), f"{source}: slo")
@@ -157,7 +162,8 @@ def session_data(document: dict[str, Any], source: str = "snapshot", *,
                        configs=MappingProxyType(configs), notices=notices,
                        references=MappingProxyType(references),
                        kv_pools=MappingProxyType(pools), slo=slo,
-                       batch_steps=MappingProxyType(steps))
+                       batch_steps=MappingProxyType(steps),
+                       energy=MappingProxyType(energy))
 
 
 def saved_session(document: dict[str, Any], source: str = "snapshot", *,
@@ -256,7 +262,7 @@ def _acceptor(hint: Any, clean: Callable[[str], str] | None) -> Callable[[Any], 
     """A function returning the value as the record holds it (lists as tuples), or _REFUSED:
     the same rule as `_value`, for the types JSON produces (so `type(v) is int` excludes bool)."""
     kinds = _kinds(hint)
-    if any(typing.get_origin(kind) is tuple for kind in kinds):
+    if any(typing.get_origin(kind) is tuple or is_dataclass(kind) for kind in kinds):
         return lambda value: _tuple_or_refused(value, hint)
     exact = {kind for kind in kinds if kind in (str, type(None), bool)}
     numbers = float in kinds
@@ -300,6 +306,9 @@ def _value(value: Any, hint: Any, where: str) -> Any:
             item = typing.get_args(kind)[0]
             if isinstance(value, list):
                 return tuple(_value(v, item, f"{where}[{i}]") for i, v in enumerate(value))
+        elif is_dataclass(kind) and isinstance(kind, type):
+            if type(value) is dict:    # a value inside a record (EnergyPhases): its fields
+                return _build(kind, value, where)
         elif _is(value, kind):
             return value
     raise _ShapeError(f"{where}: expected {_describe(hint)}, got {shown(value)}")
@@ -315,8 +324,9 @@ def _is(value: Any, kind: Any) -> bool:
 
 def _describe(hint: Any) -> str:
     names = {float: "a finite number", int: "a whole number", str: "a string", type(None): "null"}
-    return " or ".join("a list" if typing.get_origin(k) is tuple else names.get(k, str(k))
-                       for k in _kinds(hint))
+    return " or ".join("a list" if typing.get_origin(k) is tuple else
+                       f"an object ({k.__name__})" if is_dataclass(k) and isinstance(k, type)
+                       else names.get(k, str(k)) for k in _kinds(hint))
 
 
 def _unpaired_surrogate(document: Any) -> str | None:

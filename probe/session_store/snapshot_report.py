@@ -147,6 +147,12 @@ def show(path: str) -> str:
         for row, s in zip(rows, segments):
             row[at:at] = [fmt_num(s.goodput_rps, 2), fmt_num(s.goodput_tokens_per_s, 1),
                         fmt_fraction(s.slo_attainment)]
+    if any(s.energy is not None and s.energy.j_per_token is not None for s in segments):
+        at = columns.index("tokens/s") + 1
+        columns.insert(at, "J/token")
+        for row, s in zip(rows, segments):
+            j = None if s.energy is None else s.energy.j_per_token
+            row.insert(at, NO_DATA if j is None else f"{j:.3g}")
     lines += ["", text_table(columns, rows),
               "  warm: requests that waited on no compile, directly or queued behind one "
               "(docs/steady-state.md); warm tpot: the TPOT p50 the latency panel and the "
@@ -158,6 +164,8 @@ def show(path: str) -> str:
         phases = phases_within(s.compile_phases, s.compile_s)
         if phases is not None and phases.total_s:
             lines.append(f"      compile split: {phases.split_text(s.compile_s)}")
+        if s.energy is not None:
+            lines.append(f"      {s.energy.text()}")
     if data.breaks:
         lines += ["", "graph breaks:"]
         for b in sorted(data.breaks, key=lambda b: -b.count)[:10]:

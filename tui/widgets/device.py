@@ -9,6 +9,7 @@ from rich.text import Text
 from probe.analysis.load_check import contention
 from probe.common.units import NOT_AVAILABLE, fmt_bytes, fmt_pct
 from probe.contract.device_sample import DeviceSample
+from probe.contract.figures import EnergyStats
 from probe.contract.live import LiveView
 from tui.format import fitting
 from tui.widgets.panel import Panel, Parts
@@ -46,13 +47,17 @@ def device_headline(sample: DeviceSample | None, width: int = 80) -> Text:
                 overflow="ellipsis")
 
 
-def device_detail(sample: DeviceSample | None) -> Text:
+def device_detail(sample: DeviceSample | None, energy: Text | None = None) -> Text:
+    """`energy` (energy_line) goes third, where the panel's height still shows it."""
     if sample is None:
-        return Text("")
+        return energy or Text("")
     text = Text(no_wrap=True, overflow="ellipsis")
     if sample.kind == "CPU":
         text.append(f"engine RSS {_memory(sample)}\n")
         text.append(f"machine free {fmt_bytes(sample.mem_free_bytes)}\n")
+        if energy is not None and energy.plain:
+            text.append_text(energy)
+            text.append("\n")
         busy = contention(sample)
         if busy is not None:
             text.append(f"others use {busy.others_cores:.1f} of {busy.cores} cores: "
@@ -64,6 +69,9 @@ def device_detail(sample: DeviceSample | None) -> Text:
     temperature = NOT_AVAILABLE if sample.temperature_c is None else f"{sample.temperature_c:.0f} °C"
     text.append(f"{engine_cpu(sample)} (host)\n")
     text.append(f"power {power} · temp {temperature}\n")
+    if energy is not None and energy.plain:
+        text.append_text(energy)
+        text.append("\n")
     text.append(f"torch alloc {fmt_bytes(sample.torch_allocated_bytes)} · "
                 f"reserved {fmt_bytes(sample.torch_reserved_bytes)}")
     if sample.mem_reserved_bytes is not None:   # apart from "mem", as nvidia-smi shows it
@@ -72,6 +80,26 @@ def device_detail(sample: DeviceSample | None) -> Text:
         text.append(f"\nCUDA graphs {sample.cuda_graphs} · their pools "
                     f"{fmt_bytes(sample.cuda_graph_bytes)}")
     return text
+
+
+def served_energy(view: LiveView) -> EnergyStats | None:
+    """The served config's energy figure (its segment's: the one `snapshot show` prints)."""
+    for segment in view.segments:
+        if segment.config_id == view.config_id:
+            return segment.energy
+    return None
+
+
+def energy_line(energy: EnergyStats | None) -> Text:
+    """ "energy 812 J · 0.412 J/token · avg 38.2 W", or why it is not measurable here."""
+    if energy is None:
+        return Text("")
+    if energy.unavailable is not None:
+        return Text(energy.text(), style="dim", no_wrap=True, overflow="ellipsis")
+    joules = NOT_AVAILABLE if energy.joules is None else f"{energy.joules:.3g} J"
+    power = NOT_AVAILABLE if energy.avg_power_w is None else f"{energy.avg_power_w:.3g} W"
+    return Text(f"energy {joules} · {energy.short_text()} · avg {power}", no_wrap=True,
+                overflow="ellipsis")
 
 
 def device_title(sample: DeviceSample | None) -> Text:
@@ -84,7 +112,7 @@ class DevicePanel(Panel):
     TITLE = TITLE
 
     def render_key(self, view: LiveView) -> object:
-        return view.device_sample
+        return view.device_sample, served_energy(view)
 
     def draw(self, view: LiveView, width: int) -> None:
         super().draw(view, width)
@@ -92,4 +120,5 @@ class DevicePanel(Panel):
 
     def render_parts(self, view: LiveView, width: int) -> Parts:
         sample = view.device_sample
-        return Parts(device_headline(sample, width), device_detail(sample))
+        return Parts(device_headline(sample, width),
+                     device_detail(sample, energy_line(served_energy(view))))

@@ -16,6 +16,7 @@ from probe.engine.decode import kv_cache
 from probe.engine.decode.result import DecodeResult
 from probe.engine.measure.timing import mark
 from probe.engine.model.loading import DecoderDims, T5Family
+from probe.engine.observe.energy_counter import EnergyReading, energy_mark
 
 
 class TimingStreamer(BaseStreamer):
@@ -27,6 +28,7 @@ class TimingStreamer(BaseStreamer):
         self.device = device
         self.stops = stops
         self.encoder_done: float | None = None
+        self.encoder_done_j: EnergyReading | None = None
         self.marks: dict[int, float] = {}
         self._generated = -1
 
@@ -35,6 +37,7 @@ class TimingStreamer(BaseStreamer):
         self._generated += 1
         if self._generated == 0:
             self.encoder_done = mark(self.device)
+            self.encoder_done_j = energy_mark()
         elif self._generated == 1 or self._generated in self.stops:
             self.marks[self._generated] = mark(self.device)
 
@@ -61,4 +64,5 @@ def generate(generate_fn: Callable, model: T5Family, input_ids: torch.Tensor,
     marks = {**streamer.marks, new_tokens: end}
     return DecodeResult(tokens=out.sequences[:, 1:], kv=kv,
                         encoder_done=streamer.encoder_done or end,
-                        first_token=marks.get(1, end), end=end, token_marks=marks)
+                        first_token=marks.get(1, end), end=end, token_marks=marks,
+                        encoder_done_j=streamer.encoder_done_j)

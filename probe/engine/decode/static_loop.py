@@ -24,6 +24,7 @@ from probe.engine.decode import kv_cache
 from probe.engine.decode.result import DecodeResult
 from probe.engine.measure.timing import mark
 from probe.engine.model.loading import DecoderDims, T5Family
+from probe.engine.observe.energy_counter import energy_mark
 
 CACHE_POOL_SIZE = 8
 
@@ -112,6 +113,7 @@ class StaticGreedyDecoder:
         torch.compiler.cudagraph_mark_step_begin()
         hidden = copy_out(self.encode(self.model, input_ids, attention_mask))
         encoder_done = mark(device)
+        encoder_done_j = energy_mark()
         start = torch.full((batch, 1), self.dims.start_token_id, dtype=torch.long,
                            device=device)
         marks: dict[int, float] = {}
@@ -128,7 +130,8 @@ class StaticGreedyDecoder:
                               batch=batch)
         marks[new_tokens] = end
         return DecodeResult(tokens=tokens, kv=kv, encoder_done=encoder_done,
-                            first_token=marks.get(1, end), end=end, token_marks=marks)
+                            first_token=marks.get(1, end), end=end, token_marks=marks,
+                            encoder_done_j=encoder_done_j)
 
     @staticmethod
     def _mark_if_wanted(count: int, stops: frozenset[int], marks: dict[int, float],

@@ -13,6 +13,7 @@ from probe.checks.engine_inputs import check_device
 from probe.common.errors import BadInput
 from probe.contract.device_sample import DeviceSample
 from probe.engine.observe.cuda_graphs import census
+from probe.engine.observe.energy_counter import EnergyCounter, Unavailable, open_counter
 from probe.engine.observe.nvml_figures import memory_figures, utilization_window
 from probe.engine.observe.process_tree_cpu import TreeCpuMeter
 
@@ -55,6 +56,14 @@ class DeviceProbe:
         if device.type == "cuda" and pynvml is not None:
             index = device.index if device.index is not None else torch.cuda.current_device()
             self._handle = nvml_query(pynvml.nvmlDeviceGetHandleByIndex, index)
+
+    def energy_counter(self) -> EnergyCounter | Unavailable:
+        """NVML's energy counter for this GPU (NVML opened as every other query opens it), or
+        RAPL's for a CPU; Unavailable says why not."""
+        if self.device.type == "cuda":
+            ready = pynvml is not None and nvml_query(lambda: True) is not None
+            return open_counter("cuda", pynvml if ready else None, self._handle)
+        return open_counter(self.device.type)
 
     def sample(self) -> DeviceSample:
         """Each reading covers the time since the previous one (psutil's interval=None)."""

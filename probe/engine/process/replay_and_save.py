@@ -35,7 +35,7 @@ from probe.session_store.replay_outcome import (  # noqa: F401 - the run's outco
     outcome,
 )
 from probe.session_store.replay_outcome import kept_in as kept_in_journal
-from probe.session_store.run_summary import run_summary
+from probe.session_store.run_summary import energy_lines, run_summary
 
 EXIT_INTERRUPTED = exit_status(signal.SIGINT)
 # what signal.signal returns and takes back: a function, SIG_DFL/SIG_IGN, or None (not set
@@ -101,6 +101,8 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
         if before_summary is not None:
             before_summary()
         print(run_summary(records))
+        for line in energy_lines(data):
+            print(line)
         for line in fallback_lines(data.events):    # every fallback, whole (contract/fallbacks)
             print(line)
         note("saving")
