@@ -4,7 +4,8 @@ A poller reads the session's append-only records every second and turns what is 
 observations, so the exporter needs no hook inside the engine and shows exactly what the
 session JSON will hold. Names and units follow Prometheus's conventions (seconds, bytes,
 `_total` counters); `config` is the session's config id, and `infertop_config_info` maps each
-id to its options.
+id to its options. Energy (docs/energy.md) is two counters per config, the requests' joules
+and the idle floor, exported only where the session holds a counter's readings.
 """
 
 from __future__ import annotations
@@ -61,10 +62,18 @@ class PrometheusExporter:
         self.slo_attainment = Gauge(
             "infertop_slo_attainment", "Requests within the SLO / all requests of the config "
             "(failed ones count as not within it), 0..1", ["config"], registry=r)
+        self.energy = Counter(
+            "infertop_energy_joules", "Joules the device's energy counter charged to the "
+            "config's requests (encode and decode steps; failed requests' included)",
+            ["config"], registry=r)
+        self.idle_energy = Counter(
+            "infertop_idle_energy_joules", "The config's idle floor: joules between the "
+            "engine's steps, charged to no request", ["config"], registry=r)
         self._seen_records = self._seen_breaks = 0
         self._seen_events: set[tuple] = set()    # events are kept in start order, so a late
                                                  # one can land before others: seen by identity
         self._seen_configs: set[str] = set()
+        self._seen_idle_j: dict[str, float] = {}
         self._lock = threading.Lock()
         self._server, _ = start_http_server(port, addr=host, registry=r)
         self.port = self._server.server_port
@@ -88,11 +97,14 @@ class PrometheusExporter:
                         self.ttft.labels(record.config_id).observe(record.ttft_ms / 1e3)
                     if record.tpot_ms is not None:
                         self.tpot.labels(record.config_id).observe(record.tpot_ms / 1e3)
+                if record.energy_j is not None:    # None: no counter, nothing exported
+                    self.energy.labels(record.config_id).inc(record.energy_j)
             if data.records[self._seen_records:]:
                 self.kv_cache.set(data.records[-1].kv_cache_bytes)
             if data.slo is not None and data.records[self._seen_records:]:
                 self._observe_goodput(data)
             self._seen_records = len(data.records)
+            self._observe_idle(data)
             for event in data.events:
                 identity = (event.config_id, event.compile_id, event.kind, event.start_s)
                 if identity not in self._seen_events:
@@ -119,6 +131,16 @@ class PrometheusExporter:
                                  (self.slo_attainment, figures.slo_attainment)):
                 if value is not None:
                     gauge.labels(config_id).set(value)
+
+    def _observe_idle(self, data) -> None:
+        """The ledger's idle joules are a running total per config: add what it gained."""
+        for config_id, energy in data.energy.items():
+            if energy.unavailable is not None or energy.source is None:
+                continue
+            gained = energy.idle_j - self._seen_idle_j.get(config_id, 0.0)
+            if gained > 0:
+                self.idle_energy.labels(config_id).inc(gained)
+                self._seen_idle_j[config_id] = energy.idle_j
 
     def _poll(self) -> None:
         while not self._stop.wait(POLL_S):

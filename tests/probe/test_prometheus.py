@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import urllib.request
+from dataclasses import replace
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from probe.analysis.stats import session_segments
+from probe.contract.figures import ConfigEnergy
+from probe.contract.options import OptConfig, parse_opts
+from probe.contract.records import EnergyPhases
+from probe.contract.session import Session
 from probe.monitoring.prometheus import PrometheusExporter
-from tests.conftest import serve
+from tests.conftest import serve, synthetic_record
 
 
 def scrape(port: int) -> dict[tuple[str, tuple], float]:
@@ -80,3 +85,44 @@ def test_compile_seconds_by_phase_are_the_sessions_split(exporter):
         key = ("infertop_compile_seconds_total", (("config", "c1"), ("phase", phase)))
         assert scraped[key] == pytest.approx(seconds)
     assert segment.compile_phases.tracing_s > 0
+
+
+def test_energy_counters_are_the_sessions_joules_and_idle_floor() -> None:
+    """infertop_energy_joules_total{config} adds each record's joules once (failed ones' too),
+    infertop_idle_energy_joules_total{config} follows the ledger's running idle floor; their
+    sum is the segment's `joules` (energy_stats). A config without a counter exports neither."""
+    session = Session()
+    assert session.config_id(OptConfig()) == "c1"
+    assert session.config_id(parse_opts(("compile=default",))) == "c2"
+    measured = [replace(synthetic_record(f"r{i}", i, latency_ms=50.0,
+                                         error="boom" if i == 2 else None),
+                        energy_j=0.25 * (i + 1), energy_phases_j=EnergyPhases(0.1, 0.15 * i + 0.15))
+                for i in range(3)]
+    unmeasured = synthetic_record("u0", 3, latency_ms=50.0, config_id="c2")
+    for record in (*measured[:2], unmeasured):
+        session.add_record(record)
+    session.set_energy("c1", ConfigEnergy(source="RAPL package-0", idle_j=1.5, idle_s=1.0))
+    session.set_energy("c2", ConfigEnergy(unavailable="no powercap here"))
+    exporter = PrometheusExporter(session, lambda: 0, port=0)
+    try:
+        exporter.refresh()
+        exporter.refresh()
+        first = scrape(exporter.port)
+        assert first[("infertop_energy_joules_total", (("config", "c1"),))] == pytest.approx(
+            0.25 + 0.5)
+        assert first[("infertop_idle_energy_joules_total", (("config", "c1"),))] == 1.5
+
+        session.add_record(measured[2])
+        session.set_energy("c1", ConfigEnergy(source="RAPL package-0", idle_j=2.25, idle_s=2.0))
+        exporter.refresh()
+        second = scrape(exporter.port)
+    finally:
+        exporter.close()
+    requests_j = second[("infertop_energy_joules_total", (("config", "c1"),))]
+    idle_j = second[("infertop_idle_energy_joules_total", (("config", "c1"),))]
+    assert requests_j == pytest.approx(sum(r.energy_j or 0.0 for r in measured))
+    assert idle_j == 2.25
+    segment = next(s for s in session_segments(session.freeze()) if s.config_id == "c1")
+    assert segment.energy is not None
+    assert requests_j + idle_j == pytest.approx(segment.energy.joules)
+    assert not [key for key in second if "energy" in key[0] and ("config", "c2") in key[1]]
