@@ -15,6 +15,7 @@ from probe.analysis.findings import (
     Finding,
     cpu_contention,
     drift,
+    energy_padding,
     failed,
     host_bound,
     memory_pressure,
@@ -122,7 +123,8 @@ def diagnose(data: SessionData, config_id: str, ctx: DoctorContext = DoctorConte
     events = [e for e in data.events if e.config_id == config_id]
     stats = stats or segment_stats(config_id, mine, events,
                                    [b for b in data.breaks if b.config_id == config_id],
-                                   data.references, data.kv_pools.get(config_id))
+                                   data.references, data.kv_pools.get(config_id),
+                                   energy=data.energy.get(config_id))
     dynamic = frozenset(cid for cid, e in data.configs.items() if e.options.batching == "dynamic")
     roofline = roofline_for(options, ctx.roofline)
     edges = ctx.bucket_edges if options.bucketing == "on" else ()
@@ -137,7 +139,8 @@ def diagnose(data: SessionData, config_id: str, ctx: DoctorContext = DoctorConte
     findings = [f for f in (
         saturation(mine, ctx.load), cpu_contention(ctx.device_sample, ctx.cpu_count),
         memory_pressure(mine, ctx.device_sample, data.kv_pools.get(config_id)), drift(stats),
-        recompile_limit(events), failed(mine), host_bound(data.batch_steps.get(config_id)))
+        recompile_limit(events), failed(mine), host_bound(data.batch_steps.get(config_id)),
+        energy_padding(stats.energy))
         if f is not None]
     findings += [f for f in live_findings if f.finding not in {g.finding for g in findings}]
     if previous is not None and previous.next_step is not None and previous_options is not None:

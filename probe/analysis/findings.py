@@ -11,7 +11,7 @@ from probe.analysis.load_figures import Load, arrivals_rps, records_load
 from probe.analysis.stats import summarize
 from probe.common.units import fmt_bytes, fmt_clock, fmt_fraction, fmt_ms
 from probe.contract.device_sample import DeviceSample
-from probe.contract.figures import SegmentStats
+from probe.contract.figures import EnergyStats, SegmentStats
 from probe.contract.records import BatchSteps, CompileEvent, KVPool, RequestRecord
 
 DRIFT_TOLERANCE = 0.99          # token agreement with the fp32 eager reference
@@ -21,12 +21,14 @@ QUEUE_GROWTH_MIN_MS = 100.0     # … and at least this much longer
 CONTENTION_CORES = 0.5          # other processes' cores on a machine at least …
 CONTENTION_BUSY = 0.8           # … this busy
 MEMORY_FREE_MIN = 0.1           # of the machine's memory
+ENERGY_PADDING = 0.10           # of the requests' joules spent on padded encoder positions
 
 
 @dataclass(frozen=True)
 class Finding:
     finding: str        # saturation | cpu_contention | memory_pressure | drift |
-                        # recompile_limit | failed | prediction | host_bound
+                        # recompile_limit | failed | prediction | host_bound |
+                        # energy_padding
     evidence: str
 
     def as_dict(self) -> dict:
@@ -157,3 +159,16 @@ def host_bound(steps: BatchSteps | None) -> Finding | None:
 def failed(records: Sequence[RequestRecord]) -> Finding | None:
     f = failures(records)
     return Finding("failed", f"{f.requests} failed: {f.text()}") if f.requests else None
+
+
+def energy_padding(energy: EnergyStats | None) -> Finding | None:
+    """Padding's share of the requests' joules (energy_stats's padding_share: the encoder's
+    joules on padded positions) at or above ENERGY_PADDING; nothing where not measured."""
+    if (energy is None or energy.unavailable is not None or energy.padding_share is None
+            or energy.joules is None or energy.padding_share < ENERGY_PADDING):
+        return None
+    requests_j = energy.joules - (energy.idle_joules or 0.0)
+    return Finding("energy_padding",
+                   f"padding cost {fmt_fraction(energy.padding_share)} of the energy "
+                   f"({energy.padding_share * requests_j:.3g} J of the requests' "
+                   f"{requests_j:.3g} J, idle floor apart): encoder positions run on pads")
