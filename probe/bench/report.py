@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from probe.bench.doctor_section import doctor_by_run, doctor_markdown
+from probe.bench.energy_section import energy_by_run, energy_markdown
 from probe.bench.experiments import acceptance_checks
 from probe.bench.goodput_section import goodput_markdown
 from probe.bench.nodes import nodes_markdown
@@ -56,6 +57,7 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
         "experiments": sections,
         "runs": runs,
         "doctor": doctor_by_run(out, runs),
+        "energy": energy_by_run(runs),
         "checks": acceptance_checks(sections),
         "wall_s": wall_s,
         "incomplete": interrupted,
@@ -187,6 +189,7 @@ def render_markdown(report: dict) -> str:
         out.append("")
     out += nodes_markdown(report)
     out += goodput_markdown(report)
+    out += energy_markdown(report)
     figures = (report.get("files") or {}).get("figures") or {}
     for section in report.get("experiments", {}).values():
         out += render_section(section)

@@ -7,7 +7,13 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Mapping, Sequence, Union
 
 from probe.analysis.stats import COMPILING, session_segments, summarize, tokens_per_s
-from probe.contract.figures import NO_GOODPUT, CompilePhases, DriftStats, Goodput
+from probe.contract.figures import (
+    NO_GOODPUT,
+    CompilePhases,
+    DriftStats,
+    EnergyStats,
+    Goodput,
+)
 from probe.contract.objective import Slo
 from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, RequestRecord
@@ -170,6 +176,9 @@ class RunResult:
     slo: Slo | None = None
     goodput: Goodput = NO_GOODPUT
     throughput_rps: float | None = None
+    # the run's session segment's energy (probe/analysis/energy.py): J/token over every request
+    # it served, warm-up included, or why no counter was read
+    energy: EnergyStats | None = None
     # the warm passes' records, for figures that need them (E1's break-even); not serialised
     steady_records: tuple[RequestRecord, ...] = field(default=(), repr=False, compare=False)
 
@@ -206,6 +215,7 @@ class RunResult:
         out["slo"] = None if self.slo is None else self.slo.as_dict()
         out["throughput_rps"] = self.throughput_rps
         out.update(self.goodput.as_dict())
+        out["energy"] = None if self.energy is None else self.energy.as_dict()
         for name in ("snapshot", "observer", "profile", "cold_start"):  # present only when made
             value = getattr(self, name)
             if value is not None:
@@ -252,7 +262,7 @@ SECTION_KEYS = ("key", "label", "options", "requests", "bucket_set", "bucket_edg
                 "compile_fallbacks", "kv_cache_peak_bytes", "weight_bytes", "padding_waste",
                 "drift", "distinct_input_lengths", "distinct_padded_lengths", "failed", "errors",
                 "notes", "snapshot", "slo", "throughput_rps", "goodput_rps",
-                "goodput_tokens_per_s", "slo_attainment")
+                "goodput_tokens_per_s", "slo_attainment", "energy")
 
 
 def section_figures(outcome: Outcome) -> dict:
@@ -319,6 +329,7 @@ def summarize_run(spec, data, warmup: PassResult, steady: Sequence[PassResult]) 
         slo=data.slo, throughput_rps=segment.throughput_rps if segment else None,
         goodput=(Goodput(segment.goodput_rps, segment.goodput_tokens_per_s,
                          segment.slo_attainment) if segment else NO_GOODPUT),
+        energy=segment.energy if segment else None,
         steady_records=tuple(r for p in steady for r in p.records))
 
 
