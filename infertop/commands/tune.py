@@ -76,9 +76,10 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
                       help=f"--search quick: trials besides the default (default "
                            f"{DEFAULT_TRIALS})")
     tune.add_argument("--objective", type=_objectives, default=("goodput",),
-                      metavar="goodput|tokens|p95[,…]",
-                      help="what --search quick|exhaustive maximizes (p95: minimizes); "
-                           "several: Optuna's NSGA-II, the first chooses the final config")
+                      metavar="goodput|tokens|p95|energy[,…]",
+                      help="what --search quick|exhaustive maximizes (p95, and energy: "
+                           "joules per good token, minimizes); several: Optuna's NSGA-II, "
+                           "the first chooses the final config")
     tune.add_argument("--space", type=lambda text: tuple(k.strip() for k in text.split(",")
                                                          if k.strip()),
                       default=(), metavar="KEY,…",
@@ -89,6 +90,10 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     tune.add_argument("--amortize", type=whole_number(1), default=None, metavar="N",
                       help="a trial whose compile seconds are not paid back within N requests "
                            "by its per-request saving against the default misses a constraint")
+    tune.add_argument("--max-joules-per-token", type=real_number(0.0), default=None,
+                      metavar="J",
+                      help="a trial whose joules per good token (energy over the tokens of "
+                           "requests that met the SLO) pass J misses a constraint")
     tune.add_argument("--out", default=None, metavar="DIR")
     tune.add_argument("--resume", default=None, metavar="DIR",
                       help="continue the --search quick|exhaustive stopped in DIR, with its "
@@ -133,6 +138,10 @@ def main(args: argparse.Namespace) -> int:
     if args.search != "greedy" and args.ray is not None:
         raise BadInput(f"tune: --search {args.search} does not spread over Ray yet; "
                        "use --search greedy with --ray")
+    if args.search == "greedy" and (args.max_joules_per_token is not None
+                                    or args.objective != ("goodput",)):
+        raise BadInput("tune: --objective and --max-joules-per-token are for --search "
+                       "quick|exhaustive; greedy judges goodput alone")
     if args.slo is None:
         raise BadInput("tune: --slo is required (the objective goodput is measured against), "
                           "e.g. --slo ttft=1s,latency=8s")

@@ -24,6 +24,7 @@ from probe.tune.search import Evaluate
 from probe.tune.space import Dimension, chosen_of, config_of, every_config
 from probe.tune.trials import (
     DONE,
+    ENERGY,
     FAILED,
     FIGURES,
     INTERRUPTED,
@@ -45,6 +46,9 @@ class ComboState:
     default: OptConfig
     trials: list[Trial] = field(default_factory=list)
     stopped: str = ""
+    # why the search cannot go on here at all (--resume would meet it again): energy asked
+    # for where the default's run could not measure it
+    refused: str = ""
 
 
 def greedy_path(baseline: OptConfig, candidates: Iterable[Candidate],
@@ -125,6 +129,13 @@ def run_combo(baseline: OptConfig, evaluate: Evaluate, *, mode: str,
             state.stopped = f"the default config could not run: {first.reason}"
             return state
         default = first
+    if default.energy_unavailable is not None and (ENERGY in objectives or
+                                                   bounds.max_joules_per_token is not None):
+        # known only once the default has run: no counter, or none the engine could read
+        flag = ("--objective energy" if ENERGY in objectives else "--max-joules-per-token")
+        state.refused = state.stopped = (f"{flag}: energy cannot be measured here "
+                                         f"({default.energy_unavailable})")
+        return state
 
     def out_of_time() -> bool:
         if stop.is_set():

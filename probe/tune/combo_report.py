@@ -5,17 +5,30 @@ knee, and the chosen config's gain over the default with its interval."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from probe.common.atomic import write_atomic, write_json_atomic
 from probe.common.units import fmt_fraction, fmt_ms, fmt_num
+from probe.report_charts.canvas import (
+    Caption,
+    ChartsUnavailable,
+    date_text,
+    require_matplotlib,
+    save,
+    warnings_to_log,
+)
+from probe.report_charts.tune_charts import FRONTIER_CHART, TunePoint, frontier_chart
 from probe.session_store.tables import text_table
 from probe.tune.candidates import opt_line
 from probe.tune.combo import ComboState
 from probe.tune.frontier import frontier, knee
-from probe.tune.trials import Ratio, Trial, best
+from probe.tune.trials import DONE, ENERGY, FIGURES, Ratio, Trial, best
 
 SHOWN_BEST = 3
+# how tune.md names what the chosen config has the best of
+BEST_OF = {"goodput": "most goodput", "tokens": "most tokens/s", "p95": "lowest p95",
+           ENERGY: "fewest joules per good token"}
 
 
 def frontier_trials(trials: list[Trial]) -> tuple[list[Trial], Trial | None]:
@@ -55,9 +68,12 @@ def combo_document(state: ComboState, *, search: dict, slo_text: str, settings: 
         final = {"trial": chosen.number, "options": chosen.options.as_dict(),
                  "label": chosen.options.label(), "opt_line": opt_line(chosen.options),
                  "better_than_default": (chosen.vs_default["goodput"].as_dict()
-                                         if "goodput" in chosen.vs_default else None)}
+                                         if "goodput" in chosen.vs_default else None),
+                 "objective_vs_default": (chosen.vs_default[objective].as_dict()
+                                          if objective in chosen.vs_default else None)}
     return {"search": search, "slo_text": slo_text, "settings": settings, "done": done,
-            "stopped": state.stopped, "default_options": state.default.as_dict(),
+            "stopped": state.stopped, "refused": state.refused,
+            "default_options": state.default.as_dict(),
             "trials": [t.as_dict() for t in state.trials],
             "frontier": [_slim(t) for t in front],
             "knee": None if bend is None else _slim(bend), "final": final}
@@ -77,16 +93,20 @@ def combo_markdown(document: dict, state: ComboState) -> str:
     ranked = sorted((t for t in state.trials if t.feasible and objective in t.vs_default
                      and t.control is not None),
                     key=lambda t: t.vs_default[objective].value, reverse=True)
-    if objective == "p95":
+    if not FIGURES[objective]:
         ranked.reverse()
     if ranked:
         lines += ["## Best configs against the default", ""]
         for t in ranked[:SHOWN_BEST]:
+            energy = (f", J/good token {gain_text(t.vs_default.get(ENERGY))}"
+                      if ENERGY in t.vs_default else "")
             lines.append(f"- trial {t.number}, `{t.options.label()}`: goodput "
                          f"{gain_text(t.vs_default.get('goodput'))}, p95 "
-                         f"{gain_text(t.vs_default.get('p95'))} against the default")
+                         f"{gain_text(t.vs_default.get('p95'))}{energy} against the default")
         lines.append("")
     names = sorted({k for t in state.trials for k in t.constraints})
+    # energy's column only where a trial measured it (no counter: the refusal line says why)
+    joules = any(t.j_per_good_token is not None for t in state.trials)
     rows = []
     front = {t["number"] for t in document["frontier"]}
     bend = (document["knee"] or {}).get("number")
@@ -94,15 +114,17 @@ def combo_markdown(document: dict, state: ComboState) -> str:
         marks = ("frontier" if t.number in front else "") + (" knee" if t.number == bend else "")
         rows.append([str(t.number), t.options.label(), t.status, fmt_num(t.goodput_rps, 3),
                      fmt_ms(t.p95_ms), gain_text(t.vs_default.get("goodput")),
+                     *([fmt_num(t.j_per_good_token, 3)] if joules else []),
                      *[_met(t, n) for n in names], marks.strip(),
                      t.reason or t.source])
     lines += ["## Trials", "", "```",
               text_table(["#", "config", "status", "goodput req/s", "p95", "goodput vs default",
-                          *names, "", "why / source"], rows), "```", ""]
+                          *(["J/good token"] if joules else []), *names, "",
+                          "why / source"], rows), "```", ""]
     final = document["final"]
     if final:
         flags = f"`{final['opt_line']}`" if final["opt_line"] else "(no --opt: the default)"
-        lines += [f"**Chosen config** (most {objective} within the constraints): "
+        lines += [f"**Chosen config** ({BEST_OF[objective]} within the constraints): "
                   f"{final['label']} {flags}", ""]
     else:
         lines += ["**No trial met every constraint.**", ""]
@@ -110,7 +132,15 @@ def combo_markdown(document: dict, state: ComboState) -> str:
         lines += [f"Knee of the goodput/p95 frontier (the frontier point farthest from the "
                   f"line joining its ends): trial {document['knee']['number']}, "
                   f"{document['knee']['label']}.", ""]
-    if document["stopped"]:
+    chart = document.get("frontier_chart") or {}
+    if chart.get("file"):
+        lines += [f"![goodput against p95, relative to the default: the frontier, its knee "
+                  f"and the default]({chart['file']})", ""]
+    elif chart.get("unavailable"):
+        lines += [f"Frontier chart not drawn: {chart['unavailable']}.", ""]
+    if document.get("refused"):
+        lines += [f"Stopped: {document['refused']}.", ""]
+    elif document["stopped"]:
         lines += [f"Stopped early: {document['stopped']}. `infertop tune --resume DIR` "
                   "continues it.", ""]
     lines.append("Each run's session is in `runs/`.")
@@ -125,7 +155,40 @@ def _met(trial: Trial, name: str) -> str:
     return f"{'met' if c.met else 'MISSED'} {value}"
 
 
+def chart_points(state: ComboState, document: dict) -> list[TunePoint]:
+    """Every finished trial with a goodput and a p95 ratio to the default, as tune.json holds
+    them, with its place: on the frontier, the knee, the default."""
+    front = {t["number"] for t in document["frontier"]}
+    bend = (document["knee"] or {}).get("number")
+    return [TunePoint(t.number, t.options.label(), t.vs_default["goodput"].value,
+                      t.vs_default["p95"].value, t.feasible, t.number in front,
+                      t.number == bend, t.control is None and t.options == state.default)
+            for t in state.trials
+            if t.status == DONE and "goodput" in t.vs_default and "p95" in t.vs_default]
+
+
+def write_frontier_chart(out: Path, state: ComboState, document: dict) -> dict:
+    """tune_frontier.svg beside tune.md: {"file": name}, or why it was not drawn."""
+    points = chart_points(state, document)
+    if not points:
+        return {"unavailable": "no trial measured both goodput and p95 yet"}
+    try:
+        require_matplotlib()
+    except ChartsUnavailable as exc:
+        return {"unavailable": str(exc)}
+    settings = document["settings"]
+    caption = Caption(str(settings.get("device", "device not recorded")),
+                      str(settings.get("model", "?")), str(settings.get("trace", "?")),
+                      date_text(time.time()))
+    name = f"{FRONTIER_CHART}.svg"
+    with warnings_to_log("tune frontier chart"):
+        chart = frontier_chart(points, caption)
+    save(chart, out / name)
+    return {"file": name}
+
+
 def write_combo(out: Path, state: ComboState, **context) -> None:
     document = combo_document(state, **context)
+    document["frontier_chart"] = write_frontier_chart(out, state, document)
     write_json_atomic(out / "tune.json", document)
     write_atomic(out / "tune.md", [combo_markdown(document, state)])

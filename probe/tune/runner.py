@@ -165,7 +165,8 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
               "space": [d.key for d in dims],
               "bounds": {"slo_target": None if args.find_capacity else args.slo_target,
                          "max_memory": args.max_memory, "max_drift": args.max_drift,
-                         "amortize": args.amortize}}
+                         "amortize": args.amortize,
+                         "max_joules_per_token": args.max_joules_per_token}}
     bounds = Bounds(**search["bounds"])
     context = dict(search=search, slo_text=args.slo.text(), settings=report["settings"])
     latest: list[ComboState] = [ComboState(baseline)]
@@ -198,6 +199,8 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
         for sig, handler in previous_handlers.items():
             signal.signal(sig, handler)
     write_combo(out, state, done=not stop.is_set() and not state.stopped, **context)
+    if state.refused:                  # tune.json keeps the default's trial; one line, exit 2
+        raise BadInput(f"tune: {state.refused}; {out / 'tune.json'} holds the default's trial")
     chosen = best(state.trials, args.objective[0])
     print(f"wrote {out / 'tune.md'} and {out / 'tune.json'}: {len(state.trials)} trial(s), "
           f"chosen {chosen.options.label() if chosen else 'none (no trial met every constraint)'}")

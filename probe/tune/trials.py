@@ -9,14 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+from probe.contract.figures import NOT_RECORDED, EnergyStats, SegmentStats
 from probe.contract.options import OptConfig
 from probe.runs.spread import Spread
 from probe.tune.candidates import DRIFTING
 from probe.tune.search import Measured
 
 DONE, FAILED, INTERRUPTED = "done", "failed", "interrupted"
-# the figures compared, each with whether higher is better
-FIGURES = {"goodput": True, "tokens": True, "p95": False}
+# the figures compared, each with whether higher is better; energy: joules per good token
+# (EnergyStats.j_per_good_token, probe/analysis/energy.py), fewer is better
+FIGURES = {"goodput": True, "tokens": True, "p95": False, "energy": False}
+ENERGY = "energy"
 
 
 @dataclass(frozen=True)
@@ -66,11 +69,12 @@ class Constraint:
 @dataclass(frozen=True)
 class Bounds:
     """What a trial must meet to count: --slo-target's attainment (at a rate), --max-memory,
-    --max-drift, --amortize."""
+    --max-drift, --amortize, --max-joules-per-token (joules per good token)."""
     slo_target: float | None = None
     max_memory: float | None = None
     max_drift: float | None = None
     amortize: int | None = None
+    max_joules_per_token: float | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,8 @@ class Trial:
     vs_default: dict[str, Ratio] = field(default_factory=dict)
     constraints: dict[str, Constraint] = field(default_factory=dict)
     measured: dict | None = None     # Measured.as_dict(): the spreads and the sessions
+    j_per_good_token: float | None = None    # the first run's (EnergyStats.j_per_good_token)
+    energy_unavailable: str | None = None    # why energy was not measured (None: it was)
 
     @property
     def feasible(self) -> bool:
@@ -110,6 +116,8 @@ class Trial:
                 "vs_control": {k: r.as_dict() for k, r in self.vs_control.items()},
                 "vs_default": {k: r.as_dict() for k, r in self.vs_default.items()},
                 "constraints": {k: c.as_dict() for k, c in self.constraints.items()},
+                "j_per_good_token": self.j_per_good_token,
+                "energy_unavailable": self.energy_unavailable,
                 "feasible": self.feasible, "measured": self.measured}
 
     @classmethod
@@ -126,7 +134,7 @@ class Trial:
             ratios("vs_default"),
             {k: Constraint(c["bound"], c["value"], c["met"], c.get("why", ""))
              for k, c in (raw.get("constraints") or {}).items()},
-            raw.get("measured"))
+            raw.get("measured"), raw.get("j_per_good_token"), raw.get("energy_unavailable"))
 
 
 def spreads(measured: Measured) -> dict[str, Spread]:
@@ -136,7 +144,15 @@ def spreads(measured: Measured) -> dict[str, Spread]:
     return {"goodput": measured.figure,
             "p95": Spread.of([measured.p95_ms]),
             "tokens": Spread.of([segment.tokens_per_s if segment else None]),
-            "latency_p50": Spread.of([segment.latency_ms.p50 if segment else None])}
+            "latency_p50": Spread.of([segment.latency_ms.p50 if segment else None]),
+            ENERGY: Spread.of([energy_of(segment).j_per_good_token])}
+
+
+def energy_of(segment: SegmentStats | None) -> EnergyStats:
+    """A run's energy figures (probe/analysis/energy.py), or why there are none."""
+    if segment is None:
+        return EnergyStats(unavailable="no run finished")
+    return segment.energy or EnergyStats(unavailable=NOT_RECORDED)
 
 
 def measured_trial(number: int, options: OptConfig, measured: Measured, *, source: str,
@@ -164,7 +180,8 @@ def measured_trial(number: int, options: OptConfig, measured: Measured, *, sourc
                  measured.drift, segment.kv_cache_peak_bytes if segment else None,
                  segment.compile_s if segment else None,
                  segment.latency_ms.p50 if segment else None, vs_control, vs_default, {},
-                 measured.as_dict())
+                 measured.as_dict(), energy_of(segment).j_per_good_token,
+                 energy_of(segment).unavailable)
 
 
 def judged(trial: Trial, bounds: Bounds, default: Trial | None) -> Trial:
@@ -192,7 +209,20 @@ def judged(trial: Trial, bounds: Bounds, default: Trial | None) -> Trial:
         out["drift"] = Constraint(bounds.max_drift, value, met, why)
     if bounds.amortize is not None:
         out["amortized"] = amortized(trial, bounds.amortize, default)
+    if bounds.max_joules_per_token is not None:
+        out["energy"] = energy_bound(trial, bounds.max_joules_per_token)
     return replace(trial, constraints=out)
+
+
+def energy_bound(trial: Trial, joules: float) -> Constraint:
+    """Its own joules per good token (the first run's, absolute: the bound is the user's J)
+    must be at most `joules`; unmeasured, or no good token at all, misses it."""
+    value = trial.j_per_good_token
+    if trial.energy_unavailable is not None:
+        return Constraint(joules, None, False, f"energy not measured: {trial.energy_unavailable}")
+    if value is None:
+        return Constraint(joules, None, False, "no good token (no request met the SLO)")
+    return Constraint(joules, value, value <= joules)
 
 
 def amortized(trial: Trial, requests: int, default: Trial | None) -> Constraint:
@@ -218,7 +248,7 @@ def amortized(trial: Trial, requests: int, default: Trial | None) -> Constraint:
 
 def objective_value(trial: Trial, name: str) -> float | None:
     """The figure `name` of a trial relative to the default (higher better for goodput and
-    tokens, lower for p95): what the sampler and the best are judged on."""
+    tokens, lower for p95 and energy): what the sampler and the best are judged on."""
     ratio = trial.vs_default.get(name)
     return None if ratio is None else ratio.value
 

@@ -5,8 +5,10 @@ frontier and its knee, and the files. No engine."""
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
+import sys
 import threading
 from dataclasses import replace
 from types import SimpleNamespace
@@ -15,14 +17,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probe.common.errors import BadConfig
+from infertop.endings import ending
+from probe.common.errors import BadConfig, BadInput
+from probe.contract.figures import EnergyStats
 from probe.contract.objective import parse_slo
 from probe.contract.options import COMPILE_ONLY, OPTION_BY_KEY, OptConfig
+from probe.report_charts.canvas import Caption
+from probe.report_charts.tune_charts import TunePoint, frontier_chart, knee_text
 from probe.runs.spread import Spread
 from probe.tune.candidates import Candidate
 from probe.tune.combo import EXHAUSTIVE, QUICK, greedy_path, run_combo
-from probe.tune.combo_report import combo_document, frontier_trials, write_combo
+from probe.tune.combo_report import (
+    chart_points,
+    combo_document,
+    frontier_trials,
+    write_combo,
+)
 from probe.tune.frontier import dominates, frontier, knee
+from probe.tune.runner import _combo
 from probe.tune.search import Measured
 from probe.tune.space import dimensions, every_config
 from probe.tune.trials import DONE, FAILED, INTERRUPTED, Bounds, Ratio, Trial, amortized
@@ -42,18 +54,34 @@ def true_goodput(options: OptConfig) -> float:
     return value
 
 
+def true_joules(options: OptConfig) -> float:
+    """Joules per good token on a machine at full speed: not goodput's order (the cpp
+    wrapper buys goodput with joules; lean guards save them)."""
+    value = 0.5
+    if options.compiled and options.bucketing == "on":
+        value *= 0.8
+    value *= 1.1 if options.wrapper == "cpp" else 1.0
+    value *= 0.7 if options.guards == "lean" else 1.0
+    return value
+
+
 def fake_measured(options: OptConfig, machine: float, kv_bytes: int = 1000,
-                  compile_s: float = 0.0) -> Measured:
+                  compile_s: float = 0.0, energy: str | None = None) -> Measured:
+    """`energy`: None, each config's joules (a slower machine spends more a token); else
+    why the counter is unavailable."""
     value = true_goodput(options) * machine
+    stats = (EnergyStats(unavailable=energy) if energy else
+             EnergyStats(source="fake counter", j_per_good_token=true_joules(options) / machine))
     segment = SimpleNamespace(tokens_per_s=10 * value, kv_cache_peak_bytes=kv_bytes,
-                              compile_s=compile_s, latency_ms=SimpleNamespace(p50=100 / value))
+                              compile_s=compile_s, latency_ms=SimpleNamespace(p50=100 / value),
+                              energy=stats)
     return Measured(Spread.of([value * 0.99, value * 1.01]), value, 1.0, 200 / value, None,
                     segment=segment)
 
 
 def fake(refuse=lambda options: None, stop_at: int | None = None,
          stop: threading.Event | None = None, kv=lambda options: 1000,
-         compile_s=lambda options: 0.0):
+         compile_s=lambda options: 0.0, energy: str | None = None):
     """evaluate(options, label, control): the machine slows 3% a call, alike for both sides of
     one call (they alternate); `refuse` raises for configs the engine refuses."""
     calls: list[OptConfig] = []
@@ -66,11 +94,11 @@ def fake(refuse=lambda options: None, stop_at: int | None = None,
         if stop_at is not None and len(calls) == stop_at and stop is not None:
             stop.set()
         machine = 0.97 ** len(calls)
-        result = fake_measured(options, machine, kv(options), compile_s(options))
+        result = fake_measured(options, machine, kv(options), compile_s(options), energy)
         if control is None:
             return result
         return replace(result, control=fake_measured(control, machine, kv(control),
-                                                     compile_s(control)))
+                                                     compile_s(control), energy))
     return evaluate, calls
 
 
@@ -322,3 +350,149 @@ def test_the_files_show_every_trial_the_frontier_and_the_gain(tmp_path):
     text = (tmp_path / "tune.md").read_text()
     assert f"{(gain['ratio'] - 1) * 100:+.0f}%" in text
     assert "met" in text and "Knee" in text
+
+
+# --- energy ------------------------------------------------------------------------------
+
+ENERGY_KEYS = ("compile", "bucketing", "wrapper", "guards")
+
+
+def test_objective_energy_chooses_the_fewest_joules_per_good_token():
+    """Against the fake's own table: every trial's ratio to the default, carried through its
+    control while the machine slowed, is the true one; the chosen config is the feasible one
+    of fewest true joules, which is not the one of most goodput."""
+    evaluate, _ = fake()
+    state = search(evaluate, mode=EXHAUSTIVE, keys=ENERGY_KEYS, objectives=("energy",))
+    for trial in state.trials:
+        truth = true_joules(trial.options) / true_joules(OptConfig())
+        assert trial.vs_default["energy"].value == pytest.approx(truth)
+        assert trial.j_per_good_token is not None and trial.energy_unavailable is None
+    document = combo_document(state, search={"mode": EXHAUSTIVE, "objectives": ["energy"]},
+                              slo_text="latency=1s", settings={}, done=True)
+    fewest = min((t.options for t in state.trials), key=true_joules)
+    most = max((t.options for t in state.trials), key=true_goodput)
+    assert fewest != most
+    assert document["final"]["options"] == fewest.as_dict()
+    assert document["final"]["objective_vs_default"]["ratio"] == pytest.approx(
+        true_joules(fewest) / true_joules(OptConfig()))
+
+
+@pytest.mark.parametrize("bound", [0.3, 0.45, 0.6])
+def test_max_joules_per_token_bounds_each_trials_own_figure(bound):
+    evaluate, _ = fake()
+    state = search(evaluate, mode=EXHAUSTIVE, keys=ENERGY_KEYS,
+                   bounds=Bounds(max_joules_per_token=bound))
+    for trial in state.trials:
+        energy = trial.constraints["energy"]
+        assert energy.value == trial.j_per_good_token
+        assert energy.met == (trial.j_per_good_token <= bound)
+    document = combo_document(state, search={"mode": EXHAUSTIVE, "objectives": ["goodput"]},
+                              slo_text="latency=1s", settings={}, done=True)
+    if document["final"] is not None:
+        chosen = next(t for t in state.trials if t.number == document["final"]["trial"])
+        assert chosen.j_per_good_token <= bound
+
+
+@pytest.mark.parametrize("flags", [{"objectives": ("energy",)},
+                                   {"bounds": Bounds(max_joules_per_token=1.0)}])
+def test_energy_unavailable_stops_after_the_default_naming_why(tmp_path, flags):
+    evaluate, calls = fake(energy="no RAPL counter readable on this host")
+    state = search(evaluate, trials=6, **flags)
+    assert calls == [OptConfig()]                      # the default only
+    assert "no RAPL counter readable on this host" in state.refused
+    write_combo(tmp_path, state, search={"mode": QUICK,
+                                         "objectives": list(flags.get("objectives",
+                                                                      ("goodput",)))},
+                slo_text="latency=1s", settings=settings_for_report(), done=False)
+    saved = json.loads((tmp_path / "tune.json").read_text())
+    assert [t["source"] for t in saved["trials"]] == ["default"]
+    assert saved["trials"][0]["energy_unavailable"] == "no RAPL counter readable on this host"
+    assert "no RAPL counter" in (tmp_path / "tune.md").read_text()
+    # --resume meets the same default and stops again without measuring anything
+    again, rerun = fake(energy="no RAPL counter readable on this host")
+    resumed = search(again, trials=6, previous=[Trial.from_dict(t) for t in saved["trials"]],
+                     **flags)
+    assert rerun == [] and resumed.refused == state.refused
+
+
+def test_energy_unavailable_does_not_stop_a_search_that_does_not_ask_for_it():
+    evaluate, calls = fake(energy="no RAPL counter readable on this host")
+    state = search(evaluate, trials=3)
+    assert not state.refused and len(calls) == 4
+
+
+def test_the_command_ends_in_one_line_exit_2_with_the_default_kept(tmp_path, capsys):
+    args = argparse.Namespace(search=QUICK, objective=("energy",), trials=4, find_capacity=False,
+                              slo_target=0.9, max_memory=None, max_drift=0.05, amortize=None,
+                              max_joules_per_token=None, slo=parse_slo("latency=1s"),
+                              budget=30.0)
+    evaluate, calls = fake(energy="no RAPL counter readable on this host")
+    with pytest.raises(BadInput) as raised:
+        _combo(args, OptConfig(), dimensions("cpu", SMALL), [], evaluate, threading.Event(),
+               tmp_path, {"settings": settings_for_report()})
+    assert ending(raised.value) == 2
+    said = capsys.readouterr().err.strip().splitlines()[-1]
+    assert said.startswith("infertop: error: tune: --objective energy")
+    assert "no RAPL counter readable on this host" in said
+    assert calls == [OptConfig()]
+    saved = json.loads((tmp_path / "tune.json").read_text())
+    assert len(saved["trials"]) == 1 and saved["trials"][0]["status"] == DONE
+
+
+# --- the frontier chart ------------------------------------------------------------------
+
+def test_the_frontier_chart_is_written_beside_tune_md_and_names_its_points(tmp_path):
+    """On recorded trials (tune.json read back): the SVG exists, tune.md links it, and it
+    names the knee (its label), the default and every frontier point; the points it plotted
+    are tune.json's own ratios."""
+    evaluate, _ = fake(kv=lambda o: 5000 if o.wrapper == "cpp" else 1000)
+    state = search(evaluate, mode=EXHAUSTIVE, keys=("compile", "bucketing", "wrapper"),
+                   bounds=Bounds(max_memory=2000))
+    recorded = [Trial.from_dict(json.loads(json.dumps(t.as_dict()))) for t in state.trials]
+    state = replace(state, trials=recorded)
+    context = dict(search={"mode": EXHAUSTIVE, "objectives": ["goodput"]},
+                   slo_text="latency=1s", settings=settings_for_report())
+    write_combo(tmp_path, state, done=True, **context)
+    saved = json.loads((tmp_path / "tune.json").read_text())
+    assert saved["frontier_chart"] == {"file": "tune_frontier.svg"}
+    svg = (tmp_path / "tune_frontier.svg").read_text()
+    assert "](tune_frontier.svg)" in (tmp_path / "tune.md").read_text()
+    bend = saved["knee"]
+    assert knee_text(TunePoint(bend["number"], bend["label"], 1, 1, True)) in svg
+    assert "default (trial 0)" in svg
+    for point in saved["frontier"]:
+        assert f"#{point['number']}" in svg
+    assert 'id="knee"' in svg and 'id="frontier"' in svg
+    document = combo_document(state, done=True, **context)
+    chart = frontier_chart(chart_points(state, document), Caption("cpu", "t5-tiny", "azure",
+                                                                  "now"))
+    plotted = {p["number"]: (p["goodput"], p["p95"], p["feasible"])
+               for p in chart.series["points"]}
+    assert plotted == {t["number"]: (t["vs_default"]["goodput"]["ratio"],
+                                     t["vs_default"]["p95"]["ratio"], t["feasible"])
+                       for t in saved["trials"]}
+    assert sorted(chart.series["frontier"]) == sorted(p["number"] for p in saved["frontier"])
+    assert chart.series["knee"] == bend["number"] and chart.series["default"] == 0
+    missed = [n for n, (_, _, ok) in plotted.items() if not ok]
+    assert missed and not set(missed) & set(chart.series["frontier"])
+
+
+def test_without_a_measured_trial_no_chart_is_drawn_and_tune_md_says_why(tmp_path):
+    evaluate, _ = fake(refuse=lambda o: "the engine refuses it")
+    state = search(evaluate, trials=2)
+    write_combo(tmp_path, state, done=True, search={"mode": QUICK, "objectives": ["goodput"]},
+                slo_text="latency=1s", settings=settings_for_report())
+    assert not (tmp_path / "tune_frontier.svg").exists()
+    assert "Frontier chart not drawn: no trial measured" in (tmp_path / "tune.md").read_text()
+
+
+def test_without_matplotlib_tune_md_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)        # import matplotlib fails
+    evaluate, _ = fake()
+    state = search(evaluate, trials=2)
+    write_combo(tmp_path, state, done=True, search={"mode": QUICK, "objectives": ["goodput"]},
+                slo_text="latency=1s", settings=settings_for_report())
+    assert not (tmp_path / "tune_frontier.svg").exists()
+    reason = json.loads((tmp_path / "tune.json").read_text())["frontier_chart"]["unavailable"]
+    assert "infertop[plots]" in reason
+    assert f"Frontier chart not drawn: {reason}" in (tmp_path / "tune.md").read_text()

@@ -169,6 +169,12 @@ def test_tune_json_has_the_keys_the_issue_fixes(tmp_path):
     (["tune", "--resume", "o"], "--resume o: no tune.json"),
     (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--objective", "speed"],
      "argument --objective"),
+    (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--objective", "energy"],
+     "--objective and --max-joules-per-token are for --search quick|exhaustive"),
+    (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--max-joules-per-token", "2"],
+     "--objective and --max-joules-per-token are for --search quick|exhaustive"),
+    (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--search", "quick",
+      "--max-joules-per-token", "-1"], "argument --max-joules-per-token"),
 ])
 def test_bad_tune_input_is_one_line_and_exit_2(argv, named, capsys, tmp_path, monkeypatch):
     from infertop.cli import main
