@@ -121,10 +121,13 @@ def diagnose(data: SessionData, config_id: str, ctx: DoctorContext = DoctorConte
     mine = list(records if records is not None else
                 (r for r in data.records if r.config_id == config_id))
     events = [e for e in data.events if e.config_id == config_id]
-    stats = stats or segment_stats(config_id, mine, events,
-                                   [b for b in data.breaks if b.config_id == config_id],
-                                   data.references, data.kv_pools.get(config_id),
-                                   energy=data.energy.get(config_id))
+    # the session's own figures of it (warm over the whole session, its SLO, its energy): the
+    # segment every view shows
+    stats = stats or next((s for s in (segments or session_segments(data))
+                           if s.config_id == config_id), None) or segment_stats(
+        config_id, mine, events, [b for b in data.breaks if b.config_id == config_id],
+        data.references, data.kv_pools.get(config_id), slo=data.slo,
+        energy=data.energy.get(config_id))
     dynamic = frozenset(cid for cid, e in data.configs.items() if e.options.batching == "dynamic")
     roofline = roofline_for(options, ctx.roofline)
     edges = ctx.bucket_edges if options.bucketing == "on" else ()

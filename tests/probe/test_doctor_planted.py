@@ -122,7 +122,8 @@ def test_the_doctor_command_prints_the_json_shape(burst, capsys):
     document = json.loads(capsys.readouterr().out)
     assert set(document) == {"segments", "checklist"}
     (segment,) = document["segments"]
-    assert set(segment) == {"config_id", "tail", "findings", "verdict", "next_step"}
+    assert set(segment) == {"config_id", "tail", "findings", "verdict", "next_step",
+                            "guard_groups"}
     assert set(segment["tail"]) == {"requests", "latency_p95_ms", "causes"}
     assert [set(c) for c in segment["tail"]["causes"]] == [
         {"cause", "share", "requests", "evidence"}] * 8
