@@ -9,7 +9,7 @@ an `Unavailable` that says why. A counter is read, never estimated from power wh
   domains; AMD's EPYC drivers name theirs intel-rapl or amd-rapl alike), each domain's wrap
   at max_energy_range_uj handled. A file we may not read (kernel ≥ 5.10 makes energy_uj
   root-only) is a reason, not a crash.
-- Neither (most VMs): Unavailable("no powercap here: ...").
+- Neither (most VMs): Unavailable("no RAPL counter: ...").
 
 Why not ML.ENERGY's zeus (0.16, tried): its device layer does read these same counters
 (`zeus.device.get_gpus().getTotalEnergyConsumption`, RAPL through `get_cpus()`), but the
@@ -132,8 +132,8 @@ def _zones(root: Path) -> Iterator[Path]:
 def open_rapl(root: Path = POWERCAP,
               clock: Callable[[], float] = time.perf_counter) -> RaplEnergy | Unavailable:
     if not root.is_dir():
-        return Unavailable(f"no powercap here: {root} does not exist, as in most VMs "
-                           f"and kernels without RAPL")
+        return Unavailable(f"no RAPL counter: {root} does not exist, as in most VMs and "
+                           f"kernels without RAPL")
     domains, refused = [], []
     for zone in _zones(root):
         try:
