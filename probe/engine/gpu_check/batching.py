@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from probe.analysis.stats import tokens_per_s
+from probe.engine.gpu_check.energy import energy_text, session_energy
 from probe.session_store.snapshot import read_document, session_data
 
 
@@ -112,13 +113,15 @@ def replay_run(model: str, device: torch.device, *, max_batch: int, requests: in
         result["crashed"] = "".join(lines[-8:])[-800:]
         return result
     document = read_document(out)
-    records = session_data(document).records
+    data = session_data(document)
+    records = data.records
     served = [r for r in records if r.ok]
     window = (served_at[0], served_at[-1]) if len(served_at) > 1 else (started, time.monotonic())
     result.update({
         "slots": document.get("settings", {}).get("max_batch"),
         "served": len(served), "failed": len(records) - len(served),
         "tokens_per_s": tokens_per_s(served),
+        "energy": session_energy(data),
         "gpu_util_pct": mean_between(util, *window),
         "engine_host_cpu_pct": mean_between(host, *window),     # its busiest process
         "serving_s": window[1] - window[0],
@@ -129,5 +132,6 @@ def replay_run(model: str, device: torch.device, *, max_batch: int, requests: in
         f"{result['tokens_per_s'] or 0:9.0f} tokens/s  "
         f"GPU {result['gpu_util_pct'] or 0:5.1f}%  host {result['engine_host_cpu_pct'] or 0:5.0f}% "
         f"of a core  served {len(served)} failed {result['failed']}  "
+        f"{energy_text(result['energy'])}  "
         f"{_steps_text(result['steps'])}")
     return result

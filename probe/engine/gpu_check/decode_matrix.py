@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from probe.engine.gpu_check.energy import energy_text
+
 MODES = ("off", "default", "reduce-overhead", "max-autotune")
 PRECISIONS = ("fp32", "fp16", "bf16")
 PATHS = ("fullgraph", "hf-generate")
@@ -118,4 +120,5 @@ def summary(result: dict) -> str:
     return (f"{number('ms_per_token', 3)} ms/token  {number('kernels_per_token', 0)} kernels "
             f"{number('kernel_ms_per_token', 3)} ms on the GPU a token  "
             f"compile {number('compile_s', 1)} s  failed {result.get('failed')}  "
+            f"{energy_text(result.get('energy'))}  "
             f"{'; '.join(result.get('notes', []))[:120]}")

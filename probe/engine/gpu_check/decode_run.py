@@ -19,6 +19,7 @@ from pathlib import Path
 
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
+from probe.engine.gpu_check.energy import timed_energy
 
 
 def median(values: list[float]) -> float | None:
@@ -67,7 +68,9 @@ def run(args: argparse.Namespace) -> dict:
         time.sleep(0.2)
     with open(args.lock, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)        # the GPU to this config alone
+        ledger_before = engine.energy.config_energy(engine.config_id)
         timed = [engine.serve([request(i)])[0] for i in range(1, args.requests + 1)]
+        energy = timed_energy(timed, ledger_before, engine.energy.config_energy(engine.config_id))
         profile, profile_error = None, None
         if engine.device.type == "cuda":
             try:
@@ -82,6 +85,7 @@ def run(args: argparse.Namespace) -> dict:
     result = {
         "options": engine.options.label(), "notes": notes,
         "ms_per_token": warm_tpot_ms(timed),
+        "energy": energy,
         "first_request_ms": warm[0].latency_ms, "first_request_wall_s": compile_wall_s,
         "compile_s": sum(e.duration_s or 0 for e in compiles),
         "compiles": len(compiles),
