@@ -188,6 +188,23 @@ class BatchSteps:
 
 
 @dataclass(frozen=True)
+class LedgerEntry:
+    """What one compiled graph of a config earned: the graph is the function called and the
+    shapes and dtypes of its tensor arguments (`key`), which pick the graph dynamo runs.
+    An eager config's entries are kept too: they are the per-call times pay-back needs."""
+    config_id: str
+    function: str                   # the callable's name: encode, prefill_step, decode_step, …
+    key: str                        # "(1, 1) int64 · (1, 69, 64) float32 · …", argument order
+    calls: int
+    runtime_ms_total: float         # Σ per-call wall time (CPU) or CUDA event time (GPU)
+    runtime_ms_median: float | None     # of `median_of` calls; None before a call was timed
+    compile_s: float                # Σ the CompileEvents that started inside its calls
+    stalled_requests: tuple[str, ...] = ()  # requests served by a call that compiled
+    paid_back: bool | None = None   # calls × (eager − compiled) ≥ compile_s; None: no eager twin
+    median_of: int = 0              # per-call times the median is of (< calls: a sample)
+
+
+@dataclass(frozen=True)
 class RooflineStatus:
     """This machine's memory roofline for the config being served: the fastest a batch-1 step
     can be when it reads every weight once at the measured bandwidth."""

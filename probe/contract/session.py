@@ -19,6 +19,7 @@ from probe.contract.records import (
     CompileEvent,
     GraphBreakRecord,
     KVPool,
+    LedgerEntry,
     Notice,
     RequestRecord,
 )
@@ -52,6 +53,8 @@ class SessionData:
     batch_steps: Mapping[str, BatchSteps] = field(default_factory=lambda: MappingProxyType({}))
     # per config: the energy counter's source and idle floor, or why there is none
     energy: Mapping[str, ConfigEnergy] = field(default_factory=lambda: MappingProxyType({}))
+    # what each compiled graph earned (probe/analysis/compile_ledger.py), first call first
+    compile_ledger: tuple[LedgerEntry, ...] = ()
 
 
 class Session:
@@ -68,6 +71,7 @@ class Session:
         self._kv_pools: dict[str, KVPool] = {}
         self._batch_steps: dict[str, BatchSteps] = {}
         self._energy: dict[str, ConfigEnergy] = {}
+        self._ledger: dict[tuple[str, str, str], LedgerEntry] = {}
         self._slo: Slo | None = None
 
     def set_slo(self, slo: Slo | None) -> None:
@@ -90,6 +94,10 @@ class Session:
             config_id = f"c{len(self._configs) + 1}"
             self._configs[config_id] = ConfigEntry(config_id, options, notes)
             return config_id
+
+    def configs(self) -> Mapping[str, ConfigEntry]:
+        with self._lock:
+            return MappingProxyType(dict(self._configs))
 
     def config_notes(self, config_id: str) -> tuple[str, ...]:
         with self._lock:
@@ -132,6 +140,13 @@ class Session:
         with self._lock:
             self._energy[config_id] = energy
 
+    def set_compile_ledger(self, entries: tuple[LedgerEntry, ...]) -> None:
+        """The engine's ledger as it stands: each graph's entry replaces its last (a graph a
+        restored session held and this engine has not called keeps its saved entry)."""
+        with self._lock:
+            for entry in entries:
+                self._ledger[(entry.config_id, entry.function, entry.key)] = entry
+
     def add_notice(self, notice: Notice) -> None:
         with self._lock:
             self._notices.append(notice)
@@ -145,6 +160,7 @@ class Session:
             self._references, self._kv_pools = dict(data.references), dict(data.kv_pools)
             self._batch_steps = dict(data.batch_steps)
             self._energy = dict(data.energy)
+            self._ledger = {(e.config_id, e.function, e.key): e for e in data.compile_ledger}
             self._slo = data.slo if data.slo is not None else self._slo
 
     def freeze(self) -> SessionData:
@@ -154,4 +170,5 @@ class Session:
                                MappingProxyType(dict(self._references)),
                                MappingProxyType(dict(self._kv_pools)), self._slo,
                                MappingProxyType(dict(self._batch_steps)),
-                               MappingProxyType(dict(self._energy)))
+                               MappingProxyType(dict(self._energy)),
+                               tuple(self._ledger.values()))

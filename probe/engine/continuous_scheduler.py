@@ -127,6 +127,7 @@ class ContinuousScheduler:
         rows = [row for _, row, _ in admitted]
         width = engine.padded_width(rows)
         engine.probe.set_context(requests[0].id, self.config_id)
+        engine.graph_timer.set_context(self.config_id, tuple(r.id for r in requests))
         energy_start = engine.energy.begin(self.config_id)
         encode_work = [(r.id, width) for r in requests]
         try:
@@ -161,6 +162,8 @@ class ContinuousScheduler:
             return self._settle(wait=True)
         engine = self.engine
         engine.probe.set_context(f"batch of {len(self.running)}", self.config_id)
+        engine.graph_timer.set_context(self.config_id,
+                                       tuple(r.request.id for r in self.running.values()))
         started = time.perf_counter()
         energy_start = engine.energy.begin(self.config_id)
         decode_work = [(r.request.id, 1) for r in self.running.values()]

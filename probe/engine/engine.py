@@ -14,6 +14,7 @@ from typing import Callable, Sequence, TypedDict, TypeVar
 import torch
 import torch._dynamo
 
+from probe.analysis.compile_ledger import LedgerBook, with_pay_back
 from probe.analysis.cpu_levers import cpu_flags, lever_note
 from probe.common.clock import SessionClock
 from probe.contract.options import OptConfig
@@ -31,6 +32,7 @@ from probe.engine.observe.compile_probe import CompileProbe
 from probe.engine.observe.device_probe import DeviceProbe, resolve_device
 from probe.engine.observe.energy_counter import EnergyReading, reset_active, set_active
 from probe.engine.observe.energy_ledger import EnergyLedger
+from probe.engine.observe.graph_timer import GraphTimer
 from probe.engine.switchboard import Switchboard, apply_tf32
 from workloads.buckets import bucket_for
 
@@ -95,10 +97,14 @@ class Engine:
         self.probe.reset_dynamo()
         self.device_probe = DeviceProbe(self.device)
         self.energy = EnergyLedger(self.device_probe.energy_counter())
+        # the compile ledger: every timed call of the switchboard's callables, per config
+        self.ledger = LedgerBook()
+        self.graph_timer = GraphTimer(self.ledger, self.clock, self.probe, self.device)
         self.switchboard = Switchboard(self.loaded.model, self.device,
                                        max_new_tokens=settings.max_new_tokens,
                                        compile_backend=settings.compile_backend,
-                                       compile_events=self.probe)
+                                       compile_events=self.probe,
+                                       graph_timer=self.graph_timer)
         self._awaiting_reference: dict[str, EngineRequest] = {}
         self.bandwidth: MachineBandwidth | None = None     # set by whoever measured it
         self.started_unix = time.time()     # a bandwidth measured before: another run's
@@ -227,6 +233,7 @@ class Engine:
                             self.settings.max_input_tokens)
             ids, mask = pad_batch([row], len(row), self.dims.pad_token_id, self.device)
             self.probe.set_context(None, None)
+            self.graph_timer.set_context(None)
             apply_tf32(REFERENCE_OPTIONS)       # the reference's products are true fp32
             try:
                 with torch.inference_mode():
@@ -256,8 +263,13 @@ class Engine:
         return bucket_for(max(len(row) for row in rows), self.bucket_edges)
 
     def flush_probes(self) -> None:
-        self.session.add_events(self.probe.collect())
+        events = self.probe.collect()
+        self.session.add_events(events)
         self.session.set_breaks(self.probe.graph_breaks())
+        self.graph_timer.settle()
+        self.ledger.attribute(events)
+        self.session.set_compile_ledger(with_pay_back(self.ledger.entries(),
+                                                      self.session.configs()))
 
     def commit(self, records: list[RequestRecord]) -> None:
         for record in records:
@@ -268,6 +280,7 @@ class Engine:
         start_s = self.clock.now_s()
         label = requests[0].id if len(requests) == 1 else f"batch:{requests[0].id}+{len(requests) - 1}"
         self.probe.set_context(label if record else None, config_id)
+        self.graph_timer.set_context(config_id, tuple(r.id for r in requests), serving=record)
         stall_before = self.probe.compile_seconds
         rows, width = self.rows_for(requests)
         new_tokens = max(r.output_length for r in requests)

@@ -29,6 +29,7 @@ from probe.engine.decode.paged import PagedBatcher
 from probe.engine.decode.result import DecodeResult
 from probe.engine.decode.static_loop import StaticGreedyDecoder
 from probe.engine.model.loading import DecoderDims, T5Family
+from probe.engine.observe.graph_timer import GraphTimer
 from probe.engine.observe.guards import guard_filter
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -198,8 +199,10 @@ def _sharing_weights(model: T5Family) -> T5Family:
 class Switchboard:
     def __init__(self, master: T5Family, device: torch.device, *,
                  max_new_tokens: int, compile_backend: str = "inductor",
-                 compile_events: CompileEvents | None = None) -> None:
+                 compile_events: CompileEvents | None = None,
+                 graph_timer: GraphTimer | None = None) -> None:
         self.master = master
+        self.graph_timer = graph_timer
         self.compile_events = compile_events
         self._master_weights: str | None = None
         self.device = device
@@ -301,8 +304,16 @@ class Switchboard:
         return self._decoders[options]
 
     def _wrap(self, options: OptConfig, fullgraph: bool) -> Callable[[Callable], Callable]:
-        if not self.is_compiled(options):
-            return lambda fn: fn
+        """What each decode path applies to the functions it calls: compiled or not, and
+        timed into the engine's compile ledger (the one place a callable is handed out)."""
+        compiled = self.is_compiled(options)
+        inner = self._compiler(options, fullgraph) if compiled else (lambda fn: fn)
+        timer = self.graph_timer
+        if timer is None:
+            return inner
+        return lambda fn: timer.wrap(getattr(fn, "__name__", "?"), inner(fn), compiled=compiled)
+
+    def _compiler(self, options: OptConfig, fullgraph: bool) -> Callable[[Callable], Callable]:
         if self.compile_backend == "inductor" and options.gemv == "inductor":
             widen_gemv_decomposition()
         if fullgraph and options.compile_cache == "on":

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from probe.contract.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
+from probe.contract.records import (
+    CompileEvent,
+    GraphBreakRecord,
+    LedgerEntry,
+    Notice,
+    RequestRecord,
+)
 
 MAX_SESSION_S = 1e9             # ~31 years of session clock
 MAX_MS = MAX_SESSION_S * 1e3
@@ -81,6 +87,20 @@ def notice_problem(notice: Notice) -> str | None:
     return f"t_s: {problem}" if problem else None
 
 
+def ledger_problem(entry: LedgerEntry) -> str | None:
+    for name in ("calls", "median_of"):
+        if getattr(entry, name) < 0:
+            return f"{name}: expected a count >= 0, got {getattr(entry, name)}"
+    if entry.median_of > entry.calls:
+        return f"median_of: expected at most calls ({entry.calls}), got {entry.median_of}"
+    for name in ("runtime_ms_total", "runtime_ms_median"):
+        problem = _within(getattr(entry, name), 0.0, MAX_MS, "a duration in ms")
+        if problem:
+            return f"{name}: {problem}"
+    problem = _within(entry.compile_s, 0.0, MAX_SESSION_S, "a time in seconds")
+    return f"compile_s: {problem}" if problem else None
+
+
 def problem_of(item: object) -> str | None:
     """The range problem of any saved record kind (None for a kind without ranges)."""
     if isinstance(item, RequestRecord):
@@ -91,4 +111,6 @@ def problem_of(item: object) -> str | None:
         return break_problem(item)
     if isinstance(item, Notice):
         return notice_problem(item)
+    if isinstance(item, LedgerEntry):
+        return ledger_problem(item)
     return None

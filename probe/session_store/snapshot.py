@@ -29,6 +29,7 @@ from probe.contract.records import (
     CompileEvent,
     GraphBreakRecord,
     KVPool,
+    LedgerEntry,
     Notice,
     RequestRecord,
     RooflineStatus,
@@ -58,6 +59,7 @@ def snapshot_document(data: SessionData, *, environment: dict, model: dict, trac
         "kv_pools": {cid: asdict(pool) for cid, pool in data.kv_pools.items()},
         "batch_steps": {cid: asdict(steps) for cid, steps in data.batch_steps.items()},
         "energy": {cid: asdict(energy) for cid, energy in data.energy.items()},
+        "compile_ledger": [asdict(e) for e in data.compile_ledger],
         "live": live or {},
     }
     return attach_diagnoses(document, data, saved_live_parts(document))
@@ -94,7 +96,7 @@ SECTIONS: dict[str, type] = {
     "environment": dict, "model": dict, "trace": dict, "settings": dict, "configs": dict,
     "requests": list, "segments": list, "compile_events": list, "graph_breaks": list,
     "notices": list, "reference_tokens": dict, "kv_pools": dict, "batch_steps": dict, "energy": dict,
-    "live": dict}
+    "compile_ledger": list, "live": dict}
 RECORD_SECTIONS = (("requests", RequestRecord), ("compile_events", CompileEvent),
                    ("graph_breaks", GraphBreakRecord), ("notices", Notice))
 OPTION_NAMES = frozenset(f.name for f in fields(OptConfig))
@@ -155,6 +157,8 @@ def session_data(document: dict[str, Any], source: str = "snapshot", *,
                  for cid, raw in document.get("batch_steps", {}).items()}
         energy = {key(cid): _build(ConfigEnergy, raw, f"energy.{cid}", clean)
                   for cid, raw in document.get("energy", {}).items()}
+        ledger = tuple(_build(LedgerEntry, raw, f"compile_ledger[{index}]", clean)
+                       for index, raw in enumerate(document.get("compile_ledger", [])))
     except _ShapeError as exc:
         raise BadInput(f"{source}: not an infertop session: {exc}") from None
     slo = slo_from_dict(document.get("slo"), f"{source}: slo")
@@ -163,7 +167,7 @@ def session_data(document: dict[str, Any], source: str = "snapshot", *,
                        references=MappingProxyType(references),
                        kv_pools=MappingProxyType(pools), slo=slo,
                        batch_steps=MappingProxyType(steps),
-                       energy=MappingProxyType(energy))
+                       energy=MappingProxyType(energy), compile_ledger=ledger)
 
 
 def saved_session(document: dict[str, Any], source: str = "snapshot", *,
@@ -178,7 +182,7 @@ def saved_session(document: dict[str, Any], source: str = "snapshot", *,
     shown_ids = ", ".join(known) or "none"
     groups: tuple[tuple[str, Sequence[Any]], ...] = (
         ("requests", data.records), ("compile_events", data.events), ("graph_breaks", data.breaks),
-        ("notices", data.notices))
+        ("notices", data.notices), ("compile_ledger", data.compile_ledger))
     for section, items in groups:
         for index, item in enumerate(items):
             config_id = getattr(item, "config_id", None)

@@ -11,6 +11,7 @@ import re
 from dataclasses import fields
 from typing import Callable
 
+from probe.analysis.compile_ledger import step_shares
 from probe.analysis.diagnosis import context_from_document
 from probe.analysis.session_diagnosis import SessionDiagnosis, diagnose_session
 from probe.analysis.stats import phases_within, session_segments
@@ -21,6 +22,7 @@ from probe.common.terminal_text import terminal_text
 from probe.common.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num, fmt_ratio, fmt_s
 from probe.contract.figures import SegmentStats
 from probe.contract.options import OptConfig
+from probe.contract.records import LedgerEntry
 from probe.contract.session import SessionData
 from probe.session_store.doctor_compare import cause_moves
 from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
@@ -170,7 +172,35 @@ def show(path: str) -> str:
         lines += ["", "graph breaks:"]
         for b in sorted(data.breaks, key=lambda b: -b.count)[:10]:
             lines.append(f"  {b.config_id} ×{b.count} {b.location}: {b.reason[:100]}")
+    lines += ledger_lines(data.compile_ledger)
     return "\n".join(lines)
+
+
+def _stalled(ids: tuple[str, ...]) -> str:
+    return NO_DATA if not ids else ", ".join(ids[:3]) + (f" +{len(ids) - 3}" if len(ids) > 3 else "")
+
+
+def ledger_lines(entries: tuple[LedgerEntry, ...]) -> list[str]:
+    """The compile ledger: each graph's calls, run time, share of its config's timed step
+    time, compile seconds, the requests that waited on its compile, and pay-back."""
+    if not entries:
+        return []
+    shares = step_shares(entries)
+    rows = []
+    for e in entries:
+        median = fmt_ms(e.runtime_ms_median)
+        if e.median_of < e.calls:
+            median += f" (of {e.median_of})"
+        rows.append([e.config_id, e.function, e.key, e.calls, fmt_ms(e.runtime_ms_total), median,
+                     fmt_fraction(shares[(e.config_id, e.function, e.key)]),
+                     fmt_s(e.compile_s) if e.compile_s else NO_DATA, _stalled(e.stalled_requests),
+                     {True: "yes", False: "not yet", None: NO_DATA}[e.paid_back]])
+    columns = ["config", "function", "key (tensor shapes, dtypes)", "calls", "run total",
+               "median", "share", "compile", "stalled", "paid back"]
+    return ["", "compile ledger:", text_table(columns, rows),
+            "  share: of the config's time inside its timed calls; paid back: calls × "
+            "(eager − compiled per call) ≥ compile, against the same graph in the eager "
+            "twin's segment (— where the session has none); docs/figures-and-definitions.md"]
 
 
 def _pairs(a: SessionData, b: SessionData):
