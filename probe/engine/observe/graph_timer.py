@@ -67,7 +67,9 @@ class GraphTimer:
     def wrap(self, name: str, fn: Callable, *, compiled: bool) -> Callable:
         def timed(*args, **kwargs):
             config_id = self._config_id
-            if config_id is None:
+            # a CUDA graph being captured (slot_graphs) must not record timing events into
+            # itself: the capture is not a call, its replays are
+            if config_id is None or (self._cuda and torch.cuda.is_current_stream_capturing()):
                 return fn(*args, **kwargs)
             sig = signature(args, kwargs)
             compile_before = self._probe.compile_seconds if compiled and self._probe else 0.0
