@@ -1,5 +1,5 @@
 """Fixtures for the dashboard tests: synthetic snapshots (tests/tui/synthetic.py, built by the real
-probe.contract.live.build_live, with the states that stress the text), a fake engine, and the screen as
+probe.analysis.live_figures.build_live, with the states that stress the text), a fake engine, and the screen as
 plain text. (Engine logs go under tmp_path: tests/conftest.py points XDG_STATE_HOME there.)"""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ torch.compile; its figures are hand-set to look like a t5-small-shaped model on 
 recompiles on each new input length, 12 graph breaks in generate()) so the panels can be tested
 on repeatable states. Nothing presented as a result is drawn from it: the README's screenshots
 are recorded sessions (screenshots/sessions/). Records are built by a one-server queue
-simulation; every figure shown is then computed by the real `probe.contract.live.build_live`.
+simulation; every figure shown is then computed by the real `probe.analysis.live_figures.build_live`.
 
 Stages (what `stage(name)` returns):
 - "baseline":   c1 eager, steady.
