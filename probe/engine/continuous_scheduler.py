@@ -11,13 +11,14 @@ from dataclasses import dataclass
 import torch
 
 from probe.contract.records import RequestRecord
+from probe.engine.call_errors import short_error
 from probe.engine.decode import kv_cache
 from probe.engine.decode.device_timeline import Fetch, Mark, Timeline, timeline_for
 from probe.engine.decode.kv_cache import KVBytes
 from probe.engine.decode.paged import PagedBatcher
 from probe.engine.decode.result import DecodeResult
 from probe.engine.decode.step_times import StepTimes
-from probe.engine.engine import Engine, short_error
+from probe.engine.engine import Engine
 from probe.engine.model.requests import EngineRequest, pad_batch
 
 # Steps the host may queue ahead of the GPU before it waits for the oldest: enough that the

@@ -21,6 +21,7 @@ from probe.contract.options import OptConfig
 from probe.contract.records import EnergyPhases, Notice, RequestRecord, RooflineStatus
 from probe.contract.session import Session
 from probe.contract.settings import EngineSettings
+from probe.engine.call_errors import is_compile_failure, short_error
 from probe.engine.decode.kv_cache import used_bytes_formula
 from probe.engine.decode.result import DecodeResult
 from probe.engine.decode.slot_graphs import ladder, rows_for
@@ -41,21 +42,6 @@ T = TypeVar("T")
 ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}   # the KV cache's element, per precision
 # What drift is measured against: the model as trained, nothing that changes its arithmetic.
 REFERENCE_OPTIONS = OptConfig(decode="fullgraph")
-
-
-def short_error(exc: BaseException, limit: int = 300) -> str:
-    """`Type: message` on one line, the message's lines joined (a backend failure names the
-    real cause on its second line)."""
-    message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-    return f"{type(exc).__name__}: {message}"[:limit]
-
-
-def is_compile_failure(exc: BaseException) -> bool:
-    """A failure of torch.compile itself (dynamo or a backend), as opposed to the model's."""
-    if isinstance(exc, (torch._dynamo.exc.TorchDynamoException,)):
-        return True
-    module = type(exc).__module__ or ""
-    return module.startswith(("torch._dynamo", "torch._inductor"))
 
 
 class _RecordStart(TypedDict):

@@ -277,7 +277,7 @@ def _simulated(name: str, speed: float) -> LiveView:
 
 
 # -- stages that stress the text ----------------------------------------------------------------
-# A failure's error is `Type: message` (probe.engine.engine.short_error); "[/]" would end a session
+# A failure's error is `Type: message` (probe.engine.call_errors.short_error); "[/]" would end a session
 # that rendered it as markup.
 ERRORS = ("OutOfMemoryError: CPU out of memory. Tried to allocate 1.50 GiB [/] (12.1 GiB free)",
           "RuntimeError: The size of tensor a (512) must match the size of tensor b (513)")
