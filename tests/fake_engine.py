@@ -81,7 +81,7 @@ class FakeEngine:
 
     def write_snapshot(self, path: str) -> Any:
         from probe.common.errors import BadInput
-        from probe.session_store.journal import save_from_journal
+        from probe.session_store.journal_reader import save_from_journal
         if self.journal_path is None:
             raise BadInput("a fake engine keeps no journal")
         return save_from_journal(self.journal_path, path, self.ended)

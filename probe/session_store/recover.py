@@ -12,7 +12,7 @@ from probe.common.atomic import write_json_atomic
 from probe.common.errors import BadInput
 from probe.common.output_rule import check_output_file
 from probe.contract.protocol import EngineExit
-from probe.session_store.journal import read_journal, unreadable_text
+from probe.session_store.journal_reader import read_journal, unreadable_text
 from probe.session_store.snapshot import saved_session
 
 RECOVERED = "the run ended without saving; recovered from its journal"

@@ -16,7 +16,7 @@ from probe.checks.stop_supervisor import Stopped
 from probe.common.atomic import remove_temporaries, write_json_atomic
 from probe.common.errors import BadInput
 from probe.contract.protocol import EngineExit
-from probe.session_store.journal import read_journal
+from probe.session_store.journal_reader import read_journal
 from probe.session_store.replay_outcome import kept_in, outcome
 from probe.session_store.run_summary import run_summary
 

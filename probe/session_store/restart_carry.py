@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from probe.contract.protocol import EngineExit
 from probe.contract.records import ABANDONED, CompileEvent, Notice, RequestRecord
-from probe.session_store.journal import Dispatch, Journal
+from probe.session_store.journal import Dispatch
+from probe.session_store.journal_reader import Journal
 
 
 @dataclass(frozen=True)

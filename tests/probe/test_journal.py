@@ -18,15 +18,8 @@ from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineExit
 from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
 from probe.engine.state_files import new_journal
-from probe.session_store.journal import (
-    Dispatch,
-    Journal,
-    JournaledSession,
-    JournalWriter,
-    merge_breaks,
-    read_journal,
-    save_from_journal,
-)
+from probe.session_store.journal import Dispatch, JournaledSession, JournalWriter, merge_breaks
+from probe.session_store.journal_reader import Journal, read_journal, save_from_journal
 from probe.session_store.snapshot import read_document, session_data
 
 CONTEXT = {"environment": {"device": "cpu"}, "model": {"name": "t5-tiny", "dtype": "fp32"},
@@ -185,7 +178,7 @@ def test_a_failed_write_stops_journaling_not_serving():
 
 def test_reading_a_journal_imports_no_torch(journal_path, tmp_path):
     fill(journal_path)
-    code = (f"import sys; from probe.session_store.journal import save_from_journal; "
+    code = (f"import sys; from probe.session_store.journal_reader import save_from_journal; "
             f"save_from_journal({journal_path!r}, {str(tmp_path / 'o.json')!r}, None); "
             f"print('torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -14,13 +14,8 @@ from hypothesis import strategies as st
 from probe.contract.objective import Slo, parse_slo
 from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineExit
-from probe.session_store.journal import (
-    Dispatch,
-    JournaledSession,
-    JournalWriter,
-    read_journal,
-    save_from_journal,
-)
+from probe.session_store.journal import Dispatch, JournaledSession, JournalWriter
+from probe.session_store.journal_reader import read_journal, save_from_journal
 from probe.session_store.recover import recover
 from probe.session_store.snapshot import read_document
 from tests.conftest import synthetic_record

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from infertop.cli import main
 from probe.common.errors import BadInput
-from probe.session_store.journal import read_journal
+from probe.session_store.journal_reader import read_journal
 from probe.session_store.snapshot import read_document, saved_session
 from tests.probe.test_reliability_round3 import journal_of, saved
 

@@ -10,7 +10,8 @@ from probe.contract.protocol import EngineExit
 from probe.contract.records import ABANDONED, CompileInProgress
 from probe.contract.session import SessionData
 from probe.engine.state_files import new_journal
-from probe.session_store.journal import Dispatch, JournaledSession, JournalWriter, read_journal
+from probe.session_store.journal import Dispatch, JournaledSession, JournalWriter
+from probe.session_store.journal_reader import read_journal
 from probe.session_store.restart_carry import restart_marks
 from tests.probe.doctor_records import record
 

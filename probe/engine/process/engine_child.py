@@ -24,13 +24,8 @@ from probe.engine.process.headless_journal import dispatch_of, write_header
 from probe.engine.process.resumed_replay import ContinuedReplayer
 from probe.engine.process.warm_side import warm_up
 from probe.engine.workload_setup import PreparedWorkload
-from probe.session_store.journal import (
-    Dispatch,
-    Journal,
-    JournaledSession,
-    JournalWriter,
-    read_journal,
-)
+from probe.session_store.journal import Dispatch, JournaledSession, JournalWriter
+from probe.session_store.journal_reader import Journal, read_journal
 from probe.session_store.restart_carry import restart_marks
 from workloads.replayer import ScheduledRequest
 

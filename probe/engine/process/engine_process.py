@@ -37,8 +37,8 @@ from probe.engine.process.engine_child import engine_main
 from probe.engine.process.engine_launch import EngineLaunch
 from probe.engine.state_files import new_journal, new_log
 from probe.engine.workload_setup import prepare_workload
-from probe.session_store.journal import save_from_journal
 from probe.session_store.journal_promise import journal_promise
+from probe.session_store.journal_reader import save_from_journal
 
 STOP_WAIT_S = 2.0       # after Shutdown, for the request in progress; then the engine is killed
 KILL_WAIT_S = 2.0

@@ -1,0 +1,268 @@
+"""A session journal read back (probe/session_store/journal.py writes it): every line it can
+read, the ones it cannot named by line number, the requests dispatched and never served marked
+lost, and the snapshot written from it while no engine runs (`snapshot recover`, the
+dashboard's `s` after a crash). Torch-free."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from probe.common.atomic import write_json_atomic
+from probe.common.clock import SessionClock
+from probe.common.errors import BadInput
+from probe.common.shown import shown
+from probe.contract.objective import slo_from_dict
+from probe.contract.protocol import EngineExit
+from probe.contract.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
+from probe.contract.session import SessionData
+from probe.session_store.journal import CONTEXT_SECTIONS, Dispatch
+from probe.session_store.record_ranges import MAX_SESSION_S
+from probe.session_store.snapshot import checked_item, session_data, snapshot_document
+
+_RECORD_KINDS: dict[str, tuple[str, type]] = {
+    "record": ("requests", RequestRecord), "compile_event": ("compile_events", CompileEvent),
+    "notice": ("notices", Notice)}
+
+
+
+@dataclass(frozen=True)
+class Journal:
+    """A journal read back: the session so far and where it ran."""
+    path: str
+    started_unix: float                     # wall-clock time of session time 0
+    context: Mapping[str, Any]              # CONTEXT_SECTIONS of the session JSON
+    data: SessionData
+    dispatches: tuple[Dispatch, ...] = field(default=())
+    unreadable: tuple[tuple[int, str], ...] = field(default=())   # (line number, why) skipped
+
+    def clock(self) -> SessionClock:
+        """This session's clock, in this process: it reads on from where the session is now."""
+        return SessionClock(start=time.perf_counter() - (time.time() - self.started_unix))
+
+    @property
+    def next_seq(self) -> int:
+        """Where the replay goes on: after the last request dispatched (or served)."""
+        seqs = [d.seq for d in self.dispatches] + [r.seq for r in self.data.records]
+        return max(seqs, default=-1) + 1
+
+    def crash_marks(self, end: EngineExit, *, restarted: bool
+                    ) -> tuple[tuple[RequestRecord, ...], Notice]:
+        """The requests the engine held when it ended, as failed records, and the notice that
+        marks the moment on the timeline."""
+        # within what every reader accepts, whatever clock the header was written with
+        at_s = min(max(end.at_unix - self.started_unix, 0.0), MAX_SESSION_S)
+        served = {r.seq for r in self.data.records}
+        held = [d for d in self.dispatches if d.seq not in served]
+        config_id = self._config_serving()
+        lost = tuple(_lost_record(d, at_s, config_id, f"lost: the engine {end.said()} before "
+                                                      f"serving it") for d in held)
+        text = f"engine restarted after it {end.said()}" if restarted else f"the engine {end.said()}"
+        if lost:
+            text += f"; {len(lost)} request(s) it held are recorded as failed"
+        return lost, Notice(at_s, "error", text)
+
+    def document(self, end: EngineExit) -> dict[str, Any]:
+        """The session JSON of everything served, the engine's end marked."""
+        lost, notice = self.crash_marks(end, restarted=False)
+        data = replace(self.data, records=self.data.records + lost,
+                       notices=self.data.notices + (notice,))
+        context = dict(self.context)
+        model = context.get("model")
+        config = data.configs.get(self._config_serving())
+        if isinstance(model, dict) and config is not None:  # as the engine writes it: the dtype served
+            context["model"] = {**model, "dtype": config.options.precision}
+        return snapshot_document(data, **{name: context.get(name) or {}
+                                          for name in CONTEXT_SECTIONS})
+
+    def _config_serving(self) -> str:
+        if self.data.records:
+            return self.data.records[-1].config_id
+        return list(self.data.configs)[-1] if self.data.configs else "c1"
+
+
+def _lost_record(dispatch: Dispatch, at_s: float, config_id: str, error: str) -> RequestRecord:
+    waited_ms = max(at_s - dispatch.arrival_s, 0.0) * 1e3
+    return RequestRecord(
+        id=dispatch.request_id, seq=dispatch.seq, config_id=config_id,
+        input_tokens=dispatch.input_tokens, padded_tokens=dispatch.input_tokens, output_tokens=0,
+        arrival_s=dispatch.arrival_s, start_s=max(at_s, dispatch.arrival_s), first_token_s=None,
+        end_s=max(at_s, dispatch.arrival_s), queue_ms=waited_ms, compile_stall_ms=0.0,
+        encoder_ms=0.0, decoder_ms=0.0, ttft_ms=None, tpot_ms=None, latency_ms=waited_ms,
+        kv_cache_bytes=0, kv_cache_used_bytes=0, kv_self_attention_bytes=0,
+        kv_cross_attention_bytes=0, error=error)
+
+
+def read_journal(path: str) -> Journal | None:
+    """The journal at `path`; None when there is no session to continue (the engine ended
+    before it wrote the session's header). BadInput when it cannot be read at all. A line
+    that cannot be read (torn by a kill, of the wrong types, naming no config, a figure out of
+    its range) is skipped and counted in `Journal.unreadable`, with its number and why: what
+    the other lines hold is kept, and the session they make passes saved_session."""
+    sections: dict[str, Any] = {"configs": {}, "requests": [], "compile_events": [],
+                                "graph_breaks": [], "notices": [], "reference_tokens": {},
+                                "kv_pools": {}}
+    header: dict[str, Any] | None = None
+    dispatches: list[Dispatch] = []
+    unreadable: list[tuple[int, str]] = []
+    try:
+        # O_NONBLOCK: a FIFO given as a journal is refused below, not waited on
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):     # /dev/zero: one endless line
+            os.close(fd)
+            raise BadInput(f"session journal {path}: not a regular file")
+        with os.fdopen(fd, "rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    kind, value = _entry(line)
+                    if kind == "session":
+                        header = _header(value)
+                    elif kind == "dispatch":
+                        dispatches.append(_dispatch(value))
+                    else:
+                        _add(sections, kind, value)
+                except BadInput as exc:
+                    unreadable.append((number, str(exc)))
+    except OSError as exc:
+        raise BadInput(f"session journal {path}: cannot read: {exc.strerror or exc}") from None
+    if header is None:
+        return None
+    _drop_unknown_configs(sections, unreadable)
+    data = session_data(sections, source=f"session journal {path}")
+    context = MappingProxyType({name: header.get(name) for name in CONTEXT_SECTIONS})
+    return Journal(path, float(header["started_unix"]), context, data, tuple(dispatches),
+                   tuple(sorted(unreadable)))
+
+
+def _dispatch(value: Any) -> Dispatch:
+    dispatch = checked_item(Dispatch, _object(value, "dispatch"), "dispatch")
+    if not 0 <= dispatch.arrival_s <= MAX_SESSION_S:
+        raise BadInput(f"dispatch.arrival_s: expected a time from 0 to {MAX_SESSION_S:g} s, "
+                          f"got {dispatch.arrival_s:.6g}")
+    if dispatch.seq < 0 or dispatch.input_tokens < 0:
+        raise BadInput("dispatch: expected counts >= 0 for seq and input_tokens")
+    return dispatch
+
+
+def _header(value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BadInput(f"session header: expected an object, got {shown(value)}")
+    started = value.get("started_unix")
+    if not isinstance(started, (int, float)) or isinstance(started, bool) \
+            or not 0 <= started < 1e11:
+        raise BadInput(f"session header: started_unix: expected a time, got {shown(started)}")
+    return value
+
+
+def _entry(line: bytes) -> tuple[str, Any]:
+    """(kind, value) of one line; BadInput for a line torn by a kill or otherwise unreadable."""
+    try:
+        entry = json.loads(line)
+    except (ValueError, RecursionError):
+        raise BadInput("not a whole JSON line (torn by a kill?)") from None
+    if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str):
+        raise BadInput("not a journal entry (no kind)")
+    if b"\\u" in line and _SURROGATE.search(line):
+        try:        # a lone \ud800 escape: no terminal or UTF-8 file can hold it
+            json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadInput("holds an unpaired surrogate (a lone \\ud800-\\udfff escape)") from None
+    return entry["kind"], entry.get("value")
+
+
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _object(value: Any, kind: str) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise BadInput(f"{kind}: expected an object, got {shown(value)}")
+    return value
+
+
+def _key(value: dict[str, Any], name: str, kind: str) -> str:
+    key = value.get(name)
+    if name not in value:
+        raise BadInput(f"{kind}: missing {name}")
+    if type(key) is not str:
+        raise BadInput(f"{kind}: {name}: expected a string, got {shown(key)}")
+    return key
+
+
+def _add(sections: dict[str, Any], kind: str, value: Any) -> None:
+    """One journal entry into the session JSON's sections, checked on its own (so that one bad
+    line costs that line only): BadInput naming what is wrong."""
+    if kind == "config":
+        value = _object(value, kind)
+        config_id = _key(value, "config_id", kind)
+        session_data({"configs": {config_id: value}}, source="config")   # its options
+        sections["configs"][config_id] = value
+    elif kind in _RECORD_KINDS:
+        section, cls = _RECORD_KINDS[kind]
+        value = _object(value, kind)
+        if cls is RequestRecord and "config_id" not in value:
+            raise BadInput(f"{kind}: missing config_id")
+        checked_item(cls, value, kind)
+        sections[section].append(value)
+    elif kind == "graph_breaks":
+        if type(value) is not list:
+            raise BadInput(f"graph_breaks: expected a list, got {shown(value)}")
+        for index, item in enumerate(value):
+            checked_item(GraphBreakRecord, item, f"graph_breaks[{index}]")
+        sections["graph_breaks"] = value
+    elif kind == "reference":
+        value = _object(value, kind)
+        request_id = _key(value, "request_id", kind)
+        session_data({"reference_tokens": {request_id: value.get("tokens")}}, source="reference")
+        sections["reference_tokens"][request_id] = value["tokens"]
+    elif kind == "kv_pool":
+        value = _object(value, kind)
+        config_id = _key(value, "config_id", kind)
+        session_data({"kv_pools": {config_id: value.get("pool")}}, source="kv_pool")
+        sections["kv_pools"][config_id] = value["pool"]
+    elif kind == "slo":
+        slo_from_dict(value, "slo")
+        sections["slo"] = value         # the last one set
+    else:
+        raise BadInput(f"unknown kind {shown(kind)}")
+
+
+def _drop_unknown_configs(sections: dict[str, Any], unreadable: list[tuple[int, str]]) -> None:
+    """Records naming a config no line declared cannot be shown: dropped, and counted."""
+    known = sections["configs"]
+    for section in ("requests", "compile_events"):
+        kept = [r for r in sections[section]
+                if r.get("config_id") is None or r.get("config_id") in known]
+        for _ in range(len(sections[section]) - len(kept)):
+            unreadable.append((0, f"{section[:-1]}: names a config no line declares"))
+        sections[section] = kept
+    breaks = sections["graph_breaks"]
+    sections["graph_breaks"] = [b for b in breaks if b.get("config_id") in known]
+
+
+def unreadable_text(unreadable: tuple[tuple[int, str], ...], shown_at_most: int = 3) -> str:
+    """`1 line unreadable: line 17, missing config_id` (the first few, then how many more)."""
+    count = len(unreadable)
+    parts = [f"line {n}, {why}" if n else why for n, why in unreadable[:shown_at_most]]
+    more = f"; {count - shown_at_most} more" if count > shown_at_most else ""
+    return f"{count} line{'s' if count != 1 else ''} unreadable: {'; '.join(parts)}{more}"
+
+
+def save_from_journal(journal_path: str, out: str | os.PathLike, end: EngineExit | None) -> Path:
+    """Write the session JSON of what the engine served, from its journal alone (no engine
+    needed: the dashboard's `s` while the engine is down); `end`: how it ended, if known.
+    BadInput when the engine ended before its session began; OSError when `out` cannot be
+    written."""
+    journal = read_journal(journal_path)
+    if journal is None:
+        raise BadInput("the engine ended before its session began: nothing to save")
+    end = end or EngineExit(time.time(), None, "not running")
+    return write_json_atomic(out, journal.document(end))
