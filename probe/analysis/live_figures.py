@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from probe.analysis import steady_state
 from probe.analysis.break_even_live import break_even_status
+from probe.analysis.compile_ledger import ledger_summary
 from probe.analysis.doctor_live import live_doctor, overload_finding
 from probe.analysis.load_figures import live_load
 from probe.analysis.slo import goodput
@@ -162,4 +163,5 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         roofline=roofline, break_even=break_even_status(data, options, config_id),
         requested_options=requested_options, options_pending=options_pending,
         diagnosis=diagnosis, checklist=checklist, backlog=draining,
-        tpot=config_tpot(records, data.events, config_id, roofline, chain))
+        tpot=config_tpot(records, data.events, config_id, roofline, chain),
+        ledger=ledger_summary(data.compile_ledger, config_id))

@@ -122,6 +122,7 @@ class LiveView:
     backlog: Backlog | None = None              # the queue a compile left, while it drains
     slo: Slo | None = None                      # the session's SLO (--slo), if any
     tpot: ConfigTpot | None = None              # the served config's TPOT and roofline ratio
+    ledger: str | None = None                   # its compiled graphs' pay-back, in one line
 
     @property
     def compiles(self) -> int:

@@ -82,3 +82,38 @@ def test_the_headers_parts_add_up_to_its_total_recomputed_from_the_events(compil
     if total - timed > max(0.01, 0.005 * total):
         assert abs(shown["other"] - (total - timed)) <= 0.006 * (total - timed) + 0.0051
     assert abs(sum(shown.values()) - total) <= 0.006 * total * len(shown) + 0.0051 * len(shown)
+
+
+def test_the_header_carries_the_served_configs_ledger_when_there_is_room(stages):
+    """The compiled graphs' pay-back in one line (compile_ledger.ledger_summary of the served
+    config, computed in build_live), after the compile time and never over "compiling now"."""
+    from probe.analysis.compile_ledger import ledger_summary
+    from probe.analysis.live_figures import build_live
+    from probe.contract.records import LedgerEntry
+    view = stages["compiled"]
+    entries = (LedgerEntry(view.config_id, "decode_step", "(1, 1) int64", calls=40,
+                           runtime_ms_total=12.0, runtime_ms_median=0.3, compile_s=4.0,
+                           paid_back=True, median_of=40),
+               LedgerEntry(view.config_id, "encode", "(1, 9) int64", calls=1,
+                           runtime_ms_total=2.0, runtime_ms_median=2.0, compile_s=3.0,
+                           paid_back=None, median_of=1))
+    expected = ledger_summary(entries, view.config_id)
+    assert expected == "ledger 2 graphs · 1 paid back · 0 not yet · 1 no eager twin"
+    with_ledger = replace(view, ledger=expected)
+    from tui.widgets.recompiles import compile_counts
+    assert f" · {expected}" in compile_counts(with_ledger, width=200).plain
+    assert expected not in compile_counts(with_ledger, width=60).plain       # no room: left out
+    data = replace(view_data := _session_of(view), compile_ledger=entries)
+    rebuilt = build_live(data, t_s=view.t_s, model=view.model, device=view.device,
+                         options=view.options, config_id=view.config_id, window_start_seq=0,
+                         compiling_since_s=None, compiling_request=None, device_sample=None,
+                         replay=view.replay)
+    assert rebuilt.ledger == expected and view_data.compile_ledger == ()
+
+
+def _session_of(view):
+    from types import MappingProxyType
+
+    from probe.contract.session import SessionData
+    return SessionData(records=view.recent, events=view.compile_events,
+                       configs=MappingProxyType({c.config_id: c for c in view.configs}))

@@ -56,6 +56,8 @@ def compile_counts(view: LiveView, width: int = 80) -> Text:
         text.append(fitting(room, *compile_time_texts(total_s, view)), style="dim")
     if view.compiling is not None and text.cell_len + len(COMPILING_NOW) <= width:
         text.append(COMPILING_NOW, style="bold yellow")
+    elif view.ledger and text.cell_len + len(view.ledger) + 3 <= width:
+        text.append(f" · {view.ledger}", style="dim")     # the compile time comes first
     return text
 
 
@@ -212,7 +214,7 @@ class RecompilePanel(Panel):
         running = self.running(view)
         ticking = (int(running.elapsed_s), int(running.stall_s)) if running else None
         return (view.compile_events, tuple(s.compile_s for s in view.segments),
-                view.compiling, ticking)
+                view.compiling, ticking, view.ledger)
 
     def render_parts(self, view: LiveView, width: int) -> Parts:
         events, running = view.compile_events, self.running(view)
