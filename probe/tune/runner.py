@@ -15,7 +15,9 @@ import signal
 import sys
 import threading
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from probe.checks.interrupts import STOP_SIGNALS, exit_status
 from probe.checks.interrupts import say as say_now
@@ -124,11 +126,8 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         write_tune(out, state, rate_rps=state_rate.get("rate"), done=False, **report)
 
     received: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _: _interrupt(stop, received, signum))
-                for sig in STOP_SIGNALS}
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with _stopped_by_signals(stop, received):
             state = run_tune(baseline, evaluate_on_ray if steps else evaluate_here, ordered,
                              capacity=args.find_capacity, max_drift=args.max_drift,
                              budget_s=args.budget * 60, stop=stop, on_step=on_step,
@@ -138,8 +137,6 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         state = latest[0]
         state.stopped = "interrupted"
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         if steps is not None:
             steps.close()
     write_tune(out, state, rate_rps=state_rate.get("rate"), done=not stop.is_set(), **report)
@@ -180,12 +177,8 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
         write_combo(out, state, done=False, **context)
 
     received: list[int] = []
-    previous_handlers = {sig: signal.signal(sig, lambda signum, _: _interrupt(stop, received,
-                                                                               signum))
-                         for sig in STOP_SIGNALS}
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with _stopped_by_signals(stop, received):
             state = run_combo(baseline, evaluate_here, mode=args.search, dims=dims,
                               trials=args.trials, objectives=tuple(args.objective),
                               bounds=bounds, previous=previous,
@@ -195,9 +188,6 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
     except KeyboardInterrupt:          # a second signal: now, with the trials done
         state = latest[0]
         state.stopped = "interrupted"
-    finally:
-        for sig, handler in previous_handlers.items():
-            signal.signal(sig, handler)
     write_combo(out, state, done=not stop.is_set() and not state.stopped, **context)
     if state.refused:                  # tune.json keeps the default's trial; one line, exit 2
         raise BadInput(f"tune: {state.refused}; {out / 'tune.json'} holds the default's trial")
@@ -205,6 +195,22 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
     print(f"wrote {out / 'tune.md'} and {out / 'tune.json'}: {len(state.trials)} trial(s), "
           f"chosen {chosen.options.label() if chosen else 'none (no trial met every constraint)'}")
     return exit_status(received[0]) if received else 0
+
+
+@contextmanager
+def _stopped_by_signals(stop: threading.Event, received: list[int]) -> Iterator[None]:
+    """While the search runs: Ctrl-C, SIGTERM and SIGHUP go to `_interrupt` (each appended to
+    `received`, for the exit status), third-party warnings are kept off the terminal; the
+    handlers before are given back after, however it ends."""
+    previous = {sig: signal.signal(sig, lambda signum, _: _interrupt(stop, received, signum))
+                for sig in STOP_SIGNALS}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _interrupt(stop: threading.Event, received: list[int], signum: int) -> None:
