@@ -15,6 +15,7 @@ from probe.engine.decode.device_timeline import Fetch, HostMark, Timeline
 from probe.engine.engine import Engine, EngineSettings
 from probe.engine.model.requests import EngineRequest
 from tests.conftest import varied_tiny_model
+from tests.scheduler_drive import serve_everything
 
 
 class LaggingMark(HostMark):
@@ -76,13 +77,7 @@ def test_only_finished_requests_are_read_back_and_the_host_runs_ahead(engine):
     alone = {r.id: list(engine.serve([r])[0].tokens) for r in requests}
     scheduler = ContinuousScheduler(engine)
     timeline = scheduler.timeline = LaggingTimeline(lag=STEPS_AHEAD + 3)
-    waiting, records = list(requests), []
-    while waiting or scheduler.active:
-        joiners = waiting[:scheduler.free_slots]
-        del waiting[:len(joiners)]
-        if joiners:
-            records += scheduler.join(joiners)
-        records += scheduler.step()
+    records = serve_everything(scheduler, requests)
     steps = scheduler.steps
     assert sorted(r.id for r in records) == sorted(alone)
     assert all(list(r.tokens) == alone[r.id] for r in records)
@@ -141,13 +136,7 @@ def test_steps_over_the_captured_sizes_keep_every_token(engine, monkeypatch):
     requests = [EngineRequest(f"g{i}", 700 + i, 3 + i, out, 0.0) for i, out in enumerate(outputs)]
     alone = {r.id: list(engine.serve([r])[0].tokens) for r in requests}
     scheduler = ContinuousScheduler(engine)
-    waiting, records = list(requests), []
-    while waiting or scheduler.active:
-        joiners = waiting[:max(0, min(scheduler.free_slots, 2))]   # a few at a time
-        del waiting[:len(joiners)]
-        if joiners:
-            records += scheduler.join(joiners)
-        records += scheduler.step()
+    records = serve_everything(scheduler, requests, per_join=2)     # a few at a time
     assert {r.id: list(r.tokens) for r in records} == alone
     replayed = batcher.graphs.replayed
     assert set(replayed) <= set(batcher.graphs.sizes) and min(replayed) < 6
