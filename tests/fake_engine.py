@@ -42,6 +42,9 @@ class FakeEngine:
         self.warm_asks: list[Any] = []        # the options of every warm switch asked for
         self.cut_overs = 0
         self.sides_stopped = 0
+        self.ab = ""                          # the live A/B: "", "warming", "split"
+        self.ab_asks: list[Any] = []
+        self.ab_ends: list[str] = []          # "adopt" / "keep", in order
         self.stopped = False
         self.log_path: str | None = None
         self.log_problem: str | None = "a fake engine keeps no log"
@@ -102,6 +105,22 @@ class FakeEngine:
 
     def stop_side(self) -> None:
         self.sides_stopped += 1
+
+    def ab_start(self, options: Any) -> None:
+        self.ab_asks.append(options)
+        self.ab = "warming"
+
+    def ab_running(self) -> bool:
+        return bool(self.ab)
+
+    def ab_split(self) -> None:
+        self.ab = "split"
+
+    def ab_adopt(self) -> None:
+        self.ab, self.ab_ends = "", self.ab_ends + ["adopt"]
+
+    def ab_keep(self) -> None:
+        self.ab, self.ab_ends = "", self.ab_ends + ["keep"]
 
     # -- scripting ---------------------------------------------------------------------------
     def emit(self, event: Any) -> None:

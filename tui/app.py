@@ -3,9 +3,9 @@ it, keys that send commands to an engine running in another process.
 
 The event loop never waits on the engine: a worker thread owns the engine handle's start,
 poll and restart (tui/engine_reader.py), and posts what it reads as messages. The app puts
-its parts together: its state (tui/dashboard_state.py), what its keys do (tui/key_actions.py,
-bound in tui/keys.py), what the engine's messages do (tui/engine_events.py) and its layout
-(tui/dashboard_layout.py).
+its parts together: its state (tui/dashboard_state.py), what its keys do (tui/key_actions.py
+and the live A/B's tui/ab_actions.py, bound in tui/keys.py), what the engine's messages do
+(tui/engine_events.py) and its layout (tui/dashboard_layout.py).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from textual.app import ComposeResult
 from textual.worker import get_current_worker
 
 from tui import terminal_watch
+from tui.ab_actions import ABActions
 from tui.dashboard_layout import dashboard_widgets
 from tui.engine_events import EngineEvents
 from tui.engine_reader import EngineReader
-from tui.key_actions import KeyActions
 from tui.keys import KEYS
 
 
-class InfertopApp(EngineEvents, KeyActions):
+class InfertopApp(EngineEvents, ABActions):
     CSS_PATH = "dashboard.tcss"
     TITLE = "infertop"
     ENABLE_COMMAND_PALETTE = False
@@ -58,6 +58,6 @@ class InfertopApp(EngineEvents, KeyActions):
         assert engine is not None
         try:
             EngineReader(engine, self.post_message, self._stopping, self._restart,
-                         self.take_abandoned).run(worker)
+                         self.take_abandoned, self.ab_end_asked).run(worker)
         finally:
             self.reader_stopped.set()

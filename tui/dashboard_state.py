@@ -8,6 +8,7 @@ tui/app.py puts the two together."""
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineHandle
 from probe.contract.records import CompileInProgress
+from tui.live_ab import LiveAB, ab_line
 from tui.trace_shape import engine_trace_shape
 from tui.warm_switch import SWITCH_KEY, WarmSwitch, warm_line
 
@@ -63,6 +65,8 @@ class DashboardState(App[int]):
         self.reader_stopped = threading.Event()
         self._notices_seen_s = float("-inf")
         self._warm: WarmSwitch | None = None
+        self._ab: LiveAB | None = None          # the live A/B (tui/ab_actions.py)
+        self._ab_ends: queue.SimpleQueue[str] = queue.SimpleQueue()     # for the reader
         self.set_reactive(DashboardState.view, initial)
         self.set_reactive(DashboardState.requested, options)
         self.set_reactive(DashboardState.speed, speed)
@@ -91,6 +95,22 @@ class DashboardState(App[int]):
             abandoned, self._abandoned = self._abandoned, None
         return abandoned
 
+    def ab_saw_a(self, view: LiveView) -> None:
+        """Arm A's live view, for a live A/B (tui/ab_actions.py)."""
+
+    def ab_side_failed(self, event: Any) -> None:
+        """Arm B's engine failed: WarmFailed (tui/ab_actions.py)."""
+
+    def _ab_lost(self, why: str) -> None:
+        """The serving engine restarted or died: the A/B ends (the reader stops arm B; what it
+        held is carried across, dispatched and not recorded)."""
+        if self._ab is not None:
+            self._ab = None
+            self._ab_ends.put("keep")
+            self.say(f"A/B ended: {why}; both arms' requests are in the session",
+                     severity="warning")
+            self._show_switch()
+
     def say(self, message: str, *, severity: SeverityLevel = "information",
             timeout: float | None = None) -> None:
         """A notification. Paths, error messages and engine notices are data, never markup:
@@ -111,9 +131,11 @@ class DashboardState(App[int]):
         return self._warm is not None and self._warm.cut_over_s is None
 
     def _show_switch(self) -> None:
-        switch = self._warm
+        switch, ab = self._warm, self._ab
         self.warming_beside = switch.serving_id if switch is not None and self._warming() else ""
-        if switch is not None:
+        if ab is not None:
+            self.switch_note = ab_line(ab, self._engine_now_s())
+        elif switch is not None:
             self.switch_note = warm_line(switch, self.view, self._engine_now_s())
         elif self.switch_kind == "warm":
             self.switch_note = (f"warm switch on: a config that compiles is prewarmed beside "

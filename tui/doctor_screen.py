@@ -14,6 +14,7 @@ from textual.widgets import Static
 from probe.analysis.checklist import ChecklistItem
 from probe.analysis.diagnosis import SegmentDiagnosis
 from probe.analysis.doctor_text import segment_lines
+from tui.live_ab import AB_STEP_KEY
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "not yet": "yellow"}
 
@@ -36,7 +37,8 @@ def report_text(diagnosis: SegmentDiagnosis | None, checklist: tuple[ChecklistIt
 
 
 class DoctorScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,D", "dismiss", "close the doctor")]
+    BINDINGS = [Binding("escape,D", "dismiss", "close the doctor"),
+                Binding(AB_STEP_KEY, "verify", "A/B the next step")]
 
     def __init__(self, diagnosis: SegmentDiagnosis | None, checklist: tuple[ChecklistItem, ...],
                  label: str = "") -> None:
@@ -46,5 +48,10 @@ class DoctorScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="doctor-body") as body:
             body.border_title = "the doctor: why the slowest requests were slow"
-            body.border_subtitle = "esc or D closes"
+            body.border_subtitle = f"esc or D closes · {AB_STEP_KEY}: A/B the next step live"
             yield Static(self._text, id="doctor-report")   # a Text: ids and errors are data
+
+    def action_verify(self) -> None:
+        """Close, and run the next step as a live A/B (the app says why when it cannot)."""
+        self.dismiss()
+        self.app.call_later(self.app.run_action, "ab_next_step")

@@ -30,6 +30,7 @@ class EngineEvents(DashboardState):
     def on_engine_live(self, message: EngineLive) -> None:
         previous, self.view = self.view, message.view
         self._view_at = self._clock()
+        self.ab_saw_a(message.view)
         self._show_switch()
         if previous is not None and message.view.t_s < previous.t_s:
             self._notices_seen_s = float("-inf")    # a fresh engine: a new session clock
@@ -50,12 +51,14 @@ class EngineEvents(DashboardState):
 
     def on_engine_failed(self, message: EngineFailed) -> None:
         self.engine_state, self.engine_note = "failed", message.error
+        self._ab_lost("the serving engine stopped")
         promise = self.engine.journal_promise() if self.engine is not None else None
         after = promise.after_crash() if promise is not None else ""
         self.say(f"the engine stopped: {message.error}. {after}", severity="error", timeout=15)
 
     def on_engine_restarted(self, _: EngineRestarted) -> None:
         self.engine_state, self.engine_note = "starting", ""
+        self._ab_lost("the engine restarted")
         if self._warming():                 # a restart stops the side engine too
             self._warm = None
             self._show_switch()
@@ -86,6 +89,9 @@ class EngineEvents(DashboardState):
 
     def on_warm_switch_event(self, message: WarmSwitchEvent) -> None:
         event, switch = message.event, self._warm
+        if self._ab is not None and isinstance(event, WarmFailed):
+            self.ab_side_failed(event)
+            return
         if switch is None:
             return
         if isinstance(event, WarmProgress):

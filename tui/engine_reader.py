@@ -12,6 +12,8 @@ from textual.worker import Worker
 
 from probe.contract import protocol
 from probe.contract.protocol import (
+    ArmLive,
+    ArmStarted,
     CutOverDone,
     EngineHandle,
     WarmFailed,
@@ -19,6 +21,7 @@ from probe.contract.protocol import (
     WarmReady,
 )
 from probe.contract.records import CompileInProgress
+from tui.live_ab import ABEnded, ABEvent, ABSplit
 from tui.messages import (
     EngineFailed,
     EngineLive,
@@ -39,11 +42,14 @@ class EngineReader:
 
     def __init__(self, engine: EngineHandle, post: Callable[[Message], object],
                  stopping: threading.Event, restart: threading.Event,
-                 abandoned: Callable[[], CompileInProgress | None] = lambda: None) -> None:
-        """`abandoned`: the compile `x` gave up, taken once at the restart it asked for."""
+                 abandoned: Callable[[], CompileInProgress | None] = lambda: None,
+                 ab_end: Callable[[], str | None] = lambda: None) -> None:
+        """`abandoned`: the compile `x` gave up, taken once at the restart it asked for;
+        `ab_end`: how the user ended a live A/B ("adopt" or "keep"), taken once."""
         self.engine, self.post = engine, post
         self._stopping, self._restart = stopping, restart
         self._abandoned = abandoned
+        self._ab_end = ab_end
 
     def run(self, worker: Worker[None]) -> None:
         """Until the worker is cancelled or the dashboard stops."""
@@ -69,7 +75,20 @@ class EngineReader:
         if self._restart.is_set():
             self._restart.clear()
             down = self._restart_engine()
+        ended = self._ab_end()
+        if ended is not None:       # adopt: arm B serves on (the warm switch's cut over)
+            if ended == "adopt":
+                engine.ab_adopt()
+            else:
+                engine.ab_keep()
+            self.post(ABEvent(ABEnded(ended)))
         event = engine.poll(POLL_S)
+        if isinstance(event, WarmReady) and engine.ab_running():
+            engine.ab_split()
+            event = ABSplit(event.shapes, event.seconds)
+        if isinstance(event, (ABSplit, ArmLive, ArmStarted)):
+            self.post(ABEvent(event))
+            return down
         if isinstance(event, WarmReady):    # cut over here: start/poll/restart never overlap
             engine.cut_over()
             event = CutOverDone(event.shapes, event.seconds)

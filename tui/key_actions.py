@@ -133,7 +133,8 @@ class KeyActions(DashboardState):
             self.say(problem, severity="error")
             return
         if not self.read_only:
-            if self.engine_state == "failed":
+            if self.engine_state == "failed" or self._ab is not None:
+                # down, or two engines serving: the journal holds what both served
                 self._save_without_engine(str(json_path))
             else:
                 self._send(SaveSnapshot(str(json_path)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from textual.binding import Binding
 
 from probe.contract.options import OPTIONS, Option
+from tui.live_ab import AB_MODE_KEY, AB_STEP_KEY, ADOPT_KEY, KEEP_KEY
 from tui.pending_wait import GIVE_UP_KEY
 from tui.reasons_screen import REASONS_KEY
 from tui.warm_switch import SWITCH_KEY
@@ -47,6 +48,18 @@ KEYS: list[Binding] = [
             "compiled and prewarmed in a second engine beside the serving one, then the "
             "session cuts over to it (no request waits on the compile). Off (the "
             "default): the cold switch, requests wait on the compile."),
+    Binding(AB_STEP_KEY, "ab_next_step", "A/B next step", show=False,
+            tooltip="A/B the doctor's next step live: a second engine warms it beside the "
+            "served config, then the two serve alternate arrivals (half the trace's rate "
+            "each), compared with bootstrap intervals until Enter or Esc."),
+    Binding(AB_MODE_KEY, "toggle_ab", "A/B the next change", show=False,
+            tooltip="The next option key runs its change as a live A/B against the served "
+            "config instead of switching to it."),
+    Binding(ADOPT_KEY, "ab_adopt", "adopt B", show=False,
+            tooltip="During an A/B: serve arm B from now on (arm A's engine stops)."),
+    Binding(KEEP_KEY, "ab_keep", "keep A", show=False,
+            tooltip="During an A/B: keep arm A (arm B's engine stops); both arms stay in "
+            "the session as segments."),
     Binding(GIVE_UP_KEY, "give_up_compile", "give up compile", show=False,
             tooltip="Give up the running compile: the engine process restarts (a compile "
             "cannot be stopped safely inside it) serving the previous config, and the "

@@ -17,6 +17,7 @@ from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
 from probe.contract.prepared_workload import PreparedWorkload
 from probe.contract.records import CompileInProgress
+from workloads.trace_records import TraceRequest
 
 
 # -- the handle: what the dashboard needs from an engine ---------------------------------------
@@ -40,6 +41,13 @@ class EngineHandle(Protocol):
     def warm_switch(self, options: OptConfig) -> None: ...  # a side engine on `options` warms
     def cut_over(self) -> None: ...       # stop the serving engine, the side one serves on
     def stop_side(self) -> None: ...      # give up a warm switch's side engine
+    # the live A/B: a side engine on `options` warms (as a warm switch's does), then serves
+    # every other arriving request beside the serving one, until adopted or dropped
+    def ab_start(self, options: OptConfig) -> None: ...
+    def ab_running(self) -> bool: ...     # since ab_start, until adopted, kept or failed
+    def ab_split(self) -> None: ...       # the side engine is warm: split the arrivals
+    def ab_adopt(self) -> None: ...       # stop the serving engine, arm B serves everything
+    def ab_keep(self) -> None: ...        # stop arm B, the serving engine serves everything
 
 
 # -- commands: dashboard -> engine -------------------------------------------------------------
@@ -84,7 +92,6 @@ class Shutdown:
     pass
 
 
-Command = Workload | SetOptions | SetSpeed | Pause | Resume | ResetWindow | SaveSnapshot | Shutdown
 
 
 # -- events: engine -> dashboard ---------------------------------------------------------------
@@ -156,6 +163,64 @@ class CutOver:
 class CutOverDone:
     shapes: int
     seconds: float
+
+
+# -- the live A/B: the serving engine (arm A) and a warmed side engine on the change (arm B)
+# serve alternate arrivals of the one trace (probe/engine/process/ab_split.py, ab_arm.py) ----
+# dashboard -> serving engine
+@dataclass(frozen=True)
+class Split:
+    pass                        # from the next arrival on, every other one goes to arm B
+
+
+@dataclass(frozen=True)
+class KnownConfig:
+    options: OptConfig          # arm B's config, registered here too: one sequence of ids
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EndSplit:
+    arm_config_id: str          # arm B has stopped: serve every arrival again, take in B's
+                                # records from the journal, serve what B left unserved
+
+
+# dashboard -> side engine
+@dataclass(frozen=True)
+class ArmStart:
+    pass                        # serve the arrivals relayed to you, into the session journal
+
+
+@dataclass(frozen=True)
+class ArmRequest:
+    seq: int
+    request: TraceRequest
+    arrival_s: float            # when it was due, in session seconds (perf_counter values
+                                # mean nothing in another process: see EngineExit)
+
+
+# serving engine -> its handle, which relays it to arm B (never shown)
+@dataclass(frozen=True)
+class Diverted:
+    request: ArmRequest
+
+
+# side engine -> dashboard
+@dataclass(frozen=True)
+class ArmStarted:
+    config_id: str
+    options: OptConfig
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ArmLive:
+    view: LiveView              # arm B's live view (arm A's comes as EngineLive)
+
+
+# what the dashboard sends an engine (the A/B's commands included)
+Command = (Workload | SetOptions | SetSpeed | Pause | Resume | ResetWindow | SaveSnapshot
+           | Shutdown | Split | KnownConfig | EndSplit)
 
 
 # -- how an engine ended, and what the dashboard may then promise ------------------------------

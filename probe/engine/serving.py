@@ -36,6 +36,9 @@ class ServingLoop:
         self._held = 0
         self.last_requested: OptConfig | None = None
         self.replay_done = threading.Event()
+        # The live A/B: takes the arrivals it returns True for (arm B's) before the queue does,
+        # so arm A's offered load counts only its own (probe/engine/process/ab_split.py).
+        self.divert: Callable[[ScheduledRequest], bool] | None = None
 
     # -- called from other threads -------------------------------------------------------------
     def request_options(self, options: OptConfig) -> None:
@@ -62,6 +65,11 @@ class ServingLoop:
 
     # -- the loop --------------------------------------------------------------------------------
     def _submit(self, scheduled: ScheduledRequest) -> None:
+        divert = self.divert
+        if divert is not None and divert(scheduled):
+            with self._lock:
+                self.dispatched += 1
+            return
         with self._lock:
             self._arrivals.append(self.engine.clock.to_session_s(scheduled.scheduled_s))
             while len(self._arrivals) > 10_000:

@@ -106,6 +106,12 @@ class JournaledSession(Session):
         super().add_record(record)
         self._writer.write("record", asdict(record))
 
+    def take_in(self, records: list[RequestRecord]) -> None:
+        """Records another engine of this session journaled already (the live A/B's arm B):
+        held here, not written a second time."""
+        for record in records:
+            super().add_record(record)
+
     def add_events(self, events: list[CompileEvent]) -> None:
         super().add_events(events)
         for event in events:

@@ -18,6 +18,7 @@ from probe.common.errors import BadInput
 from probe.contract import protocol
 from probe.contract.protocol import JOURNAL_STOPPED
 from probe.engine.measure.bandwidth_cache import machine_bandwidth
+from probe.engine.process.ab_split import Splitter, end_split
 from probe.engine.process.carried_queue import scheduled_again
 from probe.engine.process.engine_launch import EngineLaunch
 from probe.engine.process.headless_journal import dispatch_of, write_header
@@ -171,7 +172,8 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
         return
     if launch.warm_side:    # a warm switch's side engine: prewarm, then wait to be cut over
         longest = max(workload.trace.output_lengths(), default=2)
-        predecessor = warm_up(engine, conn, send, min(max(longest, 2), settings.max_new_tokens))
+        predecessor = warm_up(engine, conn, send, min(max(longest, 2), settings.max_new_tokens),
+                              launch)
         if predecessor is None:
             engine.close()
             return
@@ -199,9 +201,12 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
     reporter = LiveReporter(loop, launch.trace_name)
     exporter = _exporter(engine, loop, launch.metrics_port)
     stop = threading.Event()
+    splitter: list[Splitter] = []      # the live A/B's, while one runs
 
     def handle(command) -> None:
-        if isinstance(command, protocol.SetOptions):
+        if isinstance(command, (protocol.Split, protocol.KnownConfig, protocol.EndSplit)):
+            split_command(command)
+        elif isinstance(command, protocol.SetOptions):
             loop.request_options(command.options)
         elif isinstance(command, protocol.SetSpeed):
             replayer.set_speed(command.speed)
@@ -224,6 +229,26 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
                 send(protocol.SnapshotFailed(command.path, f"{exc.strerror or exc}"))
         elif isinstance(command, protocol.Shutdown):
             stop.set()
+
+    def split_command(command) -> None:
+        if isinstance(command, protocol.Split):
+            splitter[:] = [Splitter(engine.clock, send)]
+            loop.divert = splitter[0]
+        elif isinstance(command, protocol.KnownConfig):
+            engine.session.config_id(command.options, command.notes)
+        elif splitter:
+            loop.divert = None
+            arm = command.arm_config_id
+            try:
+                left = end_split(loop, splitter.pop(), launch.journal_path, arm)
+            except Exception as exc:  # B's records stay in the journal, which `s` saves from
+                traceback.print_exc()
+                engine.notify("error", f"A/B ended, but {arm}'s records could not be read "
+                                       f"back here ({type(exc).__name__}: {exc})")
+                return
+            engine.notify("info", f"A/B ended: {arm}'s records are kept in the session"
+                                  + (f"; the {left} request(s) it held are served here"
+                                     if left else ""))
 
     def commands() -> None:
         while not stop.is_set():

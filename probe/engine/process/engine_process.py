@@ -25,7 +25,10 @@ from probe.contract import protocol
 from probe.contract.options import OptConfig, parse_opts
 from probe.contract.protocol import (
     JOURNAL_STOPPED,
+    ArmLive,
+    ArmStarted,
     CutOver,
+    Diverted,
     EngineExit,
     JournalPromise,
     WarmFailed,
@@ -33,6 +36,7 @@ from probe.contract.protocol import (
     WarmReady,
 )
 from probe.contract.records import CompileInProgress
+from probe.engine.process.ab_client import ABClient
 from probe.engine.process.engine_child import engine_main
 from probe.engine.process.engine_launch import EngineLaunch
 from probe.engine.state_files import new_journal, new_log
@@ -110,7 +114,7 @@ class _Outbox:
                 return
 
 
-class EngineClient:
+class EngineClient(ABClient):
     """The dashboard's handle on the engine process (implements
     probe.contract.protocol.EngineHandle). One session: a restart continues it from the
     session journal."""
@@ -157,7 +161,9 @@ class EngineClient:
 
     def restart(self, abandoned: CompileInProgress | None = None) -> None:
         """Stop the engine if it runs, and start one that continues the session: a stop asked
-        for carries the queue across (restart_carry); `abandoned`: the compile x gave up."""
+        for carries the queue across (restart_carry); `abandoned`: the compile x gave up. An
+        A/B ends with it: what arm B held is carried across too (dispatched, not recorded)."""
+        self._ab = ""
         ended = self._ended
         self.stop()
         reason = "stopped to give up a compile" if abandoned else "stopped for a restart"
@@ -235,6 +241,10 @@ class EngineClient:
         if side is not None:
             _stop_process(*side[:3])
 
+    def _side_outbox(self) -> _Outbox | None:
+        side = self._side
+        return None if side is None else side[2]
+
     def _poll_side(self):
         side = self._side
         if side is None:
@@ -243,18 +253,28 @@ class EngineClient:
         try:
             if conn.poll(0):
                 event = conn.recv()
-                if isinstance(event, (WarmProgress, WarmReady, WarmFailed)):
+                if isinstance(event, ArmStarted):
+                    self._arm_started(event)
+                if isinstance(event, (WarmProgress, WarmReady, WarmFailed, ArmLive,
+                                      ArmStarted)):
                     return event
                 if isinstance(event, protocol.EngineFailed):
-                    self.stop_side()
+                    self._side_gone()
                     return WarmFailed(event.error)
                 return None     # its Loading lines: the serving engine's status stays
         except (EOFError, OSError):
             pass
         if not process.is_alive():
-            self._side = None
+            self._side_gone()
             return WarmFailed(f"the side engine exited (code {process.exitcode})")
         return None
+
+    def _side_gone(self) -> None:
+        """A side engine that failed: a live A/B ends as if A were kept."""
+        if self._ab:
+            self.ab_keep()
+        else:
+            self.stop_side()
 
     def send(self, command) -> None:
         if isinstance(command, protocol.SetOptions):
@@ -274,7 +294,11 @@ class EngineClient:
             return None
         try:
             if conn.poll(timeout):
-                return self._seen(conn.recv())
+                event = conn.recv()
+                if isinstance(event, Diverted):     # arm B's, relayed at once
+                    self._relay(event.request)
+                    return None
+                return self._seen(event)
         except (EOFError, OSError):
             pass
         if not self.is_alive() and not self._failure_reported:

@@ -1,0 +1,131 @@
+"""The live A/B on the dashboard, with a fake engine: `v` runs the doctor's next step, `V` then
+an option key runs that change; the status bar says what each arm gets and compares them with
+the bootstrap `doctor --verify` uses; `Enter` adopts B, `Esc` keeps A, and neither key does
+anything without an A/B. (tests/tui/test_live_ab_engine.py runs it through real engines.)"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from probe.analysis.ab_compare import compare
+from probe.contract.protocol import (
+    ArmLive,
+    ArmStarted,
+    EngineLive,
+    SetOptions,
+    WarmFailed,
+    WarmReady,
+)
+from tests.fake_engine import FakeEngine
+from tests.probe.test_journal import record
+from tui.live_ab import gather
+
+
+def status(app) -> str:
+    return str(app.query_one("#status").render()).replace("\n", " ")
+
+
+def records(seqs, config_id: str, at: float, latency_ms: float):
+    return tuple(replace(record(seq, config_id), arrival_s=at + seq, latency_ms=latency_ms + seq)
+                 for seq in seqs)
+
+
+async def test_v_runs_the_doctors_next_step_beside_the_served_config(make_app, until, stages):
+    engine = FakeEngine()
+    app = make_app(engine, at="compiled", apply_delay_s=0)      # next step: dynamic=on
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("v")
+        await until(pilot, lambda: engine.ab_asks)
+        target = engine.ab_asks[-1]
+        assert target == stages["compiled"].options.with_option("dynamic", "on")
+        assert not engine.commands(SetOptions)       # A serves on, asked nothing
+        assert "A/B c2 (A) ↔ new compile=default dynamic=on (B)" in status(app)
+        assert "B compiles and prewarms beside c2" in status(app)
+        await pilot.press("c")                       # options stay while it runs
+        assert app.requested == stages["compiled"].options and not engine.commands(SetOptions)
+
+
+async def test_an_ab_compares_its_arms_and_enter_adopts_b(make_app, until, stages):
+    engine = FakeEngine()
+    app = make_app(engine, at="baseline", apply_delay_s=0)
+    baseline = stages["baseline"]
+    async with app.run_test(size=(200, 40)) as pilot:
+        await pilot.press("V", "k")                  # the next change as an A/B
+        await until(pilot, lambda: engine.ab_asks)
+        assert engine.ab_asks[-1] == baseline.options.with_option("kv_cache", "off")
+        assert app.requested == baseline.options
+        engine.emit(WarmReady(1, 4.0))
+        await until(pilot, lambda: engine.ab == "split")
+        engine.emit(ArmStarted("c2", engine.ab_asks[-1]))
+        await until(pilot, lambda: app._ab is not None and app._ab.split and app._ab.b_id)
+        at = app._ab.split_s
+        # arrivals after the split: A the odd positions' seqs (from 100), B the even ones
+        a, b = records(range(100, 140, 2), "c1", at, 500.0), records(range(101, 140, 2), "c2",
+                                                                        at, 900.0)
+        engine.emit(EngineLive(replace(baseline, t_s=at + 50, recent=a)))
+        engine.emit(ArmLive(replace(baseline, t_s=at + 50, config_id="c2", recent=b)))
+        await until(pilot, lambda: app._ab.comparison is not None
+                    and app._ab.compared_n == (20, 20))
+        expected = compare(list(a), list(b), slo=baseline.slo)
+        assert app._ab.comparison == expected            # the headless verify's figures
+        text = status(app)
+        assert "A/B c1 (A) ↔ c2 kv_cache=off (B)" in text
+        assert "every other arrival each, half the trace's rate" in text and "20 | 20 served" in text
+        assert f": {expected.verdict}" in text and expected.verdict == "worse"
+        assert "Enter adopts B, Esc keeps A" in text
+        await pilot.press("enter")
+        await until(pilot, lambda: engine.ab_ends == ["adopt"] and app._ab is None)
+        assert app.requested == baseline.options.with_option("kv_cache", "off")
+        assert app.engine_state == "starting"
+
+
+async def test_esc_keeps_a_and_a_failed_arm_b_ends_it(make_app, until):
+    engine = FakeEngine()
+    app = make_app(engine, at="baseline", apply_delay_s=0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("V", "k")
+        await until(pilot, lambda: engine.ab_asks)
+        await pilot.press("escape")
+        await until(pilot, lambda: engine.ab_ends == ["keep"] and app._ab is None)
+        await pilot.press("V", "k")
+        await until(pilot, lambda: len(engine.ab_asks) == 2)
+        engine.emit(WarmFailed("the side engine exited (code 1)"))
+        await until(pilot, lambda: app._ab is None)
+        assert "A/B" not in status(app)
+
+
+async def test_enter_and_esc_do_nothing_without_an_ab(make_app, until):
+    engine = FakeEngine()
+    app = make_app(engine, at="baseline", apply_delay_s=0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("enter", "escape")
+        await pilot.pause()
+    assert engine.ab_ends == [] and engine.ab_asks == []
+
+
+async def test_no_ab_without_a_journal_nor_without_a_next_step(make_app, until):
+    engine = FakeEngine()
+    engine.journal_problem = "no session journal: read-only state folder"
+    app = make_app(engine, at="baseline", apply_delay_s=0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("v")
+        await pilot.pause()
+        notes = [n.message for n in app._notifications]
+    assert any("no A/B: arm B records into the session's journal" in n for n in notes)
+    assert engine.ab_asks == []
+    engine = FakeEngine()
+    app = make_app(engine, at="paged", apply_delay_s=0)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.press("V")
+        await pilot.press("V")                       # off again: a plain switch
+        await pilot.press("k")
+        await until(pilot, lambda: engine.commands(SetOptions))
+    assert engine.ab_asks == []
+
+
+def test_records_are_gathered_by_seq_from_windows_that_scroll():
+    first = records(range(0, 6), "c1", 0.0, 100.0)
+    held = gather({}, first[:4], "c1", 1.0)
+    held = gather(held, first[2:], "c1", 1.0)        # the window moved on
+    assert sorted(held) == [1, 2, 3, 4, 5]           # seq 0 arrived before the split
+    assert gather(held, first[2:], "c1", 1.0) is held

@@ -1,0 +1,203 @@
+"""The live A/B's keys and events (tui/live_ab.py says what it is): `v` runs the doctor's next
+step against the served config, `V` makes the next option change an A/B instead of a switch,
+`Enter` adopts arm B, `Esc` keeps arm A. The engine reader ends it (tui/engine_reader.py);
+the comparison is computed on a thread, as `doctor --verify` computes it."""
+
+from __future__ import annotations
+
+import queue
+from dataclasses import replace
+
+from textual import work
+from textual.message import Message
+
+from probe.analysis.ab_compare import Comparison, compare
+from probe.contract.live import LiveView
+from probe.contract.options import OptConfig
+from probe.contract.protocol import ArmLive, ArmStarted, Pause, SetSpeed, WarmFailed
+from tui.key_actions import KeyActions
+from tui.live_ab import (
+    AB_MODE_KEY,
+    ABEnded,
+    ABEvent,
+    ABSplit,
+    LiveAB,
+    step_target,
+    verdict_text,
+)
+
+
+class ABCompared(Message):
+    def __init__(self, asked_s: float, comparison: Comparison, counts: tuple[int, int]) -> None:
+        super().__init__()
+        self.asked_s, self.comparison, self.counts = asked_s, comparison, counts
+
+
+class ABActions(KeyActions):
+    ab_mode = False                     # V: the next option change runs as an A/B
+    _ab_comparing = False
+
+    def ab_end_asked(self) -> str | None:
+        """The engine reader's side of Enter/Esc: the ask, once."""
+        try:
+            return self._ab_ends.get_nowait()
+        except queue.Empty:
+            return None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("ab_adopt", "ab_keep"):
+            return self._ab is not None     # otherwise Enter and Esc do what they always do
+        return super().check_action(action, parameters)
+
+    # -- starting one ------------------------------------------------------------------------
+    def action_toggle_ab(self) -> None:
+        if self._read_only_says_so():
+            return
+        self.ab_mode = not self.ab_mode
+        self.say("A/B on: the next option change runs beside the served config on alternate "
+                 f"arrivals ({AB_MODE_KEY} again: off)" if self.ab_mode else
+                 "A/B off: option changes switch the served config")
+
+    def action_ab_next_step(self) -> None:
+        if self._read_only_says_so():
+            return
+        found = step_target(self.view) if self.view is not None else None
+        if found is None:
+            self.say(f"the doctor has no next step to A/B: press {AB_MODE_KEY}, then an "
+                     f"option key, to A/B a change of your own")
+            return
+        self.start_ab(*found)
+
+    def start_ab(self, target: OptConfig, step=None) -> bool:
+        """Arm B on `target` beside the served config; False (and why, said) when it cannot."""
+        view, engine = self.view, self.engine
+        why = None
+        if engine is None or view is None or self.engine_state != "live":
+            why = "the engine is not serving yet"
+        elif self._ab is not None:
+            why = "an A/B is running: Enter adopts B, Esc keeps A"
+        elif self._warming():
+            why = "a warm switch is under way"
+        elif target == view.options:
+            why = f"{target.label()} is the config served"
+        elif engine.journal_problem:
+            why = f"arm B records into the session's journal, and {engine.journal_problem}"
+        if why is not None:
+            self.say(f"no A/B: {why}", severity="warning")
+            return False
+        assert engine is not None and view is not None
+        while self.ab_end_asked() is not None:
+            pass                        # an Enter pressed twice in the last one
+        self._ab = LiveAB(target, view.config_id, self._engine_now_s(), step)
+        self.ab_mode = False
+        engine.ab_start(target)
+        self._show_switch()
+        self.say(f"A/B: a second engine warms {target.label()} beside {view.config_id}; then "
+                 f"they serve alternate arrivals, half the trace's rate each")
+        return True
+
+    def action_cycle(self, key: str) -> None:
+        if self._ab is not None and not self.read_only:
+            self.say("an A/B is running: Enter adopts B, Esc keeps A; then options change "
+                     "again", severity="warning")
+            return
+        super().action_cycle(key)
+
+    def _send_options(self) -> None:
+        """With `V` on, the change staged runs as an A/B instead of being served."""
+        view = self.view
+        if not self.ab_mode or view is None or self.requested == view.options:
+            super()._send_options()
+            return
+        self._apply_timer = None
+        self.start_ab(self.requested)
+        self.requested = view.options   # A serves on; B's options are the A/B line's
+
+    # -- ending it ---------------------------------------------------------------------------
+    def action_ab_adopt(self) -> None:
+        ab = self._ab
+        if ab is None:
+            return
+        if not ab.split:
+            self.say("arm B is still warming: Esc gives it up")
+            return
+        self._ab_ends.put("adopt")
+
+    def action_ab_keep(self) -> None:
+        if self._ab is not None:
+            self._ab_ends.put("keep")
+
+    def _ab_over(self, how: str) -> None:
+        ab, self._ab = self._ab, None
+        if ab is None:
+            return
+        a, b = ab.counts()
+        result = verdict_text(ab.comparison) if ab.comparison is not None else "not compared"
+        if how == "adopt":
+            self.requested = ab.target
+            self.options_sent_s = None          # arm B serves with these
+            self.engine_state, self.engine_note = "starting", ""
+            if self.speed is not None:
+                self._send(SetSpeed(self.speed))
+            if self.paused:
+                self._send(Pause())
+            said = f"adopted {ab.b_id or ab.target.label()} (B)"
+        else:
+            said = f"kept {ab.a_id} (A); arm B stopped" if ab.split else (
+                f"gave up warming {ab.target.label()}")
+        self.say(f"A/B ended: {said} · {a} | {b} served · {result} · both arms are in the "
+                 f"session as segments")
+        self._show_switch()
+
+    # -- what the engines say ----------------------------------------------------------------
+    def ab_saw_a(self, view: LiveView) -> None:
+        if self._ab is not None:
+            self._ab = self._ab.seen(view, "a")
+            self._compare_when_stale()
+
+    def on_abevent(self, message: ABEvent) -> None:
+        event, ab = message.event, self._ab
+        if isinstance(event, ABEnded):
+            self._ab_over(event.how)
+            return
+        if ab is None:
+            return
+        if isinstance(event, ArmStarted):
+            self._ab = replace(ab, b_id=event.config_id)
+        elif isinstance(event, ABSplit):
+            self._ab = replace(ab, split_s=self._engine_now_s(), warm_s=event.seconds)
+        elif isinstance(event, ArmLive):
+            self._ab = ab.seen(event.view, "b")
+            self._compare_when_stale()
+        self._show_switch()
+
+    def ab_side_failed(self, event: WarmFailed) -> None:
+        """Arm B's engine failed: the handle ended the A/B, A serves everything."""
+        ab, self._ab = self._ab, None
+        if ab is not None:
+            self.say(f"A/B: arm B ({ab.target.label()}) failed: {event.error}; {ab.a_id} "
+                     f"serves everything", severity="error")
+            self._show_switch()
+
+    def _compare_when_stale(self) -> None:
+        ab = self._ab
+        if ab is not None and ab.stale() and not self._ab_comparing:
+            self._ab_comparing = True
+            self._compare(ab)
+
+    @work(thread=True, exclusive=True, group="ab compare", exit_on_error=False)
+    def _compare(self, ab: LiveAB) -> None:
+        slo = self.view.slo if self.view is not None else None
+        try:
+            comparison = compare(*ab.arms(), slo=slo)
+        finally:
+            self._ab_comparing = False
+        self.post_message(ABCompared(ab.asked_s, comparison, ab.counts()))
+
+    def on_abcompared(self, message: ABCompared) -> None:
+        ab = self._ab
+        if ab is not None and ab.asked_s == message.asked_s:
+            self._ab = replace(ab, comparison=message.comparison, compared_n=message.counts)
+            self._show_switch()
+            self._compare_when_stale()
+

@@ -1,0 +1,160 @@
+"""The live A/B, as the dashboard holds and says it: the served config (arm A) and a change
+(arm B, from the doctor's next step or an option key after `V`) serve alternate arrivals of
+the same trace in two warm engines; their requests since the split are compared with the
+headless `doctor --verify`'s figures and bootstrap intervals (probe/analysis/ab_compare.py),
+until `Enter` adopts B or `Esc` keeps A. Both arms stay in the session as segments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping
+
+from textual.message import Message
+
+from probe.analysis.ab_compare import HEADLINE, Comparison
+from probe.analysis.next_step import NextStep, prediction_held
+from probe.common.units import fmt_ms
+from probe.contract.live import LiveView
+from probe.contract.options import OptConfig
+from probe.contract.records import RequestRecord
+from tui.pending_wait import fmt_wait
+
+AB_MODE_KEY = "V"           # the next option change runs as an A/B
+AB_STEP_KEY = "v"           # A/B the doctor's next step now
+ADOPT_KEY, KEEP_KEY = "enter", "escape"
+
+
+@dataclass(frozen=True)
+class ABSplit:
+    """Arm B is warm and the arrivals are split from now (the reader's own event)."""
+    shapes: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ABEnded:
+    """The reader adopted B ("adopt") or kept A ("keep"), as the user asked."""
+    how: str
+
+
+class ABEvent(Message):
+    """Arm B's ArmLive/ArmStarted, ABSplit or ABEnded, posted by the engine reader."""
+
+    def __init__(self, event: Any) -> None:
+        super().__init__()
+        self.event = event
+
+
+@dataclass(frozen=True)
+class LiveAB:
+    target: OptConfig                   # arm B's options
+    a_id: str                           # arm A: the config served when it was asked
+    asked_s: float                      # session time it was asked
+    step: NextStep | None = None        # the doctor's step it verifies, if it is one
+    b_id: str = ""                      # arm B's config id, once its engine said
+    split_s: float | None = None        # session time both arms began serving
+    warm_s: float | None = None         # arm B's compile and prewarm, wall seconds
+    records_a: Mapping[int, RequestRecord] = field(default_factory=dict)    # by seq
+    records_b: Mapping[int, RequestRecord] = field(default_factory=dict)
+    b_view: LiveView | None = None
+    comparison: Comparison | None = None
+    compared_n: tuple[int, int] = (0, 0)    # the counts `comparison` was computed on
+
+    @property
+    def split(self) -> bool:
+        return self.split_s is not None
+
+    def seen(self, view: LiveView, arm: str) -> LiveAB:
+        """Each arm's requests since the split, gathered from its live views' recent records
+        (a window: gathered as they pass, never lost between two views)."""
+        if self.split_s is None:
+            return self if arm == "a" else replace(self, b_view=view)
+        config_id = self.a_id if arm == "a" else self.b_id
+        held = self.records_a if arm == "a" else self.records_b
+        gathered = gather(held, view.recent, config_id, self.split_s)
+        if arm == "a":
+            return replace(self, records_a=gathered) if gathered is not held else self
+        return replace(self, records_b=gathered, b_view=view)
+
+    def arms(self) -> tuple[list[RequestRecord], list[RequestRecord]]:
+        """Each arm's requests since the split. Arm A's begin at the first arrival it kept
+        (B's first seq − 1): arrivals between the dashboard's split and the engine's are
+        arm A's at the whole trace's rate, not the half each arm sees."""
+        b = list(self.records_b.values())
+        first = min(self.records_b) - 1 if self.records_b else None
+        a = [r for seq, r in self.records_a.items() if first is None or seq >= first]
+        return a, b
+
+    def counts(self) -> tuple[int, int]:
+        a, b = self.arms()
+        return len(a), len(b)
+
+    def stale(self) -> bool:
+        """New requests since the comparison shown."""
+        return self.split and self.counts() != self.compared_n
+
+
+def gather(held: Mapping[int, RequestRecord], recent: Iterable[RequestRecord],
+           config_id: str, since_s: float) -> Mapping[int, RequestRecord]:
+    """`held` with the records of `config_id` that arrived since `since_s` added (by seq); the
+    same object when nothing is new."""
+    new = {r.seq: r for r in recent
+           if r.config_id == config_id and r.arrival_s >= since_s and r.seq not in held}
+    return {**held, **new} if new else held
+
+
+def ab_line(ab: LiveAB, now_s: float) -> str:
+    """The status bar's line, e.g. "A/B c1 (A) ↔ c3 batching=continuous (B): every other
+    arrival each, half the trace's rate · 14 | 13 served · p95 1.84 s → 0.91 s, B − A
+    −0.93 s [−1.40, −0.42]: better · Enter adopts B, Esc keeps A"."""
+    arms = f"A/B {ab.a_id} (A) ↔ {ab.b_id or 'new'} {ab.target.label()} (B)"
+    if not ab.split:
+        return (f"{arms}: B compiles and prewarms beside {ab.a_id}, "
+                f"{fmt_wait(max(now_s - ab.asked_s, 0.0))} so far · Esc gives it up")
+    a, b = ab.counts()
+    parts = [f"{arms}: every other arrival each, half the trace's rate", f"{a} | {b} served"]
+    if ab.comparison is not None:
+        parts.append(verdict_text(ab.comparison))
+    held = held_text(ab)
+    if held:
+        parts.append(held)
+    parts.append("Enter adopts B, Esc keeps A")
+    return " · ".join(parts)
+
+
+def verdict_text(comparison: Comparison) -> str:
+    metric = comparison.metrics[HEADLINE]
+    if metric.a is None or metric.b is None or metric.delta is None:
+        return "p95: too few served yet"
+    interval = ""
+    if metric.ci95 is not None:
+        lo, hi = metric.ci95
+        interval = f" [{fmt_ms(lo)}, {fmt_ms(hi)}]"
+    text = (f"p95 {fmt_ms(metric.a)} → {fmt_ms(metric.b)}, B − A {fmt_ms(metric.delta)}"
+            f"{interval}: {comparison.verdict}")
+    if comparison.requests_to_tell is not None:
+        text += f" (about {comparison.requests_to_tell} a side to tell)"
+    return text
+
+
+def held_text(ab: LiveAB) -> str:
+    """The doctor's prediction against arm B's segment, once it has one."""
+    if ab.step is None or ab.b_view is None:
+        return ""
+    segment = next((s for s in ab.b_view.segments if s.config_id == ab.b_id), None)
+    judged = prediction_held(ab.step, segment) if segment is not None else None
+    if judged is None:
+        return ""
+    held, said = judged
+    return f"doctor {said}: {'held' if held else 'did not hold'}"
+
+
+def step_target(view: LiveView) -> tuple[OptConfig, NextStep] | None:
+    """The doctor's next step for the served config, as the options it would serve."""
+    step = getattr(view.diagnosis, "next_step", None)
+    if step is None or not step.options:
+        return None
+    target = view.options
+    for key, value in step.options.items():
+        target = target.with_option(key, value)
+    return (target, step) if target != view.options else None
