@@ -11,7 +11,6 @@ import re
 from dataclasses import fields
 from typing import Callable
 
-from probe.analysis.compile_ledger import step_shares
 from probe.analysis.diagnosis import context_from_document
 from probe.analysis.session_diagnosis import SessionDiagnosis, diagnose_session
 from probe.analysis.stats import phases_within, session_segments
@@ -25,6 +24,7 @@ from probe.contract.options import OptConfig
 from probe.contract.records import LedgerEntry
 from probe.contract.session import SessionData
 from probe.session_store.doctor_compare import cause_moves
+from probe.session_store.ledger_table import ledger_text
 from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
 from probe.session_store.tables import text_table
 
@@ -176,31 +176,9 @@ def show(path: str) -> str:
     return "\n".join(lines)
 
 
-def _stalled(ids: tuple[str, ...]) -> str:
-    return NO_DATA if not ids else ", ".join(ids[:3]) + (f" +{len(ids) - 3}" if len(ids) > 3 else "")
-
-
 def ledger_lines(entries: tuple[LedgerEntry, ...]) -> list[str]:
-    """The compile ledger: each graph's calls, run time, share of its config's timed step
-    time, compile seconds, the requests that waited on its compile, and pay-back."""
-    if not entries:
-        return []
-    shares = step_shares(entries)
-    rows = []
-    for e in entries:
-        median = fmt_ms(e.runtime_ms_median)
-        if e.median_of < e.calls:
-            median += f" (of {e.median_of})"
-        rows.append([e.config_id, e.function, e.key, e.calls, fmt_ms(e.runtime_ms_total), median,
-                     fmt_fraction(shares[(e.config_id, e.function, e.key)]),
-                     fmt_s(e.compile_s) if e.compile_s else NO_DATA, _stalled(e.stalled_requests),
-                     {True: "yes", False: "not yet", None: NO_DATA}[e.paid_back]])
-    columns = ["config", "function", "key (tensor shapes, dtypes)", "calls", "run total",
-               "median", "share", "compile", "stalled", "paid back"]
-    return ["", "compile ledger:", text_table(columns, rows),
-            "  share: of the config's time inside its timed calls; paid back: calls × "
-            "(eager − compiled per call) ≥ compile, against the same graph in the eager "
-            "twin's segment (— where the session has none); docs/figures-and-definitions.md"]
+    """The compile ledger's table (probe/session_store/ledger_table.py), under its title."""
+    return ["", "compile ledger:", ledger_text(entries)] if entries else []
 
 
 def _pairs(a: SessionData, b: SessionData):
