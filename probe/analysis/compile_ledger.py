@@ -157,6 +157,23 @@ def _entry(graph: GraphId, tally: GraphTally) -> LedgerEntry:
                        median_of=len(tally.sample))
 
 
+def continued(earlier: LedgerEntry | None, now: LedgerEntry) -> LedgerEntry:
+    """A graph's entry across engines of one session (a restarted engine's ledger counts from
+    zero): calls, run time and compile seconds add, the stalled requests join, the median is
+    the larger sample's (`median_of` says of how many), pay-back is judged again
+    (`with_pay_back`)."""
+    if earlier is None:
+        return now
+    sample = now if now.median_of >= earlier.median_of else earlier
+    return replace(now, calls=earlier.calls + now.calls,
+                   runtime_ms_total=earlier.runtime_ms_total + now.runtime_ms_total,
+                   runtime_ms_median=sample.runtime_ms_median, median_of=sample.median_of,
+                   compile_s=earlier.compile_s + now.compile_s,
+                   stalled_requests=tuple(dict.fromkeys(earlier.stalled_requests
+                                                        + now.stalled_requests)),
+                   paid_back=None)
+
+
 def per_call_ms(entry: LedgerEntry) -> float | None:
     return entry.runtime_ms_total / entry.calls if entry.calls else None
 

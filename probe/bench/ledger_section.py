@@ -5,13 +5,12 @@ run wrote, and shown as the rows `snapshot show` prints (probe/session_store/led
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 from probe.common.errors import BadInput
 from probe.contract.records import LedgerEntry
 from probe.session_store.ledger_table import LEDGER_COLUMNS, LEDGER_NOTE, ledger_rows
-from probe.session_store.snapshot import checked_item, saved_session
+from probe.session_store.snapshot import checked_item, ledger_dict, saved_session
 from probe.session_store.tables import table
 
 # Rows a snapshot shows in report.md: its costliest compiles first; report.json keeps all.
@@ -32,13 +31,8 @@ def ledger_by_run(out: Path, runs: dict) -> dict[str, dict]:
             continue
         entries = _ledger(out / snapshot)
         if entries:
-            found[snapshot] = {"runs": [key], "entries": [_json(e) for e in entries]}
+            found[snapshot] = {"runs": [key], "entries": [ledger_dict(e) for e in entries]}
     return found
-
-
-def _json(entry: LedgerEntry) -> dict:
-    """As the session JSON holds it (lists, not tuples): what report.md is rendered from."""
-    return {**asdict(entry), "stalled_requests": list(entry.stalled_requests)}
 
 
 def _ledger(path: Path) -> tuple[LedgerEntry, ...]:
