@@ -53,7 +53,30 @@ METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool
     ("graphs", lambda s: s.graphs, lambda v: fmt_num(v, 0), True),
     ("KV cache peak", lambda s: s.kv_cache_peak_bytes, fmt_bytes, True),
     ("padding waste", lambda s: s.padding_waste, fmt_fraction, True),
+    # energy (probe/analysis/energy.py): per token the lower the better; power is neither
+    ("J/token", lambda s: _energy(s, "j_per_token"), lambda v: _sig(v, "J"), True),
+    ("J/good token", lambda s: _energy(s, "j_per_good_token"), lambda v: _sig(v, "J"), True),
+    ("avg power", lambda s: _energy(s, "avg_power_w"), lambda v: _sig(v, "W"), None),
+    ("idle power", lambda s: _energy(s, "idle_power_w"), lambda v: _sig(v, "W"), None),
 )
+
+
+def _energy(segment: SegmentStats, name: str) -> float | None:
+    return None if segment.energy is None else getattr(segment.energy, name)
+
+
+def _sig(value: float | None, unit: str) -> str:
+    """Three significant digits: a J/token spans 1e-4 (a GPU) to 10 (a busy CPU)."""
+    return NO_DATA if value is None else f"{value:.3g} {unit}"
+
+
+def energy_unmeasured(sa: SegmentStats, sb: SegmentStats) -> list[str]:
+    """Why a side of a comparison has no energy rows: said, never left blank."""
+    reasons = {side: s.energy.text() for side, s in (("A", sa), ("B", sb))
+               if s.energy is not None and s.energy.unavailable is not None}
+    if len(reasons) == 2 and reasons["A"] == reasons["B"]:
+        return [f"A and B {reasons['A']}"]
+    return [f"{side} {text}" for side, text in reasons.items()]
 
 
 def _split(segment: SegmentStats):
@@ -301,6 +324,7 @@ def compare(path_a: str, path_b: str) -> str:
         lines.append("config differences: " + ("; ".join(differences) if differences else "none"))
         lines += [text_table(["metric", "A", "B", "B − A", "B / A", "better"],
                                  metric_rows(sa, sb))]
+        lines += energy_unmeasured(sa, sb)
         da, db = doctor_a.segment(sa.config_id), doctor_b.segment(sb.config_id)
         if da is not None and db is not None:
             lines += cause_moves(da, db)
