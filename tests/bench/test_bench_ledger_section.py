@@ -78,3 +78,33 @@ def test_no_ledger_no_section(tmp_path, make_session):
     write_session(tmp_path, make_session, ())
     assert ledger_by_run(tmp_path, {"E1": {"snapshot": "runs/E1-x.json"}}) == {}
     assert ledger_markdown({}) == [] and ledger_markdown({"compile_ledger": {}}) == []
+
+
+def test_a_compiled_runs_pay_back_is_judged_against_its_eager_twins_run(tmp_path, make_session):
+    """Runs serve one config each: the compiled run's graphs are judged by `paid_back` against
+    the same function and key in the eager twin's run, which report.json names."""
+    def one_config(name, options, entries):
+        data = make_session([record("r0", 0, latency_ms=50.0)], options={"c1": options})
+        (tmp_path / "runs").mkdir(exist_ok=True)
+        (tmp_path / "runs" / name).write_text(json.dumps(snapshot_document(
+            replace(data, compile_ledger=entries), environment={}, model={}, trace={})))
+
+    eager = (LedgerEntry("c1", "decode_step", "k", 100, 200.0, 2.0, 0.0, median_of=100),
+             LedgerEntry("c1", "encode", "k", 10, 50.0, 5.0, 0.0, median_of=10))
+    compiled = (  # saves 100 × (2 − 1) ms = 0.1 s against 0.05 s compiling: paid back
+        LedgerEntry("c1", "decode_step", "k", 100, 100.0, 1.0, 0.05, median_of=100),
+        # saves 10 × (5 − 4) ms = 0.01 s against 1 s: not yet
+        LedgerEntry("c1", "encode", "k", 10, 40.0, 4.0, 1.0, median_of=10),
+        # a key the eager run never served: unknown
+        LedgerEntry("c1", "encode", "other", 1, 4.0, 4.0, 1.0, median_of=1))
+    one_config("eager.json", EAGER, eager)
+    one_config("compiled.json", COMPILED, compiled)
+    found = ledger_by_run(tmp_path, {"E1-off": {"snapshot": "runs/eager.json"},
+                                     "E1-default": {"snapshot": "runs/compiled.json"}})
+    verdicts = [e["paid_back"] for e in found["runs/compiled.json"]["entries"]]
+    assert verdicts == [True, False, None]
+    assert found["runs/compiled.json"]["judged_against"] == {"c1": "runs/eager.json"}
+    assert [e["paid_back"] for e in found["runs/eager.json"]["entries"]] == [None, None]
+    text = "\n".join(ledger_markdown({"compile_ledger": found}))
+    assert "c1's pay-back against the eager twin's run `runs/eager.json`" in text
+    assert "| yes |" in text and "| not yet |" in text
