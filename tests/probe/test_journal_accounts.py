@@ -22,8 +22,9 @@ from probe.contract.records import EnergyPhases, LedgerEntry
 from probe.session_store.journal import JournaledSession, JournalWriter
 from probe.session_store.journal_reader import read_journal
 from probe.session_store.recover import recover
-from probe.session_store.snapshot import read_document, snapshot_document
+from probe.session_store.snapshot import read_document, saved_session, snapshot_document
 from tests.conftest import synthetic_record
+from tests.probe.test_reader_fuzz import _mutated
 
 CONTEXT = {"environment": {"device": "cpu"}, "model": {"name": "t5-tiny", "dtype": "fp32"},
            "trace": {"name": "chat"}, "settings": {}, "live": {}}
@@ -232,3 +233,46 @@ def test_request_joules_come_back_beside_the_idle_floor(tmp_path):
     assert journal is not None
     (segment,) = document(journal.data)["segments"]
     assert segment["energy"]["joules"] == 0.8 + 0.4 and segment["energy"]["idle_joules"] == 0.4
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_damaged_account_lines_never_cost_the_rest(tmp_path_factory, data):
+    """Torn, garbage or mutated `energy` / `compile_ledger` lines: `snapshot recover` writes
+    a file every reader takes, the records all come back, and a config's or graph's last
+    line, where it was left whole, is what the recovered session holds."""
+    path = new_journal(tmp_path_factory.mktemp("j"))
+    writer = JournalWriter(path)
+    live = JournaledSession(writer, accounts_every_s=0.0)
+    writer.header(time.time() - 60.0, CONTEXT)
+    serve(live, [("record", "c1"), ("record", "c2")])
+    for step in range(3):
+        live.set_energy("c1", ConfigEnergy(SOURCE, idle_j=1.0 + step, idle_s=1.0))
+        live.set_compile_ledger((LedgerEntry("c2", "encode", "a", step + 1, 2.0 * (step + 1),
+                                             2.0, 0.5, median_of=step + 1),))
+    writer.close()
+    lines = Path(path).read_text().splitlines()
+    kinds = {i: json.loads(line)["kind"] for i, line in enumerate(lines)
+             if json.loads(line)["kind"] in ("energy", "compile_ledger")}
+    damaged = data.draw(st.sets(st.sampled_from(sorted(kinds)), min_size=1, max_size=3))
+    for index in damaged:
+        how = data.draw(st.sampled_from(["mutate", "tear", "garbage"]))
+        if how == "mutate":
+            lines[index] = json.dumps(_mutated(json.loads(lines[index]), data))
+        elif how == "tear":
+            lines[index] = lines[index][:data.draw(st.integers(0, len(lines[index]) - 1))]
+        else:
+            lines[index] = data.draw(st.text(max_size=20)).replace("\n", " ")
+    Path(path).write_text("\n".join(lines) + "\n")
+    out = tmp_path_factory.mktemp("o") / "out.json"
+    assert "wrote " in recover(path, str(out))
+    saved = saved_session(read_document(out))
+    assert [r.id for r in saved.records] == [r.id for r in live.freeze().records]
+    expected = live.freeze()
+    if max(i for i, k in kinds.items() if k == "energy") not in damaged:
+        assert saved.energy["c1"] == expected.energy["c1"]
+    if max(i for i, k in kinds.items() if k == "compile_ledger") not in damaged:
+        # a mutated earlier line may name another graph: this one's last entry is kept
+        assert [e for e in saved.compile_ledger if (e.config_id, e.key) == ("c2", "a")] \
+            == list(expected.compile_ledger)
