@@ -139,6 +139,20 @@ class LedgerBook:
                 return graph
         return None
 
+    def rekey(self, mapping: Mapping[str, str | None]) -> None:
+        """Config ids of another session (probe/engine/session_swap.py): each graph under its
+        config's new id; a config mapped to None, or not in `mapping`, is dropped."""
+        with self._lock:
+            tallies: dict[GraphId, GraphTally] = {}
+            for (config_id, function, key), tally in self._tallies.items():
+                now = mapping.get(config_id)
+                if now is not None:
+                    tallies[(now, function, key)] = tally
+            self._tallies = tallies
+            self._pending = [replace(e, config_id=mapping.get(e.config_id or ""))
+                             for e in self._pending if mapping.get(e.config_id or "")]
+            self._entries, self._dirty = {}, set(tallies)
+
     def entries(self) -> tuple[LedgerEntry, ...]:
         """One entry per graph that was called or compiled, pay-back not yet judged (None):
         `with_pay_back` judges it across configs."""
