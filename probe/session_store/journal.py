@@ -176,10 +176,6 @@ class JournaledSession(Session):
         super().set_compile_ledger(entries)
         self._accounts.changed()
 
-    def write_accounts(self) -> None:
-        """Journal the accounts' changes now, not at the next second."""
-        self._accounts.write()
-
     def add_notice(self, notice: Notice) -> None:
         super().add_notice(notice)
         self._writer.write("notice", asdict(notice))
