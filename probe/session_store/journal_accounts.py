@@ -66,13 +66,16 @@ class JournaledAccounts:
             self._write()
 
     def _write(self) -> None:
-        self._last = self._clock()
+        """Only a line written starts the next second's wait: a change after a call that found
+        nothing new (the engine's first flushes, before any graph) is written at once."""
         energy, ledger = self._read()
         for config_id, value in energy.items():
             if self._energy.get(config_id) != value:
                 self._energy[config_id] = value
                 self._put("energy", {"config_id": config_id, **asdict(value)})
+                self._last = self._clock()
         changed = [e for e in ledger if self._ledger.get(graph_id(e)) != e]
         if changed:
             self._ledger.update((graph_id(e), e) for e in changed)
             self._put("compile_ledger", [asdict(e) for e in changed])
+            self._last = self._clock()

@@ -276,3 +276,14 @@ def test_damaged_account_lines_never_cost_the_rest(tmp_path_factory, data):
         # a mutated earlier line may name another graph: this one's last entry is kept
         assert [e for e in saved.compile_ledger if (e.config_id, e.key) == ("c2", "a")] \
             == list(expected.compile_ledger)
+
+
+def test_a_call_that_found_nothing_new_does_not_hold_the_first_change_back(tmp_path):
+    path = new_journal(tmp_path)
+    writer = JournalWriter(path)
+    live = JournaledSession(writer, accounts_every_s=60.0)
+    live.config_id(OptConfig())
+    live.set_compile_ledger(())                 # the engine's flush before any graph
+    live.set_compile_ledger((LedgerEntry("c1", "encode", "a", 1, 1.0, 1.0, 0.0, median_of=1),))
+    assert '"kind":"compile_ledger"' in Path(path).read_text()      # at once, not in 60 s
+    writer.close()
