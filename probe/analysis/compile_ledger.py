@@ -220,12 +220,14 @@ def with_pay_back(entries: Sequence[LedgerEntry], configs: Mapping[str, ConfigEn
             match = next((cid for cid, e in configs.items() if e.options == twin), None)
             if match is not None:
                 twin_of[config_id] = match
-    by_graph = {(e.config_id, e.function, e.key): e for e in entries}
+    by_graph = {(e.config_id, e.function, e.key): e for e in entries} if twin_of else {}
     judged = []
     for e in entries:
         twin_id = twin_of.get(e.config_id)
         eager = None if twin_id is None else by_graph.get((twin_id, e.function, e.key))
-        judged.append(replace(e, paid_back=None if twin_id is None else paid_back(e, eager)))
+        verdict = None if twin_id is None else paid_back(e, eager)
+        # the engine judges its whole ledger at every flush: a verdict that stands is kept
+        judged.append(e if verdict is e.paid_back else replace(e, paid_back=verdict))
     return tuple(judged)
 
 
