@@ -1,7 +1,8 @@
 """The session journal: everything the engine commits to its Session — request records,
 compile events, graph breaks, notices, configs, drift references, KV pools, the SLO — and
 each request it dispatches, appended as one JSON line at the moment it is committed, in the
-per-user state folder next to the engine logs.
+per-user state folder next to the engine logs; each config's energy and the compile ledger,
+which change at every step, at most once a second (journal_accounts.py).
 
 A restarted engine reads it back and continues the session (same clock, same records, the
 crash marked); the dashboard writes the session JSON from it while no engine runs. Torch-free:

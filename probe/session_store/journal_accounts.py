@@ -1,7 +1,7 @@
 """The session's running accounts in its journal: each config's energy (its idle floor beside
 the requests' joules) and the compile ledger. They change at every engine step, so they are
-written on change at most once a `ACCOUNTS_EVERY_S` — the last change always within that
-(a timer), and at the writer's close — each line holding only what changed since the last:
+written on change at most once every `ACCOUNTS_EVERY_S` — the last change always within
+that (a timer), and at the writer's close — each line holding only what changed since the last:
 a kill loses at most that second of them, never a record. Torch-free."""
 
 from __future__ import annotations
