@@ -1,19 +1,21 @@
 """`e`: the served config's recompiles grouped by the guard that failed, each with its fix
 (probe/analysis/guard_groups.py, the doctor's rows), then every compile event's guard failures
-and reasons in full, newest first — the feed cuts them to one line."""
+and reasons in full, newest first — the feed cuts them to one line — then the session's whole
+compile ledger, the rows `snapshot show` prints (probe/session_store/ledger_table.py)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import ScrollableContainer
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from probe.analysis.guard_groups import GuardGroup
 from probe.common.units import fmt_clock_column, fmt_s
-from probe.contract.records import CompileEvent
+from probe.contract.records import CompileEvent, LedgerEntry
+from probe.session_store.ledger_table import ledger_text
 
 REASONS_KEY = "e"
 
@@ -52,17 +54,42 @@ def reasons_text(events: tuple[CompileEvent, ...],
     return text
 
 
+def ledger_section(entries: tuple[LedgerEntry, ...]) -> Text:
+    """The compile ledger, every graph of every config, as `snapshot show` prints it."""
+    # unwrapped: a row is wider than the screen, which scrolls sideways (← →) instead
+    text = Text("compile ledger (the session)\n", style="bold", no_wrap=True, overflow="ignore")
+    if not entries:
+        text.append("no graph has been called yet", style="dim")
+        return text
+    text.append(ledger_text(entries))       # data, never markup
+    return text
+
+
 class ReasonsScreen(ModalScreen[None]):
     BINDINGS = [Binding(f"escape,{REASONS_KEY}", "dismiss", "close")]
 
     def __init__(self, events: tuple[CompileEvent, ...],
-                 groups: tuple[GuardGroup, ...] = ()) -> None:
+                 groups: tuple[GuardGroup, ...] = (),
+                 ledger: tuple[LedgerEntry, ...] | None = None) -> None:
         super().__init__()
         self._events = events
         self._groups = groups
+        self._ledger = ledger
+
+    def _ledger_entries(self) -> tuple[LedgerEntry, ...]:
+        """As given, else the ledger of the view the dashboard shows (the key opens this
+        screen with the events and groups alone)."""
+        if self._ledger is not None:
+            return self._ledger
+        view = getattr(self.app, "view", None)
+        return getattr(view, "compile_ledger", ())
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(id="help-body") as body:
-            body.border_title = "compile reasons in full"
-            body.border_subtitle = f"esc or {REASONS_KEY} closes · ↑↓ scroll"
+        with ScrollableContainer(id="help-body") as body:
+            body.border_title = "compile reasons in full · compile ledger"
+            body.border_subtitle = f"esc or {REASONS_KEY} closes · ↑↓ ←→ scroll"
             yield Static(reasons_text(self._events, self._groups), id="reasons-text", markup=False)
+            ledger = Static(ledger_section(self._ledger_entries()), id="reasons-ledger",
+                            markup=False)
+            ledger.styles.width = "auto"
+            yield ledger

@@ -139,6 +139,20 @@ class LedgerBook:
                 return graph
         return None
 
+    def rekey(self, mapping: Mapping[str, str | None]) -> None:
+        """Config ids of another session (probe/engine/session_swap.py): each graph under its
+        config's new id; a config mapped to None, or not in `mapping`, is dropped."""
+        with self._lock:
+            tallies: dict[GraphId, GraphTally] = {}
+            for (config_id, function, key), tally in self._tallies.items():
+                now = mapping.get(config_id)
+                if now is not None:
+                    tallies[(now, function, key)] = tally
+            self._tallies = tallies
+            self._pending = [replace(e, config_id=mapping.get(e.config_id or ""))
+                             for e in self._pending if mapping.get(e.config_id or "")]
+            self._entries, self._dirty = {}, set(tallies)
+
     def entries(self) -> tuple[LedgerEntry, ...]:
         """One entry per graph that was called or compiled, pay-back not yet judged (None):
         `with_pay_back` judges it across configs."""
@@ -155,6 +169,23 @@ def _entry(graph: GraphId, tally: GraphTally) -> LedgerEntry:
                        runtime_ms_total=tally.total_ms, runtime_ms_median=tally.median_ms(),
                        compile_s=tally.compile_s, stalled_requests=tuple(tally.stalled),
                        median_of=len(tally.sample))
+
+
+def continued(earlier: LedgerEntry | None, now: LedgerEntry) -> LedgerEntry:
+    """A graph's entry across engines of one session (a restarted engine's ledger counts from
+    zero): calls, run time and compile seconds add, the stalled requests join, the median is
+    the larger sample's (`median_of` says of how many), pay-back is judged again
+    (`with_pay_back`)."""
+    if earlier is None:
+        return now
+    sample = now if now.median_of >= earlier.median_of else earlier
+    return replace(now, calls=earlier.calls + now.calls,
+                   runtime_ms_total=earlier.runtime_ms_total + now.runtime_ms_total,
+                   runtime_ms_median=sample.runtime_ms_median, median_of=sample.median_of,
+                   compile_s=earlier.compile_s + now.compile_s,
+                   stalled_requests=tuple(dict.fromkeys(earlier.stalled_requests
+                                                        + now.stalled_requests)),
+                   paid_back=None)
 
 
 def per_call_ms(entry: LedgerEntry) -> float | None:
@@ -189,12 +220,14 @@ def with_pay_back(entries: Sequence[LedgerEntry], configs: Mapping[str, ConfigEn
             match = next((cid for cid, e in configs.items() if e.options == twin), None)
             if match is not None:
                 twin_of[config_id] = match
-    by_graph = {(e.config_id, e.function, e.key): e for e in entries}
+    by_graph = {(e.config_id, e.function, e.key): e for e in entries} if twin_of else {}
     judged = []
     for e in entries:
         twin_id = twin_of.get(e.config_id)
         eager = None if twin_id is None else by_graph.get((twin_id, e.function, e.key))
-        judged.append(replace(e, paid_back=None if twin_id is None else paid_back(e, eager)))
+        verdict = None if twin_id is None else paid_back(e, eager)
+        # the engine judges its whole ledger at every flush: a verdict that stands is kept
+        judged.append(e if verdict is e.paid_back else replace(e, paid_back=verdict))
     return tuple(judged)
 
 

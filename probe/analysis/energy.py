@@ -73,6 +73,17 @@ def attribute(first_j: float, last_j: float, steps: Sequence[Step]) -> Attributi
     return Attribution(per_request, total - owned, total)
 
 
+def continued_energy(earlier: ConfigEnergy | None, now: ConfigEnergy) -> ConfigEnergy:
+    """A config's idle floor across engines of one session (a restarted engine's ledger
+    counts from zero): joules and seconds add where both read a counter; otherwise what this
+    engine says (a counter that stopped answering is said as the live engine says it)."""
+    if earlier is None or earlier.source is None or now.source is None \
+            or earlier.unavailable is not None or now.unavailable is not None:
+        return now
+    return ConfigEnergy(source=now.source, idle_j=earlier.idle_j + now.idle_j,
+                        idle_s=earlier.idle_s + now.idle_s, busy_s=earlier.busy_s + now.busy_s)
+
+
 def padding_joules(record: RequestRecord) -> float:
     """Of a request's encode joules, the padded positions' share: the encoder ran
     `padded_tokens` positions for it, `input_tokens` of them its own."""

@@ -164,4 +164,4 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         requested_options=requested_options, options_pending=options_pending,
         diagnosis=diagnosis, checklist=checklist, backlog=draining,
         tpot=config_tpot(records, data.events, config_id, roofline, chain),
-        ledger=ledger_summary(data.compile_ledger, config_id))
+        ledger=ledger_summary(data.compile_ledger, config_id), compile_ledger=data.compile_ledger)

@@ -12,6 +12,7 @@ from probe.bench.doctor_section import doctor_by_run, doctor_markdown
 from probe.bench.energy_section import energy_by_run, energy_markdown
 from probe.bench.experiments import acceptance_checks
 from probe.bench.goodput_section import goodput_markdown
+from probe.bench.ledger_section import ledger_by_run, ledger_markdown
 from probe.bench.nodes import nodes_markdown
 from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder
 from probe.common.atomic import write_atomic, write_json_atomic
@@ -58,6 +59,7 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
         "runs": runs,
         "doctor": doctor_by_run(out, runs),
         "energy": energy_by_run(runs),
+        "compile_ledger": ledger_by_run(out, runs),
         "checks": acceptance_checks(sections),
         "wall_s": wall_s,
         "incomplete": interrupted,
@@ -198,6 +200,7 @@ def render_markdown(report: dict) -> str:
     if across:
         out += ["## Across runs", ""] + across
     out += doctor_markdown(report)
+    out += ledger_markdown(report)
     if report.get("left_out"):
         out += ["## Left out", ""] + [f"- {line}" for line in report["left_out"]] + [""]
     checks = report.get("checks") or {}

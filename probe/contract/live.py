@@ -25,6 +25,7 @@ from probe.contract.records import (
     CompileEvent,
     CompileInProgress,
     GraphBreakRecord,
+    LedgerEntry,
     Notice,
     RequestRecord,
     RooflineStatus,
@@ -123,6 +124,7 @@ class LiveView:
     slo: Slo | None = None                      # the session's SLO (--slo), if any
     tpot: ConfigTpot | None = None              # the served config's TPOT and roofline ratio
     ledger: str | None = None                   # its compiled graphs' pay-back, in one line
+    compile_ledger: tuple[LedgerEntry, ...] = ()    # the session's whole ledger (the `e` screen)
 
     @property
     def compiles(self) -> int:

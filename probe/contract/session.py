@@ -147,6 +147,12 @@ class Session:
             for entry in entries:
                 self._ledger[(entry.config_id, entry.function, entry.key)] = entry
 
+    def accounts(self) -> tuple[dict[str, ConfigEnergy], tuple[LedgerEntry, ...]]:
+        """Each config's energy and the compile ledger alone, without freezing (and copying)
+        every record: what the journal writes of them."""
+        with self._lock:
+            return dict(self._energy), tuple(self._ledger.values())
+
     def add_notice(self, notice: Notice) -> None:
         with self._lock:
             self._notices.append(notice)

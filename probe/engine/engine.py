@@ -34,6 +34,7 @@ from probe.engine.observe.device_probe import DeviceProbe, resolve_device
 from probe.engine.observe.energy_counter import EnergyReading, reset_active, set_active
 from probe.engine.observe.energy_ledger import EnergyLedger
 from probe.engine.observe.graph_timer import GraphTimer
+from probe.engine.session_swap import follow_session
 from probe.engine.switchboard import Switchboard, apply_tf32
 from workloads.buckets import bucket_for
 
@@ -77,7 +78,7 @@ class Engine:
         self.dims = DecoderDims.of(self.loaded.model)
         self.slot_sizing = self._size_slots(settings)
         self.settings = settings = replace(settings, max_batch=self.slot_sizing.slots)
-        self.session = Session()
+        self.session = self.ledger_session = Session()    # the ledgers' config ids: session_swap
         self.probe = CompileProbe(self.clock)
         self.probe.install()
         self.probe.reset_dynamo()
@@ -119,6 +120,7 @@ class Engine:
         changed = variant.options != self.options or not self.config_id
         known = () if changed else self.session.config_notes(self.config_id)
         config_id = self.session.config_id(variant.options, variant.notes)
+        follow_session(self)
         if changed and self.config_id:
             self.probe.reset_dynamo()
         for note in variant.notes:

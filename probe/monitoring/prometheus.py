@@ -5,7 +5,8 @@ observations, so the exporter needs no hook inside the engine and shows exactly 
 session JSON will hold. Names and units follow Prometheus's conventions (seconds, bytes,
 `_total` counters); `config` is the session's config id, and `infertop_config_info` maps each
 id to its options. Energy (docs/energy.md) is two counters per config, the requests' joules
-and the idle floor, exported only where the session holds a counter's readings.
+and the idle floor, exported only where the session holds a counter's readings; with the
+output-token counter they give J/token over any window (grafana-dashboard.json).
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ class PrometheusExporter:
                               ["config"], buckets=TPOT_BUCKETS_S, registry=r)
         self.requests = Counter("infertop_requests", "Requests finished",
                                 ["config", "status"], registry=r)
+        self.output_tokens = Counter(
+            "infertop_output_tokens", "Output tokens of the config's served requests (a failed "
+            "request's not): what J/token and tokens/s divide by", ["config"], registry=r)
         self.compiles = Counter("infertop_compiles", "torch.compile events",
                                 ["kind"], registry=r)
         self.compile_seconds = Counter(
@@ -92,6 +96,7 @@ class PrometheusExporter:
             for record in data.records[self._seen_records:]:
                 self.requests.labels(record.config_id, "ok" if record.ok else "failed").inc()
                 if record.ok:
+                    self.output_tokens.labels(record.config_id).inc(record.output_tokens)
                     self.latency.labels(record.config_id).observe(record.latency_ms / 1e3)
                     if record.ttft_ms is not None:
                         self.ttft.labels(record.config_id).observe(record.ttft_ms / 1e3)

@@ -1,7 +1,8 @@
 """The session journal: everything the engine commits to its Session — request records,
 compile events, graph breaks, notices, configs, drift references, KV pools, the SLO — and
 each request it dispatches, appended as one JSON line at the moment it is committed, in the
-per-user state folder next to the engine logs.
+per-user state folder next to the engine logs; each config's energy and the compile ledger,
+which change at every step, at most once a second (journal_accounts.py).
 
 A restarted engine reads it back and continues the session (same clock, same records, the
 crash marked); the dashboard writes the session JSON from it while no engine runs. Torch-free:
@@ -14,12 +15,23 @@ import os
 import threading
 from collections import Counter
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+from probe.analysis.compile_ledger import continued, with_pay_back
+from probe.analysis.energy import continued_energy
+from probe.contract.figures import ConfigEnergy
 from probe.contract.objective import Slo
 from probe.contract.options import OptConfig
-from probe.contract.records import CompileEvent, GraphBreakRecord, KVPool, Notice, RequestRecord
+from probe.contract.records import (
+    CompileEvent,
+    GraphBreakRecord,
+    KVPool,
+    LedgerEntry,
+    Notice,
+    RequestRecord,
+)
 from probe.contract.session import ConfigEntry, Session, SessionData
+from probe.session_store.journal_accounts import ACCOUNTS_EVERY_S, JournaledAccounts
 
 # The session JSON's sections that describe where the session ran, not what it served.
 CONTEXT_SECTIONS = ("environment", "model", "trace", "settings", "live")
@@ -42,6 +54,7 @@ class JournalWriter:
         self.path = path
         self.error: str | None = None
         self._lock = threading.Lock()
+        self._closing: list[Callable[[], None]] = []
         self._fd: int | None = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW)
         size = os.fstat(self._fd).st_size
         if size and os.pread(self._fd, 1, size - 1) != b"\n":
@@ -57,7 +70,15 @@ class JournalWriter:
     def dispatch(self, dispatch: Dispatch) -> None:
         self.write("dispatch", asdict(dispatch))
 
+    def before_close(self, write: Callable[[], None]) -> None:
+        """`write` runs at `close`, before the file is closed: what is held back to be
+        written later (the session's accounts) is written then."""
+        self._closing.append(write)
+
     def close(self) -> None:
+        for write in self._closing:
+            write()
+        self._closing = []
         with self._lock:
             if self._fd is not None:
                 os.close(self._fd)
@@ -79,12 +100,22 @@ class JournalWriter:
 
 
 class JournaledSession(Session):
-    """A Session that journals every change as it is made. Given `restored` (what an earlier
-    engine of the session served), it holds that and goes on from it."""
+    """A Session that journals every change as it is made (its running accounts, energy and
+    the compile ledger, at most once a second: journal_accounts.py). Given `restored` (what an
+    earlier engine of the session served), it holds that and goes on from it."""
 
-    def __init__(self, writer: JournalWriter, restored: SessionData | None = None) -> None:
+    def __init__(self, writer: JournalWriter, restored: SessionData | None = None, *,
+                 accounts_every_s: float | None = None) -> None:
         super().__init__()
         self._writer = writer
+        self._accounts = JournaledAccounts(
+            writer.write, self.accounts,
+            every_s=ACCOUNTS_EVERY_S if accounts_every_s is None else accounts_every_s)
+        writer.before_close(self._accounts.write)
+        # what earlier engines counted: this engine's energy and ledger count from zero
+        self._earlier_energy = dict(restored.energy) if restored else {}
+        self._earlier_ledger = ({(e.config_id, e.function, e.key): e
+                                 for e in restored.compile_ledger} if restored else {})
         self._guard = threading.Lock()
         self._earlier_breaks = restored.breaks if restored else ()
         self._known_configs = set(restored.configs) if restored else set()
@@ -92,6 +123,7 @@ class JournaledSession(Session):
         self._written_pools: dict[str, KVPool] = dict(restored.kv_pools) if restored else {}
         if restored is not None:
             self.restore(restored)
+            self._accounts.seen(self.accounts())
 
     def config_id(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
         with self._guard:
@@ -136,6 +168,20 @@ class JournaledSession(Session):
             if self._written_pools.get(config_id) != pool:
                 self._written_pools[config_id] = pool
                 self._writer.write("kv_pool", {"config_id": config_id, "pool": asdict(pool)})
+
+    def set_energy(self, config_id: str, energy: ConfigEnergy) -> None:
+        super().set_energy(config_id, continued_energy(self._earlier_energy.get(config_id),
+                                                       energy))
+        self._accounts.changed()
+
+    def set_compile_ledger(self, entries: tuple[LedgerEntry, ...]) -> None:
+        if self._earlier_ledger:    # earlier engines' calls go on, and pay-back is judged again
+            super().set_compile_ledger(tuple(
+                continued(self._earlier_ledger.get((e.config_id, e.function, e.key)), e)
+                for e in entries))
+            entries = with_pay_back(self.accounts()[1], self.configs())
+        super().set_compile_ledger(entries)
+        self._accounts.changed()
 
     def add_notice(self, notice: Notice) -> None:
         super().add_notice(notice)

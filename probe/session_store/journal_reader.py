@@ -19,9 +19,16 @@ from probe.common.atomic import write_json_atomic
 from probe.common.clock import SessionClock
 from probe.common.errors import BadInput
 from probe.common.shown import shown
+from probe.contract.figures import ConfigEnergy
 from probe.contract.objective import slo_from_dict
 from probe.contract.protocol import EngineExit
-from probe.contract.records import CompileEvent, GraphBreakRecord, Notice, RequestRecord
+from probe.contract.records import (
+    CompileEvent,
+    GraphBreakRecord,
+    LedgerEntry,
+    Notice,
+    RequestRecord,
+)
 from probe.contract.session import SessionData
 from probe.session_store.journal import CONTEXT_SECTIONS, Dispatch
 from probe.session_store.record_ranges import MAX_SESSION_S
@@ -108,7 +115,7 @@ def read_journal(path: str) -> Journal | None:
     the other lines hold is kept, and the session they make passes saved_session."""
     sections: dict[str, Any] = {"configs": {}, "requests": [], "compile_events": [],
                                 "graph_breaks": [], "notices": [], "reference_tokens": {},
-                                "kv_pools": {}}
+                                "kv_pools": {}, "energy": {}, "compile_ledger": {}}
     header: dict[str, Any] | None = None
     dispatches: list[Dispatch] = []
     unreadable: list[tuple[int, str]] = []
@@ -137,6 +144,8 @@ def read_journal(path: str) -> Journal | None:
     if header is None:
         return None
     _drop_unknown_configs(sections, unreadable)
+    # each graph's last entry, in the order the graphs first appeared (as the live session)
+    sections["compile_ledger"] = list(sections["compile_ledger"].values())
     data = session_data(sections, source=f"session journal {path}")
     context = MappingProxyType({name: header.get(name) for name in CONTEXT_SECTIONS})
     return Journal(path, float(header["started_unix"]), context, data, tuple(dispatches),
@@ -228,6 +237,19 @@ def _add(sections: dict[str, Any], kind: str, value: Any) -> None:
         config_id = _key(value, "config_id", kind)
         session_data({"kv_pools": {config_id: value.get("pool")}}, source="kv_pool")
         sections["kv_pools"][config_id] = value["pool"]
+    elif kind == "energy":
+        value = _object(value, kind)
+        config_id = _key(value, "config_id", kind)
+        fields = {k: v for k, v in value.items() if k != "config_id"}
+        checked_item(ConfigEnergy, fields, f"energy.{config_id}")
+        sections["energy"][config_id] = fields          # the last one written
+    elif kind == "compile_ledger":
+        if type(value) is not list:
+            raise BadInput(f"compile_ledger: expected a list, got {shown(value)}")
+        entries = [checked_item(LedgerEntry, item, f"compile_ledger[{index}]")
+                   for index, item in enumerate(value)]
+        for entry, item in zip(entries, value):         # each graph's last entry
+            sections["compile_ledger"][(entry.config_id, entry.function, entry.key)] = item
     elif kind == "slo":
         slo_from_dict(value, "slo")
         sections["slo"] = value         # the last one set
@@ -246,6 +268,9 @@ def _drop_unknown_configs(sections: dict[str, Any], unreadable: list[tuple[int, 
         sections[section] = kept
     breaks = sections["graph_breaks"]
     sections["graph_breaks"] = [b for b in breaks if b.get("config_id") in known]
+    sections["energy"] = {c: e for c, e in sections["energy"].items() if c in known}
+    sections["compile_ledger"] = {g: e for g, e in sections["compile_ledger"].items()
+                                  if g[0] in known}
 
 
 def unreadable_text(unreadable: tuple[tuple[int, str], ...], shown_at_most: int = 3) -> str:

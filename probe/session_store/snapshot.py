@@ -59,7 +59,7 @@ def snapshot_document(data: SessionData, *, environment: dict, model: dict, trac
         "kv_pools": {cid: asdict(pool) for cid, pool in data.kv_pools.items()},
         "batch_steps": {cid: asdict(steps) for cid, steps in data.batch_steps.items()},
         "energy": {cid: asdict(energy) for cid, energy in data.energy.items()},
-        "compile_ledger": [asdict(e) for e in data.compile_ledger],
+        "compile_ledger": [ledger_dict(e) for e in data.compile_ledger],
         "live": live or {},
     }
     return attach_diagnoses(document, data, saved_live_parts(document))
@@ -89,6 +89,11 @@ def _record_dict(record: RequestRecord) -> dict[str, Any]:
     else:
         raw["tokens"] = list(raw["tokens"])
     return raw
+
+
+def ledger_dict(entry: LedgerEntry) -> dict[str, Any]:
+    """A compile ledger entry as saved (JSON's types: its stalled requests a list)."""
+    return {**asdict(entry), "stalled_requests": list(entry.stalled_requests)}
 
 
 # The sections a reader touches, and the JSON type each must have when present.

@@ -11,7 +11,6 @@ import re
 from dataclasses import fields
 from typing import Callable
 
-from probe.analysis.compile_ledger import step_shares
 from probe.analysis.diagnosis import context_from_document
 from probe.analysis.session_diagnosis import SessionDiagnosis, diagnose_session
 from probe.analysis.stats import phases_within, session_segments
@@ -25,6 +24,7 @@ from probe.contract.options import OptConfig
 from probe.contract.records import LedgerEntry
 from probe.contract.session import SessionData
 from probe.session_store.doctor_compare import cause_moves
+from probe.session_store.ledger_table import ledger_text
 from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
 from probe.session_store.tables import text_table
 
@@ -53,7 +53,30 @@ METRICS: tuple[tuple[str, Callable[[SegmentStats], float | None], Callable, bool
     ("graphs", lambda s: s.graphs, lambda v: fmt_num(v, 0), True),
     ("KV cache peak", lambda s: s.kv_cache_peak_bytes, fmt_bytes, True),
     ("padding waste", lambda s: s.padding_waste, fmt_fraction, True),
+    # energy (probe/analysis/energy.py): per token the lower the better; power is neither
+    ("J/token", lambda s: _energy(s, "j_per_token"), lambda v: _sig(v, "J"), True),
+    ("J/good token", lambda s: _energy(s, "j_per_good_token"), lambda v: _sig(v, "J"), True),
+    ("avg power", lambda s: _energy(s, "avg_power_w"), lambda v: _sig(v, "W"), None),
+    ("idle power", lambda s: _energy(s, "idle_power_w"), lambda v: _sig(v, "W"), None),
 )
+
+
+def _energy(segment: SegmentStats, name: str) -> float | None:
+    return None if segment.energy is None else getattr(segment.energy, name)
+
+
+def _sig(value: float | None, unit: str) -> str:
+    """Three significant digits: a J/token spans 1e-4 (a GPU) to 10 (a busy CPU)."""
+    return NO_DATA if value is None else f"{value:.3g} {unit}"
+
+
+def energy_unmeasured(sa: SegmentStats, sb: SegmentStats) -> list[str]:
+    """Why a side of a comparison has no energy rows: said, never left blank."""
+    reasons = {side: s.energy.text() for side, s in (("A", sa), ("B", sb))
+               if s.energy is not None and s.energy.unavailable is not None}
+    if len(reasons) == 2 and reasons["A"] == reasons["B"]:
+        return [f"A and B {reasons['A']}"]
+    return [f"{side} {text}" for side, text in reasons.items()]
 
 
 def _split(segment: SegmentStats):
@@ -176,31 +199,9 @@ def show(path: str) -> str:
     return "\n".join(lines)
 
 
-def _stalled(ids: tuple[str, ...]) -> str:
-    return NO_DATA if not ids else ", ".join(ids[:3]) + (f" +{len(ids) - 3}" if len(ids) > 3 else "")
-
-
 def ledger_lines(entries: tuple[LedgerEntry, ...]) -> list[str]:
-    """The compile ledger: each graph's calls, run time, share of its config's timed step
-    time, compile seconds, the requests that waited on its compile, and pay-back."""
-    if not entries:
-        return []
-    shares = step_shares(entries)
-    rows = []
-    for e in entries:
-        median = fmt_ms(e.runtime_ms_median)
-        if e.median_of < e.calls:
-            median += f" (of {e.median_of})"
-        rows.append([e.config_id, e.function, e.key, e.calls, fmt_ms(e.runtime_ms_total), median,
-                     fmt_fraction(shares[(e.config_id, e.function, e.key)]),
-                     fmt_s(e.compile_s) if e.compile_s else NO_DATA, _stalled(e.stalled_requests),
-                     {True: "yes", False: "not yet", None: NO_DATA}[e.paid_back]])
-    columns = ["config", "function", "key (tensor shapes, dtypes)", "calls", "run total",
-               "median", "share", "compile", "stalled", "paid back"]
-    return ["", "compile ledger:", text_table(columns, rows),
-            "  share: of the config's time inside its timed calls; paid back: calls × "
-            "(eager − compiled per call) ≥ compile, against the same graph in the eager "
-            "twin's segment (— where the session has none); docs/figures-and-definitions.md"]
+    """The compile ledger's table (probe/session_store/ledger_table.py), under its title."""
+    return ["", "compile ledger:", ledger_text(entries)] if entries else []
 
 
 def _pairs(a: SessionData, b: SessionData):
@@ -323,6 +324,7 @@ def compare(path_a: str, path_b: str) -> str:
         lines.append("config differences: " + ("; ".join(differences) if differences else "none"))
         lines += [text_table(["metric", "A", "B", "B − A", "B / A", "better"],
                                  metric_rows(sa, sb))]
+        lines += energy_unmeasured(sa, sb)
         da, db = doctor_a.segment(sa.config_id), doctor_b.segment(sb.config_id)
         if da is not None and db is not None:
             lines += cause_moves(da, db)

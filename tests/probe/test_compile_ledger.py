@@ -14,6 +14,7 @@ from probe.analysis.compile_ledger import (
     CompileWindow,
     GraphTally,
     LedgerBook,
+    continued,
     ledger_summary,
     paid_back,
     step_shares,
@@ -139,3 +140,33 @@ def test_the_ledger_survives_the_session_json_and_is_read_strictly():
         broken["compile_ledger"][0].update(bad)
         with pytest.raises(BadInput, match="compile_ledger"):
             saved_session(broken)
+
+
+def test_rekey_moves_tallies_and_waiting_events_to_the_new_sessions_ids():
+    """probe/engine/session_swap.py: the same graphs under the new ids; a config the new
+    session has not registered is dropped; an event waiting for its call follows too."""
+    book = LedgerBook()
+    window = CompileWindow(1.0, 2.0, ("r0",))
+    book.add_call(("c1", "encode", "k"), 2.0, compiled_window=window)
+    book.add_call(("c2", "encode", "k"), 3.0)
+    book.attribute([CompileEvent("0/0", "compile", "encode", 1.5, 0.5, None, "r0", "c1")])
+    early = CompileEvent("0/1", "recompile", "encode", 9.0, 0.25, None, "r1", "c1")
+    book.attribute([early])                 # no call holds it yet: it waits
+    book.rekey({"c1": "c3", "c2": None})
+    (entry,) = book.entries()
+    assert (entry.config_id, entry.calls, entry.compile_s) == ("c3", 1, 0.5)
+    book.add_call(("c3", "encode", "k"), 1.0,
+                  compiled_window=CompileWindow(8.5, 9.5, ("r1",)))
+    book.attribute([])
+    (entry,) = book.entries()
+    assert entry.compile_s == 0.75 and entry.stalled_requests == ("r0", "r1")
+
+
+def test_continued_adds_an_earlier_engines_entry():
+    earlier = LedgerEntry("c2", "encode", "k", 4, 8.0, 2.0, 30.0, ("r0",), True, 4)
+    now = LedgerEntry("c2", "encode", "k", 20, 40.0, 1.5, 1.0, ("r5", "r0"), False, 20)
+    both = continued(earlier, now)
+    assert (both.calls, both.runtime_ms_total, both.compile_s) == (24, 48.0, 31.0)
+    assert both.stalled_requests == ("r0", "r5") and both.paid_back is None
+    assert (both.runtime_ms_median, both.median_of) == (1.5, 20)    # the larger sample's
+    assert continued(None, now) is now

@@ -10,13 +10,14 @@ from types import MappingProxyType
 
 import pytest
 
+from probe.analysis.stats import session_segments
 from probe.common.errors import BadInput
 from probe.contract.figures import ConfigEnergy
 from probe.contract.options import OptConfig
 from probe.contract.records import EnergyPhases
 from probe.contract.session import ConfigEntry, SessionData
 from probe.session_store.snapshot import saved_session, snapshot_document
-from probe.session_store.snapshot_report import show
+from probe.session_store.snapshot_report import compare, show
 from tests.conftest import synthetic_record
 
 
@@ -85,3 +86,38 @@ def test_snapshot_show_says_why_without_a_counter(tmp_path) -> None:
     text = show(str(path))
     assert "J/token" not in text
     assert "energy: not measurable here (no powercap here)" in text
+
+
+def test_snapshot_compare_gives_j_per_token_with_its_b_over_a(tmp_path) -> None:
+    """B spent twice A's joules on the same tokens: J/token ×2, and A is better."""
+    a, b = document(), document()
+    for raw in b["requests"]:
+        raw["energy_j"] *= 2
+        raw["energy_phases_j"] = {k: 2 * v for k, v in raw["energy_phases_j"].items()}
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    text = compare(str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    ja = saved_session(a)
+    (segment,) = session_segments(ja)
+    assert segment.energy is not None and segment.energy.j_per_token is not None
+    row = next(line for line in text.splitlines() if line.startswith("J/token "))
+    assert row.split() == ["J/token", f"{segment.energy.j_per_token:.3g}", "J",
+                           f"{2 * segment.energy.j_per_token:.3g}", "J",
+                           f"+{segment.energy.j_per_token:.3g}", "J", "2.00×", "A"]
+    assert any(line.startswith("avg power ") for line in text.splitlines())
+    assert "not measurable" not in text
+
+
+def test_snapshot_compare_says_why_a_side_has_no_energy(tmp_path) -> None:
+    a, b = document(), document(energy=False)
+    b["energy"] = {"c1": {"unavailable": "no powercap here"}}
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    text = compare(str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert "B energy: not measurable here (no powercap here)" in text
+    row = next(line for line in text.splitlines() if line.startswith("J/token "))
+    assert row.split()[-1] == "—"           # B has none: no ratio, no verdict
+    (tmp_path / "a.json").write_text(json.dumps(b))
+    text = compare(str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    assert "A and B energy: not measurable here (no powercap here)" in text
+    assert not any(line.startswith("J/token ") for line in text.splitlines())

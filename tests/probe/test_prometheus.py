@@ -70,6 +70,14 @@ def test_the_grafana_dashboard_queries_only_metrics_the_exporter_serves(exporter
     queried = {name for panel in dashboard["panels"] for target in panel["targets"]
                for name in re.findall(r"infertop_[a-z_]+", target["expr"])}
     assert queried and queried <= served, queried - served
+    # energy: power from both counters, and J/token over the token counter
+    units = {panel["fieldConfig"]["defaults"]["unit"]: " ".join(t["expr"] for t in panel["targets"])
+             for panel in dashboard["panels"] if "fieldConfig" in panel}
+    assert "rate(infertop_energy_joules_total" in units["watt"]
+    assert "rate(infertop_idle_energy_joules_total" in units["watt"]
+    assert re.search(r"infertop_energy_joules_total.*\) / .*infertop_output_tokens_total",
+                     units["joule"])
+    assert len({panel["id"] for panel in dashboard["panels"]}) == len(dashboard["panels"])
 
 
 def test_compile_seconds_by_phase_are_the_sessions_split(exporter):
@@ -125,4 +133,8 @@ def test_energy_counters_are_the_sessions_joules_and_idle_floor() -> None:
     segment = next(s for s in session_segments(session.freeze()) if s.config_id == "c1")
     assert segment.energy is not None
     assert requests_j + idle_j == pytest.approx(segment.energy.joules)
+    # the dashboard's J/token: the joules counter over the token counter, from the start
+    tokens = second[("infertop_output_tokens_total", (("config", "c1"),))]
+    assert tokens == sum(r.output_tokens for r in measured if r.ok)
+    assert requests_j / tokens == pytest.approx(segment.energy.j_per_token)
     assert not [key for key in second if "energy" in key[0] and ("config", "c2") in key[1]]

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from probe.common.units import fmt_s
 from probe.contract.device_sample import DeviceSample
+from probe.contract.figures import EnergyStats
 from probe.contract.records import GraphBreakRecord
 from tests.fake_engine import FakeEngine
 from tui.widgets.device import device_detail, device_headline, device_title
@@ -17,7 +18,7 @@ from tui.widgets.graph_breaks import break_headline, break_reasons
 from tui.widgets.kv_cache import kv_detail, kv_headline
 from tui.widgets.latency import latency_table, log_ticks
 from tui.widgets.recompiles import compile_counts, compile_feed, latest_event, short_reason
-from tui.widgets.segments import segment_rows
+from tui.widgets.segments import DRIFT, segment_rows, segments_columns
 from tui.widgets.throughput import OVERLOADED, throughput_detail, throughput_headline
 
 
@@ -182,6 +183,42 @@ def test_segment_rows_pair_previous_and_current(stages):
     assert [str(r["config"]) for r in rows] == ["prev c2", "now c3"]
     assert rows[1]["recomp"] == "2" and rows[0]["recomp"] == "3"
     assert [str(r["config"]) for r in segment_rows(stages["baseline"])] == ["now c1"]
+
+
+def measured(view, joules: dict[str, float]):
+    """The view with these configs' J/token, as energy_stats would give them."""
+    return replace(view, segments=tuple(
+        replace(s, energy=EnergyStats(source="RAPL package-0", j_per_token=joules[s.config_id]))
+        if s.config_id in joules else s for s in view.segments))
+
+
+def test_segments_show_j_per_token_with_now_over_prev_where_measured(stages):
+    view = measured(stages["bucketing"], {"c2": 0.5, "c3": 0.4})
+    assert segments_columns(view, 200)[7:10] == ("tok/s", "J/token", DRIFT)
+    assert "KV peak" in segments_columns(view, 200)
+    assert not {"KV peak", "graphs"} & set(segments_columns(view, 120))   # J/token's room
+    assert "KV peak" in segments_columns(stages["bucketing"], 120)
+    rows = segment_rows(view)
+    assert [r["J/token"] for r in rows] == ["0.5", "0.4 0.80×"]
+    # a segment without a counter: no ratio; no segment measured: no column at all
+    rows = segment_rows(measured(stages["bucketing"], {"c3": 0.4}))
+    assert [r["J/token"] for r in rows] == ["—", "0.4"]
+    assert "J/token" not in segments_columns(stages["bucketing"], 200)
+    assert "J/token" not in segments_columns(view, 80)
+
+
+async def test_the_panel_draws_the_column_only_once_measured(make_app, stages, read_screen):
+    view = measured(stages["compiled"], {"c1": 0.0123, "c2": 0.00456})
+    app = make_app(FakeEngine(), at="compiled")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert "J/token" not in read_screen(app)
+        app.view = view
+        await pilot.pause()
+        shown = read_screen(app)
+    assert "J/token" in shown and "0.00456 0.37×" in shown
+    header = next(line for line in shown.splitlines() if "drift tok·req" in line)
+    assert header.rstrip(" │").endswith("breaks")     # the last column whole: nothing cut
 
 
 async def test_the_wide_layout_shows_every_panel_in_full(make_app, read_screen):

@@ -11,7 +11,7 @@ from textual.coordinate import Coordinate
 from textual.reactive import reactive
 from textual.widgets import DataTable
 
-from probe.common.units import NO_DATA, fmt_bytes, fmt_count, fmt_ms, fmt_rate
+from probe.common.units import NO_DATA, fmt_bytes, fmt_count, fmt_ms, fmt_rate, fmt_ratio
 from probe.contract.figures import DriftStats, SegmentStats
 from probe.contract.live import LiveView
 from tui import derive
@@ -20,6 +20,12 @@ from tui.format import fitting
 DRIFT = "drift tok·req"
 COLUMNS = ("config", "req", "p50", "p95", "p99", "TTFT95", "TPOT50", "tok/s", DRIFT, "comp",
            "recomp", "breaks", "graphs", "KV peak")
+# Where a segment shown has J/token (probe/analysis/energy.py), after tok/s: the now row's
+# with its ratio to the previous row's (B/A), as `snapshot compare` gives it. Below
+# ENERGY_ROOM columns it takes the place of KV peak and graphs, which the KV and graph-break
+# panels show too.
+ENERGY = "J/token"
+ENERGY_ROOM = 140
 # Under NARROW_WIDTH columns: the short config name and the columns that tell the story.
 NARROW_COLUMNS = ("config", "req", "p50", "p95", "p99", "TPOT50", "tok/s", DRIFT, "recomp")
 NARROW_WIDTH = 100
@@ -73,6 +79,40 @@ def segment_cells(view: LiveView, stats: SegmentStats | None, config_id: str,
     return cells
 
 
+def j_per_token(stats: SegmentStats | None) -> float | None:
+    return None if stats is None or stats.energy is None else stats.energy.j_per_token
+
+
+def energy_cells(rows: list[dict[str, str | Text]], shown: list[SegmentStats | None]) -> None:
+    """The J/token cell of each row; the last (now) also its ratio to the one before."""
+    values = [j_per_token(s) for s in shown]
+    for index, (cells, value) in enumerate(zip(rows, values)):
+        text = NO_DATA if value is None else f"{value:.3g}"
+        before = values[index - 1] if index else None
+        if value is not None and before:
+            text += f" {fmt_ratio(value / before)}"
+        cells[ENERGY] = text
+
+
+def segments_columns(view: LiveView | None, width: int) -> tuple[str, ...]:
+    """The columns for this width (0: not laid out yet, as wide); J/token after tok/s where
+    a segment shown has one."""
+    narrow = 0 < width < NARROW_WIDTH
+    columns: tuple[str, ...] = NARROW_COLUMNS if narrow else COLUMNS
+    if narrow or view is None or not any(j_per_token(s) is not None for s in shown_segments(view)):
+        return columns
+    if 0 < width < ENERGY_ROOM:
+        columns = tuple(c for c in columns if c not in ("KV peak", "graphs"))
+    at = columns.index("tok/s") + 1
+    return columns[:at] + (ENERGY,) + columns[at:]
+
+
+def shown_segments(view: LiveView) -> list[SegmentStats | None]:
+    previous = derive.previous_config_id(view)
+    return ([derive.segment(view, previous)] if previous is not None else []) + [
+        derive.segment(view, view.config_id)]
+
+
 def segments_title(view: LiveView) -> str:
     """The configs compared, with their labels (the rows name only their ids)."""
     now = f"{view.config_id} {derive.config_label(view, view.config_id)}"
@@ -91,6 +131,7 @@ def segment_rows(view: LiveView, narrow: bool = False) -> list[dict[str, str | T
                                   "prev", narrow))
     rows.append(segment_cells(view, derive.segment(view, view.config_id),
                               view.config_id, "now", narrow))
+    energy_cells(rows, shown_segments(view))
     return rows
 
 
@@ -114,7 +155,7 @@ class SegmentsPanel(Vertical):
 
     def watch_view(self, view: LiveView | None) -> None:
         narrow = 0 < self.size.width < NARROW_WIDTH
-        columns = NARROW_COLUMNS if narrow else COLUMNS
+        columns = segments_columns(view, self.size.width)
         rows = segment_rows(view, narrow) if view is not None else []
         if view is not None:
             titles = (segments_title(view),

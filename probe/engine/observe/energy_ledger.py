@@ -5,7 +5,7 @@ nothing is read."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from probe.analysis.energy import split_step
 from probe.contract.figures import ConfigEnergy
@@ -88,6 +88,16 @@ class EnergyLedger:
         if self.unavailable is not None:
             return ConfigEnergy(unavailable=self.unavailable)
         return ConfigEnergy(source=self.counter.source if self.counter else None)
+
+    def rekey(self, mapping: Mapping[str, str | None]) -> None:
+        """Another session's config ids (probe/engine/session_swap.py); a config mapped to
+        None, or not in `mapping`, is dropped."""
+        configs: dict[str, ConfigEnergy] = {}
+        for config_id, energy in self._configs.items():
+            now = mapping.get(config_id)
+            if now is not None:
+                configs[now] = energy
+        self._configs = configs
 
     def _add(self, config_id: str, *, idle_j: float = 0.0, idle_s: float = 0.0,
              busy_s: float = 0.0) -> None:

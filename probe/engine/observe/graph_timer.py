@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -102,6 +102,13 @@ class GraphTimer:
             return out
         timed.__wrapped__ = fn      # type: ignore[attr-defined]
         return timed
+
+    def rekey(self, mapping: Mapping[str, str | None]) -> None:
+        """CUDA event pairs not yet read, under another session's config ids (as the book)."""
+        with self._lock:
+            self._pending = [((mapping[graph[0]], *graph[1:]), *events)
+                             for graph, *events in self._pending
+                             if mapping.get(graph[0]) is not None]
 
     def settle(self) -> None:
         """Read the CUDA event pairs whose end has passed on the device (the rest wait)."""
