@@ -22,6 +22,7 @@ from probe.engine.process.third_party_output import third_party_output_to_engine
 from probe.runs.cluster import require_ray
 from probe.tune.runner import run_tune_command
 from probe.tune.salvage import salvage_tune
+from probe.tune.space import check_space, dimensions
 from probe.tune.trials import FIGURES
 from workloads.trace import DEFAULT_TRACE
 
@@ -83,8 +84,10 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     tune.add_argument("--space", type=lambda text: tuple(k.strip() for k in text.split(",")
                                                          if k.strip()),
                       default=(), metavar="KEY,…",
-                      help="--search quick|exhaustive: only these options (default: every "
-                           "option that changes a warm run on the device)")
+                      help="--search quick|exhaustive: only these options and settings "
+                           "(bucket_count, max_batch, batch_window_ms; one may name its own "
+                           "values, bucket_count=2/4/8) (default: every option that changes "
+                           "a warm run on the device, and the settings at their ladders)")
     tune.add_argument("--max-memory", type=byte_size, default=None, metavar="BYTES",
                       help="a trial whose peak KV cache bytes pass this misses a constraint")
     tune.add_argument("--amortize", type=whole_number(1), default=None, metavar="N",
@@ -148,6 +151,8 @@ def main(args: argparse.Namespace) -> int:
     if args.ray is not None:
         require_ray()                   # not installed: one line, before the model loads
     baseline = parse_opts(args.opt)
+    if args.search != "greedy":   # a bad --space is one line before the model loads
+        check_space(baseline, dimensions(args.device, args.space))
     check_output_folder(args.out, "--out")
     check_engine_inputs(args.model, args.device)
     usable_inductor_cache()

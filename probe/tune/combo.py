@@ -20,8 +20,8 @@ import optuna
 from probe.contract.figures import SegmentStats
 from probe.contract.options import OptConfig
 from probe.tune.candidates import Candidate, applied
-from probe.tune.search import Evaluate
-from probe.tune.space import Dimension, chosen_of, config_of, every_config
+from probe.tune.search import Measured
+from probe.tune.space import Dimension, Value, chosen_of, config_of, every_config
 from probe.tune.trials import (
     DONE,
     ENERGY,
@@ -35,15 +35,19 @@ from probe.tune.trials import (
     measured_trial,
     objective_value,
 )
+from probe.tune.tuned_settings import Setup
 
 QUICK, EXHAUSTIVE = "quick", "exhaustive"
 # quick: asks of a config already tried, past which the sampler is taken to have run out
 REPEATS_BEFORE_EXHAUSTED = 50
+# evaluate(setup, label, control): measure `setup`, alternated with its control when it has one
+EvaluateSetup = Callable[[Setup, str, Setup | None], Measured]
+Seeds = Callable[[SegmentStats | None], list[tuple[Setup, str]]]
 
 
 @dataclass
 class ComboState:
-    default: OptConfig
+    default: Setup
     trials: list[Trial] = field(default_factory=list)
     stopped: str = ""
     # why the search cannot go on here at all (--resume would meet it again): energy asked
@@ -52,26 +56,33 @@ class ComboState:
 
 
 def greedy_path(baseline: OptConfig, candidates: Iterable[Candidate],
-                dims: tuple[Dimension, ...]) -> list[tuple[OptConfig, str]]:
+                dims: tuple[Dimension, ...]) -> list[tuple[Setup, str]]:
     """The configs the greedy search would reach were every change kept, in its order (the
     baseline's data moves the changes it points at first): the quick search's first trials."""
     keys = {d.key for d in dims}
-    path, current = [], baseline
+    path: list[tuple[Setup, str]] = []
+    current = baseline
     for candidate in candidates:
         if candidate.key not in keys:
             continue
         options, _ = applied(current, candidate)
         if options is None:
             continue
-        current = config_of(options, chosen_of(options, dims), dims)
+        setup = config_of(options, chosen_of(Setup(options), dims), dims)
+        current = setup.options
         source = f"greedy path (data hint: {candidate.hint})" if candidate.hint else "greedy path"
-        path.append((current, source))
+        path.append((setup, source))
     return path
 
 
-def run_combo(baseline: OptConfig, evaluate: Evaluate, *, mode: str,
+def baseline_setup(baseline: OptConfig, dims: tuple[Dimension, ...]) -> Setup:
+    """What the default trial serves: the baseline, its settings at tune's defaults."""
+    return config_of(baseline, {}, dims)
+
+
+def run_combo(baseline: OptConfig, evaluate: EvaluateSetup, *, mode: str,
               dims: tuple[Dimension, ...], trials: int, objectives: tuple[str, ...],
-              bounds: Bounds, seeds: Callable[[SegmentStats | None], list[tuple[OptConfig, str]]],
+              bounds: Bounds, seeds: Seeds,
               previous: Iterable[Trial] = (), budget_s: float = float("inf"),
               stop: threading.Event | None = None,
               on_trial: Callable[[ComboState], None] = lambda state: None,
@@ -80,48 +91,50 @@ def run_combo(baseline: OptConfig, evaluate: Evaluate, *, mode: str,
     measured again, an interrupted one is rerun first. `trials` bounds quick's trials besides
     the default, resumed ones counted; `on_trial` hears the state before and after each."""
     stop = stop or threading.Event()
-    state = ComboState(baseline)
-    rerun: list[tuple[OptConfig, str]] = []
+    state = ComboState(baseline_setup(baseline, dims))
+    rerun: list[tuple[Setup, str]] = []
     for trial in previous:
         if trial.status == INTERRUPTED:
-            rerun.append((trial.options, f"rerun: {trial.source}" if trial.source else "rerun"))
+            rerun.append((trial.setup, f"rerun: {trial.source}" if trial.source else "rerun"))
         else:
             state.trials.append(trial)
     started = clock()
-    tried = {t.options for t in state.trials}
+    tried = {t.setup for t in state.trials}
     segments: dict[int, SegmentStats | None] = {}   # the live figures of a trial run here
 
-    def measure(options: OptConfig, source: str) -> Trial | None:
+    def measure(setup: Setup, source: str) -> Trial | None:
         """Measure one config against the best so far; None: stopped before it finished."""
         default = _default_trial(state)
         control = None if default is None else (best(state.trials, objectives[0]) or default)
         number = 1 + max((t.number for t in state.trials), default=-1)
-        pending = Trial(number, options, INTERRUPTED, source,
-                        "in progress when the search stopped: rerun by --resume")
+        pending = Trial(number, setup.options, INTERRUPTED, source,
+                        "in progress when the search stopped: rerun by --resume",
+                        settings=setup.settings)
         state.trials.append(pending)
         on_trial(state)
         label = "default" if control is None else f"trial {number}"
         try:
-            measured = evaluate(options, label, control.options if control else None)
+            measured = evaluate(setup, label, control.setup if control else None)
         except Exception as exc:  # noqa: BLE001 - a config the engine refuses ends only itself
             trial = replace(pending, status=FAILED, reason=f"{type(exc).__name__}: {exc}",
-                            control=control.options if control else None)
+                            control=control.options if control else None,
+                            control_settings=control.settings if control else None)
         else:
             if stop.is_set():
                 on_trial(state)
                 return None
             segments[number] = measured.segment
-            trial = measured_trial(number, options, measured, source=source, control=control)
+            trial = measured_trial(number, setup, measured, source=source, control=control)
             trial = judged(trial, bounds, default or trial)
         state.trials[-1] = trial
-        tried.add(options)
+        tried.add(setup)
         on_trial(state)
         return trial
 
     default = _default_trial(state)
     if default is None:
-        rerun = [(o, s) for o, s in rerun if o != baseline]
-        first = measure(baseline, "default")
+        rerun = [(o, s) for o, s in rerun if o != state.default]
+        first = measure(state.default, "default")
         if first is None:
             state.stopped = "interrupted"
             return state
@@ -163,23 +176,23 @@ def run_combo(baseline: OptConfig, evaluate: Evaluate, *, mode: str,
     study = _study(objectives, seed)
     for trial in state.trials:
         _add(study, trial, dims, objectives)
-    queued: dict[OptConfig, str] = {}
+    queued: dict[Setup, str] = {}
     for options, source in rerun + seeds(segments.get(default.number)):
         if options not in tried and options not in queued:
             queued[options] = source
-            study.enqueue_trial(chosen_of(options, dims))
+            study.enqueue_trial(_params(options, dims))
     repeats = 0
     while counted() < trials:
         if out_of_time():
             break
         asked = study.ask()
-        chosen: dict[str, str] = {}
+        chosen: dict[str, Value] = {}
         for dim in dims:
             if dim.active({**baseline.as_dict(), **chosen}):
-                chosen[dim.key] = asked.suggest_categorical(dim.key, list(dim.values))
+                chosen[dim.key] = _suggest(asked, dim)
         options = config_of(baseline, chosen, dims)
         if options in tried:
-            known = next(t for t in state.trials if t.options == options)
+            known = next(t for t in state.trials if t.setup == options)
             _tell(study, asked, known, objectives)
             repeats += 1
             if repeats > REPEATS_BEFORE_EXHAUSTED:
@@ -197,8 +210,35 @@ def run_combo(baseline: OptConfig, evaluate: Evaluate, *, mode: str,
 
 
 def _default_trial(state: ComboState) -> Trial | None:
-    return next((t for t in state.trials if t.options == state.default and t.control is None
+    return next((t for t in state.trials if t.setup == state.default and t.control is None
                  and t.status == DONE), None)
+
+
+def _distribution(dim: Dimension) -> optuna.distributions.BaseDistribution:
+    """A numeric dimension is an integer range on a log scale (TPE models its order, so a
+    good slot count makes its neighbours likelier); an option, its categories."""
+    if dim.numeric:
+        ends = [int(v) for v in dim.values]
+        return optuna.distributions.IntDistribution(min(ends), max(ends), log=True)
+    return optuna.distributions.CategoricalDistribution(list(dim.values))
+
+
+def _params(setup: Setup, dims: tuple[Dimension, ...]) -> dict[str, Value]:
+    """A setup's parameters for the sampler, less a setting outside its dimension's range
+    (tune's default where the user's own values leave it out: the sampler chooses there)."""
+    params = chosen_of(setup, dims)
+    for dim in dims:
+        if dim.numeric and dim.key in params:
+            if not min(map(int, dim.values)) <= int(params[dim.key]) <= max(map(int, dim.values)):
+                del params[dim.key]
+    return params
+
+
+def _suggest(asked: optuna.trial.Trial, dim: Dimension) -> Value:
+    distribution = _distribution(dim)
+    if isinstance(distribution, optuna.distributions.IntDistribution):
+        return asked.suggest_int(dim.key, distribution.low, distribution.high, log=True)
+    return asked.suggest_categorical(dim.key, [str(v) for v in dim.values])
 
 
 def _study(objectives: tuple[str, ...], seed: int) -> optuna.Study:
@@ -239,10 +279,8 @@ def _tell(study: optuna.Study, asked: optuna.trial.Trial, trial: Trial,
 def _add(study: optuna.Study, trial: Trial, dims: tuple[Dimension, ...],
          objectives: tuple[str, ...]) -> None:
     """A trial of an earlier run of this search, told to the sampler as finished."""
-    params = chosen_of(trial.options, dims)
-    distributions: dict[str, optuna.distributions.BaseDistribution] = {
-        d.key: optuna.distributions.CategoricalDistribution(list(d.values))
-        for d in dims if d.key in params}
+    params = _params(trial.setup, dims)
+    distributions = {d.key: _distribution(d) for d in dims if d.key in params}
     values = _values(trial, objectives)
     violations = _violations(trial)
     study.add_trial(optuna.trial.create_trial(

@@ -16,6 +16,7 @@ import sys
 import threading
 import warnings
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator
 
@@ -26,14 +27,16 @@ from probe.contract.options import OptConfig
 from probe.engine.workload_setup import prepare_workload
 from probe.runs.runs import RunContext
 from probe.tune.candidates import ordered
-from probe.tune.combo import ComboState, greedy_path, run_combo
+from probe.tune.combo import ComboState, baseline_setup, greedy_path, run_combo
 from probe.tune.combo_report import write_combo
 from probe.tune.evaluate import Job, evaluate
 from probe.tune.ray_steps import RaySteps, nothing_measured
 from probe.tune.report import saturation, write_tune
 from probe.tune.search import Measured, TuneState, run_tune
-from probe.tune.space import EXHAUSTIVE_LIMIT, dimensions, space_size
+from probe.tune.space import EXHAUSTIVE_LIMIT, check_space, dimensions, space_size
 from probe.tune.trials import Bounds, Trial, best
+from probe.tune.tuned_settings import Setup, TunedSettings
+from workloads.buckets import plan_buckets
 
 MAX_INPUT = 512
 
@@ -56,6 +59,7 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     dims = dimensions(str(device), args.space)
+    check_space(baseline, dims)
     if args.search == "exhaustive":
         size = space_size(baseline, dims, EXHAUSTIVE_LIMIT)
         if size > EXHAUSTIVE_LIMIT:
@@ -97,6 +101,16 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
                               runs_dir=out / "runs", named_dir=out / "runs", stop=stop,
                               say=say))
 
+    def setup_job(setup: Setup, label: str, control: Setup | None) -> Job:
+        return replace(job(setup.options, label, control.options if control else None),
+                       settings=setup.settings,
+                       control_settings=control.settings if control else TunedSettings())
+
+    def evaluate_setup(setup: Setup, label: str, control: Setup | None) -> Measured:
+        return found(evaluate(setup_job(setup, label, control), context, workload,
+                              runs_dir=out / "runs", named_dir=out / "runs", stop=stop,
+                              say=say))
+
     def evaluate_many(jobs: list[tuple[OptConfig, str, OptConfig | None]]) -> list[Measured]:
         assert steps is not None
         return [found(m) for m in steps.measure([job(*each) for each in jobs])]
@@ -115,7 +129,9 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
 
     if args.search != "greedy":
         report["settings"]["argv"] = list(getattr(args, "argv", sys.argv[1:]))
-        return _combo(args, baseline, dims, resumed_trials, evaluate_here, stop, out, report)
+        report["edges_for"] = lambda k: tuple(plan_buckets(workload.trace.input_lengths(),
+                                                           k).edges)
+        return _combo(args, baseline, dims, resumed_trials, evaluate_setup, stop, out, report)
 
     latest: list[TuneState] = [TuneState(final=baseline)]
 
@@ -165,14 +181,15 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
                          "amortize": args.amortize,
                          "max_joules_per_token": args.max_joules_per_token}}
     bounds = Bounds(**search["bounds"])
-    context = dict(search=search, slo_text=args.slo.text(), settings=report["settings"])
-    latest: list[ComboState] = [ComboState(baseline)]
+    context = dict(search=search, slo_text=args.slo.text(), settings=report["settings"],
+                   edges_for=report.get("edges_for"))
+    latest: list[ComboState] = [ComboState(baseline_setup(baseline, dims))]
 
     def on_trial(state: ComboState) -> None:
         latest[0] = state
         last = state.trials[-1]
         if last.status != "interrupted":
-            say(f"trial {last.number} {last.options.label()}: {last.status}"
+            say(f"trial {last.number} {last.setup.label()}: {last.status}"
                 + (f": {last.reason}" if last.reason else ""))
         write_combo(out, state, done=False, **context)
 
@@ -193,7 +210,7 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
         raise BadInput(f"tune: {state.refused}; {out / 'tune.json'} holds the default's trial")
     chosen = best(state.trials, args.objective[0])
     print(f"wrote {out / 'tune.md'} and {out / 'tune.json'}: {len(state.trials)} trial(s), "
-          f"chosen {chosen.options.label() if chosen else 'none (no trial met every constraint)'}")
+          f"chosen {chosen.setup.label() if chosen else 'none (no trial met every constraint)'}")
     return exit_status(received[0]) if received else 0
 
 

@@ -175,6 +175,10 @@ def test_tune_json_has_the_keys_the_issue_fixes(tmp_path):
      "--objective and --max-joules-per-token are for --search quick|exhaustive"),
     (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--search", "quick",
       "--max-joules-per-token", "-1"], "argument --max-joules-per-token"),
+    (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--search", "quick",
+      "--space", "bucketing,bucket_count=0/4"], "--space bucket_count=0/4: expected whole"),
+    (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--search", "exhaustive",
+      "--space", "compile,max_batch"], "--space max_batch: acts only with batching="),
 ])
 def test_bad_tune_input_is_one_line_and_exit_2(argv, named, capsys, tmp_path, monkeypatch):
     from infertop.cli import main
