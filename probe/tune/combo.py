@@ -42,7 +42,8 @@ QUICK, EXHAUSTIVE = "quick", "exhaustive"
 REPEATS_BEFORE_EXHAUSTED = 50
 # evaluate(setup, label, control): measure `setup`, alternated with its control when it has one
 EvaluateSetup = Callable[[Setup, str, Setup | None], Measured]
-Seeds = Callable[[SegmentStats | None], list[tuple[Setup, str]]]
+# seeds(default, segment): quick's first trials, from the default's trial and its run's figures
+Seeds = Callable[[Trial, SegmentStats | None], list[tuple[Setup, str]]]
 
 
 @dataclass
@@ -177,7 +178,7 @@ def run_combo(baseline: OptConfig, evaluate: EvaluateSetup, *, mode: str,
     for trial in state.trials:
         _add(study, trial, dims, objectives)
     queued: dict[Setup, str] = {}
-    for options, source in rerun + seeds(segments.get(default.number)):
+    for options, source in rerun + seeds(default, segments.get(default.number)):
         if options not in tried and options not in queued:
             queued[options] = source
             study.enqueue_trial(_params(options, dims))

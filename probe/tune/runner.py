@@ -29,6 +29,7 @@ from probe.runs.runs import RunContext
 from probe.tune.candidates import ordered
 from probe.tune.combo import ComboState, baseline_setup, greedy_path, run_combo
 from probe.tune.combo_report import write_combo
+from probe.tune.doctor_seed import doctor_advice, doctor_seed
 from probe.tune.evaluate import Job, evaluate
 from probe.tune.ray_steps import RaySteps, nothing_measured
 from probe.tune.report import saturation, write_tune
@@ -199,8 +200,8 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
             state = run_combo(baseline, evaluate_here, mode=args.search, dims=dims,
                               trials=args.trials, objectives=tuple(args.objective),
                               bounds=bounds, previous=previous,
-                              seeds=lambda segment: greedy_path(baseline, ordered(segment),
-                                                                dims),
+                              seeds=lambda default, segment: quick_seeds(baseline, default,
+                                                                         segment, dims),
                               budget_s=args.budget * 60, stop=stop, on_trial=on_trial)
     except KeyboardInterrupt:          # a second signal: now, with the trials done
         state = latest[0]
@@ -212,6 +213,14 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
     print(f"wrote {out / 'tune.md'} and {out / 'tune.json'}: {len(state.trials)} trial(s), "
           f"chosen {chosen.setup.label() if chosen else 'none (no trial met every constraint)'}")
     return exit_status(received[0]) if received else 0
+
+
+def quick_seeds(baseline: OptConfig, default: Trial, segment, dims) -> list[tuple[Setup, str]]:
+    """--search quick's first trials: the doctor's next step on the default's first run,
+    then the greedy path (the baseline's figures moving what they point at first)."""
+    sessions = (default.measured or {}).get("sessions") or []
+    return (doctor_seed(baseline, doctor_advice(sessions), dims)
+            + greedy_path(baseline, ordered(segment), dims))
 
 
 @contextmanager

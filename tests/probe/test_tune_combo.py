@@ -105,7 +105,7 @@ def fake(refuse=lambda options: None, stop_at: int | None = None,
     return evaluate, calls
 
 
-def no_seeds(segment):
+def no_seeds(default, segment):
     return []
 
 

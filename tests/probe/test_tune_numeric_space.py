@@ -140,7 +140,7 @@ def test_every_config_the_quick_search_samples_is_valid(space, seed):
     dims = dimensions("cpu", keys)
     evaluate, calls = fake(slots_pay)
     state = run_combo(baseline, evaluate, mode=QUICK, dims=dims, trials=8,
-                      objectives=("goodput",), bounds=Bounds(), seeds=lambda s: [], seed=seed)
+                      objectives=("goodput",), bounds=Bounds(), seeds=lambda *given: [], seed=seed)
     assert len(calls) == len(set(calls))
     valid(calls[0], {})             # the default: the baseline at tune's own settings
     for setup in calls[1:]:
@@ -153,7 +153,7 @@ def test_exhaustive_tries_each_slot_count_and_finds_the_most():
     dims = dimensions("cpu", ("batching", "max_batch"))
     evaluate, calls = fake(slots_pay)
     state = run_combo(OptConfig(), evaluate, mode=EXHAUSTIVE, dims=dims, trials=0,
-                      objectives=("goodput",), bounds=Bounds(), seeds=lambda s: [])
+                      objectives=("goodput",), bounds=Bounds(), seeds=lambda *given: [])
     # off, and each of dynamic and continuous at 4, 8 and 16 slots (the window at 50 ms)
     assert len(calls) == 1 + 2 * 3
     document = combo_document(state, search={"mode": EXHAUSTIVE, "objectives": ["goodput"]},
