@@ -67,8 +67,9 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     tune.add_argument("--threads", type=thread_count, default=None)
     add_compile_backend_argument(tune)
     tune.add_argument("--ray", nargs="?", const="", default=None, metavar="local|ADDRESS",
-                      help="measure one step's candidates in parallel, one per node slot of "
-                           "a Ray cluster (local: start one here)")
+                      help="measure candidates in parallel, one per node slot of a Ray "
+                           "cluster (local: start one here): greedy, one step's at once; "
+                           "quick and exhaustive, a trial per slot, each merged as it ends")
     tune.add_argument("--search", choices=SEARCHES, default="greedy",
                       help="greedy (default): one change at a time, kept only if it wins "
                            "alone; quick: --trials combinations chosen by Optuna, the greedy "
@@ -138,9 +139,6 @@ def main(args: argparse.Namespace) -> int:
         raise BadInput("tune: --out DIR is required (or --resume DIR)")
     if args.rate is None and not args.find_capacity:
         raise BadInput("tune: one of the arguments --rate --find-capacity is required")
-    if args.search != "greedy" and args.ray is not None:
-        raise BadInput(f"tune: --search {args.search} does not spread over Ray yet; "
-                       "use --search greedy with --ray")
     if args.search == "greedy" and (args.max_joules_per_token is not None
                                     or args.objective != ("goodput",)):
         raise BadInput("tune: --objective and --max-joules-per-token are for --search "

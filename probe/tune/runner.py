@@ -32,9 +32,11 @@ from probe.tune.combo_report import write_combo
 from probe.tune.doctor_seed import doctor_advice, doctor_seed
 from probe.tune.evaluate import Job, evaluate
 from probe.tune.ray_steps import RaySteps, nothing_measured
+from probe.tune.ray_trials import RayTrials
 from probe.tune.report import saturation, write_tune
 from probe.tune.search import Measured, TuneState, run_tune
 from probe.tune.space import EXHAUSTIVE_LIMIT, check_space, dimensions, space_size
+from probe.tune.trial_pool import TrialPool
 from probe.tune.trials import Bounds, Trial, best
 from probe.tune.tuned_settings import Setup, TunedSettings
 from workloads.buckets import plan_buckets
@@ -132,7 +134,13 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         report["settings"]["argv"] = list(getattr(args, "argv", sys.argv[1:]))
         report["edges_for"] = lambda k: tuple(plan_buckets(workload.trace.input_lengths(),
                                                            k).edges)
-        return _combo(args, baseline, dims, resumed_trials, evaluate_setup, stop, out, report)
+        pool = None if steps is None else RayTrials(steps, setup_job, found)
+        try:
+            return _combo(args, baseline, dims, resumed_trials, evaluate_setup, stop, out,
+                          report, pool)
+        finally:
+            if steps is not None:
+                steps.close()
 
     latest: list[TuneState] = [TuneState(final=baseline)]
 
@@ -172,7 +180,7 @@ def _previous_trials(args: argparse.Namespace) -> list[Trial]:
 
 
 def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here, stop,
-           out: Path, report: dict) -> int:
+           out: Path, report: dict, pool: TrialPool | None = None) -> int:
     """--search quick|exhaustive: tune.json/tune.md written before and after every trial."""
     search = {"mode": args.search, "objectives": list(args.objective),
               "trials": args.trials if args.search == "quick" else None,
@@ -186,12 +194,15 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
                    edges_for=report.get("edges_for"))
     latest: list[ComboState] = [ComboState(baseline_setup(baseline, dims))]
 
+    said = {t.number for t in previous}
+
     def on_trial(state: ComboState) -> None:
         latest[0] = state
-        last = state.trials[-1]
-        if last.status != "interrupted":
-            say(f"trial {last.number} {last.setup.label()}: {last.status}"
-                + (f": {last.reason}" if last.reason else ""))
+        for trial in state.trials:        # several may be in flight: each said as it ends
+            if trial.status != "interrupted" and trial.number not in said:
+                said.add(trial.number)
+                say(f"trial {trial.number} {trial.setup.label()}: {trial.status}"
+                    + (f": {trial.reason}" if trial.reason else ""))
         write_combo(out, state, done=False, **context)
 
     received: list[int] = []
@@ -202,7 +213,8 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
                               bounds=bounds, previous=previous,
                               seeds=lambda default, segment: quick_seeds(baseline, default,
                                                                          segment, dims),
-                              budget_s=args.budget * 60, stop=stop, on_trial=on_trial)
+                              budget_s=args.budget * 60, stop=stop, on_trial=on_trial,
+                              pool=pool)
     except KeyboardInterrupt:          # a second signal: now, with the trials done
         state = latest[0]
         state.stopped = "interrupted"

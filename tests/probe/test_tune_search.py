@@ -164,8 +164,6 @@ def test_tune_json_has_the_keys_the_issue_fixes(tmp_path):
     (["tune", "--out", "o", "--slo", "ttft=1q", "--rate", "1"], "argument --slo"),
     (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--opt", "kv_cache=maybe"],
      "kv_cache"),
-    (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--search", "quick", "--ray"],
-     "--search quick does not spread over Ray"),
     (["tune", "--resume", "o"], "--resume o: no tune.json"),
     (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--objective", "speed"],
      "argument --objective"),
