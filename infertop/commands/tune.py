@@ -98,6 +98,11 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
                       metavar="J",
                       help="a trial whose joules per good token (energy over the tokens of "
                            "requests that met the SLO) pass J misses a constraint")
+    tune.add_argument("--confirm", action="store_true",
+                      help="--search quick|exhaustive at a --rate: after the search, replay "
+                           "the chosen config, each of its changes alone and the default, "
+                           "alternated, --repeats times each, and say whether the combination "
+                           "beats every part beyond the noise (tune.json's confirmation)")
     tune.add_argument("--out", default=None, metavar="DIR")
     tune.add_argument("--resume", default=None, metavar="DIR",
                       help="continue the --search quick|exhaustive stopped in DIR, with its "
@@ -143,6 +148,9 @@ def main(args: argparse.Namespace) -> int:
                                     or args.objective != ("goodput",)):
         raise BadInput("tune: --objective and --max-joules-per-token are for --search "
                        "quick|exhaustive; greedy judges goodput alone")
+    if args.confirm and (args.search == "greedy" or args.find_capacity):
+        raise BadInput("tune: --confirm is for --search quick|exhaustive at a --rate (it "
+                       "replays the chosen config and its parts at that rate)")
     if args.slo is None:
         raise BadInput("tune: --slo is required (the objective goodput is measured against), "
                           "e.g. --slo ttft=1s,latency=8s")

@@ -23,6 +23,7 @@ from probe.report_charts.tune_charts import FRONTIER_CHART, TunePoint, frontier_
 from probe.session_store.tables import text_table
 from probe.tune.candidates import opt_line
 from probe.tune.combo import ComboState
+from probe.tune.confirm import confirmation_markdown
 from probe.tune.frontier import frontier, knee
 from probe.tune.trials import DONE, ENERGY, FIGURES, Ratio, Trial, best
 from probe.tune.tuned_settings import rerun_flags
@@ -62,9 +63,10 @@ def _slim(trial: Trial) -> dict:
 
 
 def combo_document(state: ComboState, *, search: dict, slo_text: str, settings: dict,
-                   done: bool, edges_for: Callable[[int], tuple[int, ...]] | None = None
-                   ) -> dict:
-    """`edges_for(k)`: the planner's bucket edges for the trace (the final's --buckets)."""
+                   done: bool, edges_for: Callable[[int], tuple[int, ...]] | None = None,
+                   confirmation: dict | None = None) -> dict:
+    """`edges_for(k)`: the planner's bucket edges for the trace (the final's --buckets);
+    `confirmation`: --confirm's replay of the chosen config, its parts and the default."""
     objective = search["objectives"][0]
     chosen = best(state.trials, objective)
     front, bend = frontier_trials(state.trials)
@@ -88,7 +90,8 @@ def combo_document(state: ComboState, *, search: dict, slo_text: str, settings: 
             "default_settings": state.default.settings.as_dict(),
             "trials": [t.as_dict() for t in state.trials],
             "frontier": [_slim(t) for t in front],
-            "knee": None if bend is None else _slim(bend), "final": final}
+            "knee": None if bend is None else _slim(bend), "final": final,
+            "confirmation": confirmation}
 
 
 def combo_markdown(document: dict, state: ComboState) -> str:
@@ -147,6 +150,7 @@ def combo_markdown(document: dict, state: ComboState) -> str:
         lines += [f"Knee of the goodput/p95 frontier (the frontier point farthest from the "
                   f"line joining its ends): trial {document['knee']['number']}, "
                   f"{document['knee']['label']}.", ""]
+    lines += confirmation_markdown(document.get("confirmation"))
     chart = document.get("frontier_chart") or {}
     if chart.get("file"):
         lines += [f"![goodput against p95, relative to the default: the frontier, its knee "

@@ -22,6 +22,7 @@ from probe.runs.openloop import measure_capacity_rps
 from probe.runs.rate_runs import rate_run, replay_at
 from probe.runs.runs import RunContext
 from probe.runs.spread import Spread
+from probe.tune.confirm import ArmRun
 from probe.tune.search import Measured
 from probe.tune.tuned_settings import Setup, TunedSettings, served_settings
 from workloads.buckets import plan_buckets
@@ -146,6 +147,18 @@ def _capacity_measured(side: _Side, found: Capacity, say: Callable[[str], None])
         figure, best.goodput_rps if best else None, best.slo_attainment if best else None,
         segment.latency_ms.p95 if segment else None, drift_of(segment),
         tuple(r.session for r in found.runs if r.session), segment, found.as_dict())
+
+
+def arm_run(context: RunContext, workload: PreparedWorkload, setup: Setup, *, rate: float,
+            requests: int, trace_name: str, save_to: Path, stop: threading.Event) -> ArmRun:
+    """One replay of a --confirm arm at the rate, its session saved: goodput and p95."""
+    data = replay_at(context, setup.options, workload_for(workload, setup.settings),
+                     rate=rate, requests=requests, trace_name=trace_name, save_to=save_to,
+                     stop=stop, **served_settings(setup))
+    run = rate_run(data, rate, save_to)
+    segments = session_segments(data)[:1]
+    return ArmRun(run.goodput_rps, segments[0].latency_ms.p95 if segments else None,
+                  str(save_to))
 
 
 def workload_for(workload: PreparedWorkload, settings: TunedSettings) -> PreparedWorkload:

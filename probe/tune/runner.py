@@ -18,7 +18,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from probe.checks.interrupts import STOP_SIGNALS, exit_status
 from probe.checks.interrupts import say as say_now
@@ -29,8 +29,9 @@ from probe.runs.runs import RunContext
 from probe.tune.candidates import ordered
 from probe.tune.combo import ComboState, baseline_setup, greedy_path, run_combo
 from probe.tune.combo_report import write_combo
+from probe.tune.confirm import ArmRun, arms_for, confirm
 from probe.tune.doctor_seed import doctor_advice, doctor_seed
-from probe.tune.evaluate import Job, evaluate
+from probe.tune.evaluate import Job, arm_run, evaluate
 from probe.tune.ray_steps import RaySteps, nothing_measured
 from probe.tune.ray_trials import RayTrials
 from probe.tune.report import saturation, write_tune
@@ -135,9 +136,14 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         report["edges_for"] = lambda k: tuple(plan_buckets(workload.trace.input_lengths(),
                                                            k).edges)
         pool = None if steps is None else RayTrials(steps, setup_job, found)
+
+        def confirm_once(setup: Setup, role: str, repeat: int) -> ArmRun:
+            name = f"{next(counter):02d}_confirm-{role}_{args.rate:.4g}rps.json"
+            return arm_run(context, workload, setup, rate=args.rate, requests=args.requests,
+                           trace_name=args.trace, save_to=out / "runs" / name, stop=stop)
         try:
             return _combo(args, baseline, dims, resumed_trials, evaluate_setup, stop, out,
-                          report, pool)
+                          report, pool, confirm_once)
         finally:
             if steps is not None:
                 steps.close()
@@ -180,7 +186,8 @@ def _previous_trials(args: argparse.Namespace) -> list[Trial]:
 
 
 def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here, stop,
-           out: Path, report: dict, pool: TrialPool | None = None) -> int:
+           out: Path, report: dict, pool: TrialPool | None = None,
+           confirm_once: Callable[[Setup, str, int], ArmRun] | None = None) -> int:
     """--search quick|exhaustive: tune.json/tune.md written before and after every trial."""
     search = {"mode": args.search, "objectives": list(args.objective),
               "trials": args.trials if args.search == "quick" else None,
@@ -215,6 +222,9 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
                                                                          segment, dims),
                               budget_s=args.budget * 60, stop=stop, on_trial=on_trial,
                               pool=pool)
+            if getattr(args, "confirm", False) and confirm_once is not None:
+                context["confirmation"] = _confirmed(state, dims, args.repeats, confirm_once,
+                                                     stop, args.objective[0])
     except KeyboardInterrupt:          # a second signal: now, with the trials done
         state = latest[0]
         state.stopped = "interrupted"
@@ -225,6 +235,26 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
     print(f"wrote {out / 'tune.md'} and {out / 'tune.json'}: {len(state.trials)} trial(s), "
           f"chosen {chosen.setup.label() if chosen else 'none (no trial met every constraint)'}")
     return exit_status(received[0]) if received else 0
+
+
+def _confirmed(state: ComboState, dims, repeats: int,
+               run_once: Callable[[Setup, str, int], ArmRun], stop,
+               objective: str) -> dict | None:
+    """--confirm: the chosen config, each of its changes alone and the default replayed
+    again, alternated (probe/tune/confirm.py); None when nothing was chosen over the default
+    or the search was stopped."""
+    chosen = best(state.trials, objective)
+    if stop.is_set() or chosen is None or chosen.setup == state.default:
+        say("confirm: nothing to confirm (no config chosen over the default)"
+            if not stop.is_set() else "confirm: not run (the search was stopped)")
+        return None
+    arms, skipped = arms_for(state.default, chosen.setup, dims)
+    say(f"confirm: {len(arms)} arms, {repeats} alternated run(s) each: "
+        + ", ".join(a.label for a in arms))
+    result = confirm(arms, skipped, run_once, repeats=repeats, stop=stop, say=say)
+    say("confirm: " + ("confirmed" if result.confirmed else "not confirmed") + ": "
+        + "; ".join(f"against {v['against']}: {v['text']}" for v in result.verdicts()))
+    return result.as_dict()
 
 
 def quick_seeds(baseline: OptConfig, default: Trial, segment, dims) -> list[tuple[Setup, str]]:
