@@ -9,6 +9,7 @@ from probe.common.argtypes import (
     MAX_SLOTS_FLAG,
     byte_size,
     model_length,
+    real_number,
     request_count,
     speed_factor,
     thread_count,
@@ -69,6 +70,10 @@ def add_engine_arguments(parser: argparse.ArgumentParser, *,
                         help="rows of a dynamic batch and continuous batching's slots (default: "
                              "sized from the device's free memory and the trace's lengths; 8 "
                              "on a CPU)")
+    parser.add_argument("--batch-window", type=real_number(0.0, 10_000.0), default=None,
+                        metavar="MS",
+                        help="batching=dynamic: how long the first request of a batch waits "
+                             "for company, in ms (default 50)")
     parser.add_argument("--drift-every", type=whole_number(0, 1_000_000), default=8,
                         metavar="N",
                         help="decode 1 request in N again with fp32 eager, batch 1, when idle "

@@ -22,6 +22,7 @@ from probe.engine.process.third_party_output import third_party_output_to_engine
 from probe.runs.cluster import require_ray
 from probe.tune.runner import run_tune_command
 from probe.tune.salvage import salvage_tune
+from probe.tune.space import check_space, dimensions
 from probe.tune.trials import FIGURES
 from workloads.trace import DEFAULT_TRACE
 
@@ -66,8 +67,9 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     tune.add_argument("--threads", type=thread_count, default=None)
     add_compile_backend_argument(tune)
     tune.add_argument("--ray", nargs="?", const="", default=None, metavar="local|ADDRESS",
-                      help="measure one step's candidates in parallel, one per node slot of "
-                           "a Ray cluster (local: start one here)")
+                      help="measure candidates in parallel, one per node slot of a Ray "
+                           "cluster (local: start one here): greedy, one step's at once; "
+                           "quick and exhaustive, a trial per slot, each merged as it ends")
     tune.add_argument("--search", choices=SEARCHES, default="greedy",
                       help="greedy (default): one change at a time, kept only if it wins "
                            "alone; quick: --trials combinations chosen by Optuna, the greedy "
@@ -83,8 +85,10 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     tune.add_argument("--space", type=lambda text: tuple(k.strip() for k in text.split(",")
                                                          if k.strip()),
                       default=(), metavar="KEY,…",
-                      help="--search quick|exhaustive: only these options (default: every "
-                           "option that changes a warm run on the device)")
+                      help="--search quick|exhaustive: only these options and settings "
+                           "(bucket_count, max_batch, batch_window_ms; one may name its own "
+                           "values, bucket_count=2/4/8) (default: every option that changes "
+                           "a warm run on the device, and the settings at their ladders)")
     tune.add_argument("--max-memory", type=byte_size, default=None, metavar="BYTES",
                       help="a trial whose peak KV cache bytes pass this misses a constraint")
     tune.add_argument("--amortize", type=whole_number(1), default=None, metavar="N",
@@ -94,6 +98,11 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
                       metavar="J",
                       help="a trial whose joules per good token (energy over the tokens of "
                            "requests that met the SLO) pass J misses a constraint")
+    tune.add_argument("--confirm", action="store_true",
+                      help="--search quick|exhaustive at a --rate: after the search, replay "
+                           "the chosen config, each of its changes alone and the default, "
+                           "alternated, --repeats times each, and say whether the combination "
+                           "beats every part beyond the noise (tune.json's confirmation)")
     tune.add_argument("--out", default=None, metavar="DIR")
     tune.add_argument("--resume", default=None, metavar="DIR",
                       help="continue the --search quick|exhaustive stopped in DIR, with its "
@@ -135,19 +144,21 @@ def main(args: argparse.Namespace) -> int:
         raise BadInput("tune: --out DIR is required (or --resume DIR)")
     if args.rate is None and not args.find_capacity:
         raise BadInput("tune: one of the arguments --rate --find-capacity is required")
-    if args.search != "greedy" and args.ray is not None:
-        raise BadInput(f"tune: --search {args.search} does not spread over Ray yet; "
-                       "use --search greedy with --ray")
     if args.search == "greedy" and (args.max_joules_per_token is not None
                                     or args.objective != ("goodput",)):
         raise BadInput("tune: --objective and --max-joules-per-token are for --search "
                        "quick|exhaustive; greedy judges goodput alone")
+    if args.confirm and (args.search == "greedy" or args.find_capacity):
+        raise BadInput("tune: --confirm is for --search quick|exhaustive at a --rate (it "
+                       "replays the chosen config and its parts at that rate)")
     if args.slo is None:
         raise BadInput("tune: --slo is required (the objective goodput is measured against), "
                           "e.g. --slo ttft=1s,latency=8s")
     if args.ray is not None:
         require_ray()                   # not installed: one line, before the model loads
     baseline = parse_opts(args.opt)
+    if args.search != "greedy":   # a bad --space is one line before the model loads
+        check_space(baseline, dimensions(args.device, args.space))
     check_output_folder(args.out, "--out")
     check_engine_inputs(args.model, args.device)
     usable_inductor_cache()

@@ -23,7 +23,8 @@ WARM_REQUESTS = 2
 
 def replay_at(context: RunContext, options: OptConfig, workload, *, rate: float, requests: int,
               trace_name: str, save_to: Path | None = None,
-              stop: threading.Event | None = None, warm: int = WARM_REQUESTS) -> SessionData:
+              stop: threading.Event | None = None, warm: int = WARM_REQUESTS,
+              max_batch: int = MAX_BATCH, batch_window_ms: float | None = None) -> SessionData:
     """Serve the workload's first `requests` arriving at `rate` req/s: the gaps between those
     requests, scaled so that their own mean rate is `rate` (the replayer's rate is the mean
     over the trace it is given, so it gets only these). The session it leaves, written to
@@ -32,11 +33,13 @@ def replay_at(context: RunContext, options: OptConfig, workload, *, rate: float,
     Measured warm: before the first arrival the engine compiles every bucket shape (a compiled
     config) and rehearses `warm` of the trace's requests without recording them — their
     compiles stay in the session as events, no request waits on them. So a run measures the
-    config in steady state, not its cold start (the bench's E1 measures that)."""
+    config in steady state, not its cold start (the bench's E1 measures that). `max_batch`
+    and `batch_window_ms` (None: the engine's) are what `tune --search` varies."""
     from probe.engine.process.headless import document_for
     from probe.engine.serving import ServingLoop
+    window = {} if batch_window_ms is None else {"batch_window_ms": batch_window_ms}
     engine = make_engine(context, options, bucket_edges=workload.bucket_edges,
-                         max_new_tokens=workload.max_new_tokens, max_batch=MAX_BATCH)
+                         max_new_tokens=workload.max_new_tokens, max_batch=max_batch, **window)
     try:
         _warm_up(engine, workload, warm)
         stop = stop or threading.Event()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Callable
 
 from probe.common.atomic import write_atomic, write_json_atomic
 from probe.common.units import fmt_fraction, fmt_ms, fmt_num
@@ -22,8 +23,10 @@ from probe.report_charts.tune_charts import FRONTIER_CHART, TunePoint, frontier_
 from probe.session_store.tables import text_table
 from probe.tune.candidates import opt_line
 from probe.tune.combo import ComboState
+from probe.tune.confirm import confirmation_markdown
 from probe.tune.frontier import frontier, knee
 from probe.tune.trials import DONE, ENERGY, FIGURES, Ratio, Trial, best
+from probe.tune.tuned_settings import rerun_flags
 
 SHOWN_BEST = 3
 # how tune.md names what the chosen config has the best of
@@ -52,31 +55,43 @@ def gain_text(ratio: Ratio | None) -> str:
 
 
 def _slim(trial: Trial) -> dict:
-    return {"number": trial.number, "label": trial.options.label(),
-            "options": trial.options.as_dict(), "goodput_rps": trial.goodput_rps,
+    return {"number": trial.number, "label": trial.setup.label(),
+            "options": trial.options.as_dict(), "settings": trial.settings.as_dict(),
+            "goodput_rps": trial.goodput_rps,
             "p95_ms": trial.p95_ms,
             "vs_default": {k: r.as_dict() for k, r in trial.vs_default.items()}}
 
 
 def combo_document(state: ComboState, *, search: dict, slo_text: str, settings: dict,
-                   done: bool) -> dict:
+                   done: bool, edges_for: Callable[[int], tuple[int, ...]] | None = None,
+                   confirmation: dict | None = None) -> dict:
+    """`edges_for(k)`: the planner's bucket edges for the trace (the final's --buckets);
+    `confirmation`: --confirm's replay of the chosen config, its parts and the default."""
     objective = search["objectives"][0]
     chosen = best(state.trials, objective)
     front, bend = frontier_trials(state.trials)
     final = None
     if chosen is not None:
+        flags = rerun_flags(chosen.setup, edges_for) if edges_for else ""
+        line = " ".join(p for p in (opt_line(chosen.options), flags) if p)
         final = {"trial": chosen.number, "options": chosen.options.as_dict(),
-                 "label": chosen.options.label(), "opt_line": opt_line(chosen.options),
+                 "settings": chosen.settings.as_dict(), "label": chosen.setup.label(),
+                 "opt_line": opt_line(chosen.options), "settings_flags": flags,
+                 "rerun": (f"infertop replay --model {settings.get('model', '?')} --trace "
+                           f"{settings.get('trace', '?')} {line}".rstrip()
+                           if edges_for else None),
                  "better_than_default": (chosen.vs_default["goodput"].as_dict()
                                          if "goodput" in chosen.vs_default else None),
                  "objective_vs_default": (chosen.vs_default[objective].as_dict()
                                           if objective in chosen.vs_default else None)}
     return {"search": search, "slo_text": slo_text, "settings": settings, "done": done,
             "stopped": state.stopped, "refused": state.refused,
-            "default_options": state.default.as_dict(),
+            "default_options": state.default.options.as_dict(),
+            "default_settings": state.default.settings.as_dict(),
             "trials": [t.as_dict() for t in state.trials],
             "frontier": [_slim(t) for t in front],
-            "knee": None if bend is None else _slim(bend), "final": final}
+            "knee": None if bend is None else _slim(bend), "final": final,
+            "confirmation": confirmation}
 
 
 def combo_markdown(document: dict, state: ComboState) -> str:
@@ -100,7 +115,7 @@ def combo_markdown(document: dict, state: ComboState) -> str:
         for t in ranked[:SHOWN_BEST]:
             energy = (f", J/good token {gain_text(t.vs_default.get(ENERGY))}"
                       if ENERGY in t.vs_default else "")
-            lines.append(f"- trial {t.number}, `{t.options.label()}`: goodput "
+            lines.append(f"- trial {t.number}, `{t.setup.label()}`: goodput "
                          f"{gain_text(t.vs_default.get('goodput'))}, p95 "
                          f"{gain_text(t.vs_default.get('p95'))}{energy} against the default")
         lines.append("")
@@ -112,7 +127,7 @@ def combo_markdown(document: dict, state: ComboState) -> str:
     bend = (document["knee"] or {}).get("number")
     for t in state.trials:
         marks = ("frontier" if t.number in front else "") + (" knee" if t.number == bend else "")
-        rows.append([str(t.number), t.options.label(), t.status, fmt_num(t.goodput_rps, 3),
+        rows.append([str(t.number), t.setup.label(), t.status, fmt_num(t.goodput_rps, 3),
                      fmt_ms(t.p95_ms), gain_text(t.vs_default.get("goodput")),
                      *([fmt_num(t.j_per_good_token, 3)] if joules else []),
                      *[_met(t, n) for n in names], marks.strip(),
@@ -123,15 +138,19 @@ def combo_markdown(document: dict, state: ComboState) -> str:
                           "why / source"], rows), "```", ""]
     final = document["final"]
     if final:
-        flags = f"`{final['opt_line']}`" if final["opt_line"] else "(no --opt: the default)"
+        shown = " ".join(p for p in (final["opt_line"], final["settings_flags"]) if p)
+        flags = f"`{shown}`" if shown else "(no --opt: the default)"
         lines += [f"**Chosen config** ({BEST_OF[objective]} within the constraints): "
                   f"{final['label']} {flags}", ""]
+        if final.get("rerun"):
+            lines += [f"Serve it again: `{final['rerun']}`", ""]
     else:
         lines += ["**No trial met every constraint.**", ""]
     if document["knee"]:
         lines += [f"Knee of the goodput/p95 frontier (the frontier point farthest from the "
                   f"line joining its ends): trial {document['knee']['number']}, "
                   f"{document['knee']['label']}.", ""]
+    lines += confirmation_markdown(document.get("confirmation"))
     chart = document.get("frontier_chart") or {}
     if chart.get("file"):
         lines += [f"![goodput against p95, relative to the default: the frontier, its knee "
@@ -160,9 +179,9 @@ def chart_points(state: ComboState, document: dict) -> list[TunePoint]:
     them, with its place: on the frontier, the knee, the default."""
     front = {t["number"] for t in document["frontier"]}
     bend = (document["knee"] or {}).get("number")
-    return [TunePoint(t.number, t.options.label(), t.vs_default["goodput"].value,
+    return [TunePoint(t.number, t.setup.label(), t.vs_default["goodput"].value,
                       t.vs_default["p95"].value, t.feasible, t.number in front,
-                      t.number == bend, t.control is None and t.options == state.default)
+                      t.number == bend, t.control is None and t.setup == state.default)
             for t in state.trials
             if t.status == DONE and "goodput" in t.vs_default and "p95" in t.vs_default]
 

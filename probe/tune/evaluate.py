@@ -15,13 +15,17 @@ from typing import Callable
 
 from probe.analysis.stats import session_segments
 from probe.contract.options import OptConfig
+from probe.contract.prepared_workload import PreparedWorkload
 from probe.contract.session import SessionData
 from probe.runs.capacity import Capacity, RateRun, capacity_search, interleave
 from probe.runs.openloop import measure_capacity_rps
 from probe.runs.rate_runs import rate_run, replay_at
 from probe.runs.runs import RunContext
 from probe.runs.spread import Spread
+from probe.tune.confirm import ArmRun
 from probe.tune.search import Measured
+from probe.tune.tuned_settings import Setup, TunedSettings, served_settings
+from workloads.buckets import plan_buckets
 
 CAPACITY_RUNS = 5
 
@@ -38,6 +42,9 @@ class Job:
     rate: float | None               # goodput at this rate; None: capacity at the SLO
     start_rps: float | None = None   # capacity: where the search starts (the last one found)
     control: OptConfig | None = None  # the config it would replace, rerun alternated beside it
+    # --search quick|exhaustive: the bucket count, slots and window each side is served with
+    settings: TunedSettings = TunedSettings()
+    control_settings: TunedSettings = TunedSettings()
 
 
 @dataclass
@@ -45,6 +52,7 @@ class _Side:
     """One config's runs within a step, as they come."""
     options: OptConfig
     label: str
+    settings: TunedSettings = TunedSettings()
     runs: list[RateRun] = field(default_factory=list)
     datas: list[SessionData] = field(default_factory=list)
 
@@ -56,14 +64,16 @@ def evaluate(job: Job, context: RunContext, workload, *, runs_dir: Path, named_d
     `runs_dir` and named in what comes back as `named_dir`/file (a Ray task writes in a
     temporary folder the driver copies into --out/runs)."""
     started = time.monotonic()
-    sides = [_Side(job.options, job.label)]
+    sides = [_Side(job.options, job.label, job.settings)]
     if job.control is not None:
-        sides.append(_Side(job.control, f"current beside {job.label}"))
+        sides.append(_Side(job.control, f"current beside {job.label}", job.control_settings))
 
     def one_run(side: _Side, rate: float, index: int) -> RateRun:
         name = f"{index:02d}_{_slug(side.label)}_{rate:.4g}rps.json"
-        data = replay_at(context, side.options, workload, rate=rate, requests=job.requests,
-                         trace_name=job.trace_name, save_to=runs_dir / name, stop=stop)
+        data = replay_at(context, side.options, workload_for(workload, side.settings),
+                         rate=rate, requests=job.requests, trace_name=job.trace_name,
+                         save_to=runs_dir / name, stop=stop,
+                         **served_settings(Setup(side.options, side.settings)))
         run = rate_run(data, rate, named_dir / name)
         side.datas.append(data)
         side.runs.append(run)
@@ -137,6 +147,28 @@ def _capacity_measured(side: _Side, found: Capacity, say: Callable[[str], None])
         figure, best.goodput_rps if best else None, best.slo_attainment if best else None,
         segment.latency_ms.p95 if segment else None, drift_of(segment),
         tuple(r.session for r in found.runs if r.session), segment, found.as_dict())
+
+
+def arm_run(context: RunContext, workload: PreparedWorkload, setup: Setup, *, rate: float,
+            requests: int, trace_name: str, save_to: Path, stop: threading.Event) -> ArmRun:
+    """One replay of a --confirm arm at the rate, its session saved: goodput and p95."""
+    data = replay_at(context, setup.options, workload_for(workload, setup.settings),
+                     rate=rate, requests=requests, trace_name=trace_name, save_to=save_to,
+                     stop=stop, **served_settings(setup))
+    run = rate_run(data, rate, save_to)
+    segments = session_segments(data)[:1]
+    return ArmRun(run.goodput_rps, segments[0].latency_ms.p95 if segments else None,
+                  str(save_to))
+
+
+def workload_for(workload: PreparedWorkload, settings: TunedSettings) -> PreparedWorkload:
+    """The workload with the planner's edges for the setting's bucket count (unset: as
+    prepared, the planner's 4)."""
+    k = settings.bucket_count
+    if k is None:
+        return workload
+    edges = tuple(plan_buckets(workload.trace.input_lengths(), k).edges)
+    return replace(workload, bucket_edges=edges, bucket_source=f"planner (K={k})")
 
 
 def drift_of(segment) -> float | None:

@@ -32,6 +32,10 @@ class JobOutcome:
     wall_s: float
 
 
+class TaskFailed(RuntimeError):
+    """A Ray task that raised, or whose node was lost twice."""
+
+
 def nothing_measured() -> Measured:
     """A candidate whose task failed, or a step a signal cut: no figure (the search drops
     it, or stops)."""
@@ -90,17 +94,21 @@ class RaySteps:
     def width(self) -> int:
         return max(1, self.cluster.slots)
 
+    def submit(self, job: Job):
+        """One job as a Ray task on a slot of its own; its object ref."""
+        ray = require_ray()
+        remote = ray.remote(**self.cluster.asks)(self.runner).options(
+            max_retries=RETRIES, retry_exceptions=False)
+        return remote.remote(job, self.context, self.trace, self.threads, str(self.runs_dir))
+
     def measure(self, jobs: list[Job]) -> list[Measured]:
         """Every job as its own task, gathered in order; [] when a stop signal came first
         (what had not finished is cancelled: an unfinished step proves nothing)."""
         ray = require_ray()
-        remote = ray.remote(**self.cluster.asks)(self.runner).options(
-            max_retries=RETRIES, retry_exceptions=False)
         if len(jobs) > 1:
             self.say(f"step: {len(jobs)} candidates at once on Ray: "
                      + ", ".join(j.label for j in jobs))
-        refs = [remote.remote(job, self.context, self.trace, self.threads,
-                              str(self.runs_dir)) for job in jobs]
+        refs = [self.submit(job) for job in jobs]
         pending = list(refs)
         while pending:
             if self.stop.is_set():
@@ -112,11 +120,20 @@ class RaySteps:
 
     def _gathered(self, ray, job: Job, ref) -> Measured:
         try:
-            outcome: JobOutcome = ray.get(ref)
-        except ray.exceptions.RayError as exc:    # lost twice, or it raised: nothing measured
-            lines = [line for line in str(exc).splitlines() if line.strip()]
-            self.say(f"{job.label}: its Ray task failed: {lines[-1] if lines else exc}"[:300])
+            return self.outcome(ray, job, ref)
+        except TaskFailed:                     # lost twice, or it raised: nothing measured
             return nothing_measured()
+
+    def outcome(self, ray, job: Job, ref) -> Measured:
+        """A finished task's measurement, its sessions written into the runs folder;
+        TaskFailed (said, and naming why) when the task raised or was lost twice."""
+        try:
+            outcome: JobOutcome = ray.get(ref)
+        except ray.exceptions.RayError as exc:
+            lines = [line for line in str(exc).splitlines() if line.strip()]
+            why = f"its Ray task failed: {lines[-1] if lines else exc}"[:300]
+            self.say(f"{job.label}: {why}")
+            raise TaskFailed(why) from None
         for name, data in outcome.files:
             if Path(name).name == name:             # a bare file name, nothing else
                 (self.runs_dir / name).write_bytes(data)

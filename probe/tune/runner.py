@@ -16,8 +16,9 @@ import sys
 import threading
 import warnings
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from probe.checks.interrupts import STOP_SIGNALS, exit_status
 from probe.checks.interrupts import say as say_now
@@ -26,14 +27,20 @@ from probe.contract.options import OptConfig
 from probe.engine.workload_setup import prepare_workload
 from probe.runs.runs import RunContext
 from probe.tune.candidates import ordered
-from probe.tune.combo import ComboState, greedy_path, run_combo
+from probe.tune.combo import ComboState, baseline_setup, greedy_path, run_combo
 from probe.tune.combo_report import write_combo
-from probe.tune.evaluate import Job, evaluate
+from probe.tune.confirm import ArmRun, arms_for, confirm
+from probe.tune.doctor_seed import doctor_advice, doctor_seed
+from probe.tune.evaluate import Job, arm_run, evaluate
 from probe.tune.ray_steps import RaySteps, nothing_measured
+from probe.tune.ray_trials import RayTrials
 from probe.tune.report import saturation, write_tune
 from probe.tune.search import Measured, TuneState, run_tune
-from probe.tune.space import EXHAUSTIVE_LIMIT, dimensions, space_size
+from probe.tune.space import EXHAUSTIVE_LIMIT, check_space, dimensions, space_size
+from probe.tune.trial_pool import TrialPool
 from probe.tune.trials import Bounds, Trial, best
+from probe.tune.tuned_settings import Setup, TunedSettings
+from workloads.buckets import plan_buckets
 
 MAX_INPUT = 512
 
@@ -56,6 +63,7 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     dims = dimensions(str(device), args.space)
+    check_space(baseline, dims)
     if args.search == "exhaustive":
         size = space_size(baseline, dims, EXHAUSTIVE_LIMIT)
         if size > EXHAUSTIVE_LIMIT:
@@ -97,6 +105,16 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
                               runs_dir=out / "runs", named_dir=out / "runs", stop=stop,
                               say=say))
 
+    def setup_job(setup: Setup, label: str, control: Setup | None) -> Job:
+        return replace(job(setup.options, label, control.options if control else None),
+                       settings=setup.settings,
+                       control_settings=control.settings if control else TunedSettings())
+
+    def evaluate_setup(setup: Setup, label: str, control: Setup | None) -> Measured:
+        return found(evaluate(setup_job(setup, label, control), context, workload,
+                              runs_dir=out / "runs", named_dir=out / "runs", stop=stop,
+                              say=say))
+
     def evaluate_many(jobs: list[tuple[OptConfig, str, OptConfig | None]]) -> list[Measured]:
         assert steps is not None
         return [found(m) for m in steps.measure([job(*each) for each in jobs])]
@@ -115,7 +133,20 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
 
     if args.search != "greedy":
         report["settings"]["argv"] = list(getattr(args, "argv", sys.argv[1:]))
-        return _combo(args, baseline, dims, resumed_trials, evaluate_here, stop, out, report)
+        report["edges_for"] = lambda k: tuple(plan_buckets(workload.trace.input_lengths(),
+                                                           k).edges)
+        pool = None if steps is None else RayTrials(steps, setup_job, found)
+
+        def confirm_once(setup: Setup, role: str, repeat: int) -> ArmRun:
+            name = f"{next(counter):02d}_confirm-{role}_{args.rate:.4g}rps.json"
+            return arm_run(context, workload, setup, rate=args.rate, requests=args.requests,
+                           trace_name=args.trace, save_to=out / "runs" / name, stop=stop)
+        try:
+            return _combo(args, baseline, dims, resumed_trials, evaluate_setup, stop, out,
+                          report, pool, confirm_once)
+        finally:
+            if steps is not None:
+                steps.close()
 
     latest: list[TuneState] = [TuneState(final=baseline)]
 
@@ -155,7 +186,8 @@ def _previous_trials(args: argparse.Namespace) -> list[Trial]:
 
 
 def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here, stop,
-           out: Path, report: dict) -> int:
+           out: Path, report: dict, pool: TrialPool | None = None,
+           confirm_once: Callable[[Setup, str, int], ArmRun] | None = None) -> int:
     """--search quick|exhaustive: tune.json/tune.md written before and after every trial."""
     search = {"mode": args.search, "objectives": list(args.objective),
               "trials": args.trials if args.search == "quick" else None,
@@ -165,15 +197,19 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
                          "amortize": args.amortize,
                          "max_joules_per_token": args.max_joules_per_token}}
     bounds = Bounds(**search["bounds"])
-    context = dict(search=search, slo_text=args.slo.text(), settings=report["settings"])
-    latest: list[ComboState] = [ComboState(baseline)]
+    context = dict(search=search, slo_text=args.slo.text(), settings=report["settings"],
+                   edges_for=report.get("edges_for"))
+    latest: list[ComboState] = [ComboState(baseline_setup(baseline, dims))]
+
+    said = {t.number for t in previous}
 
     def on_trial(state: ComboState) -> None:
         latest[0] = state
-        last = state.trials[-1]
-        if last.status != "interrupted":
-            say(f"trial {last.number} {last.options.label()}: {last.status}"
-                + (f": {last.reason}" if last.reason else ""))
+        for trial in state.trials:        # several may be in flight: each said as it ends
+            if trial.status != "interrupted" and trial.number not in said:
+                said.add(trial.number)
+                say(f"trial {trial.number} {trial.setup.label()}: {trial.status}"
+                    + (f": {trial.reason}" if trial.reason else ""))
         write_combo(out, state, done=False, **context)
 
     received: list[int] = []
@@ -182,9 +218,13 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
             state = run_combo(baseline, evaluate_here, mode=args.search, dims=dims,
                               trials=args.trials, objectives=tuple(args.objective),
                               bounds=bounds, previous=previous,
-                              seeds=lambda segment: greedy_path(baseline, ordered(segment),
-                                                                dims),
-                              budget_s=args.budget * 60, stop=stop, on_trial=on_trial)
+                              seeds=lambda default, segment: quick_seeds(baseline, default,
+                                                                         segment, dims),
+                              budget_s=args.budget * 60, stop=stop, on_trial=on_trial,
+                              pool=pool)
+            if getattr(args, "confirm", False) and confirm_once is not None:
+                context["confirmation"] = _confirmed(state, dims, args.repeats, confirm_once,
+                                                     stop, args.objective[0])
     except KeyboardInterrupt:          # a second signal: now, with the trials done
         state = latest[0]
         state.stopped = "interrupted"
@@ -193,8 +233,36 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
         raise BadInput(f"tune: {state.refused}; {out / 'tune.json'} holds the default's trial")
     chosen = best(state.trials, args.objective[0])
     print(f"wrote {out / 'tune.md'} and {out / 'tune.json'}: {len(state.trials)} trial(s), "
-          f"chosen {chosen.options.label() if chosen else 'none (no trial met every constraint)'}")
+          f"chosen {chosen.setup.label() if chosen else 'none (no trial met every constraint)'}")
     return exit_status(received[0]) if received else 0
+
+
+def _confirmed(state: ComboState, dims, repeats: int,
+               run_once: Callable[[Setup, str, int], ArmRun], stop,
+               objective: str) -> dict | None:
+    """--confirm: the chosen config, each of its changes alone and the default replayed
+    again, alternated (probe/tune/confirm.py); None when nothing was chosen over the default
+    or the search was stopped."""
+    chosen = best(state.trials, objective)
+    if stop.is_set() or chosen is None or chosen.setup == state.default:
+        say("confirm: nothing to confirm (no config chosen over the default)"
+            if not stop.is_set() else "confirm: not run (the search was stopped)")
+        return None
+    arms, skipped = arms_for(state.default, chosen.setup, dims)
+    say(f"confirm: {len(arms)} arms, {repeats} alternated run(s) each: "
+        + ", ".join(a.label for a in arms))
+    result = confirm(arms, skipped, run_once, repeats=repeats, stop=stop, say=say)
+    say("confirm: " + ("confirmed" if result.confirmed else "not confirmed") + ": "
+        + "; ".join(f"against {v['against']}: {v['text']}" for v in result.verdicts()))
+    return result.as_dict()
+
+
+def quick_seeds(baseline: OptConfig, default: Trial, segment, dims) -> list[tuple[Setup, str]]:
+    """--search quick's first trials: the doctor's next step on the default's first run,
+    then the greedy path (the baseline's figures moving what they point at first)."""
+    sessions = (default.measured or {}).get("sessions") or []
+    return (doctor_seed(baseline, doctor_advice(sessions), dims)
+            + greedy_path(baseline, ordered(segment), dims))
 
 
 @contextmanager

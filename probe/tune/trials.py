@@ -14,6 +14,7 @@ from probe.contract.options import OptConfig
 from probe.runs.spread import Spread
 from probe.tune.candidates import DRIFTING
 from probe.tune.search import Measured
+from probe.tune.tuned_settings import Setup, TunedSettings
 
 DONE, FAILED, INTERRUPTED = "done", "failed", "interrupted"
 # the figures compared, each with whether higher is better; energy: joules per good token
@@ -99,6 +100,18 @@ class Trial:
     measured: dict | None = None     # Measured.as_dict(): the spreads and the sessions
     j_per_good_token: float | None = None    # the first run's (EnergyStats.j_per_good_token)
     energy_unavailable: str | None = None    # why energy was not measured (None: it was)
+    settings: TunedSettings = TunedSettings()        # bucket count, slots, window it served
+    control_settings: TunedSettings | None = None
+
+    @property
+    def setup(self) -> Setup:
+        return Setup(self.options, self.settings)
+
+    @property
+    def control_setup(self) -> Setup | None:
+        if self.control is None:
+            return None
+        return Setup(self.control, self.control_settings or TunedSettings())
 
     @property
     def feasible(self) -> bool:
@@ -106,9 +119,12 @@ class Trial:
 
     def as_dict(self) -> dict:
         return {"number": self.number, "options": self.options.as_dict(),
-                "label": self.options.label(), "status": self.status, "source": self.source,
+                "settings": self.settings.as_dict(),
+                "label": self.setup.label(), "status": self.status, "source": self.source,
                 "reason": self.reason,
                 "control": self.control.as_dict() if self.control else None,
+                "control_settings": (self.control_settings.as_dict()
+                                     if self.control_settings else None),
                 "goodput_rps": self.goodput_rps, "p95_ms": self.p95_ms,
                 "tokens_per_s": self.tokens_per_s, "slo_attainment": self.slo_attainment,
                 "drift": self.drift, "kv_peak_bytes": self.kv_peak_bytes,
@@ -134,7 +150,10 @@ class Trial:
             ratios("vs_default"),
             {k: Constraint(c["bound"], c["value"], c["met"], c.get("why", ""))
              for k, c in (raw.get("constraints") or {}).items()},
-            raw.get("measured"), raw.get("j_per_good_token"), raw.get("energy_unavailable"))
+            raw.get("measured"), raw.get("j_per_good_token"), raw.get("energy_unavailable"),
+            TunedSettings.from_dict(raw.get("settings")),
+            (TunedSettings.from_dict(raw["control_settings"])
+             if raw.get("control_settings") is not None else None))
 
 
 def spreads(measured: Measured) -> dict[str, Spread]:
@@ -155,7 +174,7 @@ def energy_of(segment: SegmentStats | None) -> EnergyStats:
     return segment.energy or EnergyStats(unavailable=NOT_RECORDED)
 
 
-def measured_trial(number: int, options: OptConfig, measured: Measured, *, source: str,
+def measured_trial(number: int, setup: Setup, measured: Measured, *, source: str,
                    control: Trial | None) -> Trial:
     """A finished trial from what it measured; its ratios to the default go through its
     control's (None: it is the default itself)."""
@@ -174,14 +193,15 @@ def measured_trial(number: int, options: OptConfig, measured: Measured, *, sourc
             vs_control[key] = ratio
             if key in control.vs_default:
                 vs_default[key] = ratio.times(control.vs_default[key])
-    return Trial(number, options, DONE, source, "", control.options if control else None,
+    return Trial(number, setup.options, DONE, source, "", control.options if control else None,
                  measured.goodput_rps, measured.p95_ms,
                  segment.tokens_per_s if segment else None, measured.slo_attainment,
                  measured.drift, segment.kv_cache_peak_bytes if segment else None,
                  segment.compile_s if segment else None,
                  segment.latency_ms.p50 if segment else None, vs_control, vs_default, {},
                  measured.as_dict(), energy_of(segment).j_per_good_token,
-                 energy_of(segment).unavailable)
+                 energy_of(segment).unavailable, setup.settings,
+                 control.settings if control else None)
 
 
 def judged(trial: Trial, bounds: Bounds, default: Trial | None) -> Trial:

@@ -15,7 +15,7 @@ from tests.conftest import synthetic_record
 def fake_replay_at(latency_ms: Callable[[OptConfig, float], float],
                    on_call: Callable[[OptConfig], None] = lambda options: None):
     def replay_at(context, options, workload, *, rate, requests, trace_name, save_to=None,
-                  stop=None, warm=2):
+                  stop=None, warm=2, max_batch=8, batch_window_ms=None):
         on_call(options)
         session = Session()
         session.set_slo(context.slo)

@@ -40,6 +40,7 @@ CASES: list[tuple[list[str], str]] = [
     (["replay", "--out", "run.json", "--max-output", "-5"], "argument --max-output: expected a whole number from 1"),
     (["replay", "--out", "run.json", "--max-batch", "0"], "argument --max-batch: expected a whole number from 1 to 4,096, got '0'"),
     (["replay", "--out", "run.json", "--max-batch", "many"], "argument --max-batch: expected a whole number from 1 to 4,096, got 'many'"),
+    (["replay", "--out", "run.json", "--batch-window", "-1"], "argument --batch-window: expected a finite number > 0 and <= 10000, got '-1'"),
     (["replay", "--out", "run.json", "--kv-budget", "12parsecs"], "argument --kv-budget: expected a size like 8GiB, 512MiB or 2.5GB (at least 1MiB), got '12parsecs'"),
     (["replay", "--out", "run.json", "--kv-budget", "100"], "argument --kv-budget: expected a size like 8GiB"),
     (["replay", "--out", "run.json", "--kv-budget", "nanGiB"], "argument --kv-budget: expected a size like 8GiB"),

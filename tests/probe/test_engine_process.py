@@ -225,3 +225,11 @@ def test_the_engine_process_draws_progress_bars_without_a_semaphore(tmp_path, se
     # with the engine's set-up, its stdout went to the log
     printed = (tmp_path / "engine.log").read_text() if setup else done.stdout
     assert int(printed.strip().splitlines()[-1]) == semaphores
+
+
+@pytest.mark.parametrize("window, served", [(None, 50.0), (20.0, 20.0)])
+def test_batch_window_reaches_the_engines_settings(window, served):
+    """--batch-window MS (what `tune --search` prints for a dynamic batch's window)."""
+    args = argparse.Namespace(model="t5-tiny", trace="chat", device="cpu", opt=[], speed=1.0,
+                              buckets=None, batch_window=window)
+    assert launch_from_args(args).settings.batch_window_ms == served

@@ -109,3 +109,36 @@ def test_a_load_spike_under_the_baseline_does_not_keep_a_change_that_does_nothin
     # the same figures judged against the stale baseline would have kept it
     assert verdict(replace(change.measured, control=None), baseline.measured,
                    capacity=False)[0]
+
+
+def test_each_side_is_served_with_its_own_bucket_count_slots_and_window(tmp_path,
+                                                                         monkeypatch):
+    """--search quick|exhaustive: the candidate and its control each reach the engine with
+    their own settings: the planner's edges for the bucket count, max_batch, the window."""
+    import json
+
+    from probe.engine.workload_setup import prepare_workload
+    from probe.tune.tuned_settings import TunedSettings
+
+    served: list[tuple[str, tuple[int, ...], int, float | None]] = []
+
+    def replay_at(context, options, workload, *, max_batch, batch_window_ms, **rest):
+        served.append((options.batching, workload.bucket_edges, max_batch, batch_window_ms))
+        return fake_replay_at(lambda o, rate: 100.0)(context, options, workload, **rest)
+    monkeypatch.setattr("probe.tune.evaluate.replay_at", replay_at)
+    path = tmp_path / "ladder.jsonl"
+    path.write_text("".join(json.dumps({"timestamp": i * 100, "input_length": n,
+                                        "output_length": 4}) + "\n"
+                            for i, n in enumerate([8, 8, 16, 16, 32, 64, 64, 128])))
+    workload = prepare_workload(str(path))
+    candidate = OptConfig(bucketing="on", batching="dynamic")
+    job = Job(candidate, "c", 1, 2, 1, "t", 2.0, control=OptConfig(batching="continuous"),
+              settings=TunedSettings(bucket_count=2, max_batch=4, batch_window_ms=10),
+              control_settings=TunedSettings(max_batch=16))
+    evaluate(job, CONTEXT, workload, runs_dir=tmp_path, named_dir=tmp_path,
+             stop=threading.Event(), say=lambda text: None)
+    mine = next(s for s in served if s[0] == "dynamic")
+    theirs = next(s for s in served if s[0] == "continuous")
+    # the planner's best 2 edges: 208 padded tokens (16: 240, 64: 240)
+    assert mine[1] == (32, 128) and mine[2:] == (4, 10.0)
+    assert theirs[1] == workload.bucket_edges and theirs[2:] == (16, 50.0)

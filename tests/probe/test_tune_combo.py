@@ -82,11 +82,14 @@ def fake_measured(options: OptConfig, machine: float, kv_bytes: int = 1000,
 def fake(refuse=lambda options: None, stop_at: int | None = None,
          stop: threading.Event | None = None, kv=lambda options: 1000,
          compile_s=lambda options: 0.0, energy: str | None = None):
-    """evaluate(options, label, control): the machine slows 3% a call, alike for both sides of
-    one call (they alternate); `refuse` raises for configs the engine refuses."""
+    """evaluate(setup, label, control): the machine slows 3% a call, alike for both sides of
+    one call (they alternate); `refuse` raises for configs the engine refuses. `calls`: the
+    options of each call (these spaces vary no setting)."""
     calls: list[OptConfig] = []
 
-    def evaluate(options, label, control):
+    def evaluate(setup, label, control_setup):
+        options = setup.options
+        control = control_setup.options if control_setup else None
         calls.append(options)
         reason = refuse(options)
         if reason:
@@ -102,7 +105,7 @@ def fake(refuse=lambda options: None, stop_at: int | None = None,
     return evaluate, calls
 
 
-def no_seeds(segment):
+def no_seeds(default, segment):
     return []
 
 
@@ -129,7 +132,7 @@ def compile_only_apart_from_compile(options: OptConfig) -> bool:
                 min_size=1, max_size=4, unique=True))
 def test_the_space_never_holds_a_compile_only_option_apart_from_compile(keys):
     dims = dimensions("cpu", tuple(keys))
-    configs = list(itertools.islice(every_config(OptConfig(), dims), 500))
+    configs = [s.options for s in itertools.islice(every_config(OptConfig(), dims), 500)]
     assert configs and len(set(configs)) == len(configs)
     for options in configs:
         assert not compile_only_apart_from_compile(options), options.label()
@@ -147,7 +150,7 @@ def test_the_exhaustive_space_is_every_distinct_served_config():
         if chosen["compile"] == "off":
             chosen.update({k: COMPILE_ONLY[k] for k in chosen if k in COMPILE_ONLY})
         served.add(OptConfig(**chosen))
-    assert set(every_config(OptConfig(), dims)) == served
+    assert {s.options for s in every_config(OptConfig(), dims)} == served
     assert len(served) == 2 * 3 + 3 * 2 * 2 * 2 * 3    # off: bucketing × quant; on: all
 
 
@@ -163,7 +166,7 @@ def test_the_greedy_path_is_cumulative_and_stays_in_the_space():
                                      Candidate("bucketing", "on", "recompiles"),
                                      Candidate("kv_cache", "off"),       # not in the space
                                      Candidate("wrapper", "cpp")], dims)
-    assert [o.label() for o, _ in path] == ["compile=default",
+    assert [o.options.label() for o, _ in path] == ["compile=default",
                                             "compile=default bucketing=on",
                                             "compile=default bucketing=on wrapper=cpp"]
     assert "recompiles" in path[1][1]

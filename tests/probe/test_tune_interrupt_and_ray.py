@@ -163,3 +163,67 @@ def test_tune_ray_without_ray_installed_is_one_line(tmp_path, monkeypatch, capsy
     err = capsys.readouterr().err.strip()
     assert "pip install 'infertop[ray]'" in err and "\n" not in err
     assert not (tmp_path / "o").exists()
+
+
+# -- tune --search quick --ray: trials as Ray tasks, merged as they end ----------------------
+TRIAL_PAIR = ("trial 1", "trial 2")                 # the first two trials: each waits for the other
+
+
+def fake_trial_job(job: Job, context: RunContext, trace: str, threads, named_dir: str):
+    """A node's trial without an engine; the first two trials meet at a barrier (both must
+    be in flight at once) and the second ends first."""
+    from probe.tune.ray_steps import JobOutcome
+    barrier = Path(os.environ["HOME"]) / BARRIER
+    if job.label in TRIAL_PAIR:
+        (barrier / job.label).touch()
+        deadline = time.monotonic() + 120
+        while not all((barrier / name).exists() for name in TRIAL_PAIR):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{job.label}: the other trial never ran beside it")
+            time.sleep(0.05)
+        if job.label == "trial 1":
+            time.sleep(1.0)
+    name = f"{job.index:02d}_{job.label.replace(' ', '-')}.json"
+    return JobOutcome(table_measured(job.options, job.control), ((name, b"{}"),), "node-a",
+                      0.0)
+
+
+@pytest.mark.timeout(300)
+def test_tune_quick_on_ray_keeps_two_trials_in_flight_and_merges_each_as_it_ends(
+        ray_two_slots, tmp_path):
+    import threading
+
+    from probe.tune.combo import QUICK, run_combo
+    from probe.tune.ray_steps import RaySteps
+    from probe.tune.ray_trials import RayTrials
+    from probe.tune.space import dimensions
+    from probe.tune.trials import DONE, Bounds
+    context = RunContext(model="t5-tiny", device="cpu", loaded=None, max_input=512, repeats=2,
+                         compile_backend="eager", slo=parse_slo("latency=1s"))
+    cluster = Cluster("local", "cpu", {"num_cpus": 1, "resources": {SLOT: 1}}, 2, 1, "2.x")
+    said: list[str] = []
+    steps = RaySteps(cluster, context, "chat", 1, tmp_path, threading.Event(), said.append,
+                     runner=fake_trial_job)
+    counter = iter(range(1, 100))
+
+    def job_of(setup, label, control):
+        return Job(setup.options, label, next(counter), 3, 2, "chat", 2.0,
+                   control=control.options if control else None)
+
+    ended: list[int] = []
+
+    def on_trial(state):
+        ended.extend(t.number for t in state.trials
+                     if t.status == DONE and t.number not in ended)
+    state = run_combo(OptConfig(kv_cache="off"), None, mode=QUICK,
+                      dims=dimensions("cpu", ("kv_cache", "decode", "batching")), trials=4,
+                      objectives=("goodput",), bounds=Bounds(), seeds=lambda *given: [],
+                      pool=RayTrials(steps, job_of), on_trial=on_trial)
+    assert any("2 trials in flight on Ray" in line for line in said)
+    assert [t.status for t in state.trials] == [DONE] * 5
+    # trial 2 merged (and the next trial started on its slot) while trial 1 still ran
+    assert ended[:2] == [0, 2] and ended.index(1) > 2
+    for trial in state.trials[1:]:
+        truth = table_goodput(trial.options) / table_goodput(OptConfig(kv_cache="off"))
+        assert trial.vs_default["goodput"].value == pytest.approx(truth)
+    assert len(list(tmp_path.glob("*.json"))) == 5     # each trial's session came back

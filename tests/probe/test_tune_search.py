@@ -164,8 +164,6 @@ def test_tune_json_has_the_keys_the_issue_fixes(tmp_path):
     (["tune", "--out", "o", "--slo", "ttft=1q", "--rate", "1"], "argument --slo"),
     (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--opt", "kv_cache=maybe"],
      "kv_cache"),
-    (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--search", "quick", "--ray"],
-     "--search quick does not spread over Ray"),
     (["tune", "--resume", "o"], "--resume o: no tune.json"),
     (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--objective", "speed"],
      "argument --objective"),
@@ -175,6 +173,10 @@ def test_tune_json_has_the_keys_the_issue_fixes(tmp_path):
      "--objective and --max-joules-per-token are for --search quick|exhaustive"),
     (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--search", "quick",
       "--max-joules-per-token", "-1"], "argument --max-joules-per-token"),
+    (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--search", "quick",
+      "--space", "bucketing,bucket_count=0/4"], "--space bucket_count=0/4: expected whole"),
+    (["tune", "--out", "o", "--slo", "ttft=1s", "--rate", "1", "--search", "exhaustive",
+      "--space", "compile,max_batch"], "--space max_batch: acts only with batching="),
 ])
 def test_bad_tune_input_is_one_line_and_exit_2(argv, named, capsys, tmp_path, monkeypatch):
     from infertop.cli import main

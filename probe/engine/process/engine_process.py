@@ -67,12 +67,18 @@ def launch_from_args(args) -> EngineLaunch:
         model=args.model, device=args.device, max_input=getattr(args, "max_input", 512),
         threads=getattr(args, "threads", None) or dashboard_threads(),
         max_batch=getattr(args, "max_batch", 0), kv_budget_bytes=getattr(args, "kv_budget", None),
-        drift_every=getattr(args, "drift_every", 8))
+        drift_every=getattr(args, "drift_every", 8), **batch_window(args))
     return EngineLaunch(settings, options, workload, args.trace, speed=args.speed,
                         max_requests=getattr(args, "requests", None),
                         metrics_port=getattr(args, "metrics_port", None),
                         torch_trace_dir=torch_trace_dir(args),
                         slo=getattr(args, "slo", None))
+
+
+def batch_window(args) -> dict:
+    """--batch-window MS as the engine setting; not given: the engine's own default."""
+    window = getattr(args, "batch_window", None)
+    return {} if window is None else {"batch_window_ms": float(window)}
 
 
 def torch_trace_dir(args) -> str:

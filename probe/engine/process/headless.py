@@ -43,12 +43,14 @@ def run_replay(loop: ServingLoop, stop: threading.Event | None = None) -> Servin
 def engine_for(workload: PreparedWorkload, *, model: str, device: str, options: OptConfig,
                max_input: int = 512, compile_backend: str = "inductor",
                keep_tokens: bool = False, threads: int | None = None, max_batch: int = 0,
-               kv_budget_bytes: int | None = None, drift_every: int = 8) -> Engine:
+               kv_budget_bytes: int | None = None, drift_every: int = 8,
+               batch_window_ms: float | None = None) -> Engine:
+    window = {} if batch_window_ms is None else {"batch_window_ms": batch_window_ms}
     settings = workload.engine_settings(model=model, device=device, max_input=max_input,
                                         compile_backend=compile_backend,
                                         keep_tokens=keep_tokens, threads=threads,
                                         max_batch=max_batch, kv_budget_bytes=kv_budget_bytes,
-                                        drift_every=drift_every)
+                                        drift_every=drift_every, **window)
     return Engine(settings, options)
 
 
@@ -69,7 +71,8 @@ def document_for(engine: Engine, workload: PreparedWorkload, trace_name: str,
                   "bucket_source": workload.bucket_source,
                   "max_new_tokens": workload.max_new_tokens,
                   "compile_backend": settings.compile_backend,
-                  "max_batch": settings.max_batch, "kv_block_tokens": settings.kv_block_tokens,
+                  "max_batch": settings.max_batch, "batch_window_ms": settings.batch_window_ms,
+                  "kv_block_tokens": settings.kv_block_tokens,
                   "kv_budget_bytes": settings.kv_budget_bytes},
         live={"device_sample": asdict(engine.device_probe.sample()),
               "roofline": None if roofline is None else asdict(roofline),

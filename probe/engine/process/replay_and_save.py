@@ -138,7 +138,8 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
                         max_input=args.max_input, threads=args.threads,
                         keep_tokens=args.tokens, compile_backend=args.compile_backend,
                         max_batch=args.max_batch, kv_budget_bytes=args.kv_budget,
-                        drift_every=args.drift_every)
+                        drift_every=args.drift_every,
+                        batch_window_ms=getattr(args, "batch_window", None))
     journal, problem = open_headless_journal(engine, workload, args.trace, options)
     engine.session.set_slo(args.slo)      # the journaled session's, so a recovery keeps it
     if journal is not None:
