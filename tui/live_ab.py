@@ -65,21 +65,21 @@ class LiveAB:
         return self.split_s is not None
 
     def seen(self, view: LiveView, arm: str) -> LiveAB:
-        """Each arm's requests since the split, gathered from its live views' recent records
-        (a window: gathered as they pass, never lost between two views)."""
+        """Each arm's requests, gathered from its live views' recent records as they pass (a
+        window: never lost between two views); arms() keeps those since the split."""
         if self.split_s is None:
             return self if arm == "a" else replace(self, b_view=view)
         config_id = self.a_id if arm == "a" else self.b_id
         held = self.records_a if arm == "a" else self.records_b
-        gathered = gather(held, view.recent, config_id, self.split_s)
+        gathered = gather(held, view.recent, config_id, self.asked_s)
         if arm == "a":
             return replace(self, records_a=gathered) if gathered is not held else self
         return replace(self, records_b=gathered, b_view=view)
 
     def arms(self) -> tuple[list[RequestRecord], list[RequestRecord]]:
-        """Each arm's requests since the split. Arm A's begin at the first arrival it kept
-        (B's first seq − 1): arrivals between the dashboard's split and the engine's are
-        arm A's at the whole trace's rate, not the half each arm sees."""
+        """Each arm's requests since the split, by seq: the split hands arm B every other
+        request from the first one queued (the backlog is split too), so arm A's begin one
+        before B's first; what A served before that was served at the whole trace's rate."""
         b = list(self.records_b.values())
         first = min(self.records_b) - 1 if self.records_b else None
         a = [r for seq, r in self.records_a.items() if first is None or seq >= first]
@@ -96,29 +96,30 @@ class LiveAB:
 
 def gather(held: Mapping[int, RequestRecord], recent: Iterable[RequestRecord],
            config_id: str, since_s: float) -> Mapping[int, RequestRecord]:
-    """`held` with the records of `config_id` that arrived since `since_s` added (by seq); the
+    """`held` with the records of `config_id` that ended since `since_s` added (by seq); the
     same object when nothing is new."""
     new = {r.seq: r for r in recent
-           if r.config_id == config_id and r.arrival_s >= since_s and r.seq not in held}
+           if r.config_id == config_id and r.end_s >= since_s and r.seq not in held}
     return {**held, **new} if new else held
 
 
 def ab_line(ab: LiveAB, now_s: float) -> str:
-    """The status bar's line, e.g. "A/B c1 (A) ↔ c3 batching=continuous (B): every other
-    arrival each, half the trace's rate · 14 | 13 served · p95 1.84 s → 0.91 s, B − A
-    −0.93 s [−1.40, −0.42]: better · Enter adopts B, Esc keeps A"."""
+    """The status bar's line, e.g. "A/B c1 (A) ↔ c3 batching=continuous (B) · Enter adopts B,
+    Esc keeps A · every other request each: half the rate · 14 | 13 served · p95 1.84 s →
+    0.91 s, B − A −0.93 s [−1.40 s, −0.42 s]: better", its keys early: a narrow bar cuts the
+    end."""
     arms = f"A/B {ab.a_id} (A) ↔ {ab.b_id or 'new'} {ab.target.label()} (B)"
     if not ab.split:
         return (f"{arms}: B compiles and prewarms beside {ab.a_id}, "
                 f"{fmt_wait(max(now_s - ab.asked_s, 0.0))} so far · Esc gives it up")
     a, b = ab.counts()
-    parts = [f"{arms}: every other arrival each, half the trace's rate", f"{a} | {b} served"]
+    parts = [arms, "Enter adopts B, Esc keeps A", "every other request each: half the rate",
+             f"{a} | {b} served"]
     if ab.comparison is not None:
         parts.append(verdict_text(ab.comparison))
     held = held_text(ab)
     if held:
         parts.append(held)
-    parts.append("Enter adopts B, Esc keeps A")
     return " · ".join(parts)
 
 

@@ -86,6 +86,18 @@ class ServingLoop:
         for scheduled in requests:
             self._queue.put(scheduled)
 
+    def split_queue(self) -> int:
+        """The live A/B's split applies to the queue too: each request waiting passes through
+        `divert` in its order, so both arms start with half the backlog instead of arm A
+        keeping all of it. Returns how many it handed over."""
+        divert, handed = self.divert, 0
+        for scheduled in self._take_now(self._queue.qsize()):
+            if divert is not None and divert(scheduled):
+                handed += 1
+            else:
+                self._queue.put(scheduled)
+        return handed
+
     def _replay(self, stop: threading.Event) -> None:
         try:
             self.replayer.run(self._submit, stop)

@@ -101,3 +101,17 @@ def test_ending_takes_bs_records_in_once_and_serves_what_b_left(tmp_path):
     held = sorted((r.seq, r.config_id) for r in a.freeze().records)
     assert held == [(0, "c1"), (1, "c2"), (2, "c1"), (3, "c2"), (4, "c1"), (6, "c1")]
     assert open(path).read().count('"kind":"record"') == lines_before   # none written twice
+
+
+def test_the_split_hands_b_every_other_queued_request_and_keeps_the_rest_in_order():
+    from probe.engine.serving import ServingLoop
+
+    clock = SessionClock(start=100.0)
+    loop = ServingLoop(SimpleNamespace(), SimpleNamespace())     # type: ignore[arg-type]
+    for seq in range(5):
+        loop._queue.put(scheduled(seq, clock))
+    handed: list[int] = []
+    loop.divert = Splitter(clock, lambda event: handed.append(event.request.seq) or True)
+    assert loop.split_queue() == 2
+    assert handed == [1, 3]
+    assert [s.seq for s in loop._take_now(10)] == [0, 2, 4]

@@ -26,8 +26,8 @@ def status(app) -> str:
 
 
 def records(seqs, config_id: str, at: float, latency_ms: float):
-    return tuple(replace(record(seq, config_id), arrival_s=at + seq, latency_ms=latency_ms + seq)
-                 for seq in seqs)
+    return tuple(replace(record(seq, config_id), arrival_s=at + seq, end_s=at + seq + 0.5,
+                         latency_ms=latency_ms + seq) for seq in seqs)
 
 
 async def test_v_runs_the_doctors_next_step_beside_the_served_config(make_app, until, stages):
@@ -70,7 +70,7 @@ async def test_an_ab_compares_its_arms_and_enter_adopts_b(make_app, until, stage
         assert app._ab.comparison == expected            # the headless verify's figures
         text = status(app)
         assert "A/B c1 (A) ↔ c2 kv_cache=off (B)" in text
-        assert "every other arrival each, half the trace's rate" in text and "20 | 20 served" in text
+        assert "every other request each: half the rate" in text and "20 | 20 served" in text
         assert f": {expected.verdict}" in text and expected.verdict == "worse"
         assert "Enter adopts B, Esc keeps A" in text
         await pilot.press("enter")
@@ -127,5 +127,5 @@ def test_records_are_gathered_by_seq_from_windows_that_scroll():
     first = records(range(0, 6), "c1", 0.0, 100.0)
     held = gather({}, first[:4], "c1", 1.0)
     held = gather(held, first[2:], "c1", 1.0)        # the window moved on
-    assert sorted(held) == [1, 2, 3, 4, 5]           # seq 0 arrived before the split
+    assert sorted(held) == [1, 2, 3, 4, 5]           # seq 0 ended before the A/B
     assert gather(held, first[2:], "c1", 1.0) is held

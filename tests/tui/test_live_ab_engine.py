@@ -1,6 +1,6 @@
 """The live A/B end to end under Pilot, through real engine processes (t5-tiny, eager): `V`
 then `k` runs kv_cache=off (B) beside the baseline (A). Arm B warms in a second engine, then
-the two serve alternate arrivals, the status bar compares them, `s` saves both arms from the
+the two serve alternate requests (the queued ones split too), the status bar compares them, `s` saves both arms from the
 journal, and `Esc` keeps A, which takes B's records in. Eager configs: the A/B is what is
 tested; a compile would make this one test minutes here."""
 
@@ -50,14 +50,16 @@ async def test_a_live_ab_serves_alternate_arrivals_compares_and_keeps_a(tmp_path
             ab = app._ab
             line = status(app)
             assert f"A/B {a_id} (A) ↔ {ab.b_id} kv_cache=off (B)" in line
-            assert "every other arrival each, half the trace's rate" in line
+            assert "Enter adopts B, Esc keeps A · every other request each: half the rate" in line
             a, b = ab.arms()
             assert all(r.config_id == a_id for r in a) and all(r.config_id == ab.b_id for r in b)
             seqs_a, seqs_b = {r.seq for r in a}, {r.seq for r in b}
             assert not seqs_a & seqs_b
-            first = min(seqs_b) - 1                  # the first arrival after the split: A's
-            assert {s % 2 for s in seqs_b} == {(first + 1) % 2}
-            assert {s % 2 for s in seqs_a} == {first % 2}
+            first = min(seqs_b) - 1                  # the first request after the split: A's
+            # every other one: one parity each (an arrival racing the queue's split may swap
+            # one pair)
+            assert sum(s % 2 == (first + 1) % 2 for s in seqs_b) >= len(seqs_b) - 1
+            assert sum(s % 2 == first % 2 for s in seqs_a) >= len(seqs_a) - 1
             compared = ab.comparison
             assert (compared.requests_a, compared.requests_b) == ab.compared_n  # its own counts
             assert compared.verdict in line.replace("\n", " ")

@@ -234,6 +234,7 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
         if isinstance(command, protocol.Split):
             splitter[:] = [Splitter(engine.clock, send)]
             loop.divert = splitter[0]
+            loop.split_queue()
         elif isinstance(command, protocol.KnownConfig):
             engine.session.config_id(command.options, command.notes)
         elif splitter:
