@@ -82,12 +82,12 @@ class FakeEngine:
         self.stopped = True
         self.alive = False
 
-    def write_snapshot(self, path: str) -> Any:
+    def write_snapshot(self, path: str, *, serving: bool = False) -> Any:
         from probe.common.errors import BadInput
         from probe.session_store.journal_reader import save_from_journal
         if self.journal_path is None:
             raise BadInput("a fake engine keeps no journal")
-        return save_from_journal(self.journal_path, path, self.ended)
+        return save_from_journal(self.journal_path, path, self.ended, serving=serving)
 
     def open_journal(self) -> str | None:
         return self.journal_problem

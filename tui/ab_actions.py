@@ -12,6 +12,7 @@ from textual import work
 from textual.message import Message
 
 from probe.analysis.ab_compare import Comparison, compare
+from probe.analysis.next_step import NextStep
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
 from probe.contract.protocol import ArmLive, ArmStarted, Pause, SetSpeed, WarmFailed
@@ -28,6 +29,8 @@ from tui.live_ab import (
 
 
 class ABCompared(Message):
+    """The arms compared on the thread, for the A/B asked at `asked_s`, on `counts` requests."""
+
     def __init__(self, asked_s: float, comparison: Comparison, counts: tuple[int, int]) -> None:
         super().__init__()
         self.asked_s, self.comparison, self.counts = asked_s, comparison, counts
@@ -55,7 +58,7 @@ class ABActions(KeyActions):
             return
         self.ab_mode = not self.ab_mode
         self.say("A/B on: the next option change runs beside the served config on alternate "
-                 f"arrivals ({AB_MODE_KEY} again: off)" if self.ab_mode else
+                 f"requests ({AB_MODE_KEY} again: off)" if self.ab_mode else
                  "A/B off: option changes switch the served config")
 
     def action_ab_next_step(self) -> None:
@@ -68,8 +71,8 @@ class ABActions(KeyActions):
             return
         self.start_ab(*found)
 
-    def start_ab(self, target: OptConfig, step=None) -> bool:
-        """Arm B on `target` beside the served config; False (and why, said) when it cannot."""
+    def start_ab(self, target: OptConfig, step: NextStep | None = None) -> None:
+        """Arm B on `target` beside the served config, or why it cannot, said."""
         view, engine = self.view, self.engine
         why = None
         if engine is None or view is None or self.engine_state != "live":
@@ -84,7 +87,7 @@ class ABActions(KeyActions):
             why = f"arm B records into the session's journal, and {engine.journal_problem}"
         if why is not None:
             self.say(f"no A/B: {why}", severity="warning")
-            return False
+            return
         assert engine is not None and view is not None
         while self.ab_end_asked() is not None:
             pass                        # an Enter pressed twice in the last one
@@ -93,8 +96,7 @@ class ABActions(KeyActions):
         engine.ab_start(target)
         self._show_switch()
         self.say(f"A/B: a second engine warms {target.label()} beside {view.config_id}; then "
-                 f"they serve alternate arrivals, half the trace's rate each")
-        return True
+                 f"they serve alternate requests, half the trace's rate each")
 
     def action_cycle(self, key: str) -> None:
         if self._ab is not None and not self.read_only:

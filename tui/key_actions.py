@@ -135,7 +135,7 @@ class KeyActions(DashboardState):
         if not self.read_only:
             if self.engine_state == "failed" or self._ab is not None:
                 # down, or two engines serving: the journal holds what both served
-                self._save_without_engine(str(json_path))
+                self._save_without_engine(str(json_path), serving=self._ab is not None)
             else:
                 self._send(SaveSnapshot(str(json_path)))
         try:
@@ -146,12 +146,13 @@ class KeyActions(DashboardState):
             self.say(f"screenshot saved: {svg_path}")
 
     @work(thread=True, name="save from the journal", group="save", exit_on_error=False)
-    def _save_without_engine(self, path: str) -> None:
-        """The engine is down: the session JSON is written here from its journal, on a thread
-        (a long session's journal takes a moment to read)."""
+    def _save_without_engine(self, path: str, *, serving: bool = False) -> None:
+        """The engine is down, or two engines serve a live A/B (`serving`): the session JSON is
+        written here from its journal, on a thread (a long session's journal takes a moment
+        to read)."""
         assert self.engine is not None
         try:
-            self.engine.write_snapshot(path)
+            self.engine.write_snapshot(path, serving=serving)
         except OSError as exc:
             self.post_message(SnapshotFailed(path, f"{exc.strerror or exc}"))
         except Exception as exc:  # an unreadable journal: said, never a crash
@@ -175,7 +176,8 @@ class KeyActions(DashboardState):
         if not isinstance(self.screen, ReasonsScreen):
             view = self.view
             groups = getattr(view.diagnosis, "guard_groups", ()) if view else ()
-            self.push_screen(ReasonsScreen(view.compile_events if view else (), groups))
+            self.push_screen(ReasonsScreen(view.compile_events if view else (), groups,
+                                           view.compile_ledger if view else ()))
 
     def log_line(self) -> str:
         if self.engine is None:

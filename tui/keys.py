@@ -42,7 +42,8 @@ KEYS: list[Binding] = [
             "slow, cause by cause, the next step, and the readiness checklist."),
     Binding(REASONS_KEY, "reasons", "reasons", show=False,
             tooltip="Every compile event's guard failures and reasons in full (the feed "
-            "cuts them to a line)."),
+            "cuts them to a line), then the session's compile ledger: each graph's calls, "
+            "run time, compile seconds, the requests that waited and whether it paid back."),
     Binding(SWITCH_KEY, "toggle_switch", "warm/cold switch", show=False,
             tooltip="Warm switch on/off. On: an option change that needs a compile is "
             "compiled and prewarmed in a second engine beside the serving one, then the "

@@ -70,26 +70,18 @@ class ReasonsScreen(ModalScreen[None]):
 
     def __init__(self, events: tuple[CompileEvent, ...],
                  groups: tuple[GuardGroup, ...] = (),
-                 ledger: tuple[LedgerEntry, ...] | None = None) -> None:
+                 ledger: tuple[LedgerEntry, ...] = ()) -> None:
         super().__init__()
         self._events = events
         self._groups = groups
         self._ledger = ledger
-
-    def _ledger_entries(self) -> tuple[LedgerEntry, ...]:
-        """As given, else the ledger of the view the dashboard shows (the key opens this
-        screen with the events and groups alone)."""
-        if self._ledger is not None:
-            return self._ledger
-        view = getattr(self.app, "view", None)
-        return getattr(view, "compile_ledger", ())
 
     def compose(self) -> ComposeResult:
         with ScrollableContainer(id="help-body") as body:
             body.border_title = "compile reasons in full · compile ledger"
             body.border_subtitle = f"esc or {REASONS_KEY} closes · ↑↓ ←→ scroll"
             yield Static(reasons_text(self._events, self._groups), id="reasons-text", markup=False)
-            ledger = Static(ledger_section(self._ledger_entries()), id="reasons-ledger",
+            ledger = Static(ledger_section(self._ledger), id="reasons-ledger",
                             markup=False)
             ledger.styles.width = "auto"
             yield ledger

@@ -34,8 +34,9 @@ class EngineHandle(Protocol):
     def restart(self, abandoned: CompileInProgress | None = None) -> None: ...
     # kill if needed, start one that continues the session (`abandoned`: the compile x gave up)
     def stop(self) -> None: ...           # Shutdown, a bounded wait, then kill if needed
-    def write_snapshot(self, path: str) -> Path: ...  # the session JSON without an engine (from
-                                                     # its journal); OSError/BadInput
+    # the session JSON from its journal, without an engine, or (`serving`) beside a live A/B's
+    # two engines; OSError/BadInput
+    def write_snapshot(self, path: str, *, serving: bool = False) -> Path: ...
     def journal_promise(self) -> JournalPromise: ...  # what `s` can save, engine down
     def open_journal(self) -> str | None: ...  # make the journal before the app opens; why not
     def warm_switch(self, options: OptConfig) -> None: ...  # a side engine on `options` warms

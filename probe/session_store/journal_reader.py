@@ -76,11 +76,13 @@ class Journal:
             text += f"; {len(lost)} request(s) it held are recorded as failed"
         return lost, Notice(at_s, "error", text)
 
-    def document(self, end: EngineExit) -> dict[str, Any]:
-        """The session JSON of everything served, the engine's end marked."""
-        lost, notice = self.crash_marks(end, restarted=False)
-        data = replace(self.data, records=self.data.records + lost,
-                       notices=self.data.notices + (notice,))
+    def document(self, end: EngineExit | None) -> dict[str, Any]:
+        """The session JSON of everything served, the engine's end marked; `end` None: its
+        engines still serve (a live A/B's two), and what they hold is not served yet, not lost."""
+        data = self.data
+        if end is not None:
+            lost, notice = self.crash_marks(end, restarted=False)
+            data = replace(data, records=data.records + lost, notices=data.notices + (notice,))
         context = dict(self.context)
         model = context.get("model")
         config = data.configs.get(self._config_serving())
@@ -281,13 +283,17 @@ def unreadable_text(unreadable: tuple[tuple[int, str], ...], shown_at_most: int 
     return f"{count} line{'s' if count != 1 else ''} unreadable: {'; '.join(parts)}{more}"
 
 
-def save_from_journal(journal_path: str, out: str | os.PathLike, end: EngineExit | None) -> Path:
+def save_from_journal(journal_path: str, out: str | os.PathLike, end: EngineExit | None, *,
+                      serving: bool = False) -> Path:
     """Write the session JSON of what the engine served, from its journal alone (no engine
     needed: the dashboard's `s` while the engine is down); `end`: how it ended, if known.
+    `serving`: its engines still serve (`s` during a live A/B, whose two engines each hold
+    only their half): the requests they hold are left out, not recorded as lost.
     BadInput when the engine ended before its session began; OSError when `out` cannot be
     written."""
     journal = read_journal(journal_path)
     if journal is None:
         raise BadInput("the engine ended before its session began: nothing to save")
-    end = end or EngineExit(time.time(), None, "not running")
-    return write_json_atomic(out, journal.document(end))
+    if not serving:
+        end = end or EngineExit(time.time(), None, "not running")
+    return write_json_atomic(out, journal.document(None if serving else end))

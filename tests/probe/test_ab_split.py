@@ -4,6 +4,7 @@ arm B; both arms append to the one session journal; when B stops, A takes B's re
 
 from __future__ import annotations
 
+import json
 import threading
 from types import SimpleNamespace
 
@@ -16,8 +17,8 @@ from probe.contract.protocol import Diverted
 from probe.engine.process.ab_split import Splitter, end_split
 from probe.engine.state_files import new_journal
 from probe.session_store.journal import Dispatch, JournaledSession, JournalWriter
-from probe.session_store.journal_reader import read_journal
-from tests.probe.test_journal import CONTEXT, record
+from probe.session_store.journal_reader import read_journal, save_from_journal
+from tests.probe.test_journal import CONTEXT, fill, record
 from workloads.replayer import ScheduledRequest
 from workloads.trace_records import TraceRequest
 
@@ -115,3 +116,14 @@ def test_the_split_hands_b_every_other_queued_request_and_keeps_the_rest_in_orde
     assert loop.split_queue() == 2
     assert handed == [1, 3]
     assert [s.seq for s in loop._take_now(10)] == [0, 2, 4]
+
+
+def test_a_save_beside_two_serving_engines_records_nothing_they_hold_as_lost(tmp_path):
+    path = new_journal(tmp_path / "state")
+    fill(path)                                      # seq 3 dispatched and not served yet
+    live = json.loads(save_from_journal(path, tmp_path / "live.json", None,
+                                        serving=True).read_text())
+    down = json.loads(save_from_journal(path, tmp_path / "down.json", None).read_text())
+    assert sorted(r["seq"] for r in live["requests"]) == [0, 1, 2]
+    assert sorted(r["seq"] for r in down["requests"]) == [0, 1, 2, 3]     # 3: lost
+    assert len(down["notices"]) == len(live["notices"]) + 1

@@ -69,6 +69,8 @@ async def test_a_live_ab_serves_alternate_arrivals_compares_and_keeps_a(tmp_path
             saved = json.loads(next(snapshots.glob("*.json")).read_text())
             configs = {r["config_id"] for r in saved["requests"]}
             assert {a_id, ab.b_id} <= configs
+            # what the two engines hold is not served yet, not lost
+            assert not [r for r in saved["requests"] if r.get("error")]
 
             await pilot.press("escape")              # keep A
             await wait(pilot, lambda: app._ab is None)

@@ -24,6 +24,7 @@ class ABClient:
     _ab: str = ""                   # "" none; "warming": B compiles; "split": both serve
     _arm_id: str = ""               # arm B's config id, once it said
 
+    # EngineClient's, declared here for the type checker
     def warm_switch(self, options: OptConfig) -> None:
         raise NotImplementedError
 

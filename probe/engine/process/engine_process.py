@@ -331,12 +331,13 @@ class EngineClient(ABClient):
     def is_alive(self) -> bool:
         return self._process is not None and self._process.is_alive()
 
-    def write_snapshot(self, path: str) -> Path:
+    def write_snapshot(self, path: str, *, serving: bool = False) -> Path:
         """The session JSON from the journal, with no engine: what the engine served before it
-        ended (`s` while it is down). BadInput when there is nothing to save."""
+        ended (`s` while it is down), or, `serving`, what a live A/B's two engines served so
+        far. BadInput when there is nothing to save."""
         if not self.journal_path:
             raise BadInput(self.journal_problem or "no session journal")
-        return save_from_journal(self.journal_path, path, self._ended)
+        return save_from_journal(self.journal_path, path, self._ended, serving=serving)
 
     def stop(self) -> None:
         """Shutdown, STOP_WAIT_S for the engine to end, then kill it: never an unbounded wait."""
