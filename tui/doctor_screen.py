@@ -41,9 +41,12 @@ class DoctorScreen(ModalScreen[None]):
                 Binding(AB_STEP_KEY, "verify", "A/B the next step")]
 
     def __init__(self, diagnosis: SegmentDiagnosis | None, checklist: tuple[ChecklistItem, ...],
-                 label: str = "") -> None:
+                 label: str = "", ab: str = "") -> None:
+        """`ab`: a live A/B's comparison (tui/live_ab.py's ab_report), shown first."""
         super().__init__()
         self._text = report_text(diagnosis, checklist, label)
+        if ab:
+            self._text = Text(ab + "\n\n", style="bold") + self._text
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="doctor-body") as body:

@@ -14,6 +14,7 @@ from tui.dashboard_state import DashboardState
 from tui.doctor_screen import DoctorScreen
 from tui.help_screen import HelpScreen
 from tui.keys import KEYS
+from tui.live_ab import ab_report
 from tui.messages import SnapshotFailed, SnapshotSaved
 from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
 from tui.reasons_screen import ReasonsScreen
@@ -170,7 +171,8 @@ class KeyActions(DashboardState):
             view = self.view
             label = derive.config_label(view, view.config_id) if view is not None else ""
             self.push_screen(DoctorScreen(view.diagnosis if view else None,
-                                          view.checklist if view else (), label))
+                                          view.checklist if view else (), label,
+                                          ab_report(self._ab) if self._ab else ""))
 
     def action_reasons(self) -> None:
         if not isinstance(self.screen, ReasonsScreen):

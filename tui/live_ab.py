@@ -12,6 +12,7 @@ from typing import Any, Iterable, Mapping
 from textual.message import Message
 
 from probe.analysis.ab_compare import HEADLINE, Comparison
+from probe.analysis.ab_table import comparison_lines, signed_text
 from probe.analysis.next_step import NextStep, prediction_held
 from probe.common.units import fmt_ms
 from probe.contract.live import LiveView
@@ -130,9 +131,9 @@ def verdict_text(comparison: Comparison) -> str:
     interval = ""
     if metric.ci95 is not None:
         lo, hi = metric.ci95
-        interval = f" [{fmt_ms(lo)}, {fmt_ms(hi)}]"
-    text = (f"p95 {fmt_ms(metric.a)} → {fmt_ms(metric.b)}, B − A {fmt_ms(metric.delta)}"
-            f"{interval}: {comparison.verdict}")
+        interval = f" [{signed_text(HEADLINE, lo)}, {signed_text(HEADLINE, hi)}]"
+    text = (f"p95 {fmt_ms(metric.a)} → {fmt_ms(metric.b)}, B − A "
+            f"{signed_text(HEADLINE, metric.delta)}{interval}: {comparison.verdict}")
     if comparison.requests_to_tell is not None:
         text += f" (about {comparison.requests_to_tell} a side to tell)"
     return text
@@ -159,3 +160,20 @@ def step_target(view: LiveView) -> tuple[OptConfig, NextStep] | None:
     for key, value in step.options.items():
         target = target.with_option(key, value)
     return (target, step) if target != view.options else None
+
+
+def ab_report(ab: LiveAB) -> str:
+    """The doctor screen's section while an A/B runs: every figure `doctor --verify` compares,
+    A, B, B − A and its interval, then the verdict and the doctor's prediction."""
+    head = (f"live A/B: A = {ab.a_id}, B = {ab.b_id or 'new'} {ab.target.label()}; every other "
+            f"request each since the split, half the trace's rate · Enter adopts B, Esc keeps A")
+    if not ab.split:
+        return f"{head}\n  arm B is still warming"
+    if ab.comparison is None:
+        a, b = ab.counts()
+        return f"{head}\n  {a} | {b} served: not compared yet"
+    lines = [head, *comparison_lines(ab.comparison)]
+    held = held_text(ab)
+    if held:
+        lines.append(f"  prediction: {held}")
+    return "\n".join(lines)

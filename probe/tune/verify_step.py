@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from probe.analysis.ab_compare import Comparison, compare, compile_s, laid_end_to_end
+from probe.analysis.ab_table import comparison_lines
 from probe.analysis.next_step import NextStep, prediction_held
 from probe.analysis.session_diagnosis import SessionDiagnosis
 from probe.analysis.stats import segment_stats
 from probe.checks.engine_inputs import PRESETS, check_device, check_model
 from probe.common.errors import BadInput
-from probe.common.units import fmt_bytes, fmt_ms, fmt_rate, fmt_s
 from probe.contract.objective import Slo
 from probe.contract.options import OptConfig
 from probe.contract.prepared_workload import PreparedWorkload
@@ -214,22 +214,6 @@ def say_stderr(text: str) -> None:
     print(f"doctor --verify: {text}", file=sys.stderr, flush=True)
 
 
-def _value(name: str, value: float | None) -> str:
-    if name == "kv_peak_bytes":
-        return fmt_bytes(value)
-    if name == "goodput_rps":
-        return fmt_rate(value, "req/s")
-    if name == "compile_s":
-        return fmt_s(value)
-    return fmt_ms(value)
-
-
-def _signed(name: str, value: float | None) -> str:
-    if value is None:
-        return _value(name, value)
-    return ("+" if value >= 0 else "−") + _value(name, abs(value))
-
-
 def verify_text(v: Verification) -> str:
     """The doctor's section for --verify: one line a figure, the verdict, the prediction."""
     plan, c = v.plan, v.comparison
@@ -238,16 +222,7 @@ def verify_text(v: Verification) -> str:
              f"{change}; {plan.model} on {plan.device}, {len(plan.requests)} recorded requests "
              f"replayed at their arrival times, {v.passes} run(s) an arm on fresh engines "
              f"alternated (A B, B A, …), warm-up excluded",
-             f"  {'':<14}{'A':>10}{'B':>10}{'B − A':>11}  95% interval of B − A"]
-    for name, m in c.metrics.items():
-        interval = ("— (per engine, not per request)" if m.ci95 is None else
-                    f"[{_signed(name, m.ci95[0])}, {_signed(name, m.ci95[1])}]")
-        lines.append(f"  {name:<14}{_value(name, m.a):>10}{_value(name, m.b):>10}"
-                     f"{_signed(name, m.delta):>11}  {interval}")
-    tell = (f"; about {c.requests_to_tell} requests an arm would tell"
-            if c.requests_to_tell is not None else "")
-    lines.append(f"  verdict (p95): {c.verdict} ({c.requests_a} requests in A, {c.requests_b} "
-                 f"in B){tell}")
+             *comparison_lines(c)]
     if v.held is None:
         lines.append("  prediction: nothing numeric was predicted to check")
     else:

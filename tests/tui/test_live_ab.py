@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from probe.analysis.ab_compare import compare
+from probe.analysis.ab_table import comparison_lines
 from probe.contract.protocol import (
     ArmLive,
     ArmStarted,
@@ -18,6 +19,7 @@ from probe.contract.protocol import (
 )
 from tests.fake_engine import FakeEngine
 from tests.probe.test_journal import record
+from tests.tui.conftest import screen_text
 from tui.live_ab import gather
 
 
@@ -73,6 +75,15 @@ async def test_an_ab_compares_its_arms_and_enter_adopts_b(make_app, until, stage
         assert "every other request each: half the rate" in text and "20 | 20 served" in text
         assert f": {expected.verdict}" in text and expected.verdict == "worse"
         assert "Enter adopts B, Esc keeps A" in text
+        await pilot.press("D")                       # the whole comparison, as --verify's
+        await until(pilot, lambda: "live A/B: A = c1, B = c2 kv_cache=off" in screen_text(app))
+        shown = screen_text(app)
+        for line in comparison_lines(expected):
+            assert line.strip().split()[0] in shown
+        assert f"verdict (p95): {expected.verdict} (20 requests in A, 20 in B)" in shown
+        await pilot.press("escape")                  # closes the doctor; the A/B runs on
+        await until(pilot, lambda: "live A/B" not in screen_text(app))
+        assert app._ab is not None and engine.ab_ends == []
         await pilot.press("enter")
         await until(pilot, lambda: engine.ab_ends == ["adopt"] and app._ab is None)
         assert app.requested == baseline.options.with_option("kv_cache", "off")
