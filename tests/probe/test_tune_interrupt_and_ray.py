@@ -108,6 +108,18 @@ def ray_two_slots(local_ray):
     shutil.rmtree(barrier, ignore_errors=True)
 
 
+def two_slot_steps(tmp_path, said: list[str], runner):
+    """The local Ray instance as a two-slot cluster, its jobs run by `runner`."""
+    import threading
+
+    from probe.tune.ray_steps import RaySteps
+    context = RunContext(model="t5-tiny", device="cpu", loaded=None, max_input=512, repeats=2,
+                         compile_backend="eager", slo=parse_slo("latency=1s"))
+    cluster = Cluster("local", "cpu", {"num_cpus": 1, "resources": {SLOT: 1}}, 2, 1, "2.x")
+    return RaySteps(cluster, context, "chat", 1, tmp_path, threading.Event(), said.append,
+                    runner=runner)
+
+
 def seed_order(segment):
     return [Candidate(k, v) for k, v in SEED_ORDER]
 
@@ -115,15 +127,8 @@ def seed_order(segment):
 @pytest.mark.timeout(300)
 def test_tune_ray_runs_a_steps_candidates_at_once_and_decides_as_the_sequential_path(
         ray_two_slots, tmp_path):
-    import threading
-
-    from probe.tune.ray_steps import RaySteps
-    context = RunContext(model="t5-tiny", device="cpu", loaded=None, max_input=512, repeats=2,
-                         compile_backend="eager", slo=parse_slo("latency=1s"))
-    cluster = Cluster("local", "cpu", {"num_cpus": 1, "resources": {SLOT: 1}}, 2, 1, "2.x")
     said: list[str] = []
-    steps = RaySteps(cluster, context, "chat", 1, tmp_path, threading.Event(), said.append,
-                     runner=fake_job)
+    steps = two_slot_steps(tmp_path, said, fake_job)
     counter = iter(range(1, 100))
 
     def job(options, label, control):
@@ -191,19 +196,12 @@ def fake_trial_job(job: Job, context: RunContext, trace: str, threads, named_dir
 @pytest.mark.timeout(300)
 def test_tune_quick_on_ray_keeps_two_trials_in_flight_and_merges_each_as_it_ends(
         ray_two_slots, tmp_path):
-    import threading
-
     from probe.tune.combo import QUICK, run_combo
-    from probe.tune.ray_steps import RaySteps
     from probe.tune.ray_trials import RayTrials
     from probe.tune.space import dimensions
     from probe.tune.trials import DONE, Bounds
-    context = RunContext(model="t5-tiny", device="cpu", loaded=None, max_input=512, repeats=2,
-                         compile_backend="eager", slo=parse_slo("latency=1s"))
-    cluster = Cluster("local", "cpu", {"num_cpus": 1, "resources": {SLOT: 1}}, 2, 1, "2.x")
     said: list[str] = []
-    steps = RaySteps(cluster, context, "chat", 1, tmp_path, threading.Event(), said.append,
-                     runner=fake_trial_job)
+    steps = two_slot_steps(tmp_path, said, fake_trial_job)
     counter = iter(range(1, 100))
 
     def job_of(setup, label, control):
