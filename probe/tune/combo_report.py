@@ -19,6 +19,7 @@ from probe.report_charts.canvas import (
     save,
     warnings_to_log,
 )
+from probe.report_charts.html_report import html_document
 from probe.report_charts.tune_charts import FRONTIER_CHART, TunePoint, frontier_chart
 from probe.session_store.tables import text_table
 from probe.tune.candidates import opt_line
@@ -207,7 +208,11 @@ def write_frontier_chart(out: Path, state: ComboState, document: dict) -> dict:
 
 
 def write_combo(out: Path, state: ComboState, **context) -> None:
+    """tune.json, tune.md, the frontier chart, and report.html: tune.md with the chart inline
+    (the bench report's page), one file to open or send."""
     document = combo_document(state, **context)
     document["frontier_chart"] = write_frontier_chart(out, state, document)
     write_json_atomic(out / "tune.json", document)
-    write_atomic(out / "tune.md", [combo_markdown(document, state)])
+    markdown = combo_markdown(document, state)
+    write_atomic(out / "tune.md", [markdown])
+    write_atomic(out / "report.html", [html_document(markdown, out, "infertop tune")])

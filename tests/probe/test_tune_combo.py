@@ -460,6 +460,8 @@ def test_the_frontier_chart_is_written_beside_tune_md_and_names_its_points(tmp_p
     assert saved["frontier_chart"] == {"file": "tune_frontier.svg"}
     svg = (tmp_path / "tune_frontier.svg").read_text()
     assert "](tune_frontier.svg)" in (tmp_path / "tune.md").read_text()
+    page = (tmp_path / "report.html").read_text()     # one page: the chart inline
+    assert 'id="knee"' in page and '<img' not in page
     bend = saved["knee"]
     assert knee_text(TunePoint(bend["number"], bend["label"], 1, 1, True)) in svg
     assert "default (trial 0)" in svg
