@@ -149,7 +149,9 @@ def read_journal(path: str) -> Journal | None:
     # each graph's last entry, in the order the graphs first appeared (as the live session)
     sections["compile_ledger"] = list(sections["compile_ledger"].values())
     data = session_data(sections, source=f"session journal {path}")
-    context = MappingProxyType({name: header.get(name) for name in CONTEXT_SECTIONS})
+    # a section that is not an object (a damaged header) is left out, as a missing one is
+    context = MappingProxyType({name: header.get(name) for name in CONTEXT_SECTIONS
+                                if isinstance(header.get(name), dict)})
     return Journal(path, float(header["started_unix"]), context, data, tuple(dispatches),
                    tuple(sorted(unreadable)))
 

@@ -183,3 +183,17 @@ def test_reading_a_journal_imports_no_torch(journal_path, tmp_path):
             f"print('torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "False", result.stderr
+
+
+def test_a_header_section_that_is_not_an_object_is_left_out_and_the_rest_recovers(
+        journal_path, tmp_path):
+    writer = JournalWriter(journal_path)
+    session = JournaledSession(writer)
+    session.config_id(OptConfig())
+    writer.header(1000.0, {**CONTEXT, "live": True, "model": ["t5-tiny"]})
+    session.add_record(record(0))
+    writer.close()
+    journal = read_journal(journal_path)
+    assert journal is not None and "live" not in journal.context and "model" not in journal.context
+    saved = save_from_journal(journal_path, tmp_path / "out.json", None)
+    assert [r.seq for r in session_data(read_document(saved)).records] == [0]
