@@ -82,9 +82,11 @@ class LiveAB:
         request from the first one queued (the backlog is split too), so arm A's begin one
         before B's first; what A served before that was served at the whole trace's rate."""
         b = list(self.records_b.values())
-        first = min(self.records_b) - 1 if self.records_b else None
-        a = [r for seq, r in self.records_a.items() if first is None or seq >= first]
-        return a, b
+        if not b:       # no seq to start from yet: arm A's arrivals since the split
+            split_s = self.split_s if self.split_s is not None else float("inf")
+            return [r for r in self.records_a.values() if r.arrival_s >= split_s], b
+        first = min(self.records_b) - 1
+        return [r for seq, r in self.records_a.items() if seq >= first], b
 
     def counts(self) -> tuple[int, int]:
         a, b = self.arms()

@@ -140,3 +140,18 @@ def test_records_are_gathered_by_seq_from_windows_that_scroll():
     held = gather(held, first[2:], "c1", 1.0)        # the window moved on
     assert sorted(held) == [1, 2, 3, 4, 5]           # seq 0 ended before the A/B
     assert gather(held, first[2:], "c1", 1.0) is held
+
+
+def test_before_b_has_served_arm_a_counts_only_what_arrived_since_the_split():
+    from probe.contract.options import OptConfig
+    from tui.live_ab import LiveAB
+
+    before = records(range(0, 10), "c1", 0.0, 100.0)          # arrivals 0 … 9 s
+    ab = LiveAB(OptConfig(kv_cache="off"), "c1", 0.0, split_s=5.0, b_id="c2",
+                records_a={r.seq: r for r in before})
+    assert [r.seq for r in ab.arms()[0]] == [5, 6, 7, 8, 9] and ab.counts() == (5, 0)
+    # once B has served, by seq: A's from the one before B's first
+    ab = LiveAB(OptConfig(kv_cache="off"), "c1", 0.0, split_s=5.0, b_id="c2",
+                records_a={r.seq: r for r in before if r.seq not in (7, 9)},
+                records_b={r.seq: r for r in records([7, 9], "c2", 0.0, 100.0)})
+    assert [r.seq for r in ab.arms()[0]] == [6, 8] and ab.counts() == (2, 2)

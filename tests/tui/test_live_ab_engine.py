@@ -45,8 +45,9 @@ async def test_a_live_ab_serves_alternate_arrivals_compares_and_keeps_a(tmp_path
             a_id = app.view.config_id
             await pilot.press("V", "k")
             await wait(pilot, lambda: app._ab is not None and app._ab.split)
-            await wait(pilot, lambda: min(app._ab.counts()) >= 4
-                       and app._ab.comparison is not None)
+            await wait(pilot, lambda: app._ab.comparison is not None
+                       and min(app._ab.comparison.requests_a,
+                               app._ab.comparison.requests_b) >= 4)
             ab = app._ab
             line = status(app)
             assert f"A/B {a_id} (A) ↔ {ab.b_id} kv_cache=off (B)" in line
