@@ -15,13 +15,12 @@ from probe.analysis.ab_compare import Comparison, compare
 from probe.analysis.next_step import NextStep
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
-from probe.contract.protocol import ArmLive, ArmStarted, Pause, SetSpeed, WarmFailed
+from probe.contract.protocol import ArmLive, ArmStarted, WarmFailed, WarmReady
 from tui.key_actions import KeyActions
 from tui.live_ab import (
     AB_MODE_KEY,
     ABEnded,
     ABEvent,
-    ABSplit,
     LiveAB,
     step_target,
     verdict_text,
@@ -138,11 +137,7 @@ class ABActions(KeyActions):
         if how == "adopt":
             self.requested = ab.target
             self.options_sent_s = None          # arm B serves with these
-            self.engine_state, self.engine_note = "starting", ""
-            if self.speed is not None:
-                self._send(SetSpeed(self.speed))
-            if self.paused:
-                self._send(Pause())
+            self._another_engine_serves()
             said = f"adopted {ab.b_id or ab.target.label()} (B)"
         else:
             said = f"kept {ab.a_id} (A); arm B stopped" if ab.split else (
@@ -166,8 +161,8 @@ class ABActions(KeyActions):
             return
         if isinstance(event, ArmStarted):
             self._ab = replace(ab, b_id=event.config_id)
-        elif isinstance(event, ABSplit):
-            self._ab = replace(ab, split_s=self._engine_now_s(), warm_s=event.seconds)
+        elif isinstance(event, WarmReady):
+            self._ab = replace(ab, split_s=self._engine_now_s())
         elif isinstance(event, ArmLive):
             self._ab = ab.seen(event.view, "b")
             self._compare_when_stale()
@@ -190,11 +185,12 @@ class ABActions(KeyActions):
     @work(thread=True, exclusive=True, group="ab compare", exit_on_error=False)
     def _compare(self, ab: LiveAB) -> None:
         slo = self.view.slo if self.view is not None else None
+        a, b = ab.arms()
         try:
-            comparison = compare(*ab.arms(), slo=slo)
+            comparison = compare(a, b, slo=slo)
         finally:
             self._ab_comparing = False
-        self.post_message(ABCompared(ab.asked_s, comparison, ab.counts()))
+        self.post_message(ABCompared(ab.asked_s, comparison, (len(a), len(b))))
 
     def on_abcompared(self, message: ABCompared) -> None:
         ab = self._ab

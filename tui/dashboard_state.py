@@ -21,7 +21,7 @@ from textual.timer import Timer
 
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
-from probe.contract.protocol import EngineHandle
+from probe.contract.protocol import EngineHandle, Pause, SetSpeed
 from probe.contract.records import CompileInProgress
 from tui.live_ab import LiveAB, ab_line
 from tui.trace_shape import engine_trace_shape
@@ -94,6 +94,15 @@ class DashboardState(App[int]):
         with self._abandoned_lock:
             abandoned, self._abandoned = self._abandoned, None
         return abandoned
+
+    def _another_engine_serves(self) -> None:
+        """A restarted, cut-over or adopted engine starts with its launch's speed, unpaused:
+        it is told the replay's speed and pause as the dashboard holds them."""
+        self.engine_state, self.engine_note = "starting", ""
+        if self.speed is not None:
+            self._send(SetSpeed(self.speed))
+        if self.paused:
+            self._send(Pause())
 
     def ab_saw_a(self, view: LiveView) -> None:
         """Arm A's live view, for a live A/B (tui/ab_actions.py)."""

@@ -8,7 +8,7 @@ from textual import on
 from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
-from probe.contract.protocol import CutOverDone, Pause, SetSpeed, WarmFailed, WarmProgress
+from probe.contract.protocol import CutOverDone, WarmFailed, WarmProgress
 from tui.dashboard_state import DashboardState
 from tui.messages import (
     EngineFailed,
@@ -57,15 +57,11 @@ class EngineEvents(DashboardState):
         self.say(f"the engine stopped: {message.error}. {after}", severity="error", timeout=15)
 
     def on_engine_restarted(self, _: EngineRestarted) -> None:
-        self.engine_state, self.engine_note = "starting", ""
+        self._another_engine_serves()
         self._ab_lost("the engine restarted")
         if self._warming():                 # a restart stops the side engine too
             self._warm = None
             self._show_switch()
-        if self.speed is not None:
-            self._send(SetSpeed(self.speed))
-        if self.paused:
-            self._send(Pause())
 
     def on_replay_finished(self, _: ReplayFinished) -> None:
         self.engine_state = "finished"
@@ -106,10 +102,6 @@ class EngineEvents(DashboardState):
             self._warm = switch.done(self._engine_now_s(), event.seconds, event.shapes,
                                      self.view)
             self.options_sent_s = None      # the side engine started with these options
-            self.engine_state, self.engine_note = "starting", ""
-            if self.speed is not None:
-                self._send(SetSpeed(self.speed))
-            if self.paused:
-                self._send(Pause())
+            self._another_engine_serves()
             self.say(warm_line(self._warm, self.view, self._engine_now_s()))
         self._show_switch()

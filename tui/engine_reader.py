@@ -21,7 +21,7 @@ from probe.contract.protocol import (
     WarmReady,
 )
 from probe.contract.records import CompileInProgress
-from tui.live_ab import ABEnded, ABEvent, ABSplit
+from tui.live_ab import ABEnded, ABEvent
 from tui.messages import (
     EngineFailed,
     EngineLive,
@@ -85,8 +85,9 @@ class EngineReader:
         event = engine.poll(POLL_S)
         if isinstance(event, WarmReady) and engine.ab_running():
             engine.ab_split()
-            event = ABSplit(event.shapes, event.seconds)
-        if isinstance(event, (ABSplit, ArmLive, ArmStarted)):
+            self.post(ABEvent(event))
+            return down
+        if isinstance(event, (ArmLive, ArmStarted)):
             self.post(ABEvent(event))
             return down
         if isinstance(event, WarmReady):    # cut over here: start/poll/restart never overlap

@@ -26,20 +26,14 @@ ADOPT_KEY, KEEP_KEY = "enter", "escape"
 
 
 @dataclass(frozen=True)
-class ABSplit:
-    """Arm B is warm and the arrivals are split from now (the reader's own event)."""
-    shapes: int
-    seconds: float
-
-
-@dataclass(frozen=True)
 class ABEnded:
     """The reader adopted B ("adopt") or kept A ("keep"), as the user asked."""
     how: str
 
 
 class ABEvent(Message):
-    """Arm B's ArmLive/ArmStarted, ABSplit or ABEnded, posted by the engine reader."""
+    """Arm B's ArmStarted, WarmReady (it is warm: the reader split the requests) or ArmLive,
+    or ABEnded, posted by the engine reader."""
 
     def __init__(self, event: Any) -> None:
         super().__init__()
@@ -54,7 +48,6 @@ class LiveAB:
     step: NextStep | None = None        # the doctor's step it verifies, if it is one
     b_id: str = ""                      # arm B's config id, once its engine said
     split_s: float | None = None        # session time both arms began serving
-    warm_s: float | None = None         # arm B's compile and prewarm, wall seconds
     records_a: Mapping[int, RequestRecord] = field(default_factory=dict)    # by seq
     records_b: Mapping[int, RequestRecord] = field(default_factory=dict)
     b_view: LiveView | None = None

@@ -131,6 +131,8 @@ Event = EngineLoading | EngineLive | SnapshotSaved | SnapshotFailed | EngineFail
 
 # In the notice (a Live view's notices) the engine sends when a journal write fails.
 JOURNAL_STOPPED = "journaling stopped"
+# How often an engine (and a live A/B's arm B) sends its live view.
+PUBLISH_INTERVAL_S = 0.5
 
 
 # -- the warm switch: a new config compiled and prewarmed beside the serving one, then cut over

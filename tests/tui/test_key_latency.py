@@ -20,13 +20,12 @@ from dataclasses import replace
 
 from textual import events
 
-from probe.contract.protocol import EngineLive
+from probe.contract.protocol import PUBLISH_INTERVAL_S, EngineLive
 from tests.fake_engine import FakeEngine
 
 KEYS = (("c", "c"), ("b", "b"), ("space", " "), ("plus", "+"), ("minus", "-"), ("r", "r"),
         ("g", "g"), ("space", " "), ("k", "k"), ("B", "B")) * 2
 HANG_S = 60.0
-PUBLISH_INTERVAL_S = 0.5     # probe.engine.process.engine_process.PUBLISH_INTERVAL_S (not imported: it loads torch)
 
 
 async def _press_and_measure(app, engine: FakeEngine) -> list[float]:

@@ -16,14 +16,20 @@ from typing import Any
 
 from probe.common.errors import BadInput
 from probe.contract import protocol
-from probe.contract.protocol import ArmLive, ArmRequest, ArmStarted, CutOver, EngineExit
+from probe.contract.protocol import (
+    PUBLISH_INTERVAL_S,
+    ArmLive,
+    ArmRequest,
+    ArmStarted,
+    CutOver,
+    EngineExit,
+)
 from probe.engine.measure.bandwidth_cache import machine_bandwidth
 from probe.engine.process.engine_launch import EngineLaunch
 from probe.session_store.journal import JournaledSession, JournalWriter
 from probe.session_store.journal_reader import read_journal
 from workloads.replayer import ScheduledRequest, Submit
 
-PUBLISH_INTERVAL_S = 0.5
 WAIT_S = 0.05
 
 

@@ -16,7 +16,7 @@ from probe.common.atomic import write_json_atomic
 from probe.common.clock import SessionClock
 from probe.common.errors import BadInput
 from probe.contract import protocol
-from probe.contract.protocol import JOURNAL_STOPPED
+from probe.contract.protocol import JOURNAL_STOPPED, PUBLISH_INTERVAL_S
 from probe.engine.measure.bandwidth_cache import machine_bandwidth
 from probe.engine.process.ab_split import Splitter, end_split
 from probe.engine.process.carried_queue import scheduled_again
@@ -29,8 +29,6 @@ from probe.session_store.journal import Dispatch, JournaledSession, JournalWrite
 from probe.session_store.journal_reader import Journal, read_journal
 from probe.session_store.restart_carry import restart_marks
 from workloads.replayer import ScheduledRequest
-
-PUBLISH_INTERVAL_S = 0.5
 
 
 class _Sender:
