@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict, deque
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -42,6 +43,7 @@ class _Running:
     encoder_done: Mark
     first_step: int             # the step that makes its first token
     active_sum_at_join: int     # the scheduler's Σ active before its first step
+    share_mark: float           # the energy ledger's joules a share at its join
     kv_wait_ms: float = 0.0
     first_token: Mark | None = None
 
@@ -57,6 +59,23 @@ class _Finishing:
     kv: KVBytes                 # read before the slot left (the paged blocks go back)
 
 
+class _RunningIds(Collection[str]):
+    """The running requests' ids, read only when needed (a compile during a step): a step
+    hands the graph timer this view instead of copying every slot's id."""
+
+    def __init__(self, running: dict[int, _Running]) -> None:
+        self._running = running
+
+    def __iter__(self) -> Iterator[str]:
+        return (r.request.id for r in self._running.values())
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+    def __contains__(self, request_id: object) -> bool:
+        return any(r.request.id == request_id for r in self._running.values())
+
+
 class ContinuousScheduler:
     """The host's work per step does not grow with the slots: who finishes at which step is
     known when a request joins (its output length is given), tokens stay on the device until
@@ -70,6 +89,7 @@ class ContinuousScheduler:
         self.batcher.leave(list(range(self.batcher.slots)))   # promises and slots behind
         self.timeline: Timeline = timeline_for(engine.device)
         self.running: dict[int, _Running] = {}
+        self._running_ids = _RunningIds(self.running)
         # taken off the queue, waiting for KV blocks (paged layout), with their input ids and
         # when they were taken; their queue time goes on
         self.waiting: deque[tuple[EngineRequest, list[int], float]] = deque()
@@ -148,7 +168,8 @@ class ContinuousScheduler:
         first = self.steps + 1
         for slot, (request, row, taken_s) in zip(free, admitted):
             running = _Running(request, row, width, start_s, stall, encoder_done, first,
-                               self._active_sum, kv_wait_ms=(start_s - taken_s) * 1e3)
+                               self._active_sum, engine.energy.share_mark(),
+                               kv_wait_ms=(start_s - taken_s) * 1e3)
             self.running[slot] = running
             self._firsts[first].append(running)
             self._ends[self.steps + request.output_length].append(slot)
@@ -163,18 +184,16 @@ class ContinuousScheduler:
             return self._settle(wait=True)
         engine = self.engine
         engine.probe.set_context(f"batch of {len(self.running)}", self.config_id)
-        engine.graph_timer.set_context(self.config_id,
-                                       tuple(r.request.id for r in self.running.values()))
+        engine.graph_timer.set_context(self.config_id, self._running_ids)
         started = time.perf_counter()
         energy_start = engine.energy.begin(self.config_id)
-        decode_work = [(r.request.id, 1) for r in self.running.values()]
         try:
             engine.with_compile_fallback(self.options, self.batcher.step)
         except Exception as exc:  # a failed step fails the requests in it, not the engine
-            engine.energy.end(self.config_id, energy_start, "decode", decode_work)
+            engine.energy.end_shared(self.config_id, energy_start, len(self.running))
             engine.flush_probes()
             return self._settle(wait=True) + self._finish_all(short_error(exc))
-        engine.energy.end(self.config_id, energy_start, "decode", decode_work)
+        engine.energy.end_shared(self.config_id, energy_start, len(self.running))
         engine.session.set_energy(self.config_id, engine.energy.config_energy(self.config_id))
         self.steps += 1
         self._active_sum += len(self.running)
@@ -184,6 +203,7 @@ class ContinuousScheduler:
         leaving = self._ends.pop(self.steps, [])
         for slot in leaving:
             running = self.running.pop(slot)
+            engine.energy.settle_share(running.request.id, running.share_mark)
             steps = self.steps - running.first_step + 1
             self._finishing.append(_Finishing(
                 slot, running, steps, done, self.timeline.fetch(self.batcher.read(slot, steps)),
@@ -272,6 +292,8 @@ class ContinuousScheduler:
     def _finish_all(self, error: str) -> list[RequestRecord]:
         """A failed step fails every running request and frees every slot, so the next join
         starts from a clean batcher."""
+        for r in self.running.values():
+            self.engine.energy.settle_share(r.request.id, r.share_mark)
         records = [self.engine.make_record(r.request, row=r.row, width=r.width,
                                            start_s=r.start_s, config_id=self.config_id,
                                            batch=len(self.running), error=error,

@@ -6,6 +6,7 @@ import statistics
 from types import MappingProxyType
 
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,10 +21,12 @@ from probe.analysis.compile_ledger import (
     step_shares,
     with_pay_back,
 )
+from probe.common.clock import SessionClock
 from probe.common.errors import BadInput
 from probe.contract.options import parse_opts
 from probe.contract.records import CompileEvent, LedgerEntry
 from probe.contract.session import ConfigEntry, SessionData
+from probe.engine.observe.graph_timer import GraphTimer
 from probe.session_store.snapshot import saved_session, session_data, snapshot_document
 
 times = st.lists(st.floats(min_value=0.0, max_value=1e4, allow_nan=False), max_size=300)
@@ -170,3 +173,33 @@ def test_continued_adds_an_earlier_engines_entry():
     assert both.stalled_requests == ("r0", "r5") and both.paid_back is None
     assert (both.runtime_ms_median, both.median_of) == (1.5, 20)    # the larger sample's
     assert continued(None, now) is now
+
+
+def test_a_live_view_of_the_requests_is_read_when_a_compile_ran():
+    """Continuous batching hands the graph timer a live view of its running ids instead of a
+    copy a step: a compile window holds the ids as they were during that call, copied."""
+    class Compiling:
+        compile_seconds = 0.0
+
+    class Frozen(SessionClock):
+        def to_session_s(self, perf_counter_value: float) -> float:
+            return 1.0                  # every call spans the session's second 1.0
+
+    probe = Compiling()
+    book = LedgerBook()
+    timer = GraphTimer(book, Frozen(), probe, torch.device("cpu"))  # type: ignore[arg-type]
+    running = {0: "r0", 3: "r3"}
+    timer.set_context("c1", running.values())
+
+    def step(compiles: bool) -> None:
+        if compiles:
+            probe.compile_seconds += 0.5
+
+    timed = timer.wrap("step", step, compiled=True)
+    timed(False)                    # no compile: nothing read
+    running[5] = "r5"
+    timed(True)                     # a compile: the three running now
+    del running[0]
+    book.attribute([CompileEvent("0/0", "compile", "step", 1.0, 0.5, None, "r3", "c1")])
+    (entry,) = book.entries()
+    assert entry.calls == 2 and entry.stalled_requests == ("r0", "r3", "r5")

@@ -80,6 +80,57 @@ def test_the_ledger_charges_what_attribute_computes(schedule, first_j) -> None:
     assert ledger.config_energy("c1").idle_j == pytest.approx(expected.idle_j, abs=1e-6)
 
 
+# continuous batching: each step, requests may join before it and leave after it
+batch_schedules = st.lists(st.tuples(st.floats(0, 50), st.floats(0, 500),
+                                     st.sets(st.sampled_from(IDS)), st.sets(st.sampled_from(IDS))),
+                           max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(batch_schedules, st.floats(0, 1e6))
+def test_shared_steps_charge_what_attribute_computes(schedule, first_j) -> None:
+    """The running sum of joules a share (end_shared/share_mark/settle_share) against each
+    step split one token a request by `attribute`, the independent computation."""
+    readings, steps, marks = [first_j], [], {}
+    j = first_j
+
+    class Recorded:
+        source = "recorded"
+        i = -1
+
+        def read(self) -> EnergyReading:
+            self.i += 1
+            return EnergyReading(readings[self.i], float(self.i))
+
+    ledger = EnergyLedger(Recorded())
+    ledger.begin("c1")
+    running: list[str] = []
+    for gap, rise, joining, leaving in schedule:
+        for rid in sorted(joining - set(running)):
+            running.append(rid)
+            marks[rid] = ledger.share_mark()
+        j += gap
+        readings.append(j)
+        start = ledger.begin("c1")
+        j += rise
+        readings.append(j)
+        ledger.end_shared("c1", start, len(running))
+        steps.append(Step(j - rise, j, "decode", tuple((rid, 1) for rid in running)))
+        for rid in sorted(leaving & set(running)):
+            running.remove(rid)
+            ledger.settle_share(rid, marks.pop(rid))
+    for rid in running:
+        ledger.settle_share(rid, marks.pop(rid))
+    expected = attribute(first_j, j, steps)
+    for rid in IDS:
+        phases = ledger.take(rid)
+        want = expected.per_request.get(rid, EnergyPhases(0.0, 0.0))
+        assert phases is not None and phases.encode == 0.0
+        # a running sum at 1e6 J: its differences are exact to float rounding there
+        assert phases.decode == pytest.approx(want.decode, rel=1e-9, abs=1e-6)
+    assert ledger.config_energy("c1").idle_j == pytest.approx(expected.idle_j, abs=1e-6)
+
+
 def test_a_step_is_split_by_work_and_an_empty_step_is_nobodys() -> None:
     assert split_step(12.0, [("a", 1), ("b", 3), ("a", 2)]) == {"a": 6.0, "b": 6.0}
     assert split_step(5.0, [("a", 0)]) == {}

@@ -40,9 +40,25 @@ def engine():
     built.close()
 
 
+class CountingLedger(EnergyLedger):
+    """Counts the ledger's per-request updates: how much of its work each request costs."""
+
+    def __init__(self, counter: RisingCounter) -> None:
+        super().__init__(counter)
+        self.updates = 0
+
+    def charge(self, config_id, start, end, phase, work) -> None:
+        self.updates += len(work)
+        super().charge(config_id, start, end, phase, work)
+
+    def settle_share(self, request_id: str, mark: float) -> None:
+        self.updates += 1
+        super().settle_share(request_id, mark)
+
+
 def with_counter(engine: Engine) -> RisingCounter:
     counter = RisingCounter()
-    engine.energy = EnergyLedger(counter)
+    engine.energy = CountingLedger(counter)
     engine.session = type(engine.session)()
     engine.set_options(engine.options)
     return counter
@@ -85,6 +101,10 @@ def test_continuous_batching_adds_up_to_the_counter(engine) -> None:
     by_id = {r.id: r for r in records}
     assert by_id["c1"].energy_phases_j.decode > by_id["c2"].energy_phases_j.decode
     assert total_charged(engine) == pytest.approx(0.25 * (counter.reads - 1))
+    # the ledger's host work: an encode share and a decode share a request, never one update
+    # a running request a step (31 of those here: one a token)
+    assert isinstance(engine.energy, CountingLedger)
+    assert engine.energy.updates == 2 * len(records) < sum(r.output_tokens for r in records)
     engine.set_options(parse_opts([]))
 
 

@@ -1,7 +1,13 @@
 """The engine's energy ledger: reads the counter at each step's boundaries and charges the
 step's rise to the requests in it (probe/analysis/energy.py's `split_step`); what the counter
 rose between steps is the config's idle floor. Without a counter every answer is None and
-nothing is read."""
+nothing is read.
+
+A continuous-batching decode step is shared: every running request makes one token in it, so
+each is owed the step's joules ÷ the requests in it. Charging each one every step would make
+the host's work per step grow with the slots (#41), so those steps add to one running sum of
+joules a share instead, and a request is owed the sum's rise between its join (`share_mark`)
+and its leaving (`settle_share`): O(1) a step, O(1) a request."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ class EnergyLedger:
         self._last: EnergyReading | None = None
         self._charged: dict[str, list[float]] = {}      # request id → [encode J, decode J]
         self._configs: dict[str, ConfigEnergy] = {}
+        self._per_share = 0.0       # Σ over shared steps of their joules ÷ their requests
 
     @property
     def available(self) -> bool:
@@ -72,6 +79,32 @@ class EnergyLedger:
         if reading is not None:
             self._last = reading
         return reading
+
+    def end_shared(self, config_id: str, start: EnergyReading | None,
+                   sharing: int) -> EnergyReading | None:
+        """A decode step that `sharing` requests shared equally ends: read, and add its rise
+        to the joules a share (with no one in it, the rise is idle)."""
+        reading = self._read()
+        if start is not None and reading is not None:
+            joules = reading.joules_total - start.joules_total
+            if sharing > 0:
+                self._per_share += joules / sharing
+            self._add(config_id, idle_j=0.0 if sharing > 0 else joules,
+                      busy_s=reading.t_s - start.t_s)
+        if reading is not None:
+            self._last = reading
+        return reading
+
+    def share_mark(self) -> float:
+        """Where the joules a share stand: taken when a request starts to share steps."""
+        return self._per_share
+
+    def settle_share(self, request_id: str, mark: float) -> None:
+        """The request leaves the shared steps: it is owed their joules a share since `mark`
+        (its decode joules)."""
+        owed = self._per_share - mark
+        if owed:
+            self._charged.setdefault(request_id, [0.0, 0.0])[1] += owed
 
     def take(self, request_id: str) -> EnergyPhases | None:
         """The request's joules so far (0 where no step of it was read); None without a

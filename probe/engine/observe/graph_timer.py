@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Collection, Mapping
 
 import torch
 
@@ -51,17 +51,18 @@ class GraphTimer:
         self._probe = probe
         self._cuda = device.type == "cuda"
         self._config_id: str | None = None
-        self._requests: tuple[str, ...] = ()
+        self._requests: Collection[str] = ()
         self._serving = False
         self._keys: dict[Signature, str] = {}
         self._lock = threading.Lock()
         self._pending: list[tuple[GraphId, Any, Any]] = []      # CUDA event pairs not yet read
 
-    def set_context(self, config_id: str | None, requests: tuple[str, ...] = (), *,
+    def set_context(self, config_id: str | None, requests: Collection[str] = (), *,
                     serving: bool = True) -> None:
         """Whose calls come next: a config and the requests served (serving=False: a
         rehearsal, whose compiles count but whose calls do not). None: calls not recorded
-        (the drift reference)."""
+        (the drift reference). `requests` may be a live view (continuous batching's running
+        ids): it is read only when a compile ran, so a step need not copy it."""
         self._config_id, self._requests, self._serving = config_id, requests, serving
 
     def wrap(self, name: str, fn: Callable, *, compiled: bool) -> Callable:
@@ -90,7 +91,7 @@ class GraphTimer:
             window = None
             if compiled_s > 0:
                 window = CompileWindow(self._clock.to_session_s(start), self._clock.to_session_s(end),
-                                 self._requests if self._serving else ())
+                                 tuple(self._requests) if self._serving else ())
             if not self._serving:
                 self.book.add_call(graph, None, compiled_window=window)
             elif events is None or window is not None:
