@@ -15,16 +15,12 @@ from __future__ import annotations
 
 import argparse
 import platform
-import statistics
 import time
 from pathlib import Path
 
-from probe.contract.options import parse_opts
-from probe.engine.continuous_scheduler import ContinuousScheduler
-from probe.engine.engine import Engine, EngineSettings
-from probe.engine.model.requests import EngineRequest
+from probe.engine.gpu_check.host_cost import loop_host_us
+from probe.engine.model.loading import load_model
 from probe.engine.observe.energy_counter import EnergyReading
-from probe.engine.observe.energy_ledger import EnergyLedger
 
 
 class RisingCounter:
@@ -38,29 +34,6 @@ class RisingCounter:
     def read(self) -> EnergyReading:
         self.joules += 0.01
         return EnergyReading(self.joules, time.perf_counter())
-
-
-def host_us_per_step(slots: int, steps: int, repeats: int) -> float:
-    """The median over `repeats` windows of `steps` steps, in µs a step."""
-    settings = EngineSettings(model="t5-tiny", device="cpu", max_new_tokens=steps + 2,
-                              max_input_tokens=8, compile_backend="eager", keep_tokens=False,
-                              max_batch=slots)
-    engine = Engine(settings, parse_opts(["batching=continuous"]))
-    try:
-        engine.energy = EnergyLedger(RisingCounter())
-        windows = []
-        for repeat in range(repeats):
-            scheduler = ContinuousScheduler(engine)
-            scheduler.batcher.step = lambda: None       # type: ignore[method-assign]
-            scheduler.join([EngineRequest(f"r{repeat}-{i}", 500 + i, 8, steps + 1, 0.0)
-                            for i in range(slots)])
-            started = time.perf_counter()
-            for _ in range(steps):
-                scheduler.step()
-            windows.append((time.perf_counter() - started) / steps * 1e6)
-        return statistics.median(windows)
-    finally:
-        engine.close()
 
 
 def cpu_name() -> str:
@@ -86,7 +59,10 @@ def main() -> None:
     counts = [int(s) for s in args.slots.split(",")]
     print(f"machine: {cpu_name()}, python "
           f"{platform.python_version()}; {args.steps} steps × {args.repeats}, median")
-    results = {slots: host_us_per_step(slots, args.steps, args.repeats) for slots in counts}
+    loaded = load_model("t5-tiny")
+    results = {slots: loop_host_us(loaded, "cpu", slots, steps=args.steps, repeats=args.repeats,
+                                   counter=RisingCounter())
+               for slots in counts}
     first = results[counts[0]]
     for slots, us in results.items():
         print(f"{slots:>5} slots: {us:8.1f} µs of host work a step  "

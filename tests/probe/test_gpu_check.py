@@ -114,3 +114,27 @@ def test_the_matrix_times_its_configs_only_once_every_one_compiled(tmp_path):
     assert all("crashed" not in r and r["failed"] == 0 for r in results.values()), results
     assert results["fullgraph fp32 compile=off"]["tokens_equal_fp32_eager"] is True
     assert any("timing starts: 3 of 3 configs compiled" in line for line in lines)
+
+
+def test_the_host_section_times_the_loop_at_each_slot_count():
+    """gpu-check's `host` section, run on this CPU: the loop's own µs a step at each slot
+    count (the model's step replaced by nothing) and each piece it reads a step; without a
+    counter, the reason in the counter's place."""
+    from probe.engine.gpu_check.host_cost import host_costs
+    from probe.engine.model.loading import load_model
+    from probe.engine.observe.device_probe import DeviceProbe
+    from probe.engine.observe.energy_counter import Unavailable
+
+    lines: list[str] = []
+    report = host_costs(load_model("t5-tiny"), torch.device("cpu"), (2, 6), steps=6,
+                        repeats=1, log=lines.append)
+    assert set(report["loop_us_by_slots"]) == {2, 6}
+    assert all(us > 0 for us in report["loop_us_by_slots"].values())
+    assert report["growth"] == report["loop_us_by_slots"][6] / report["loop_us_by_slots"][2]
+    read = report["calls_us"]["energy counter read (twice a step)"]
+    counter = DeviceProbe(torch.device("cpu")).energy_counter()
+    if isinstance(counter, Unavailable):
+        assert read == counter.reason
+    else:
+        assert isinstance(read, float) and read > 0
+    assert any("at 6 slots" in line for line in lines)

@@ -8,6 +8,8 @@
    and NVML utilization at three slot counts and at the default sizing.
 4. The live dashboard for 60 s, driven headless through Textual's Pilot, its screens saved.
 5. A SIGTERM during a compile: the seconds until the process ended.
+6. The batching loop's own host work a step at 8, 64 and 256 slots, the model's step replaced
+   by nothing, and the per-call cost of what it reads each step (gpu_check/host_cost.py).
 J/token beside tokens/s in 2 and 3, from NVML's energy counter (gpu_check/energy.py); what the
 issue expects of it (falling with slots and under CUDA graphs) is reported, never failed.
 
@@ -33,7 +35,8 @@ from probe.engine.gpu_check.sigterm import sigterm_during_compile
 
 SMI_FIELDS = ("utilization.gpu", "memory.used", "memory.reserved", "memory.total", "power.draw",
               "temperature.gpu")
-SECTIONS = ("nvml", "decode", "batching", "dashboard", "sigterm")
+SECTIONS = ("nvml", "host", "decode", "batching", "dashboard", "sigterm")
+HOST_SLOTS = (8, 64, 256)
 
 if TYPE_CHECKING:
     import torch
@@ -219,6 +222,12 @@ def _run_sections(args, sections: set[str], device, report: dict, log, save) -> 
         idle = nvml_against_smi(device)
         report["nvml"] = {"idle": idle, "idle_memory_agrees": memory_agrees(idle)}
         log(f"NVML idle, infertop vs nvidia-smi: {json.dumps(idle)}")
+    if "host" in sections:
+        from probe.engine.gpu_check.host_cost import host_costs
+        from probe.engine.model.loading import load_model
+        log("the batching loop's host work, the model's step replaced by nothing:")
+        report["host"] = host_costs(load_model(args.model), device, HOST_SLOTS, log=log)
+        save()
     if "batching" in sections:
         from probe.engine.gpu_check.batching import replay_run
         runs = []
