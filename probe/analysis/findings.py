@@ -146,13 +146,19 @@ def recompile_limit(events: Sequence[CompileEvent]) -> Finding | None:
 
 
 def host_bound(steps: BatchSteps | None) -> Finding | None:
-    """Continuous batching whose host work fills the step: the GPU waits on Python, and more
-    slots or a faster GPU would not help; CUDA graphs per batch size (compile=reduce-overhead)
-    take the launches off the host."""
+    """Continuous batching whose host work fills the step: the GPU waits on Python, and a
+    faster GPU would not help. Where the steps' own launches lead, CUDA graphs per batch size
+    (compile=reduce-overhead) take them off the host; where the joins lead, each runs the
+    encoder eagerly for its group of joiners, which no option captures yet."""
     if steps is None or steps.bound != "host":
         return None
-    fix = ("" if steps.captured else
-           "; compile=reduce-overhead captures a CUDA graph per batch size")
+    if steps.joins_lead:
+        fix = ("; most of it is joins: each runs the encoder eagerly for its group of "
+               "joiners, a few hundred kernel launches")
+    elif not steps.captured:
+        fix = "; compile=reduce-overhead captures a CUDA graph per batch size"
+    else:
+        fix = ""
     return Finding("host_bound", f"the batching loop is host-bound: {steps.text()}{fix}")
 
 

@@ -137,15 +137,20 @@ HOST_BOUND = 0.8       # the host's share of a batching step from which the loop
 class BatchSteps:
     """Continuous batching's recent steps, as one config ran them: host time against the
     step period read from the GPU's marks. A host time near the period is a host-bound loop
-    (the GPU waits for the host); well below it, the GPU is the bound."""
+    (the GPU waits for the host); well below it, the GPU is the bound.
+
+    Means over the window, not medians: joins come every few steps, and a median step would
+    leave their host work out of the loop's (on an H200 it was most of it). A step during
+    which a compile ran is left out: its compile is the compile feed's to show."""
     steps: int                      # steps so far
     slots: int                      # slots available
     captured: tuple[int, ...]       # batch sizes with a CUDA graph; () when none
     running: float | None           # requests in slots, mean over the window
     rows: float | None              # rows a step ran over (its captured size, or every slot)
-    host_ms: float | None           # the host's work per step (not its waits for the GPU), median
-    period_ms: float | None         # between consecutive steps' ends on the GPU, median
+    host_ms: float | None           # the host's work a step, joins included (not its waits)
+    period_ms: float | None         # between consecutive steps' ends on the GPU
     on_gpu: bool = True             # on a CPU the step is the host's own work: no bound to read
+    join_ms: float | None = None    # of host_ms, the joins' (their encoder run) a step
 
     @property
     def host_share(self) -> float | None:
@@ -153,6 +158,11 @@ class BatchSteps:
         if self.host_ms is None or not self.period_ms:
             return None
         return min(1.0, self.host_ms / self.period_ms)
+
+    def _host_text(self) -> str:
+        """"host 8.30 ms (joins 7.90)": the joins' part where they have one."""
+        joins = f" (joins {self.join_ms:.2f})" if self.join_ms else ""
+        return f"host {self.host_ms:.2f} ms{joins}"
 
     @property
     def bound(self) -> str | None:
@@ -174,6 +184,11 @@ class BatchSteps:
         return (f"slots {running}/{self.slots} · host {self.host_ms:.2f}/"
                 f"{self.period_ms:.2f} ms · {self.bound}-bound")
 
+    @property
+    def joins_lead(self) -> bool:
+        """Whether the joins are most of the host's work a step."""
+        return bool(self.join_ms and self.host_ms and self.join_ms * 2 > self.host_ms)
+
     def text(self) -> str:
         """One line for the panels and the doctor: slots in use, the captured sizes, host
         time against the step period."""
@@ -182,7 +197,7 @@ class BatchSteps:
                   else " · no CUDA graphs")
         times = ("" if self.host_ms is None or self.period_ms is None
                  else f" · {self.period_ms:.2f} ms a step" if not self.on_gpu else
-                 f" · host {self.host_ms:.2f} ms of a {self.period_ms:.2f} ms step"
+                 f" · {self._host_text()} of a {self.period_ms:.2f} ms step"
                  f" ({self.bound}-bound)")
         return f"slots {running}/{self.slots}{graphs}{times}"
 

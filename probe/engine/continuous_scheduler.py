@@ -98,7 +98,8 @@ class ContinuousScheduler:
         self._ends: dict[int, list[int]] = defaultdict(list)      # step → slots done at it
         self._firsts: dict[int, list[_Running]] = defaultdict(list)
         self._finishing: deque[_Finishing] = deque()  # done, their tokens on the way
-        self._in_flight: deque[Mark] = deque()        # steps queued, not yet passed
+        # steps queued, not yet passed, and whether a compile ran in each
+        self._in_flight: deque[tuple[Mark, bool]] = deque()
         self.step_times = StepTimes()
 
     @property
@@ -151,12 +152,14 @@ class ContinuousScheduler:
         engine.graph_timer.set_context(self.config_id, tuple(r.id for r in requests))
         energy_start = engine.energy.begin(self.config_id)
         encode_work = [(r.id, width) for r in requests]
+        started = time.perf_counter()
         try:
             ids, mask = pad_batch(rows, width, engine.dims.pad_token_id, engine.device)
             outputs = [r.output_length for r in requests]
             engine.with_compile_fallback(self.options,
                                          lambda: self.batcher.join(free, ids, mask, outputs))
         except Exception as exc:  # the joiners fail; the running slots go on
+            self.step_times.join(time.perf_counter() - started)
             engine.energy.end(self.config_id, energy_start, "encode", encode_work)
             engine.flush_probes()
             self.batcher.cancel_admitted()
@@ -164,6 +167,7 @@ class ContinuousScheduler:
             return self._fail([(r, row) for r, row, _ in admitted], start_s, short_error(exc),
                               width)
         encoder_done = self.timeline.mark()
+        self.step_times.join(time.perf_counter() - started)
         engine.energy.end(self.config_id, energy_start, "encode", encode_work)
         first = self.steps + 1
         for slot, (request, row, taken_s) in zip(free, admitted):
@@ -186,6 +190,7 @@ class ContinuousScheduler:
         engine.probe.set_context(f"batch of {len(self.running)}", self.config_id)
         engine.graph_timer.set_context(self.config_id, self._running_ids)
         started = time.perf_counter()
+        compile_before = engine.probe.compile_seconds
         energy_start = engine.energy.begin(self.config_id)
         try:
             engine.with_compile_fallback(self.options, self.batcher.step)
@@ -211,13 +216,15 @@ class ContinuousScheduler:
                 self._kv(slot, running, steps)))
         self.batcher.leave(leaving)
         engine.flush_probes()
+        compiled = engine.probe.compile_seconds > compile_before
         self.step_times.add(time.perf_counter() - started, rows=self.batcher.last_rows,
-                            running=len(self.running) + len(leaving))
-        self._in_flight.append(done)
-        while self._in_flight and (self._in_flight[0].ready()
+                            running=len(self.running) + len(leaving), compiled=compiled)
+        self._in_flight.append((done, compiled))
+        while self._in_flight and (self._in_flight[0][0].ready()
                                    or len(self._in_flight) > STEPS_AHEAD):
-            passed = self._in_flight.popleft()
-            self.step_times.passed(self.timeline.seconds(passed))   # waits if not ready
+            passed, passed_compiled = self._in_flight.popleft()
+            self.step_times.passed(self.timeline.seconds(passed),   # waits if not ready
+                                   compiled=passed_compiled)
         if not self.running:
             self.step_times.idle()
         pool = self.batcher.info()

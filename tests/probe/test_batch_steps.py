@@ -4,14 +4,17 @@ panels and the doctor, and kept in the saved session."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from types import MappingProxyType
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from probe.analysis.findings import host_bound
 from probe.contract.records import BatchSteps
 from probe.contract.session import SessionData
-from probe.engine.decode.step_times import StepTimes
+from probe.engine.decode.step_times import WINDOW, StepTimes
 from probe.session_store.snapshot import session_data, snapshot_document
 
 
@@ -68,3 +71,58 @@ def test_step_times_average_host_work_and_the_gpus_period():
     times.idle()                     # a gap with nothing running is no step's period
     times.passed(99.0)
     assert times.snapshot(8, ()).period_ms == pytest.approx(4.0)
+
+
+def test_joins_are_host_work_the_line_and_the_doctor_name():
+    """The H200's loop: a graph replay of 0.04 ms host, joins of ~8 ms a step between
+    them. Left out, the line said GPU-bound while the GPU was 23% busy."""
+    joined = replace(steps(8.3, 9.9, (1, 2, 4, 256)), join_ms=7.9)
+    assert joined.bound == "host" and joined.joins_lead
+    assert joined.text() == ("slots 143/256 · graphs 1…256 · host 8.30 ms (joins 7.90) of a "
+                             "9.90 ms step (host-bound)")
+    finding = host_bound(joined)
+    assert finding is not None and "most of it is joins" in finding.evidence
+    assert "compile=reduce-overhead" not in finding.evidence
+    launches = replace(steps(3.9, 4.0), join_ms=0.5)
+    assert not launches.joins_lead
+    assert "compile=reduce-overhead" in host_bound(launches).evidence
+
+
+def test_a_session_saved_before_joins_were_counted_still_loads():
+    document = json.loads(json.dumps(snapshot_document(
+        SessionData(batch_steps=MappingProxyType({"c1": steps(0.4, 1.6)})),
+        environment={}, model={}, trace={})))
+    del document["batch_steps"]["c1"]["join_ms"]
+    assert session_data(document).batch_steps["c1"].join_ms is None
+
+
+# each step: the joins' host seconds before it, its own host seconds, whether a compile ran
+# in it, and the GPU's seconds from the previous step's end to its end
+step_runs = st.lists(st.tuples(st.lists(st.floats(0, 0.01), max_size=3), st.floats(0, 0.01),
+                               st.booleans(), st.floats(1e-4, 0.02)), min_size=1, max_size=300)
+
+
+@settings(max_examples=200, deadline=None)
+@given(step_runs)
+def test_step_times_are_the_windows_means_joins_in_and_compiles_out(run):
+    times, done = StepTimes(), 0.0
+    for joins, host, compiled, period in run:
+        for join in joins:
+            times.join(join)
+        times.add(host, rows=8, running=4, compiled=compiled)
+        done += period
+        times.passed(done, compiled=compiled)
+    snap = times.snapshot(slots=8, captured=())
+    window = run[-WINDOW:]
+    kept = [(sum(j), h) for j, h, c, _ in window if not c]
+    periods = [p for _, _, c, p in run[1:] if not c][-WINDOW:]
+    if kept:
+        join_ms = sum(j for j, _ in kept) / len(kept) * 1e3
+        assert snap.join_ms == pytest.approx(join_ms)
+        assert snap.host_ms == pytest.approx(sum(j + h for j, h in kept) / len(kept) * 1e3)
+    else:
+        assert snap.host_ms is None and snap.join_ms is None
+    if periods:
+        assert snap.period_ms == pytest.approx(sum(periods) / len(periods) * 1e3)
+    else:
+        assert snap.period_ms is None

@@ -192,3 +192,24 @@ def test_dynamic_batches_under_graphs_are_padded_to_the_ladder(engine, monkeypat
     assert shapes == [4]
     assert [r.id for r in records] == [r.id for r in requests]
     assert {r.id: list(r.tokens) for r in records} == alone
+
+
+def test_a_joins_host_time_is_the_loops(engine, monkeypatch):
+    """The join's encoder run is host work of the loop: the steps' figure holds it (a join
+    made slow by 20 ms shows as at least 20 ms of joins over the steps of the window)."""
+    import time as time_module
+
+    scheduler = ContinuousScheduler(engine)
+    batcher = scheduler.batcher
+    real_join = batcher.join
+
+    def slow_join(*args, **kwargs):
+        time_module.sleep(0.02)
+        return real_join(*args, **kwargs)
+    monkeypatch.setattr(batcher, "join", slow_join)
+    requests = [EngineRequest(f"j{i}", 950 + i, 4, 3, 0.0) for i in range(4)]
+    serve_everything(scheduler, requests, per_join=2)
+    figure = engine.session.freeze().batch_steps[engine.config_id]
+    assert figure.join_ms is not None and figure.host_ms is not None
+    assert figure.join_ms * scheduler.steps >= 2 * 20.0     # two joins of 2, 20 ms each
+    assert figure.host_ms > figure.join_ms

@@ -15,23 +15,33 @@ class StepTimes:
     def __init__(self) -> None:
         self.steps = 0
         self._host_s: deque[float] = deque(maxlen=WINDOW)
+        self._join_s: deque[float] = deque(maxlen=WINDOW)     # a step's joins before it
         self._period_s: deque[float] = deque(maxlen=WINDOW)
         self._rows: deque[int] = deque(maxlen=WINDOW)
         self._running: deque[int] = deque(maxlen=WINDOW)
+        self._joining_s = 0.0           # joins since the last step
         self._last_done_s: float | None = None
 
-    def add(self, host_s: float, *, rows: int, running: int) -> None:
+    def join(self, host_s: float) -> None:
+        """A join's host time (its encoder run, launched): the next step's."""
+        self._joining_s += host_s
+
+    def add(self, host_s: float, *, rows: int, running: int, compiled: bool = False) -> None:
         """A step's host time (its bookkeeping and launch, not its waits for the GPU), the
-        rows it ran over (a captured size, or every slot) and the requests in them."""
+        rows it ran over (a captured size, or every slot) and the requests in them.
+        `compiled`: a compile ran in it, which is no measure of the loop (left out)."""
         self.steps += 1
-        self._host_s.append(host_s)
         self._rows.append(rows)
         self._running.append(running)
+        if not compiled:
+            self._host_s.append(host_s)
+            self._join_s.append(self._joining_s)
+        self._joining_s = 0.0
 
-    def passed(self, done_s: float) -> None:
+    def passed(self, done_s: float, *, compiled: bool = False) -> None:
         """The GPU passed a step's end at `done_s`: the step period is the time since the
-        previous one (GPU work and any gap the host left)."""
-        if self._last_done_s is not None:
+        previous one (GPU work and any gap the host left), unless a compile ran in it."""
+        if self._last_done_s is not None and not compiled:
             self._period_s.append(done_s - self._last_done_s)
         self._last_done_s = done_s
 
@@ -41,16 +51,14 @@ class StepTimes:
 
     def snapshot(self, slots: int, captured: tuple[int, ...], on_gpu: bool = True
                  ) -> BatchSteps:
-        """Medians of the host time and the period (a first step's warm-up, a join's encoder
-        would pull a mean far off the steady state); means of the rows and requests."""
+        """Means over the window (BatchSteps says why not medians)."""
         def mean(values) -> float | None:
             return sum(values) / len(values) if values else None
 
-        def median(values) -> float | None:
-            ordered = sorted(values)
-            return ordered[len(ordered) // 2] if ordered else None
-        host, period = median(self._host_s), median(self._period_s)
+        def ms(seconds: float | None) -> float | None:
+            return None if seconds is None else seconds * 1e3
+        host, joins = mean(self._host_s), mean(self._join_s)
         return BatchSteps(steps=self.steps, slots=slots, captured=captured,
                           running=mean(self._running), rows=mean(self._rows),
-                          host_ms=None if host is None else host * 1e3,
-                          period_ms=None if period is None else period * 1e3, on_gpu=on_gpu)
+                          host_ms=ms(None if host is None else host + (joins or 0.0)),
+                          period_ms=ms(mean(self._period_s)), on_gpu=on_gpu, join_ms=ms(joins))

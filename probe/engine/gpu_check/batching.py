@@ -64,7 +64,8 @@ def _steps_text(steps: dict | None) -> str:
     last = list(steps.values())[-1]
     host, period = last.get("host_ms"), last.get("period_ms")
     return (f"steps {last.get('steps')}, rows {last.get('rows') or 0:.0f}, host "
-            f"{host or 0:.2f} ms / period {period or 0:.2f} ms, graphs {last.get('captured')}")
+            f"{host or 0:.2f} ms (joins {last.get('join_ms') or 0:.2f}) / period "
+            f"{period or 0:.2f} ms, graphs {last.get('captured')}")
 
 
 def mean_between(samples: list[tuple[float, float]], start: float, end: float) -> float | None:
