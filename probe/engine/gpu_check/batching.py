@@ -7,6 +7,7 @@ served to the last, as the replay's per-request lines on its piped stderr mark i
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -68,6 +69,24 @@ def _steps_text(steps: dict | None) -> str:
             f"{period or 0:.2f} ms, graphs {last.get('captured')}")
 
 
+# A replay stopped at its limit gets SIGTERM, which saves what it served within seconds
+# (docs/reliability.md); this long after, it is killed and its run is lost.
+STOP_GRACE_S = 20.0
+
+
+def _stop_at_limit(process: subprocess.Popen, limit_s: float, stopped: threading.Event,
+                   done: threading.Event) -> None:
+    """SIGTERM at `limit_s` (the replay saves what it served), SIGKILL STOP_GRACE_S later:
+    a timer of its own, so a replay that prints nothing (a compile that does not end) is
+    stopped too."""
+    if done.wait(limit_s):
+        return
+    stopped.set()
+    process.send_signal(signal.SIGTERM)
+    if not done.wait(STOP_GRACE_S):
+        process.kill()
+
+
 def mean_between(samples: list[tuple[float, float]], start: float, end: float) -> float | None:
     inside = [v for t, v in samples if start <= t <= end]
     return sum(inside) / len(inside) if inside else None
@@ -75,7 +94,9 @@ def mean_between(samples: list[tuple[float, float]], start: float, end: float) -
 
 def replay_run(model: str, device: torch.device, *, max_batch: int, requests: int,
                options: list[str], timeout_s: float, log, at_load=None) -> dict:
-    """`at_load`: called once, halfway through the requests (a reading under load)."""
+    """`at_load`: called once, halfway through the requests or through `timeout_s`, whichever
+    comes first (a reading under load). At `timeout_s` the replay is stopped and measured on
+    what it served (`stopped_at_limit`)."""
     out = Path(tempfile.mkdtemp(prefix="gpu-batching-")) / "run.json"
     outstanding = min(1024, 2 * max_batch) if max_batch else 512
     command = [sys.executable, "-m", "infertop", "replay", "--device", str(device),
@@ -96,20 +117,27 @@ def replay_run(model: str, device: torch.device, *, max_batch: int, requests: in
     process = subprocess.Popen(command, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
                                text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     pid_box.append(process.pid)
+    stopped, ended = threading.Event(), threading.Event()
+    limit = threading.Thread(target=_stop_at_limit, args=(process, timeout_s, stopped, ended),
+                             daemon=True)
+    limit.start()
     assert process.stderr is not None
     for line in process.stderr:
         lines.append(line)
         if line.startswith("[") and " latency=" in line:       # a request served
             served_at.append(time.monotonic())
-            if at_load is not None and len(served_at) == requests // 2:
+            halfway = (len(served_at) >= requests // 2
+                       or time.monotonic() - started > timeout_s / 2)
+            if at_load is not None and halfway and not stopped.is_set():
                 at_load()
-        if time.monotonic() - started > timeout_s:
-            process.kill()
-            break
+                at_load = None
     process.wait()
+    ended.set()
+    limit.join()
     stop.set()
     sampler.join()
-    result: dict = {"max_batch": max_batch or "sized", "options": options, "rc": process.returncode}
+    result: dict = {"max_batch": max_batch or "sized", "options": options, "rc": process.returncode,
+                    "stopped_at_limit": stopped.is_set()}
     if not out.exists():
         result["crashed"] = "".join(lines[-8:])[-800:]
         return result

@@ -1,20 +1,22 @@
 """`make gpu-check`: the GPU acceptance, one command. Without a CUDA device it says so and exits 0.
 
+In this order, within `--budget` seconds (budget.py):
 1. NVML as the device panel reads it against `nvidia-smi`, idle and under load.
-2. The decode matrix (gpu_decode_matrix.py): every compile mode × fp32/fp16/bf16 for both
-   decode paths: ms/token, failures, tokens against fp32 eager, kernels per token and their GPU
+2. The batching loop's own host work a step at 8, 64 and 256 slots, the model's step replaced
+   by nothing, and the per-call cost of what it reads each step (host_cost.py).
+3. A SIGTERM during a compile: the seconds until the process ended.
+4. The decode matrix (decode_matrix.py): every compile mode × fp32/fp16/bf16 for both decode
+   paths: ms/token, failures, tokens against fp32 eager, kernels per token and their GPU
    time, beside the HBM roofline and the kernel floor (kernels × one kernel's measured cost).
-3. Continuous batching on the Azure conversation trace at full load (gpu_batching.py): tokens/s
+5. Continuous batching on the Azure conversation trace at full load (batching.py): tokens/s
    and NVML utilization at three slot counts and at the default sizing.
-4. The live dashboard for 60 s, driven headless through Textual's Pilot, its screens saved.
-5. A SIGTERM during a compile: the seconds until the process ended.
-6. The batching loop's own host work a step at 8, 64 and 256 slots, the model's step replaced
-   by nothing, and the per-call cost of what it reads each step (gpu_check/host_cost.py).
-J/token beside tokens/s in 2 and 3, from NVML's energy counter (gpu_check/energy.py); what the
+6. The live dashboard, driven headless through Textual's Pilot, its screens saved.
+J/token beside tokens/s in 4 and 5, from NVML's energy counter (gpu_check/energy.py); what the
 issue expects of it (falling with slots and under CUDA graphs) is reported, never failed.
 
 Writes OUT/gpu-check.json and OUT/gpu-check.log, and exits 1 when a promise fails (the
-`promises` of the JSON say which; its `energy_expectations` never fail the run).
+`promises` of the JSON say which; its `energy_expectations` never fail the run, and what the
+budget left unmeasured is listed in `unmeasured`, neither passed nor failed).
 """
 
 from __future__ import annotations
@@ -29,14 +31,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from probe.common.atomic import write_atomic
+from probe.engine.gpu_check.budget import DEFAULT_BUDGET_S, PLAN, Budget
 from probe.engine.gpu_check.decode_matrix import run_matrix
 from probe.engine.gpu_check.energy import expectations
 from probe.engine.gpu_check.sigterm import sigterm_during_compile
 
 SMI_FIELDS = ("utilization.gpu", "memory.used", "memory.reserved", "memory.total", "power.draw",
               "temperature.gpu")
-SECTIONS = ("nvml", "host", "decode", "batching", "dashboard", "sigterm")
+SECTIONS = tuple(PLAN)              # in the order they run
 HOST_SLOTS = (8, 64, 256)
+READY_SHARE = 0.55      # of the decode matrix's time: compiles side by side; the rest is timing
+MIN_BATCHING_RUN_S = 25.0       # a replay's start (model, CUDA graphs) and some serving
+DASHBOARD_START_S = 30.0        # the dashboard's start before its timed seconds
 
 if TYPE_CHECKING:
     import torch
@@ -112,7 +118,8 @@ def promises(report: dict) -> dict[str, bool]:
     """The issue's promises, read from the report: what makes the command exit 1."""
     decode = report.get("decode", {})
     checks: dict[str, bool] = {}
-    graphs = {k: v for k, v in decode.items() if "fullgraph" in k and "reduce-overhead" in k}
+    graphs = {k: v for k, v in decode.items() if "fullgraph" in k and "reduce-overhead" in k
+              and "unmeasured" not in v}
     if graphs:
         checks["reduce-overhead serves every request"] = all(
             v.get("failed") == 0 and "crashed" not in v for v in graphs.values())
@@ -138,6 +145,20 @@ def promises(report: dict) -> dict[str, bool]:
     if sigterm is not None:
         checks["SIGTERM during a compile ends within 10 s"] = sigterm <= 10
     return checks
+
+
+def unmeasured(report: dict) -> list[str]:
+    """What the budget left unmeasured, a line each: never passed, never failed, said."""
+    lines = [f"{name}: {reason}" for name, reason in report.get("skipped", {}).items()]
+    if "skipped" in report.get("sigterm", {}):
+        lines.append(f"sigterm: {report['sigterm']['skipped']}")
+    lines += [f"decode {name}: {row['unmeasured']}"
+              for name, row in report.get("decode", {}).items()
+              if isinstance(row, dict) and "unmeasured" in row]
+    lines += [f"batching {run['max_batch']} slots {','.join(run['options'])}: "
+              f"{run['unmeasured']}" for run in report.get("batching", [])
+              if isinstance(run, dict) and "unmeasured" in run]
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="one more run at the default sizing: the same without CUDA graphs")
     parser.add_argument("--batching-timeout", type=float, default=120,
                         help="seconds one batching replay may take")
+    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET_S,
+                        help="seconds the whole check may take, shared by its sections "
+                             "(0: no budget, each section its own limits)")
     parser.add_argument("--out", default="gpu-check-out")
     args = parser.parse_args(argv)
     import torch
@@ -191,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         """After every section: a run stopped at a time limit keeps what it measured."""
         report["wall_s"] = time.time() - started
         report["promises"] = promises(report)
+        report["unmeasured"] = unmeasured(report)
         report["energy_expectations"] = expectations(report)
         write_atomic(out / "gpu-check.json", [json.dumps(report, indent=1, default=str), "\n"])
         write_atomic(out / "gpu-check.log", ["\n".join(lines), "\n"])
@@ -203,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
             log(f"[{'pass' if ok else 'FAIL'}] {name}")
         for name, met in report["energy_expectations"].items():     # reported, never failed
             log(f"[{'met' if met else 'not met'}, expected only] {name}")
+        for line in report["unmeasured"]:
+            log(f"[not measured] {line}")
         log(f"{report['wall_s']:.0f} s; wrote {out / 'gpu-check.json'} and gpu-check.log")
         save()
     return 0 if all(report["promises"].values()) else 1
@@ -218,63 +245,108 @@ def _driver() -> str:
 
 
 def _run_sections(args, sections: set[str], device, report: dict, log, save) -> None:
-    if "nvml" in sections:
-        idle = nvml_against_smi(device)
-        report["nvml"] = {"idle": idle, "idle_memory_agrees": memory_agrees(idle)}
-        log(f"NVML idle, infertop vs nvidia-smi: {json.dumps(idle)}")
-    if "host" in sections:
-        from probe.engine.gpu_check.host_cost import host_costs
-        from probe.engine.model.loading import load_model
-        log("the batching loop's host work, the model's step replaced by nothing:")
-        report["host"] = host_costs(load_model(args.model), device, HOST_SLOTS, log=log)
+    """The sections asked for, in the budget's order, each within what the budget allows it
+    (budget.py); one that cannot fit is skipped and says so."""
+    order = [section for section in PLAN if section in sections]
+    budget = Budget(args.budget or None, order)
+    report["budget"] = {"seconds": budget.total_s, "planned_s": budget.planned}
+    for section in order:
+        reason = budget.skip_reason(section)
+        if reason is not None:
+            report.setdefault("skipped", {})[section] = reason
+            log(f"{section}: {reason}")
+        else:
+            RUNNERS[section](args, device, report, log, save, budget.for_section(section))
         save()
-    if "batching" in sections:
-        from probe.engine.gpu_check.batching import replay_run
-        runs = []
-        nvml = report.setdefault("nvml", {})
 
-        def under_load() -> None:
-            nvml["load"] = load = nvml_against_smi(device)
-            nvml["load_memory_agrees"] = memory_agrees(load)
-            log(f"NVML under load, infertop vs nvidia-smi: {json.dumps(load)}")
 
-        log("continuous batching, azure-conv at full load:")
-        plan = [(int(s), args.batching_opts) for s in args.slots.split(",") if s]
-        plan += [(0, args.batching_opts), (0, args.batching_contrast)]
-        for slots, opts in plan:
-            requests = max(200, min(3000, slots * 10)) if slots else 3000
-            runs.append(replay_run(args.model, device, max_batch=slots, requests=requests,
-                                   options=opts.split(","), timeout_s=args.batching_timeout,
-                                   log=log, at_load=under_load if not slots else None))
-            report["batching"] = runs
-            save()
-    if "decode" in sections:
-        from probe.engine.measure.kernel_profile import kernel_floor_us
-        report["kernel_floor_us"] = floor = kernel_floor_us()
-        report["roofline"] = roof = roofline(args.model, device)
-        log(f"kernel floor {floor:.2f} µs; HBM {roof['bandwidth_gb_s']:.0f} GB/s; roofline "
-            + ", ".join(f"{p} {ms:.4f} ms" for p, ms in roof["roofline_ms"].items()))
-        log("decode matrix (ms/token warm, median of the timed requests):")
-        report["decode"] = run_matrix(args.model, args.requests, args.output_tokens,
-                                      ready_s=args.ready_timeout, timeout_s=args.config_timeout,
-                                      log=log, modes=tuple(args.modes.split(",")),
-                                      paths=tuple(args.paths.split(",")))
-        judge_decode(report["decode"], roof, floor)
+def _nvml(args, device, report: dict, log, save, allowed_s: float | None) -> None:
+    idle = nvml_against_smi(device)
+    report["nvml"] = {"idle": idle, "idle_memory_agrees": memory_agrees(idle)}
+    log(f"NVML idle, infertop vs nvidia-smi: {json.dumps(idle)}")
+
+
+def _host(args, device, report: dict, log, save, allowed_s: float | None) -> None:
+    from probe.engine.gpu_check.host_cost import host_costs
+    from probe.engine.model.loading import load_model
+    log("the batching loop's host work, the model's step replaced by nothing:")
+    report["host"] = host_costs(load_model(args.model), device, HOST_SLOTS, log=log)
+
+
+def _sigterm(args, device, report: dict, log, save, allowed_s: float | None) -> None:
+    report["sigterm"] = sigterm_during_compile(args.model, str(device), log=log,
+                                               limit_s=allowed_s)
+
+
+def _decode(args, device, report: dict, log, save, allowed_s: float | None) -> None:
+    from probe.engine.measure.kernel_profile import kernel_floor_us
+    started = time.monotonic()
+    report["kernel_floor_us"] = floor = kernel_floor_us()
+    report["roofline"] = roof = roofline(args.model, device)
+    log(f"kernel floor {floor:.2f} µs; HBM {roof['bandwidth_gb_s']:.0f} GB/s; roofline "
+        + ", ".join(f"{p} {ms:.4f} ms" for p, ms in roof["roofline_ms"].items()))
+    timeout, ready = args.config_timeout, args.ready_timeout
+    if allowed_s is not None:       # compiles side by side, then timed one at a time
+        left = allowed_s - (time.monotonic() - started)
+        timeout, ready = min(timeout, left), min(ready, left * READY_SHARE)
+    log("decode matrix (ms/token warm, median of the timed requests):")
+    report["decode"] = run_matrix(args.model, args.requests, args.output_tokens,
+                                  ready_s=ready, timeout_s=timeout, log=log,
+                                  modes=tuple(args.modes.split(",")),
+                                  paths=tuple(args.paths.split(",")),
+                                  budget_ends=timeout < args.config_timeout)
+    judge_decode(report["decode"], roof, floor)
+
+
+def _batching(args, device, report: dict, log, save, allowed_s: float | None) -> None:
+    from probe.engine.gpu_check.batching import STOP_GRACE_S, replay_run
+    runs: list[dict] = []
+    nvml = report.setdefault("nvml", {})
+    started = time.monotonic()
+
+    def under_load() -> None:
+        nvml["load"] = load = nvml_against_smi(device)
+        nvml["load_memory_agrees"] = memory_agrees(load)
+        log(f"NVML under load, infertop vs nvidia-smi: {json.dumps(load)}")
+
+    log("continuous batching, azure-conv at full load:")
+    plan = [(int(s), args.batching_opts) for s in args.slots.split(",") if s]
+    plan += [(0, args.batching_opts), (0, args.batching_contrast)]
+    for index, (slots, opts) in enumerate(plan):
+        limit = args.batching_timeout
+        if allowed_s is not None:   # the runs left share what is left, each its stop's grace
+            left = allowed_s - (time.monotonic() - started)
+            limit = min(limit, left / (len(plan) - index) - STOP_GRACE_S)
+        if limit < MIN_BATCHING_RUN_S:
+            runs.append({"max_batch": slots or "sized", "options": opts.split(","),
+                         "unmeasured": f"{limit:.0f} s of the budget were left for it"})
+            continue
+        requests = max(200, min(3000, slots * 10)) if slots else 3000
+        runs.append(replay_run(args.model, device, max_batch=slots, requests=requests,
+                               options=opts.split(","), timeout_s=limit, log=log,
+                               at_load=under_load if not slots else None))
+        report["batching"] = runs
         save()
-    if "sigterm" in sections:
-        report["sigterm"] = sigterm_during_compile(args.model, str(device), log=log)
-        save()
-    if "dashboard" in sections:
-        walk = subprocess.run([sys.executable, "-m", "tui.gpu_walk", args.model, args.out,
-                               str(args.dashboard_seconds)], capture_output=True, text=True)
-        lines_out = walk.stdout.strip().splitlines()
-        for line in lines_out[:-1]:
-            log(line)
-        try:
-            report["dashboard"] = json.loads(lines_out[-1])
-        except (IndexError, json.JSONDecodeError):
-            report["dashboard"] = {"failed": (walk.stderr or "no output")[-400:]}
-        save()
+    report["batching"] = runs
+
+
+def _dashboard(args, device, report: dict, log, save, allowed_s: float | None) -> None:
+    seconds = args.dashboard_seconds
+    if allowed_s is not None:
+        seconds = min(seconds, allowed_s - DASHBOARD_START_S)
+    walk = subprocess.run([sys.executable, "-m", "tui.gpu_walk", args.model, args.out,
+                           str(seconds)], capture_output=True, text=True)
+    lines_out = walk.stdout.strip().splitlines()
+    for line in lines_out[:-1]:
+        log(line)
+    try:
+        report["dashboard"] = json.loads(lines_out[-1])
+    except (IndexError, json.JSONDecodeError):
+        report["dashboard"] = {"failed": (walk.stderr or "no output")[-400:]}
+
+
+RUNNERS = {"nvml": _nvml, "host": _host, "sigterm": _sigterm, "decode": _decode,
+           "batching": _batching, "dashboard": _dashboard}
 
 
 if __name__ == "__main__":

@@ -57,9 +57,11 @@ def matrix(modes: tuple[str, ...] = MODES, paths: tuple[str, ...] = PATHS
 
 def run_matrix(model: str, requests: int, output_tokens: int, *, ready_s: float,
                timeout_s: float, log, modes: tuple[str, ...] = MODES,
-               paths: tuple[str, ...] = PATHS, device: str = "cuda") -> dict[str, dict]:
+               paths: tuple[str, ...] = PATHS, device: str = "cuda",
+               budget_ends: bool = False) -> dict[str, dict]:
     """Every config at once, each in its own process; `ready_s`: how long timing waits for the
-    slowest compile before it starts without it."""
+    slowest compile before it starts without it. `budget_ends`: `timeout_s` is gpu-check's
+    budget, not a config's limit, so a config it ends is `unmeasured`, not crashed."""
     # the longest compiles first, so the slowest config is not the last to start
     configs = sorted(matrix(modes, paths), key=lambda c: (c.compile != "max-autotune",
                                               c.decode != "hf-generate"))
@@ -80,7 +82,8 @@ def run_matrix(model: str, requests: int, output_tokens: int, *, ready_s: float,
             result = (json.loads(out.read_text()) if out.exists()
                       else {"crashed": f"exit {done.returncode}: {done.stderr[-400:]}"})
         except subprocess.TimeoutExpired:
-            result = {"crashed": f"did not finish in {timeout_s:.0f} s"}
+            result = ({"unmeasured": f"not done when the budget's {timeout_s:.0f} s ended"}
+                      if budget_ends else {"crashed": f"did not finish in {timeout_s:.0f} s"})
         result["wall_s"] = time.perf_counter() - started
         log(f"  {config.name:44} {summary(result)}")
         return config.name, result
@@ -114,6 +117,8 @@ def run_matrix(model: str, requests: int, output_tokens: int, *, ready_s: float,
 def summary(result: dict) -> str:
     if "crashed" in result:
         return f"CRASHED {result['crashed'][:200]}"
+    if "unmeasured" in result:
+        return f"not measured: {result['unmeasured']}"
     def number(key: str, digits: int) -> str:
         value = result.get(key)
         return "—" if value is None else f"{value:.{digits}f}"

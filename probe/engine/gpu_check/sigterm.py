@@ -14,7 +14,10 @@ import time
 from pathlib import Path
 
 
-def sigterm_during_compile(model: str, device: str, *, log, after_s: float = 15.0) -> dict:
+def sigterm_during_compile(model: str, device: str, *, log, after_s: float = 15.0,
+                          limit_s: float | None = None) -> dict:
+    """`limit_s`: gpu-check's budget for the section; the signalled replay is killed when it
+    runs past it (it ended past the issue's 10 s long before)."""
     out = Path(tempfile.mkdtemp(prefix="gpu-sigterm-")) / "run.json"
     command = [sys.executable, "-m", "infertop", "replay", "--device", device, "--model", model,
                "--trace", "chat", "--requests", "6", "--opt", "compile=default",
@@ -27,7 +30,8 @@ def sigterm_during_compile(model: str, device: str, *, log, after_s: float = 15.
     sent = time.monotonic()
     child.send_signal(signal.SIGTERM)
     try:
-        _, stderr = child.communicate(timeout=120)
+        _, stderr = child.communicate(
+            timeout=120.0 if limit_s is None else max(limit_s - after_s, 11.0))
     except subprocess.TimeoutExpired:
         child.kill()
         _, stderr = child.communicate()
