@@ -159,7 +159,7 @@ class ContinuousScheduler:
             engine.with_compile_fallback(self.options,
                                          lambda: self.batcher.join(free, ids, mask, outputs))
         except Exception as exc:  # the joiners fail; the running slots go on
-            self.step_times.join(time.perf_counter() - started)
+            self._joined(started, stall)
             engine.energy.end(self.config_id, energy_start, "encode", encode_work)
             engine.flush_probes()
             self.batcher.cancel_admitted()
@@ -167,7 +167,7 @@ class ContinuousScheduler:
             return self._fail([(r, row) for r, row, _ in admitted], start_s, short_error(exc),
                               width)
         encoder_done = self.timeline.mark()
-        self.step_times.join(time.perf_counter() - started)
+        self._joined(started, stall)
         engine.energy.end(self.config_id, energy_start, "encode", encode_work)
         first = self.steps + 1
         for slot, (request, row, taken_s) in zip(free, admitted):
@@ -179,6 +179,11 @@ class ContinuousScheduler:
             self._ends[self.steps + request.output_length].append(slot)
         engine.flush_probes()
         return []
+
+    def _joined(self, started: float, compile_before: float) -> None:
+        """A join's host time, a compile inside it taken out (the compile feed shows that)."""
+        compiled_s = self.engine.probe.compile_seconds - compile_before
+        self.step_times.join(max(0.0, time.perf_counter() - started - compiled_s))
 
     def step(self) -> list[RequestRecord]:
         """One token for every running request; the records of those whose tokens have
