@@ -37,6 +37,22 @@ def test_the_matrix_covers_every_mode_and_precision_for_both_paths():
             assert f"fullgraph {precision} compile={mode}" in names
     assert "hf-generate fp32 compile=reduce-overhead" in names   # to see it refused
     assert "fullgraph fp32 tf32 compile=reduce-overhead" in names
+    # default mode's host levers beside it, per precision: half precision's host time
+    for precision in ("fp32", "fp16", "bf16"):
+        assert f"fullgraph {precision} compile=default guards=lean wrapper=cpp" in names
+
+
+def test_a_configs_extra_options_reach_its_engine():
+    """What decode_matrix passes (--opts) is what decode_run's engine is given."""
+    from probe.engine.gpu_check.decode_matrix import LEAN, DecodeConfig
+    from probe.engine.gpu_check.decode_run import config_options, parser
+
+    config = DecodeConfig("fullgraph", "bf16", "default", extra=LEAN)
+    args = parser().parse_args(["--precision", "bf16", "--compile", "default",
+                                "--opts", ",".join(config.extra), "--lock", "l", "--out", "o"])
+    options = config_options(args)
+    assert (options.guards, options.wrapper, options.precision) == ("lean", "cpp", "bf16")
+    assert config_options(parser().parse_args(["--lock", "l", "--out", "o"])).guards == "full"
 
 
 def row(ms, failed=0, equal=True, kernels=117.0):

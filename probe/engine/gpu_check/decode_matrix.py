@@ -20,6 +20,7 @@ from probe.engine.gpu_check.energy import energy_text
 MODES = ("off", "default", "reduce-overhead", "max-autotune")
 PRECISIONS = ("fp32", "fp16", "bf16")
 PATHS = ("fullgraph", "hf-generate")
+LEAN = ("guards=lean", "wrapper=cpp")      # the lean step's host levers (docs/engine-vs-peer.md)
 
 
 @dataclass(frozen=True)
@@ -29,12 +30,14 @@ class DecodeConfig:
     compile: str
     tf32: str = "off"
     blas: str = "default"       # torch.backends.cuda.preferred_blas_library, as an experiment
+    extra: tuple[str, ...] = ()     # more engine options, "guards=lean", …
 
     @property
     def name(self) -> str:
         tf32 = " tf32" if self.tf32 == "on" else ""
         blas = "" if self.blas == "default" else f" blas={self.blas}"
-        return f"{self.decode} {self.precision}{tf32} compile={self.compile}{blas}"
+        extra = "".join(f" {option}" for option in self.extra)
+        return f"{self.decode} {self.precision}{tf32} compile={self.compile}{blas}{extra}"
 
 
 def matrix(modes: tuple[str, ...] = MODES, paths: tuple[str, ...] = PATHS
@@ -49,9 +52,10 @@ def matrix(modes: tuple[str, ...] = MODES, paths: tuple[str, ...] = PATHS
                 if m in modes]
     if "reduce-overhead" in modes:
         configs.append(DecodeConfig("hf-generate", "fp32", "reduce-overhead"))
-    if "default" in modes:      # is half precision's host time in default mode cuBLAS's?
-        configs += [DecodeConfig("fullgraph", "fp16", "default", blas=b)
-                    for b in ("cublas", "cublaslt")]
+    if "default" in modes:
+        # Half precision's extra host time in default mode is not cuBLAS's (blas=cublas and
+        # cublaslt, 2026-12-04, docs/gpu.md): is it the Python wrapper's and the guards'?
+        configs += [DecodeConfig("fullgraph", p, "default", extra=LEAN) for p in PRECISIONS]
     return [c for c in configs if c.decode in paths]
 
 
@@ -73,6 +77,7 @@ def run_matrix(model: str, requests: int, output_tokens: int, *, ready_s: float,
         command = [sys.executable, "-m", "probe.engine.gpu_check.decode_run",
                    "--device", device, "--model", model, "--decode", config.decode, "--precision", config.precision,
                    "--compile", config.compile, "--tf32", config.tf32, "--blas", config.blas,
+                   "--opts", ",".join(config.extra),
                    "--requests", str(requests), "--output-tokens", str(output_tokens),
                    "--lock", str(lock), "--out", str(out)]
         started = time.perf_counter()

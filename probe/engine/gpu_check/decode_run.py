@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from probe.contract.options import OptConfig
+from probe.contract.options import OptConfig, parse_opts
 from probe.contract.records import RequestRecord
 from probe.engine.gpu_check.energy import timed_energy
 
@@ -40,6 +40,13 @@ def cuda_graph_skips() -> list[str]:
     return sorted({r for r in reasons if r})
 
 
+def config_options(args: argparse.Namespace) -> OptConfig:
+    """The engine options of the config the arguments name, its --opts included."""
+    return parse_opts([f"decode={args.decode}", f"precision={args.precision}",
+                       f"compile={args.compile}", f"tf32={args.tf32}",
+                       *[o for o in args.opts.split(",") if o]])
+
+
 def run(args: argparse.Namespace) -> dict:
     from probe.engine.engine import Engine, EngineSettings
     from probe.engine.measure.kernel_profile import profile_kernels
@@ -49,8 +56,7 @@ def run(args: argparse.Namespace) -> dict:
     if args.blas != "default":      # an experiment of the check, not an option of the engine
         import torch
         torch.backends.cuda.preferred_blas_library(args.blas)
-    options = OptConfig(decode=args.decode, precision=args.precision, compile=args.compile,
-                        tf32=args.tf32)
+    options = config_options(args)
     engine = Engine(EngineSettings(model=args.model, device=args.device,
                                    max_new_tokens=args.output_tokens, keep_tokens=True,
                                    drift_every=0), options)
@@ -104,6 +110,16 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        result = run(args)
+    except Exception as exc:  # the parent reads the failure from the file, with its reason
+        result = {"crashed": f"{type(exc).__name__}: {exc}"[:500]}
+    Path(args.out).write_text(json.dumps(result))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m probe.engine.gpu_check.decode_run")
     parser.add_argument("--model", default="t5-small")
     parser.add_argument("--device", default="cuda")
@@ -112,18 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compile", default="off")
     parser.add_argument("--tf32", default="off")
     parser.add_argument("--blas", default="default", choices=("default", "cublas", "cublaslt"))
+    parser.add_argument("--opts", default="", help="more engine options, comma-separated")
     parser.add_argument("--requests", type=int, default=5)
     parser.add_argument("--input-tokens", type=int, default=64)
     parser.add_argument("--output-tokens", type=int, default=64)
     parser.add_argument("--lock", required=True)
     parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    try:
-        result = run(args)
-    except Exception as exc:  # the parent reads the failure from the file, with its reason
-        result = {"crashed": f"{type(exc).__name__}: {exc}"[:500]}
-    Path(args.out).write_text(json.dumps(result))
-    return 0
+    return parser
 
 
 if __name__ == "__main__":
