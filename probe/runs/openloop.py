@@ -13,10 +13,12 @@ from probe.analysis.stats import summarize, throughput_rps, tokens_per_s
 from probe.contract.figures import Summary
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
+from probe.contract.session import SessionData
 from probe.engine.workload_setup import prepare_workload
+from probe.runs.device_busy import DeviceBusy
 from probe.runs.plan import Plan
 from probe.runs.runs import RunContext, make_engine
-from workloads.replayer import OpenLoopReplayer
+from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer
 
 KEEPS_UP = 0.9                           # served ≥ 90% of the offered rate
 MAX_BATCH = 8                            # dynamic: rows per batch; continuous: slots
@@ -71,18 +73,38 @@ def measure_capacity_rps(context: RunContext, workload, count: int) -> float:
 
 
 def replay(context: RunContext, options: OptConfig, workload, *, rate: float, requests: int,
-           **settings):
+           **settings) -> tuple[SessionData, float | None]:
     """Serve `requests` of the workload arriving at `rate` through the serving loop; the
-    session it leaves (records, segments)."""
+    session it leaves (records, segments), and how busy the device was (device_busy.py)."""
     from probe.engine.serving import ServingLoop
     engine = make_engine(context, options, bucket_edges=workload.bucket_edges,
                          max_new_tokens=workload.max_new_tokens, max_batch=MAX_BATCH, **settings)
     try:
-        ServingLoop(engine, OpenLoopReplayer(workload.trace, rate=rate, max_requests=requests)
-                    ).run(threading.Event())
+        with DeviceBusy(engine.device) as busy:
+            ServingLoop(engine, OpenLoopReplayer(workload.trace, rate=rate,
+                                                 max_requests=requests)).run(threading.Event())
     finally:
         engine.close()
-    return engine.session.freeze()
+    return engine.session.freeze(), busy.mean_pct
+
+
+def full_load(context: RunContext, options: OptConfig, workload, *, slots: int,
+              requests: int) -> tuple[SessionData, float | None]:
+    """`requests` of the workload with twice `slots` outstanding (a closed loop: a slot is
+    never free for want of a request), at `slots` slots (0: sized from the device's memory);
+    the session, and how busy the device was over it (device_busy.py)."""
+    from probe.engine.serving import ServingLoop
+    engine = make_engine(context, options, bucket_edges=workload.bucket_edges,
+                         max_new_tokens=workload.max_new_tokens, max_batch=slots)
+    outstanding = 2 * engine.settings.max_batch         # the slots, sized where 0
+    try:
+        with DeviceBusy(engine.device) as busy:
+            ServingLoop(engine, ClosedLoopReplayer(workload.trace, concurrency=outstanding,
+                                                   max_requests=requests)
+                        ).run(threading.Event())
+    finally:
+        engine.close()
+    return engine.session.freeze(), busy.mean_pct
 
 
 def peak_concurrent_kv_bytes(records: list[RequestRecord]) -> int:
@@ -111,16 +133,19 @@ class OpenLoopFigures:
     concurrency_peak: float | None     # the most rows any request was decoded with
     kv_peak_bytes: int
     keeps_up: bool
+    device_busy_pct: float | None = None    # device_busy.py's mean over the run
 
     def as_dict(self) -> dict:
         return {"offered_rps": self.offered_rps, "served_rps": self.served_rps,
                 "requests": self.requests, "failed": self.failed,
                 "tokens_per_s": self.tokens_per_s, "latency_ms": self.latency_ms.as_dict(),
                 "occupancy_mean": self.occupancy_mean, "concurrency_peak": self.concurrency_peak,
-                "kv_peak_bytes": self.kv_peak_bytes, "keeps_up": self.keeps_up}
+                "kv_peak_bytes": self.kv_peak_bytes, "keeps_up": self.keeps_up,
+                "device_busy_pct": self.device_busy_pct}
 
 
-def open_loop_figures(records: list[RequestRecord], offered_rps: float) -> OpenLoopFigures:
+def open_loop_figures(records: list[RequestRecord], offered_rps: float,
+                      device_busy_pct: float | None = None) -> OpenLoopFigures:
     ok = [r for r in records if r.ok]
     served = throughput_rps(records)
     occupancy = summarize(r.batch_size for r in ok)
@@ -130,4 +155,5 @@ def open_loop_figures(records: list[RequestRecord], offered_rps: float) -> OpenL
         latency_ms=summarize(r.latency_ms for r in ok), occupancy_mean=occupancy.mean,
         concurrency_peak=occupancy.max, kv_peak_bytes=peak_concurrent_kv_bytes(ok),
         # a run that lost requests kept up with nothing: its rate is not comparable
-        keeps_up=bool(served and served >= KEEPS_UP * offered_rps and len(ok) == len(records)))
+        keeps_up=bool(served and served >= KEEPS_UP * offered_rps and len(ok) == len(records)),
+        device_busy_pct=device_busy_pct)

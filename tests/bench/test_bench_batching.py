@@ -57,10 +57,14 @@ def test_keeping_up_and_saturation():
     assert not open_loop_figures(records, offered_rps=2.0).keeps_up
     results = BatchingResults({"chat": 1.0}, {
         "a": batching_run("chat", 1.0, "off", records, 1.0, None),
-        "b": batching_run("chat", 2.0, "off", records, 2.0, None)}, requests=10)
+        "b": batching_run("chat", 2.0, "off", records, 2.0, None, 37.4)}, requests=10)
     assert saturation_rps(results, "chat", "off") == 1.0
     built = build(results)
     assert built["id"] == "E7" and len(built["table"]["rows"]) == 2
+    columns, (row_a, row_b) = built["table"]["columns"], built["table"]["rows"]
+    busy = columns.index("device busy %")
+    assert len(row_a) == len(columns) and (row_a[busy], row_b[busy]) == ("—", "37")
+    assert results.as_dict()["runs"]["b"]["device_busy_pct"] == 37.4
     assert "kept up to off 1.00 req/s" in built["observed"][0]
     assert results.as_dict()["runs"]["a"]["served_rps"] == metrics.served_rps
 

@@ -15,10 +15,16 @@ from dataclasses import dataclass
 from probe.analysis.batch_roofline import batch_step_ms, kv_bytes_per_row_step
 from probe.analysis.stats import summarize
 from probe.bench.experiments.base import OpenLoopExperiment, Template
+from probe.bench.slot_sweep import OPTIONS, SlotRun, sweep
+from probe.bench.slot_sweep import TRACE as SLOT_TRACE
+from probe.bench.slot_sweep import observed as slot_observed
+from probe.bench.slot_sweep import table as slot_table
 from probe.common.units import fmt_bytes, fmt_ms, fmt_num, fmt_ratio
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
 from probe.engine.measure.bandwidth_cache import machine_bandwidth
+from probe.engine.observe.device_probe import resolve_device
+from probe.runs.device_busy import busy_source
 from probe.runs.openloop import (
     MAX_BATCH,
     OpenLoopFigures,
@@ -42,7 +48,7 @@ TEMPLATE = Template(
                "tail latency (a batch returns when its longest request is done), "
                "continuous batching does not (a request leaves the moment it is done).",
     variable=f"batching: off, dynamic (window 50 ms, up to {MAX_BATCH}), continuous "
-             f"({MAX_BATCH} slots)",
+             f"({MAX_BATCH} slots); then continuous batching's slot count at full load",
     control="batching=off (one request at a time), same arrivals",
     expected="below capacity all three alike; above it, off's queue grows without bound, "
              "dynamic keeps up further with a worse p95 than continuous, continuous "
@@ -92,11 +98,14 @@ class BatchingResults:
     runs: dict[str, BatchingRun]
     roofline: BatchRoofline | None = None
     requests: int = MIN_REQUESTS
+    slot_runs: tuple[SlotRun, ...] = ()     # the slot sweep (probe/bench/slot_sweep.py), a full study's
+    device_type: str = "cpu"
 
     def as_dict(self) -> dict:
         return {"capacity_rps": dict(self.capacity_rps),
                 "runs": {key: run.as_dict() for key, run in self.runs.items()},
-                "batch_roofline": None if self.roofline is None else vars(self.roofline)}
+                "batch_roofline": None if self.roofline is None else vars(self.roofline),
+                "slots": [run.as_dict() for run in self.slot_runs]}
 
 
 def batch_roofline(study: OpenLoopStudy) -> BatchRoofline:
@@ -118,8 +127,9 @@ def batch_roofline(study: OpenLoopStudy) -> BatchRoofline:
 
 
 def batching_run(trace: str, factor: float, mode: str, records: list[RequestRecord],
-                 rate: float, roofline: BatchRoofline | None) -> BatchingRun:
-    figures = open_loop_figures(records, rate)
+                 rate: float, roofline: BatchRoofline | None,
+                 device_busy_pct: float | None = None) -> BatchingRun:
+    figures = open_loop_figures(records, rate, device_busy_pct)
     if mode not in STEP_MEASURED or roofline is None or not figures.occupancy_mean:
         return BatchingRun(trace, factor, mode, figures)
     ok = [r for r in records if r.ok]
@@ -139,12 +149,16 @@ def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
             rate = capacity[trace] * factor
             for mode in MODES:
                 study.message(f"E7 {trace} {mode} at {rate:.2f} req/s ({factor:g}× capacity)")
-                data = replay(study.context, OptConfig(decode="fullgraph", batching=mode),
-                              workload, rate=rate, requests=requests)
+                data, busy = replay(study.context,
+                                    OptConfig(decode="fullgraph", batching=mode), workload,
+                                    rate=rate, requests=requests)
                 key = f"{trace}/{factor:g}x/{mode}"
-                runs[key] = batching_run(trace, factor, mode, list(data.records), rate, roofline)
+                runs[key] = batching_run(trace, factor, mode, list(data.records), rate, roofline,
+                                         busy)
                 study.keep("E7", key, runs[key].as_dict())     # a signal next keeps it
-    results = BatchingResults(capacity, runs, roofline, requests)
+    device_type = resolve_device(study.context.device).type
+    slot_runs = () if study.plan.quick else tuple(sweep(study, device_type))
+    results = BatchingResults(capacity, runs, roofline, requests, slot_runs, device_type)
     return results.as_dict(), build(results)
 
 
@@ -161,11 +175,13 @@ def build(results: BatchingResults) -> dict:
         f = run.figures
         rows.append([run.trace, f"{run.factor:g}× ({f.offered_rps:.2f})", run.mode, str(f.failed),
                      fmt_num(f.served_rps, 2), fmt_num(f.tokens_per_s, 0),
+                     fmt_num(f.device_busy_pct, 0),
                      fmt_ms(f.latency_ms.p50), fmt_ms(f.latency_ms.p95), fmt_ms(f.latency_ms.p99),
                      fmt_num(f.occupancy_mean, 2), fmt_bytes(f.kv_peak_bytes),
                      fmt_ms(run.step_ms), fmt_ratio(run.roofline_ratio)])
     for trace, capacity in results.capacity_rps.items():
         observed += _observed(results, trace, capacity)
+    observed += slot_observed(list(results.slot_runs), results.device_type)
     cause = [
         "At batch 1 a decode step reads every weight for one token; a batch of B reads them "
         "once for B tokens, so the step's cost grows far slower than B (the step is bound "
@@ -192,9 +208,16 @@ def build(results: BatchingResults) -> dict:
                      "batching: a batch returns when its longest row is done, so a shorter "
                      "row's time per token counts steps after its own end")
     table = {"columns": ["trace", "offered (req/s)", "batching", "failed", "served req/s",
-                         "tok/s", "p50", "p95", "p99", "occupancy", "KV peak", "ms/step",
+                         "tok/s", "device busy %", "p50", "p95", "p99", "occupancy", "KV peak",
+                         "ms/step",
                          "× batch roofline"], "rows": rows}
-    return TEMPLATE.section(table=table, observed=observed, root_cause=cause, notes=notes)
+    extra = [slot_table(list(results.slot_runs))] if results.slot_runs else []
+    if results.slot_runs:
+        notes.append(f"by slot count: {SLOT_TRACE} at full load (twice the slots outstanding), "
+                     f"{OPTIONS.get(results.device_type, OPTIONS['cpu']).label()}; device busy: "
+                     f"{busy_source(results.device_type)}, the mean over the run")
+    return TEMPLATE.section(table=table, observed=observed, root_cause=cause, notes=notes,
+                            extra_tables=extra)
 
 
 def _observed(results: BatchingResults, trace: str, capacity: float) -> list[str]:
@@ -224,4 +247,4 @@ def _observed(results: BatchingResults, trace: str, capacity: float) -> list[str
 
 
 EXPERIMENT = OpenLoopExperiment(
-    TEMPLATE, measure, estimate_s=lambda plan: 60.0 if plan.quick else 1200.0)
+    TEMPLATE, measure, estimate_s=lambda plan: 60.0 if plan.quick else 1500.0)

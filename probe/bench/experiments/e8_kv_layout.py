@@ -74,7 +74,7 @@ class LayoutRun:
 
 
 def layout_run(layout: str, data, rate: float, calibration_ms: tuple[float, ...] = (),
-               slots: int | None = None) -> LayoutRun:
+               slots: int | None = None, device_busy_pct: float | None = None) -> LayoutRun:
     """One replay's figures; `slots` defaults to what the layout gets in E8's first form
     (static: MAX_BATCH, paged: the slots factor × MAX_BATCH)."""
     records = list(data.records)
@@ -87,7 +87,8 @@ def layout_run(layout: str, data, rate: float, calibration_ms: tuple[float, ...]
     else:
         slots = slots or MAX_BATCH
         budget = slots * max((r.kv_cache_bytes for r in records if r.ok), default=0) or None
-    return LayoutRun(layout, slots, open_loop_figures(records, rate), segment.kv_waste_pct,
+    return LayoutRun(layout, slots, open_loop_figures(records, rate, device_busy_pct),
+                     segment.kv_waste_pct,
                      budget, pool, calibration_ms)
 
 
@@ -107,9 +108,9 @@ def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
                       f"({HIGH_LOAD:g}× capacity)")
         options = OptConfig(decode="fullgraph", batching="continuous", kv_layout=layout)
         before = calibrate_ms()
-        data = replay(study.context, options, workload, rate=rate, requests=requests,
-                      paged_slots_factor=factor)
-        done = layout_run(layout, data, rate, (before, calibrate_ms()), slots)
+        data, busy = replay(study.context, options, workload, rate=rate, requests=requests,
+                            paged_slots_factor=factor)
+        done = layout_run(layout, data, rate, (before, calibrate_ms()), slots, busy)
         kept[0] += 1
         study.keep("E8", f"{key} #{kept[0]}", done.as_dict())  # a signal next keeps it
         return done
@@ -154,6 +155,7 @@ def build(runs: dict[str, LayoutRun], capacity: float, requests: int,
         rows.append([key, str(run.slots), fmt_bytes(run.kv_budget_bytes),
                      fmt_num(f.concurrency_peak, 1), fmt_num(f.occupancy_mean, 2),
                      fmt_num(f.served_rps, 2), fmt_num(f.tokens_per_s, 1),
+                     fmt_num(f.device_busy_pct, 0),
                      fmt_ms(f.latency_ms.p95), str(f.failed), _pct(run.kv_waste_pct),
                      f"{pool.blocks_peak} / {pool.blocks_total}" if pool else "—",
                      PAPER_WASTE[run.layout]])
@@ -223,7 +225,8 @@ def build(runs: dict[str, LayoutRun], capacity: float, requests: int,
              "order reversed every other round), the table's pair the median round",
              f"paper's figures: {PAPER}"]
     table = {"columns": ["run", "slots", "KV budget", "concurrency (peak)", "occupancy",
-                         "served req/s", "tokens/s", "p95", "failed", "KV waste",
+                         "served req/s", "tokens/s", "device busy %", "p95", "failed",
+                         "KV waste",
                          "blocks peak / total", "paper's waste"], "rows": rows}
     return TEMPLATE.section(table=table, observed=observed, root_cause=cause, notes=notes,
                             configs={k: run.as_dict() for k, run in runs.items()},
