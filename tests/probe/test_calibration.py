@@ -26,6 +26,10 @@ def test_the_chosen_speed_offers_half_the_measured_capacity(make_engine):
     if MIN_SPEED < choice.speed < MAX_SPEED:
         assert choice.load == pytest.approx(TARGET_LOAD)
     assert f"×{choice.speed:.3g}" in choice.text() and "+ / -" in choice.text()
+    # the load is a mean over the opening: the text says over what, and how long it lasts
+    minutes = (first[-1] - first[0]) / choice.speed / 60
+    assert f"over the trace's first {len(first)} requests, about {minutes:.1f} min" in (
+        choice.text())
     assert engine.session.freeze().records == ()      # rehearsals are not requests
 
 
