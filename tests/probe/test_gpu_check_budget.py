@@ -120,3 +120,33 @@ def test_a_replay_at_its_limit_is_stopped_and_measured_on_what_it_served():
     assert 0 < run["served"] < 3000 and run["failed"] == 0
     assert run["tokens_per_s"] and run["tokens_per_s"] > 0
     assert len(lines) == 1 and f"served {run['served']}" in lines[0]
+
+
+def test_the_batching_runs_share_their_allowance_and_each_gets_a_measurable_limit(
+        monkeypatch):
+    """The default plan's batching share, four runs: each replay's limit is an equal part of
+    what is left less its stop, and none falls below what a run needs."""
+    import probe.engine.gpu_check.batching as batching
+
+    limits: list[float] = []
+    clock = Clock()
+
+    class FakeTime:
+        monotonic = clock
+
+    def replay(model, device, *, max_batch, requests, options, timeout_s, log, at_load=None):
+        limits.append(timeout_s)
+        clock.now += timeout_s + check.STOP_S       # each run uses all it was given
+        return {"max_batch": max_batch, "options": options}
+    monkeypatch.setattr(batching, "replay_run", replay)
+    monkeypatch.setattr(check, "time", FakeTime)
+
+    class Args:
+        slots, batching_opts, batching_contrast = "16,64", "batching=continuous", "b=c"
+        batching_timeout, model = 120.0, "t5-small"
+    allowed = plan(420, list(PLAN))["batching"]
+    report: dict = {}
+    check._batching(Args(), torch.device("cpu"), report, print, lambda: None, allowed)
+    assert len(limits) == 4 and all(limit >= check.MIN_BATCHING_RUN_S for limit in limits)
+    assert sum(limit + check.STOP_S for limit in limits) == pytest.approx(allowed, rel=0.01)
+    assert check.unmeasured(report) == []

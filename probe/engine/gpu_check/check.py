@@ -42,6 +42,7 @@ SECTIONS = tuple(PLAN)              # in the order they run
 HOST_SLOTS = (8, 64, 256)
 READY_SHARE = 0.55      # of the decode matrix's time: compiles side by side; the rest is timing
 MIN_BATCHING_RUN_S = 25.0       # a replay's start (model, CUDA graphs) and some serving
+STOP_S = 8.0            # a replay stopped at its limit saves what it served within this
 DASHBOARD_START_S = 30.0        # the dashboard's start before its timed seconds
 
 if TYPE_CHECKING:
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds one decode config may take, its compile included")
     parser.add_argument("--only", default=",".join(SECTIONS),
                         help=f"sections to run, of {','.join(SECTIONS)}")
-    parser.add_argument("--slots", default="16,64,256",
+    parser.add_argument("--slots", default="16,64",
                         help="continuous batching's slot counts, besides the default sizing")
     parser.add_argument("--batching-opts",
                         default="batching=continuous,precision=bf16,compile=reduce-overhead",
@@ -299,7 +300,7 @@ def _decode(args, device, report: dict, log, save, allowed_s: float | None) -> N
 
 
 def _batching(args, device, report: dict, log, save, allowed_s: float | None) -> None:
-    from probe.engine.gpu_check.batching import STOP_GRACE_S, replay_run
+    from probe.engine.gpu_check.batching import replay_run
     runs: list[dict] = []
     nvml = report.setdefault("nvml", {})
     started = time.monotonic()
@@ -314,9 +315,9 @@ def _batching(args, device, report: dict, log, save, allowed_s: float | None) ->
     plan += [(0, args.batching_opts), (0, args.batching_contrast)]
     for index, (slots, opts) in enumerate(plan):
         limit = args.batching_timeout
-        if allowed_s is not None:   # the runs left share what is left, each its stop's grace
+        if allowed_s is not None:   # the runs left share what is left, each its stop's time
             left = allowed_s - (time.monotonic() - started)
-            limit = min(limit, left / (len(plan) - index) - STOP_GRACE_S)
+            limit = min(limit, left / (len(plan) - index) - STOP_S)
         if limit < MIN_BATCHING_RUN_S:
             runs.append({"max_batch": slots or "sized", "options": opts.split(","),
                          "unmeasured": f"{limit:.0f} s of the budget were left for it"})
@@ -334,8 +335,14 @@ def _dashboard(args, device, report: dict, log, save, allowed_s: float | None) -
     seconds = args.dashboard_seconds
     if allowed_s is not None:
         seconds = min(seconds, allowed_s - DASHBOARD_START_S)
-    walk = subprocess.run([sys.executable, "-m", "tui.gpu_walk", args.model, args.out,
-                           str(seconds)], capture_output=True, text=True)
+    try:
+        walk = subprocess.run([sys.executable, "-m", "tui.gpu_walk", args.model, args.out,
+                               str(seconds)], capture_output=True, text=True,
+                              timeout=seconds + DASHBOARD_START_S + 60)
+    except subprocess.TimeoutExpired:
+        report["dashboard"] = {"failed": f"the walk did not end within {seconds:.0f} s and "
+                                         f"{DASHBOARD_START_S + 60:.0f} s of start and stop"}
+        return
     lines_out = walk.stdout.strip().splitlines()
     for line in lines_out[:-1]:
         log(line)
