@@ -154,3 +154,4 @@ def test_the_host_section_times_the_loop_at_each_slot_count():
     else:
         assert isinstance(read, float) and read > 0
     assert any("at 6 slots" in line for line in lines)
+    assert report["calls_us"]["compile ledger's timer, added to a wrapped call"] >= 0.0

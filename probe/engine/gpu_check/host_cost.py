@@ -5,7 +5,8 @@ tell which host work stands between a replayed CUDA graph and a busy GPU (issue 
   the timeline's marks, the figures) with the model's step replaced by nothing, at a slot
   count. Every slot holds a request for the whole timed window.
 - `call_us`: one call of a piece of it (an energy counter read, a timeline mark, a device
-  sample), alone.
+  sample), alone; and what the compile ledger's timer adds to each call of a wrapped step
+  (batch-1 decoding calls it every token: a signature, and two CUDA events on a GPU).
 
 gpu-check's `host` section runs both on the GPU; benchmarks/scheduler_host.py runs the first
 on a CPU with a counter of its own.
@@ -19,6 +20,8 @@ from typing import Callable
 
 import torch
 
+from probe.analysis.compile_ledger import LedgerBook
+from probe.common.clock import SessionClock
 from probe.contract.options import parse_opts
 from probe.engine.continuous_scheduler import ContinuousScheduler
 from probe.engine.decode.device_timeline import timeline_for
@@ -28,6 +31,7 @@ from probe.engine.model.requests import EngineRequest
 from probe.engine.observe.device_probe import DeviceProbe
 from probe.engine.observe.energy_counter import EnergyCounter, Unavailable
 from probe.engine.observe.energy_ledger import EnergyLedger
+from probe.engine.observe.graph_timer import GraphTimer
 
 
 def loop_host_us(loaded: LoadedModel, device: str, slots: int, *, steps: int, repeats: int,
@@ -69,6 +73,23 @@ def call_us(call: Callable[[], object], calls: int = 200) -> float:
     return statistics.median(runs)
 
 
+def timer_us(device: torch.device) -> float:
+    """µs the graph timer adds to a call with a decode step's six tensors: the wrapped call's
+    time less the bare one's (the book's pending events read between runs, as the engine's
+    flush does)."""
+    tensors = [torch.zeros((1, 1), dtype=torch.long, device=device) for _ in range(6)]
+
+    def step(*args: torch.Tensor) -> None:
+        return None
+    timer = GraphTimer(LedgerBook(), SessionClock(), None, device)
+    timer.set_context("c1", ("r0",))
+    wrapped = timer.wrap("decode_step", step, compiled=False)
+    bare = call_us(lambda: step(*tensors))
+    timed = call_us(lambda: wrapped(*tensors))
+    timer.settle()
+    return max(0.0, timed - bare)
+
+
 def host_costs(loaded: LoadedModel, device: torch.device, slot_counts: tuple[int, ...], *,
                steps: int = 200, repeats: int = 3,
                log: Callable[[str], None] = print) -> dict:
@@ -80,6 +101,7 @@ def host_costs(loaded: LoadedModel, device: torch.device, slot_counts: tuple[int
     pieces: dict[str, float | str] = {
         "timeline mark": call_us(timeline.mark),
         "device sample (the panel's, once a second)": call_us(probe.sample, calls=20),
+        "compile ledger's timer, added to a wrapped call": timer_us(device),
     }
     pieces["energy counter read (twice a step)"] = (
         counter.reason if isinstance(counter, Unavailable) else call_us(counter.read))
