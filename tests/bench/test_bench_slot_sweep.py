@@ -80,3 +80,27 @@ def test_a_sweep_on_t5_tiny_serves_every_request_at_each_count(monkeypatch):
     assert all(run.tokens_per_s and run.steps is not None for run in runs)
     assert set(study.finished["E7"]) == {"slots/1", "slots/3"}
     assert LADDERS["cuda"][-1] == 0           # a GPU's ladder ends at its sized count
+
+
+def test_a_reading_that_fails_is_left_out_and_the_run_goes_on(monkeypatch):
+    """NVML can fail a reading mid-run: the sampler thread keeps going, quietly."""
+    import time
+
+    import torch
+
+    from probe.runs.device_busy import DeviceBusy
+
+    busy = DeviceBusy(torch.device("cpu"), every_s=0.01)
+    calls = {"n": 0}
+    real = busy._probe.sample
+
+    def flaky():
+        calls["n"] += 1
+        if calls["n"] % 2 == 0:
+            raise RuntimeError("NVML_ERROR_UNKNOWN")
+        return real()
+    monkeypatch.setattr(busy._probe, "sample", flaky)
+    with busy:
+        time.sleep(0.2)
+    assert calls["n"] >= 4 and busy._thread.is_alive() is False
+    assert busy.mean_pct is not None and busy.mean_pct >= 0.0
