@@ -32,10 +32,13 @@ def _sampler(device: torch.device, stop: threading.Event, into: list[tuple[float
     probe = DeviceProbe(device)
     watched: dict[int, psutil.Process] = {}
     while not stop.wait(0.5):
-        sample = probe.sample()
         now = time.monotonic()
-        if sample.util_pct is not None:
-            into.append((now, sample.util_pct))
+        try:
+            util = probe.sample().util_pct
+        except Exception:  # a reading NVML failed is left out; the CPU is still read
+            util = None
+        if util is not None:
+            into.append((now, util))
         if not pid_box:
             continue
         try:
