@@ -150,3 +150,9 @@ def test_the_batching_runs_share_their_allowance_and_each_gets_a_measurable_limi
     assert len(limits) == 4 and all(limit >= check.MIN_BATCHING_RUN_S for limit in limits)
     assert sum(limit + check.STOP_S for limit in limits) == pytest.approx(allowed, rel=0.01)
     assert check.unmeasured(report) == []
+
+
+def test_a_negative_budget_is_one_line_and_exit_2(capsys):
+    assert check.main(["--budget", "-5"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--budget -5" in err

@@ -9,7 +9,8 @@ In this order, within `--budget` seconds (budget.py):
    paths: ms/token, failures, tokens against fp32 eager, kernels per token and their GPU
    time, beside the HBM roofline and the kernel floor (kernels × one kernel's measured cost).
 5. Continuous batching on the Azure conversation trace at full load (batching.py): tokens/s
-   and NVML utilization at three slot counts and at the default sizing.
+   and NVML utilization at 16 and 64 slots and at the default sizing, with CUDA graphs and
+   (at the default sizing) without.
 6. The live dashboard, driven headless through Textual's Pilot, its screens saved.
 J/token beside tokens/s in 4 and 5, from NVML's energy counter (gpu_check/energy.py); what the
 issue expects of it (falling with slots and under CUDA graphs) is reported, never failed.
@@ -194,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
                              "(0: no budget, each section its own limits)")
     parser.add_argument("--out", default="gpu-check-out")
     args = parser.parse_args(argv)
+    if args.budget < 0:
+        print(f"gpu-check: --budget {args.budget:g}: seconds must be 0 (no budget) or more",
+              file=sys.stderr)
+        return 2
     import torch
     if not torch.cuda.is_available():
         print("gpu-check: no CUDA device here; nothing to check (run it on a GPU machine)")
