@@ -98,7 +98,7 @@ class BatchingResults:
     runs: dict[str, BatchingRun]
     roofline: BatchRoofline | None = None
     requests: int = MIN_REQUESTS
-    slot_runs: tuple[SlotRun, ...] = ()     # the slot sweep (probe/bench/slot_sweep.py), a full study's
+    slot_runs: tuple[SlotRun, ...] = ()     # a full study's slot sweep (bench/slot_sweep.py)
     device_type: str = "cpu"
 
     def as_dict(self) -> dict:
@@ -209,8 +209,7 @@ def build(results: BatchingResults) -> dict:
                      "row's time per token counts steps after its own end")
     table = {"columns": ["trace", "offered (req/s)", "batching", "failed", "served req/s",
                          "tok/s", "device busy %", "p50", "p95", "p99", "occupancy", "KV peak",
-                         "ms/step",
-                         "× batch roofline"], "rows": rows}
+                         "ms/step", "× batch roofline"], "rows": rows}
     extra = [slot_table(list(results.slot_runs))] if results.slot_runs else []
     if results.slot_runs:
         notes.append(f"by slot count: {SLOT_TRACE} at full load (twice the slots outstanding), "
