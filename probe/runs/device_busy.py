@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-
-import torch
+from typing import TYPE_CHECKING
 
 from probe.contract.device_sample import DeviceSample
-from probe.engine.observe.device_probe import DeviceProbe
+
+if TYPE_CHECKING:
+    import torch
 
 EVERY_S = 0.5
 
@@ -35,6 +36,9 @@ class DeviceBusy:
     """`with DeviceBusy(device) as busy: …` then `busy.mean_pct` (None: no reading)."""
 
     def __init__(self, device: torch.device, every_s: float = EVERY_S) -> None:
+        # here, not at the top: openloop.py imports this module on the command line's path
+        # (doctor --verify), which must not load torch
+        from probe.engine.observe.device_probe import DeviceProbe
         self._probe = DeviceProbe(device)
         self._every_s = every_s
         self._stop = threading.Event()

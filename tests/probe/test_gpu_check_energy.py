@@ -6,7 +6,6 @@ fed by a fake pynvml."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -171,10 +170,10 @@ def test_a_decode_config_reports_j_per_token_through_the_engines_nvml_reader(
     lock = tmp_path / "gpu.lock"
     Path(f"{lock}.go").touch()
     requests, tokens = 3, 4
-    args = argparse.Namespace(model="t5-tiny", device="cpu", decode="fullgraph",
-                              precision="fp32", compile="off", tf32="off", blas="default",
-                              requests=requests, input_tokens=8, output_tokens=tokens,
-                              lock=str(lock), out=str(tmp_path / "one.json"))
+    args = decode_run.parser().parse_args([
+        "--model", "t5-tiny", "--device", "cpu", "--requests", str(requests),
+        "--input-tokens", "8", "--output-tokens", str(tokens), "--lock", str(lock),
+        "--out", str(tmp_path / "one.json")])
     result = decode_run.run(args)
     entry = result["energy"]
     assert result["failed"] == 0 and entry["source"] == NVML
