@@ -180,6 +180,21 @@ class ContinuousScheduler:
         engine.flush_probes()
         return []
 
+    def serve_all(self, requests: list[EngineRequest],
+                  per_join: int | None = None) -> list[RequestRecord]:
+        """Serve `requests` to the end without a serving loop, as it would: each step, as many
+        join as there are free slots (at most `per_join`), then one step. What gpu-check's
+        layout comparison and the scheduler's tests drive."""
+        waiting, records = list(requests), []
+        while waiting or self.active:
+            room = self.free_slots if per_join is None else min(self.free_slots, per_join)
+            joiners = waiting[:max(0, room)]
+            del waiting[:len(joiners)]
+            if joiners:
+                records += self.join(joiners)
+            records += self.step()
+        return records
+
     def _joined(self, started: float, compile_before: float) -> None:
         """A join's host time, a compile inside it taken out (the compile feed shows that)."""
         compiled_s = self.engine.probe.compile_seconds - compile_before

@@ -155,3 +155,19 @@ def test_the_host_section_times_the_loop_at_each_slot_count():
         assert isinstance(read, float) and read > 0
     assert any("at 6 slots" in line for line in lines)
     assert report["calls_us"]["compile ledger's timer, added to a wrapped call"] >= 0.0
+
+
+def test_the_paged_layout_is_held_to_the_static_layouts_tokens():
+    """gpu-check's layout comparison on this CPU (t5-tiny, a few azure-conv requests), and
+    its promise read from made-up reports."""
+    from probe.engine.gpu_check.layouts import layouts_agree
+    from probe.engine.model.loading import load_model
+
+    found = layouts_agree(load_model("t5-tiny"), torch.device("cpu"), requests=6, slots=3,
+                          max_new_tokens=8)
+    assert found["equal"] is True and found["failed"] == {"static": 0, "paged": 0}
+    assert found["requests"] == 6 and found["differ"] == []
+    name = "continuous batching's paged layout serves the static layout's tokens"
+    assert promises({"layouts": found})[name] is True
+    assert promises({"layouts": {**found, "equal": False, "differ": ["l3"]}})[name] is False
+    assert name not in promises({})

@@ -140,6 +140,11 @@ def test_the_batching_runs_share_their_allowance_and_each_gets_a_measurable_limi
         return {"max_batch": max_batch, "options": options}
     monkeypatch.setattr(batching, "replay_run", replay)
     monkeypatch.setattr(check, "time", FakeTime)
+    import probe.engine.gpu_check.layouts as layouts
+    import probe.engine.model.loading as loading
+    monkeypatch.setattr(loading, "load_model", lambda name: None)
+    monkeypatch.setattr(layouts, "layouts_agree", lambda loaded, device: {
+        "requests": 32, "slots": 8, "equal": True, "differ": []})
 
     class Args:
         slots, batching_opts, batching_contrast = "16,64", "batching=continuous", "b=c"

@@ -8,9 +8,10 @@ In this order, within `--budget` seconds (budget.py):
 4. The decode matrix (decode_matrix.py): every compile mode × fp32/fp16/bf16 for both decode
    paths: ms/token, failures, tokens against fp32 eager, kernels per token and their GPU
    time, beside the HBM roofline and the kernel floor (kernels × one kernel's measured cost).
-5. Continuous batching on the Azure conversation trace at full load (batching.py): tokens/s
-   and NVML utilization at 16 and 64 slots and at the default sizing, with CUDA graphs and
-   (at the default sizing) without.
+5. Continuous batching on the Azure conversation trace: first the paged layout's tokens
+   against the static layout's (layouts.py), then at full load (batching.py): tokens/s and
+   NVML utilization at 16 and 64 slots and at the default sizing, with CUDA graphs and (at
+   the default sizing) without.
 6. The live dashboard, driven headless through Textual's Pilot, its screens saved.
 J/token beside tokens/s in 4 and 5, from NVML's energy counter (gpu_check/energy.py); what the
 issue expects of it (falling with slots and under CUDA graphs) is reported, never failed.
@@ -143,6 +144,10 @@ def promises(report: dict) -> dict[str, bool]:
         agrees = report.get("nvml", {}).get(f"{key}_memory_agrees")
         if agrees is not None:
             checks[f"NVML memory used agrees with nvidia-smi ({key})"] = agrees
+    layouts = report.get("layouts")
+    if layouts is not None:
+        checks["continuous batching's paged layout serves the static layout's tokens"] = (
+            layouts.get("equal") is True)
     sigterm = report.get("sigterm", {}).get("seconds")
     if sigterm is not None:
         checks["SIGTERM during a compile ends within 10 s"] = sigterm <= 10
@@ -315,6 +320,13 @@ def _batching(args, device, report: dict, log, save, allowed_s: float | None) ->
         nvml["load_memory_agrees"] = memory_agrees(load)
         log(f"NVML under load, infertop vs nvidia-smi: {json.dumps(load)}")
 
+    from probe.engine.gpu_check.layouts import layouts_agree
+    from probe.engine.model.loading import load_model
+    report["layouts"] = layouts = layouts_agree(load_model(args.model), device)
+    log(f"paged against static, {layouts['requests']} azure-conv requests at "
+        f"{layouts['slots']} slots: tokens {'equal' if layouts['equal'] else 'DIFFER'}"
+        + (f" ({', '.join(layouts['differ'])})" if layouts["differ"] else ""))
+    save()
     log("continuous batching, azure-conv at full load:")
     plan = [(int(s), args.batching_opts) for s in args.slots.split(",") if s]
     plan += [(0, args.batching_opts), (0, args.batching_contrast)]
