@@ -27,7 +27,6 @@ class RateChoice:
     capacity_rps: float         # 1 / service time of a request of the opening's mean shape
     trace_rps: float            # the opening's arrival rate at speed 1
     opening_requests: int = OPENING_REQUESTS
-    opening_s: float | None = None      # the opening's span at speed 1
 
     @property
     def load(self) -> float:
@@ -37,8 +36,9 @@ class RateChoice:
         """Says over what the load is a mean: a live trace is quieter in some minutes and
         busier in others, and the panel's own figure reads the last 30 s (on the Azure
         trace, 11% 40 s in and 76% two minutes later, for a calibration at 50%)."""
-        span = ("" if not self.opening_s else
-                f", about {self.opening_s / self.speed / 60:.1f} min at this rate")
+        # the opening's span at speed 1 is its arrivals' gaps: (requests − 1) ÷ its rate
+        opening_s = (self.opening_requests - 1) / self.trace_rps
+        span = f", about {opening_s / self.speed / 60:.1f} min at this rate"
         return (f"rate ×{self.speed:.3g} → offered load {self.load:.0%} of the measured "
                 f"capacity over the trace's first {self.opening_requests} requests{span} "
                 f"({self.capacity_rps:.2f} req/s one at a time; the trace opens at "
@@ -79,7 +79,5 @@ def choose_speed(engine: Engine, trace: Trace) -> RateChoice | None:
         return None
     capacity = measure_capacity_rps(engine, mean_in, mean_out)
     speed = min(max(TARGET_LOAD * capacity / rate, MIN_SPEED), MAX_SPEED)
-    first = trace.requests[:OPENING_REQUESTS]
     return RateChoice(speed=speed, capacity_rps=capacity, trace_rps=rate,
-                      opening_requests=len(first),
-                      opening_s=(first[-1].timestamp_ms - first[0].timestamp_ms) / 1000.0)
+                      opening_requests=len(trace.requests[:OPENING_REQUESTS]))

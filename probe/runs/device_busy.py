@@ -43,22 +43,21 @@ class DeviceBusy:
         self._every_s = every_s
         self._stop = threading.Event()
         self._readings: list[float] = []
-        self._started = False
         self._thread = threading.Thread(target=self._sample, daemon=True,
                                         name="infertop-device-busy")
 
     def _sample(self) -> None:
-        while True:
-            try:
-                # the first reading only starts the CPU and NVML windows
-                value = busy_pct(self._probe.sample()) if self._started else None
-            except Exception:  # a reading that fails is left out, the run goes on
-                value = None
-            self._started = True
+        self._read()            # the first reading only starts the CPU and NVML windows
+        while not self._stop.wait(self._every_s):
+            value = self._read()
             if value is not None:
                 self._readings.append(value)
-            if self._stop.wait(self._every_s):
-                return
+
+    def _read(self) -> float | None:
+        try:
+            return busy_pct(self._probe.sample())
+        except Exception:  # a reading that fails is left out, the run goes on
+            return None
 
     def __enter__(self) -> DeviceBusy:
         self._thread.start()

@@ -76,16 +76,9 @@ def replay(context: RunContext, options: OptConfig, workload, *, rate: float, re
            **settings) -> tuple[SessionData, float | None]:
     """Serve `requests` of the workload arriving at `rate` through the serving loop; the
     session it leaves (records, segments), and how busy the device was (device_busy.py)."""
-    from probe.engine.serving import ServingLoop
     engine = make_engine(context, options, bucket_edges=workload.bucket_edges,
                          max_new_tokens=workload.max_new_tokens, max_batch=MAX_BATCH, **settings)
-    try:
-        with DeviceBusy(engine.device) as busy:
-            ServingLoop(engine, OpenLoopReplayer(workload.trace, rate=rate,
-                                                 max_requests=requests)).run(threading.Event())
-    finally:
-        engine.close()
-    return engine.session.freeze(), busy.mean_pct
+    return _served(engine, OpenLoopReplayer(workload.trace, rate=rate, max_requests=requests))
 
 
 def full_load(context: RunContext, options: OptConfig, workload, *, slots: int,
@@ -93,15 +86,20 @@ def full_load(context: RunContext, options: OptConfig, workload, *, slots: int,
     """`requests` of the workload with twice `slots` outstanding (a closed loop: a slot is
     never free for want of a request), at `slots` slots (0: sized from the device's memory);
     the session, and how busy the device was over it (device_busy.py)."""
-    from probe.engine.serving import ServingLoop
     engine = make_engine(context, options, bucket_edges=workload.bucket_edges,
                          max_new_tokens=workload.max_new_tokens, max_batch=slots)
     outstanding = 2 * engine.settings.max_batch         # the slots, sized where 0
+    return _served(engine, ClosedLoopReplayer(workload.trace, concurrency=outstanding,
+                                              max_requests=requests))
+
+
+def _served(engine, replayer) -> tuple[SessionData, float | None]:
+    """The replayer's requests through the serving loop, the device sampled meanwhile; the
+    engine closed after."""
+    from probe.engine.serving import ServingLoop
     try:
         with DeviceBusy(engine.device) as busy:
-            ServingLoop(engine, ClosedLoopReplayer(workload.trace, concurrency=outstanding,
-                                                   max_requests=requests)
-                        ).run(threading.Event())
+            ServingLoop(engine, replayer).run(threading.Event())
     finally:
         engine.close()
     return engine.session.freeze(), busy.mean_pct

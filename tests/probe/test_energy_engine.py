@@ -16,7 +16,6 @@ from probe.engine.model.requests import EngineRequest
 from probe.engine.observe.energy_counter import EnergyReading
 from probe.engine.observe.energy_ledger import EnergyLedger
 from tests.conftest import varied_tiny_model
-from tests.scheduler_drive import serve_everything
 
 
 class RisingCounter:
@@ -93,7 +92,7 @@ def test_continuous_batching_adds_up_to_the_counter(engine) -> None:
     scheduler = ContinuousScheduler(engine)
     waiting = [EngineRequest(f"c{i}", 100 + i, 4 + i, out, 0.0)
                for i, out in enumerate([3, 9, 1, 6, 4, 8])]
-    records = serve_everything(scheduler, waiting)
+    records = scheduler.serve_all(waiting)
     assert len(records) == 6 and all(r.ok for r in records)
     assert all(r.energy_phases_j is not None and r.energy_phases_j.encode > 0
                and r.energy_phases_j.decode > 0 for r in records)

@@ -15,7 +15,6 @@ from probe.engine.decode.device_timeline import Fetch, HostMark, Timeline
 from probe.engine.engine import Engine, EngineSettings
 from probe.engine.model.requests import EngineRequest
 from tests.conftest import varied_tiny_model
-from tests.scheduler_drive import serve_everything
 
 
 class LaggingMark(HostMark):
@@ -77,7 +76,7 @@ def test_only_finished_requests_are_read_back_and_the_host_runs_ahead(engine):
     alone = {r.id: list(engine.serve([r])[0].tokens) for r in requests}
     scheduler = ContinuousScheduler(engine)
     timeline = scheduler.timeline = LaggingTimeline(lag=STEPS_AHEAD + 3)
-    records = serve_everything(scheduler, requests)
+    records = scheduler.serve_all(requests)
     steps = scheduler.steps
     assert sorted(r.id for r in records) == sorted(alone)
     assert all(list(r.tokens) == alone[r.id] for r in records)
@@ -136,7 +135,7 @@ def test_steps_over_the_captured_sizes_keep_every_token(engine, monkeypatch):
     requests = [EngineRequest(f"g{i}", 700 + i, 3 + i, out, 0.0) for i, out in enumerate(outputs)]
     alone = {r.id: list(engine.serve([r])[0].tokens) for r in requests}
     scheduler = ContinuousScheduler(engine)
-    records = serve_everything(scheduler, requests, per_join=2)     # a few at a time
+    records = scheduler.serve_all(requests, per_join=2)     # a few at a time
     assert {r.id: list(r.tokens) for r in records} == alone
     replayed = batcher.graphs.replayed
     assert set(replayed) <= set(batcher.graphs.sizes) and min(replayed) < 6
@@ -208,7 +207,7 @@ def test_a_joins_host_time_is_the_loops(engine, monkeypatch):
         return real_join(*args, **kwargs)
     monkeypatch.setattr(batcher, "join", slow_join)
     requests = [EngineRequest(f"j{i}", 950 + i, 4, 3, 0.0) for i in range(4)]
-    serve_everything(scheduler, requests, per_join=2)
+    scheduler.serve_all(requests, per_join=2)
     figure = engine.session.freeze().batch_steps[engine.config_id]
     assert figure.join_ms is not None and figure.host_ms is not None
     assert figure.join_ms * scheduler.steps >= 2 * 20.0     # two joins of 2, 20 ms each
