@@ -17,7 +17,6 @@ from typing import Any
 from probe.common.errors import BadInput
 from probe.contract import protocol
 from probe.contract.protocol import (
-    PUBLISH_INTERVAL_S,
     ArmLive,
     ArmRequest,
     ArmStarted,
@@ -26,6 +25,7 @@ from probe.contract.protocol import (
 )
 from probe.engine.measure.bandwidth_cache import machine_bandwidth
 from probe.engine.process.engine_launch import EngineLaunch
+from probe.engine.process.view_publisher import publish_views
 from probe.session_store.journal import JournaledSession, JournalWriter
 from probe.session_store.journal_reader import read_journal
 from workloads.replayer import ScheduledRequest, Submit
@@ -100,18 +100,9 @@ def serve_arm(engine: Any, launch: EngineLaunch, conn: Connection,
                 ended.append(message.predecessor if isinstance(message, CutOver) else None)
                 stop.set()
 
-    def publish() -> None:
-        while not stop.wait(PUBLISH_INTERVAL_S):
-            try:
-                view = reporter.build()
-            except Exception:  # a reporting fault must not stop serving
-                traceback.print_exc()
-                continue
-            if not send(ArmLive(view)):
-                stop.set()
-
     threads = [threading.Thread(target=commands, name="arm commands", daemon=True),
-               threading.Thread(target=publish, name="arm publisher", daemon=True)]
+               threading.Thread(target=publish_views, name="arm publisher", daemon=True,
+                                args=(reporter.build, send, ArmLive, stop))]
     for thread in threads:
         thread.start()
     loop.run(stop)

@@ -16,13 +16,14 @@ from probe.common.atomic import write_json_atomic
 from probe.common.clock import SessionClock
 from probe.common.errors import BadInput
 from probe.contract import protocol
-from probe.contract.protocol import JOURNAL_STOPPED, PUBLISH_INTERVAL_S
+from probe.contract.protocol import JOURNAL_STOPPED
 from probe.engine.measure.bandwidth_cache import machine_bandwidth
 from probe.engine.process.ab_split import Splitter, end_split
 from probe.engine.process.carried_queue import scheduled_again
 from probe.engine.process.engine_launch import EngineLaunch
 from probe.engine.process.headless_journal import dispatch_of, write_header
 from probe.engine.process.resumed_replay import ContinuedReplayer
+from probe.engine.process.view_publisher import publish_views
 from probe.engine.process.warm_side import warm_up
 from probe.engine.workload_setup import PreparedWorkload
 from probe.session_store.journal import Dispatch, JournaledSession, JournalWriter
@@ -257,23 +258,19 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
             except (EOFError, OSError):  # the dashboard went away
                 stop.set()
 
-    def publish() -> None:
-        journal_error_said = False
-        while not stop.wait(PUBLISH_INTERVAL_S):
-            if writer is not None and writer.error and not journal_error_said:
-                engine.notify("error", f"{writer.error}: {JOURNAL_STOPPED}; a restarted engine "
-                                       f"will start a new session")
-                journal_error_said = True
-            try:
-                view = reporter.build()
-            except Exception:  # a reporting fault must not stop serving
-                traceback.print_exc()
-                continue
-            if not send(protocol.EngineLive(view)):
-                stop.set()
+    journal_error_said = False
+
+    def say_journal_stopped() -> None:
+        nonlocal journal_error_said
+        if writer is not None and writer.error and not journal_error_said:
+            engine.notify("error", f"{writer.error}: {JOURNAL_STOPPED}; a restarted engine "
+                                   f"will start a new session")
+            journal_error_said = True
 
     threading.Thread(target=commands, name="commands", daemon=True).start()
-    threading.Thread(target=publish, name="publisher", daemon=True).start()
+    threading.Thread(target=publish_views, name="publisher", daemon=True,
+                     args=(reporter.build, send, protocol.EngineLive, stop,
+                           say_journal_stopped)).start()
     if launch.options.prewarm == "on":     # the serving loop prewarms before it serves
         send(protocol.EngineLoading("prewarming bucket shapes"))
     loop.run(stop)
