@@ -1,4 +1,7 @@
-
+"""The engine and everything computed from what it serves, in layers from the bottom up
+(tests/test_layers_run_down.py): common; contract; analysis; checks; session_store; the
+engine's model, measure/observe, decode, itself, monitoring and process; runs; report_charts;
+bench and tune. This module itself only quiets two torch loggers nobody can act on."""
 
 import logging as _logging
 

@@ -92,3 +92,23 @@ def glossary_problems() -> list[str]:
 def test_every_glossary_name_is_defined_where_it_says() -> None:
     problems = glossary_problems()
     assert not problems, "\n".join(problems)
+
+
+LIBRARIES = ("probe/contract", "probe/analysis", "probe/session_store", "probe/runs")
+
+
+def test_every_package_says_what_it_holds_and_the_libraries_what_they_export() -> None:
+    """architecture.md promises that each package's __init__ says what it holds; the packages
+    others import from also name what they export, and each exported module exists."""
+    packages = sorted(p.parent for root in ("infertop", "probe", "tui", "workloads")
+                      for p in (REPO / root).rglob("__init__.py"))
+    silent = [str(p.relative_to(REPO)) for p in packages
+              if not ast.get_docstring(ast.parse((p / "__init__.py").read_text()))]
+    assert silent == []
+    for library in LIBRARIES:
+        doc = ast.get_docstring(ast.parse((REPO / library / "__init__.py").read_text())) or ""
+        assert "Exports" in doc, library
+        named = re.findall(r"`([a-z_]+)` \(", doc.split("Exports", 1)[1])
+        assert named, library
+        missing = [m for m in named if not (REPO / library / f"{m}.py").exists()]
+        assert missing == [], (library, missing)
