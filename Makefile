@@ -53,7 +53,7 @@ CHARTS_OUT ?= /tmp/infertop-charts
 charts: $(STAMP)
 	rm -rf $(CHARTS_OUT)
 	$(VENV)/bin/infertop bench --quick --experiments E1,E3,E4,E6,E7,E8 --out $(CHARTS_OUT) $(ARGS)
-	$(PY) -m probe.report_charts.docs_charts $(CHARTS_OUT) docs/charts
+	$(PY) -m tools.docs_charts $(CHARTS_OUT) docs/charts
 	$(VENV)/bin/infertop snapshot show screenshots/sessions/4-continuous-paged.json \
 		--plot docs/charts/session_timeline.svg > /dev/null
 	$(VENV)/bin/infertop snapshot compare screenshots/sessions/1-baseline.json \
@@ -75,7 +75,7 @@ gpu-wheels:
 		--platform manylinux2014_x86_64 --platform any -d .whl -r gpu-wheels.txt
 
 screenshots: $(STAMP)
-	$(PY) -m tui.screenshots screenshots/sessions/*.json --size 80x24
+	$(PY) -m tools.screenshots screenshots/sessions/*.json --size 80x24
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -111,9 +111,11 @@ def _imports(path: Path) -> list[tuple[str, bool]]:
     return found
 
 
-def test_no_product_module_imports_the_tests() -> None:
+def test_no_product_module_imports_the_tests_or_the_tools() -> None:
+    """tests/, tools/ (scripts around the product) and benchmarks/ sit outside it."""
     wrong = {module: name for module, path in module_files().items()
-             for name, _ in _imports(path) if name.split(".")[0] == "tests"}
+             for name, _ in _imports(path)
+             if name.split(".")[0] in ("tests", "tools", "benchmarks")}
     assert not wrong, wrong
 
 

@@ -1,11 +1,11 @@
-"""`python -m tui.screenshots` redraws saved sessions (the README's are real recordings)."""
+"""`python -m tools.screenshots` redraws saved sessions (the README's are real recordings)."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from tui.screenshots import write_all
+from tools.screenshots import write_all
 
 SESSIONS = Path(__file__).resolve().parents[2] / "screenshots" / "sessions"
 

@@ -353,7 +353,7 @@ def _dashboard(args, device, report: dict, log, save, allowed_s: float | None) -
     if allowed_s is not None:
         seconds = min(seconds, allowed_s - DASHBOARD_START_S)
     try:
-        walk = subprocess.run([sys.executable, "-m", "tui.gpu_walk", args.model, args.out,
+        walk = subprocess.run([sys.executable, "-m", "tools.gpu_walk", args.model, args.out,
                                str(seconds)], capture_output=True, text=True,
                               timeout=seconds + DASHBOARD_START_S + 60)
     except subprocess.TimeoutExpired:

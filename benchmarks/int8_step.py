@@ -2,7 +2,7 @@
 ms/token (median and range of 8 rounds) and the token agreement. Not part of the study: the
 side-by-side figure docs/engine-vs-peer.md quotes.
 
-    python -m probe.bench.int8_step t5-small 12 [threads] [eager]
+    PYTHONPATH=$PWD python benchmarks/int8_step.py t5-small 12 [threads] [eager]
 """
 
 from __future__ import annotations

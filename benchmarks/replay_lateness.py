@@ -1,4 +1,4 @@
-"""Real dispatch lateness of the open-loop replayer: `python -m workloads.bench_replay`.
+"""Real dispatch lateness of the open-loop replayer: `PYTHONPATH=$PWD python benchmarks/replay_lateness.py`.
 
 Lateness = clock at submit - scheduled time. The submit callback only records, so this measures
 the replayer and the OS's sleep accuracy, not an engine.

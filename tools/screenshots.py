@@ -1,4 +1,4 @@
-"""`python -m tui.screenshots SESSION.json… [--out DIR] [--size COLSxROWS]`: redraw saved
+"""`python -m tools.screenshots SESSION.json… [--out DIR] [--size COLSxROWS]`: redraw saved
 sessions as SVG screenshots through `--load`'s read-only view, so every picture presented as a
 result comes from a real run (the README's were recorded live with `s`, and their 80×24
 versions redrawn from the same saved sessions). The synthetic session (tests/tui/synthetic.py) is a
@@ -47,7 +47,7 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tui.screenshots", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tools.screenshots", description=__doc__)
     parser.add_argument("sessions", nargs="+", type=Path, metavar="SESSION.json")
     parser.add_argument("--out", type=Path, default=Path("screenshots"))
     parser.add_argument("--size", type=_size, default=(80, 24), metavar="COLSxROWS")

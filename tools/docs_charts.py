@@ -1,7 +1,7 @@
 """`make charts`: copy the docs' charts out of a real bench folder (its figures/, drawn by the
 bench itself) into docs/charts, and say which run they came from.
 
-    python -m probe.report_charts.docs_charts BENCH_DIR docs/charts"""
+    python -m tools.docs_charts BENCH_DIR docs/charts"""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ DOCS_CHARTS = ("timeline_E3", "cdf_E1", "padding_waste", "e6_waterfall", "rate_E
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        print("usage: python -m probe.report_charts.docs_charts BENCH_DIR DOCS_CHARTS",
+        print("usage: python -m tools.docs_charts BENCH_DIR DOCS_CHARTS",
               file=sys.stderr)
         return 2
     bench, docs = Path(args[0]), Path(args[1])

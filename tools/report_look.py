@@ -1,7 +1,7 @@
 """Open a report.html in headless Chromium and save a screenshot of it, to look at what a
 reader's browser shows (every figure drawn, nothing fetched):
 
-    python -m probe.report_charts.look DIR/report.html shot.png [--size 1200x3000]
+    python -m tools.report_look DIR/report.html shot.png [--size 1200x3000]
 
 Needs a Chromium (Debian: `apt-get install chromium`); without one it says so and exits 2."""
 
@@ -41,7 +41,7 @@ def screenshot(page: Path, out: Path, *, size: str = "1200x3000", timeout_s: flo
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m probe.report_charts.look",
+    parser = argparse.ArgumentParser(prog="python -m tools.report_look",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("page", type=Path, metavar="REPORT.html")
     parser.add_argument("out", type=Path, metavar="OUT.png")

@@ -1,4 +1,4 @@
-"""`python -m tui.gpu_walk OUT SECONDS`, `make gpu-check`'s dashboard walk (run as a process
+"""`python -m tools.gpu_walk OUT SECONDS`, `make gpu-check`'s dashboard walk (run as a process
 of its own, so probe/ never imports the UI): the live dashboard on the GPU, driven headless through
 Textual's Pilot (the GPU machine has no terminal), its screens saved as SVG: the baseline,
 then `g`, `c` and the compiled config."""
