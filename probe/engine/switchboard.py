@@ -23,6 +23,7 @@ from probe.engine.compile_cache import (
 from probe.engine.compile_cache_key import config_key, weights_digest
 from probe.engine.decode import hf_generate
 from probe.engine.decode.attention import set_attention
+from probe.engine.decode.batcher import Batcher
 from probe.engine.decode.continuous import SlotBatcher
 from probe.engine.decode.fused_qkv import fuse_qkv
 from probe.engine.decode.paged import PagedBatcher
@@ -210,7 +211,7 @@ class Switchboard:
         self.compile_backend = compile_backend
         self._models: dict[tuple[str, str, str, str], T5Family] = {}
         self._decoders: dict[OptConfig, Callable[..., DecodeResult]] = {}
-        self._slot_batchers: dict[OptConfig, SlotBatcher | PagedBatcher] = {}
+        self._slot_batchers: dict[OptConfig, Batcher] = {}
         self._eager_fallback: set[OptConfig] = set()
 
     def resolve(self, options: OptConfig) -> Variant:
@@ -361,8 +362,7 @@ class Switchboard:
         return (self.device.type == "cuda" and options.compile in CUDA_GRAPH_MODES
                 and options.decode == "fullgraph")
 
-    def slot_batcher(self, options: OptConfig, settings: EngineSettings
-                     ) -> SlotBatcher | PagedBatcher:
+    def slot_batcher(self, options: OptConfig, settings: EngineSettings) -> Batcher:
         """The continuous-batching slots for these options, built once per config: a region
         per slot (static), or slots over a block pool of the same KV budget (paged)."""
         if options not in self._slot_batchers:
