@@ -22,8 +22,8 @@ from tui.live_ab import (
     ABEnded,
     ABEvent,
     LiveAB,
+    result_text,
     step_target,
-    verdict_text,
 )
 
 
@@ -132,8 +132,7 @@ class ABActions(KeyActions):
         ab, self._ab = self._ab, None
         if ab is None:
             return
-        a, b = ab.counts()
-        result = verdict_text(ab.comparison) if ab.comparison is not None else "not compared"
+        result = result_text(ab) if ab.split else "not compared"
         if how == "adopt":
             self.requested = ab.target
             self.options_sent_s = None          # arm B serves with these
@@ -142,8 +141,7 @@ class ABActions(KeyActions):
         else:
             said = f"kept {ab.a_id} (A); arm B stopped" if ab.split else (
                 f"gave up warming {ab.target.label()}")
-        self.say(f"A/B ended: {said} · {a} | {b} served · {result} · both arms are in the "
-                 f"session as segments")
+        self.say(f"A/B ended: {said} · {result} · both arms are in the session as segments")
         self._show_switch()
 
     # -- what the engines say ----------------------------------------------------------------

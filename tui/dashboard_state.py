@@ -23,6 +23,7 @@ from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineHandle, Pause, SetSpeed
 from probe.contract.records import CompileInProgress
+from tui.fit_line import Part
 from tui.live_ab import LiveAB, ab_line
 from tui.trace_shape import engine_trace_shape
 from tui.warm_switch import SWITCH_KEY, WarmSwitch, warm_line
@@ -42,7 +43,8 @@ class DashboardState(App[int]):
     engine_note: reactive[str] = reactive("", init=False)
     # (not `switch_mode`: that is Textual's App.switch_mode, its screen modes' API)
     switch_kind: reactive[str] = reactive("cold", init=False)    # or "warm"
-    switch_note: reactive[str] = reactive("", init=False)        # the warm switch's line
+    # the warm switch's line, or the A/B's parts (shortened by meaning: tui/fit_line.py)
+    switch_note: reactive[str | tuple[Part, ...]] = reactive("", init=False)
     warming_beside: reactive[str] = reactive("", init=False)     # serving id while a side warms
 
     def __init__(self, engine: EngineHandle | None, *, initial: LiveView | None = None,

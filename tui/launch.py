@@ -19,7 +19,12 @@ from probe.contract.live import LiveView, ReplayStatus
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
 from probe.engine.process.engine_process import EngineClient, launch_from_args
-from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
+from probe.session_store.snapshot import (
+    read_document,
+    saved_live_parts,
+    saved_serving,
+    saved_session,
+)
 from tui.snapshot_files import snapshot_folder_problem
 from tui.terminal_size import adopt_terminal_size
 
@@ -103,8 +108,7 @@ def saved_replay_state(document: dict) -> dict:
 
 def _live_from(document: dict, data: SessionData, saved_as: str | None = None) -> LiveView:
     records = data.records
-    config_ids = list(data.configs)
-    config_id = records[-1].config_id if records else (config_ids[-1] if config_ids else "c1")
+    config_id = data.current_config(saved_serving(document)) or "c1"
     entry = data.configs.get(config_id)
     options = entry.options if entry is not None else OptConfig()
     ok = sum(r.ok for r in records)

@@ -18,6 +18,7 @@ from probe.common.units import fmt_ms
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
+from tui.fit_line import Part, part
 from tui.pending_wait import fmt_wait
 
 AB_MODE_KEY = "V"           # the next option change runs as an A/B
@@ -99,24 +100,46 @@ def gather(held: Mapping[int, RequestRecord], recent: Iterable[RequestRecord],
     return {**held, **new} if new else held
 
 
-def ab_line(ab: LiveAB, now_s: float) -> str:
+def ab_line(ab: LiveAB, now_s: float) -> tuple[Part, ...]:
     """The status bar's line, e.g. "A/B c1 (A) ↔ c3 batching=continuous (B) · Enter adopts B,
-    Esc keeps A · every other request each: half the rate · 14 | 13 served · p95 1.84 s →
-    0.91 s, B − A −0.93 s [−1.40 s, −0.42 s]: better", its keys early: a narrow bar cuts the
-    end."""
+    Esc keeps A · every other request each: half the rate · 14 | 13 served: p95 1.84 s →
+    0.91 s, B − A −0.93 s [−1.40 s, −0.42 s]: better · doctor predicted …: held", as parts
+    that shorten by meaning (tui/fit_line.py): the rate first, then the keys, the arms'
+    labels, the prediction's wording; the result and its verdict last."""
     arms = f"A/B {ab.a_id} (A) ↔ {ab.b_id or 'new'} {ab.target.label()} (B)"
+    short_arms = f"A/B {ab.a_id}↔{ab.b_id or 'new'}"
     if not ab.split:
-        return (f"{arms}: B compiles and prewarms beside {ab.a_id}, "
-                f"{fmt_wait(max(now_s - ab.asked_s, 0.0))} so far · Esc gives it up")
-    a, b = ab.counts()
-    parts = [arms, "Enter adopts B, Esc keeps A", "every other request each: half the rate",
-             f"{a} | {b} served"]
-    if ab.comparison is not None:
-        parts.append(verdict_text(ab.comparison))
+        waited = fmt_wait(max(now_s - ab.asked_s, 0.0))
+        return (part(arms, short_arms, 3),
+                part(f"B compiles and prewarms beside {ab.a_id}, {waited} so far",
+                     f"B warming, {waited}", 2),
+                part("Esc gives it up", "Esc: give up", 1))
+    parts = [part(arms, short_arms, 4), part("Enter adopts B, Esc keeps A", "⏎/Esc", 2),
+             part("every other request each: half the rate", None, 0),
+             part(*result_texts(ab), 6)]
     held = held_text(ab)
     if held:
-        parts.append(held)
-    return " · ".join(parts)
+        parts.append(part(held, "doctor ✓" if held.endswith(": held") else "doctor ✗", 5))
+    return tuple(parts)
+
+
+def result_texts(ab: LiveAB) -> tuple[str, str]:
+    """The arms' counts and their comparison, in full and short, as one value: the counts are
+    the comparison's own (the requests it was computed on), and what was served since is said
+    apart, so the same counts never read two different results."""
+    if ab.comparison is None:
+        a, b = ab.counts()
+        text = f"{a} | {b} served: not compared yet"
+        return text, text
+    c = ab.comparison
+    since = tuple(n - m for n, m in zip(ab.counts(), (c.requests_a, c.requests_b)))
+    more = f" (+{since[0]} | +{since[1]} since, comparing)" if any(since) else ""
+    return (f"{c.requests_a} | {c.requests_b} served: {verdict_text(c)}{more}",
+            f"{c.requests_a}|{c.requests_b} {short_verdict(c)}")
+
+
+def result_text(ab: LiveAB) -> str:
+    return result_texts(ab)[0]
 
 
 def verdict_text(comparison: Comparison) -> str:
@@ -132,6 +155,13 @@ def verdict_text(comparison: Comparison) -> str:
     if comparison.requests_to_tell is not None:
         text += f" (about {comparison.requests_to_tell} a side to tell)"
     return text
+
+
+def short_verdict(comparison: Comparison) -> str:
+    metric = comparison.metrics[HEADLINE]
+    if metric.a is None or metric.b is None or metric.delta is None:
+        return "too few yet"
+    return f"p95 {fmt_ms(metric.a)} → {fmt_ms(metric.b)}: {comparison.verdict}"
 
 
 def held_text(ab: LiveAB) -> str:

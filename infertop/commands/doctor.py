@@ -32,7 +32,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true",
                         help="the diagnosis as JSON ({segments: [...], checklist: [...]})")
     parser.add_argument("--verify", action="store_true",
-                        help="measure the next step of the last served config: replay the "
+                        help="measure the next step of the current config: replay the "
                              "session's requests through that config and through it with the "
                              "change, alternated on fresh engines, and compare (JSON: verify)")
     parser.add_argument("--verify-requests", type=whole_number(2), default=DEFAULT_REQUESTS,

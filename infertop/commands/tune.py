@@ -14,7 +14,7 @@ from probe.checks.engine_inputs import check_engine_inputs
 from probe.checks.inductor_cache import usable_inductor_cache
 from probe.checks.output_lock import OutputLock
 from probe.checks.stop_supervisor import run_supervised
-from probe.common.argtypes import byte_size, real_number, thread_count, whole_number
+from probe.common.argtypes import OneLineParser, byte_size, real_number, thread_count, whole_number
 from probe.common.atomic import check_output_folder
 from probe.common.errors import BadInput
 from probe.contract.options import parse_opts
@@ -127,7 +127,7 @@ def resumed(args: argparse.Namespace) -> argparse.Namespace:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise BadInput(f"--resume {args.resume}: no tune.json of a --search quick|exhaustive "
                        f"there ({exc})") from exc
-    parser = argparse.ArgumentParser(prog="infertop tune", add_help=False)
+    parser = OneLineParser(prog="infertop tune", add_help=False)
     add_cli_args(parser)
     again = parser.parse_args(argv[1:] if argv[:1] == ["tune"] else argv)
     again.search, again.out, again.resume = mode, args.resume, args.resume

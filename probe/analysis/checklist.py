@@ -121,18 +121,38 @@ def kv_cache(data: SessionData, segments: Sequence[SegmentStats]) -> ChecklistIt
     return ChecklistItem(name, NOT_YET, f"no segment with kv_cache={missing}; {_key('kv_cache')}")
 
 
+def _ab_pair(data: SessionData, a: SegmentStats, b: SegmentStats) -> bool:
+    """Whether a and b are a live A/B's two arms (either order): arm B's config carries arm
+    A's id (ConfigEntry.ab_control), and a config with arm A's options is the other."""
+    for arm, other in ((b, a), (a, b)):
+        entry = data.configs.get(arm.config_id)
+        control = data.configs.get(entry.ab_control or "") if entry is not None else None
+        if control is not None and control.options == _options(data, other):
+            return True
+    return False
+
+
 def one_change(data: SessionData, segments: Sequence[SegmentStats]) -> ChecklistItem:
+    """Each config against the one before it changed one option. A live A/B's arms are judged
+    as the A/B they are (the doctor's step, or the user's change, measured side by side), not
+    as a change the user made from one config to the next."""
     name = "one change at a time"
     if len(segments) < 2:
         return ChecklistItem(name, NOT_YET, "one config served; change one option to compare")
+    abs_ = []
     for a, b in zip(segments, segments[1:]):
+        if _ab_pair(data, a, b):
+            abs_.append(f"{a.config_id} ↔ {b.config_id}")
+            continue
         oa, ob = _options(data, a), _options(data, b)
         changed = [f.name for f in fields(OptConfig) if getattr(oa, f.name) != getattr(ob, f.name)]
         if len(changed) != 1:
             return ChecklistItem(name, FAIL, f"{a.config_id} → {b.config_id} changed "
                                              f"{' and '.join(changed) or 'nothing'}; compare one "
                                              f"option at a time")
-    return ChecklistItem(name, PASS, f"{len(segments)} segments, each one option from the last")
+    ab_text = f" ({', '.join(abs_)}: an A/B, its arms side by side)" if abs_ else ""
+    return ChecklistItem(name, PASS, f"{len(segments)} segments, each one option from the "
+                                     f"last{ab_text}")
 
 
 def latency(data: SessionData, segments: Sequence[SegmentStats]) -> ChecklistItem:

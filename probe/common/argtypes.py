@@ -8,6 +8,7 @@ argparse's own errors become `infertop: error: ...` on one line too, with exit s
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import sys
 from typing import Callable, NoReturn
@@ -27,8 +28,65 @@ MAX_REPLAY_S = 31 * 86_400              # the longest replay: the trace's span Ã
 
 
 class OneLineParser(argparse.ArgumentParser):
+    """No abbreviations (`--request` is not `--requests`), and a mistyped flag is named: argparse
+    reports the word after an unknown flag ("invalid choice: 't5-tiny'" for `--modle t5-tiny`)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+        self._given: list[str] = []
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
+        unknown = unknown_flag(self, self._given)
+        if unknown is not None:
+            self.exit(2, f"infertop: error: {terminal_text(unknown)}\n")
         self.exit(2, f"infertop: error: {terminal_text(message)} (see {self.prog} --help)\n")
+
+
+def _own_flags(parser: argparse.ArgumentParser) -> set[str]:
+    return {flag for action in parser._actions for flag in action.option_strings}
+
+
+def _sub_commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return {name: sub for action in parser._actions
+            if isinstance(action, argparse._SubParsersAction)
+            for name, sub in action.choices.items()}
+
+
+def unknown_flag(parser: argparse.ArgumentParser, given: list[str]) -> str | None:
+    """"unknown flag --modle (did you mean --model?)" for the first word of `given` that looks
+    like a flag and is not one of the command it follows, or None when every flag is known. A
+    sub-command's name switches to its flags, as argparse does."""
+    current, known = parser, _own_flags(parser)
+    for word in given:
+        if word == "--":
+            break
+        if word in _sub_commands(current):
+            current = _sub_commands(current)[word]
+            known = _own_flags(current)
+            continue
+        if not word.startswith("-") or word == "-" or _is_number(word):
+            continue
+        name = word.split("=", 1)[0]
+        if name in known or (not word.startswith("--") and word[:2] in known):
+            continue
+        close = difflib.get_close_matches(name, sorted(f for f in known if f.startswith("--")),
+                                          n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return f"unknown flag {name}{hint}"
+    return None
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:

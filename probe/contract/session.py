@@ -24,6 +24,13 @@ from probe.contract.records import (
     RequestRecord,
 )
 
+AB_ARM_NOTE = "arm B of a live A/B against "     # + arm A's config id: a config's note
+
+
+def ab_arm_note(control_id: str) -> str:
+    """The note a live A/B's arm B config carries: the checklist judges the pair as the A/B."""
+    return f"{AB_ARM_NOTE}{control_id}"
+
 
 @dataclass(frozen=True)
 class ConfigEntry:
@@ -32,6 +39,12 @@ class ConfigEntry:
     config_id: str
     options: OptConfig
     notes: tuple[str, ...] = ()
+
+    @property
+    def ab_control(self) -> str | None:
+        """Arm A's config id, when this config was a live A/B's arm B."""
+        return next((n[len(AB_ARM_NOTE):] for n in self.notes if n.startswith(AB_ARM_NOTE)),
+                    None)
 
     def as_dict(self) -> dict:
         return {**self.options.as_dict(), "label": self.options.label(), "notes": list(self.notes)}
@@ -55,6 +68,19 @@ class SessionData:
     energy: Mapping[str, ConfigEnergy] = field(default_factory=lambda: MappingProxyType({}))
     # what each compiled graph earned (probe/analysis/compile_ledger.py), first call first
     compile_ledger: tuple[LedgerEntry, ...] = ()
+
+    def current_config(self, serving: str | None = None) -> str | None:
+        """The config served now, the one answer every view gives (the dashboard's status bar,
+        `--load`, `doctor --verify`, a recovered journal): `serving`, what the engine said it
+        served when the session was saved, if the session knows it; else the config of the
+        latest arrival; else the last config registered; None for an empty session. (The
+        latest arrival alone is wrong after an A/B kept A: arm B's last request may be it.)"""
+        if serving is not None and serving in self.configs:
+            return serving
+        latest = max(self.records, key=lambda r: (r.arrival_s, r.seq), default=None)
+        if latest is not None:
+            return latest.config_id
+        return list(self.configs)[-1] if self.configs else None
 
 
 class Session:

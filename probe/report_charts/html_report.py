@@ -1,10 +1,10 @@
 """One self-contained HTML page from a report's markdown: the same sections, tables and notes,
 with every figure it links (`![title](figures/x.svg)`) inlined — SVG as markup, PNG as a data
 URI — so the page opens from disk with no network and no folder beside it. Any command that
-writes a markdown report (bench; tune when it exists) gets its HTML from `html_document`.
+writes a markdown report (bench, tune) gets its HTML from `html_document`.
 
-Only the markdown the reports write is understood: headings, lists, pipe tables, quotes,
-images, **bold**, *italic*, `code` and [links](to-local-files)."""
+The markdown is rendered by markdown-it-py (CommonMark with GitHub's pipe tables; it comes with
+Textual), with raw HTML off: whatever a report line holds is escaped, never an element."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ import base64
 import html
 import re
 from pathlib import Path
+from urllib.parse import unquote
 
-IMAGE = re.compile(r"^!\[(?P<alt>[^\]]*)\]\((?P<src>[^)]+)\)$")
-CODE = re.compile(r"`([^`]+)`")
-LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
-BOLD = re.compile(r"\*\*(.+?)\*\*")
-ITALIC = re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])")
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
 XML_HEAD = re.compile(r"^.*?(?=<svg\b)", re.S)
 NAMESPACES = re.compile(r'\s+xmlns(:\w+)?="[^"]*"')
 STYLE = """
@@ -30,30 +29,17 @@ th, td { border: 1px solid #bbb; padding: 3px 7px; text-align: left; vertical-al
 th { background: #eee; }
 blockquote { margin: 0.5em 0; padding: 0.2em 1em; border-left: 4px solid #bbb; color: #333; }
 code { background: #f2f2f2; padding: 0 3px; border-radius: 3px; }
+pre { background: #f6f6f6; padding: 0.5em; overflow-x: auto; }
 figure { margin: 1.2em 0; } figure svg, figure img { max-width: 100%; height: auto; }
 """
 
 
-def inline(text: str) -> str:
-    """A line's inline markdown as HTML, its text escaped; code spans are left as they are."""
-    pieces = CODE.split(text)
-    out = []
-    for index, piece in enumerate(pieces):
-        escaped = html.escape(piece, quote=False)
-        if index % 2:
-            out.append(f"<code>{escaped}</code>")
-            continue
-        escaped = LINK.sub(lambda m: f'<a href="{html.escape(m[2])}">{m[1]}</a>', escaped)
-        escaped = BOLD.sub(r"<strong>\1</strong>", escaped)
-        out.append(ITALIC.sub(r"<em>\1</em>", escaped))
-    return "".join(out)
-
-
 def figure_html(alt: str, src: str, base: Path) -> str:
     """A linked figure inlined: its SVG markup (no XML prologue, no namespace URIs: the HTML
-    parser knows SVG), a PNG as base64; a file that is missing says so."""
+    parser knows SVG), a PNG as base64; a file that is missing, or not beside the report, says
+    so."""
     path = base / src
-    if not path.is_file():
+    if not path.is_file() or not path.resolve().is_relative_to(base.resolve()):
         return f"<p><em>figure missing: {html.escape(src)}</em></p>"
     if path.suffix.lower() == ".svg":
         svg = NAMESPACES.sub("", XML_HEAD.sub("", path.read_text(encoding="utf-8"), count=1))
@@ -63,53 +49,35 @@ def figure_html(alt: str, src: str, base: Path) -> str:
             f'src="data:image/png;base64,{data}"></figure>')
 
 
-def _table(lines: list[str]) -> str:
-    def cells(line: str) -> list[str]:
-        return [c.strip().replace("\\|", "|")
-                for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
-    head, body = cells(lines[0]), [cells(line) for line in lines[2:]]
-    rows = ["<tr>" + "".join(f"<th>{inline(c)}</th>" for c in head) + "</tr>"]
-    rows += ["<tr>" + "".join(f"<td>{inline(c)}</td>" for c in row) + "</tr>" for row in body]
-    return "<table>" + "".join(rows) + "</table>"
+def _renderer(base: Path) -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+
+    def image(_renderer, tokens: list[Token], index: int, _options, _env) -> str:
+        token = tokens[index]
+        return figure_html(token.content, unquote(str(token.attrGet("src") or "")), base)
+
+    md.add_render_rule("image", image)
+    return md
+
+
+def _anchors_and_figures(tokens: list[Token]) -> None:
+    """Each heading gets an id from its text; a paragraph that is only a figure loses its <p>
+    (a <figure> may not sit in one)."""
+    for index, token in enumerate(tokens[:-2]):
+        following = tokens[index + 1]
+        if token.type == "heading_open":
+            anchor = re.sub(r"[^\w]+", "-", following.content.lower()).strip("-")
+            token.attrSet("id", anchor)
+        elif (token.type == "paragraph_open" and following.children is not None
+              and [c.type for c in following.children] == ["image"]):
+            token.hidden = tokens[index + 2].hidden = True
 
 
 def body_html(markdown: str, base: Path) -> str:
-    lines, out, index = markdown.splitlines(), [], 0
-    while index < len(lines):
-        line = lines[index]
-        if not line.strip():
-            index += 1
-            continue
-        heading = re.match(r"^(#{1,4}) (.*)$", line)
-        image = IMAGE.match(line.strip())
-        if heading:
-            level = len(heading[1])
-            anchor = re.sub(r"[^\w]+", "-", heading[2].lower()).strip("-")
-            out.append(f'<h{level} id="{anchor}">{inline(heading[2])}</h{level}>')
-            index += 1
-        elif image:
-            out.append(figure_html(image["alt"], image["src"], base))
-            index += 1
-        else:
-            kind = "|" if line.startswith("|") else "- " if line.startswith("- ") else \
-                "> " if line.startswith("> ") else ""
-            block = [line]          # the first line always: a stray "#" is a paragraph
-            index += 1
-            while index < len(lines) and lines[index].strip() and (
-                    lines[index].startswith(kind) if kind else
-                    not re.match(r"^(#|\||- |> |!\[)", lines[index])):
-                block.append(lines[index])
-                index += 1
-            if kind == "|":
-                out.append(_table(block))
-            elif kind == "- ":
-                out.append("<ul>" + "".join(f"<li>{inline(b[2:])}</li>" for b in block) + "</ul>")
-            elif kind == "> ":
-                out.append("<blockquote>" + "<br>".join(inline(b[2:]) for b in block)
-                           + "</blockquote>")
-            else:
-                out.append("<p>" + " ".join(inline(b) for b in block) + "</p>")
-    return "\n".join(out)
+    md = _renderer(base)
+    tokens = md.parse(markdown)
+    _anchors_and_figures(tokens)
+    return md.renderer.render(tokens, md.options, {})
 
 
 def html_document(markdown: str, base: Path, title: str) -> str:

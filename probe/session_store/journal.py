@@ -127,11 +127,13 @@ class JournaledSession(Session):
 
     def config_id(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
         with self._guard:
+            had = next((e.notes for e in self.configs().values() if e.options == options), None)
             config_id = super().config_id(options, notes)
-            if config_id not in self._known_configs:
+            kept = self.config_notes(config_id)
+            if config_id not in self._known_configs or kept != had:    # new, or new notes
                 self._known_configs.add(config_id)
                 self._writer.write("config", {"config_id": config_id,
-                                              **ConfigEntry(config_id, options, notes).as_dict()})
+                                              **ConfigEntry(config_id, options, kept).as_dict()})
         return config_id
 
     def add_record(self, record: RequestRecord) -> None:

@@ -92,9 +92,7 @@ class Journal:
                                           for name in CONTEXT_SECTIONS})
 
     def _config_serving(self) -> str:
-        if self.data.records:
-            return self.data.records[-1].config_id
-        return list(self.data.configs)[-1] if self.data.configs else "c1"
+        return self.data.current_config() or "c1"
 
 
 def _lost_record(dispatch: Dispatch, at_s: float, config_id: str, error: str) -> RequestRecord:

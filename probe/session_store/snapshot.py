@@ -65,6 +65,14 @@ def snapshot_document(data: SessionData, *, environment: dict, model: dict, trac
     return attach_diagnoses(document, data, saved_live_parts(document))
 
 
+def saved_serving(document: dict[str, Any]) -> str | None:
+    """The config the engine served when the session was saved (`live.config_id`), if the file
+    says: SessionData.current_config's `serving`."""
+    live = document.get("live")
+    serving = live.get("config_id") if isinstance(live, dict) else None
+    return serving if isinstance(serving, str) else None
+
+
 def saved_live_parts(document: dict[str, Any], source: str = "snapshot", *,
                      for_terminal: bool = False
                      ) -> tuple[DeviceSample | None, RooflineStatus | None]:

@@ -21,7 +21,7 @@ from probe.report_charts.canvas import (
 )
 from probe.report_charts.html_report import html_document
 from probe.report_charts.tune_charts import FRONTIER_CHART, TunePoint, frontier_chart
-from probe.session_store.tables import text_table
+from probe.session_store.tables import table
 from probe.tune.candidates import opt_line
 from probe.tune.combo import ComboState
 from probe.tune.confirm import confirmation_markdown
@@ -128,15 +128,15 @@ def combo_markdown(document: dict, state: ComboState) -> str:
     bend = (document["knee"] or {}).get("number")
     for t in state.trials:
         marks = ("frontier" if t.number in front else "") + (" knee" if t.number == bend else "")
-        rows.append([str(t.number), t.setup.label(), t.status, fmt_num(t.goodput_rps, 3),
+        rows.append([str(t.number), f"`{t.setup.label()}`", t.status, fmt_num(t.goodput_rps, 3),
                      fmt_ms(t.p95_ms), gain_text(t.vs_default.get("goodput")),
                      *([fmt_num(t.j_per_good_token, 3)] if joules else []),
                      *[_met(t, n) for n in names], marks.strip(),
                      t.reason or t.source])
-    lines += ["## Trials", "", "```",
-              text_table(["#", "config", "status", "goodput req/s", "p95", "goodput vs default",
-                          *(["J/good token"] if joules else []), *names, "",
-                          "why / source"], rows), "```", ""]
+    lines += ["## Trials", "",
+              table(["#", "config", "status", "goodput req/s", "p95", "goodput vs default",
+                     *(["J/good token"] if joules else []), *names, "frontier",
+                     "why / source"], rows), ""]
     final = document["final"]
     if final:
         shown = " ".join(p for p in (final["opt_line"], final["settings_flags"]) if p)

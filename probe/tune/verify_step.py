@@ -1,5 +1,5 @@
 """`infertop doctor SESSION.json --verify`: the doctor's next step measured. Arm A is the
-session's last served config, arm B the same with the step's options changed; both replay the
+session's current config, arm B the same with the step's options changed; both replay the
 session's own requests of that config (their input and output lengths and arrival times, the
 first `requests` of them in arrival order) on fresh engines of the session's model and device,
 through tune's own measurement (probe/tune/evaluate.py: each run a fresh engine, warmed before
@@ -31,7 +31,7 @@ from probe.contract.prepared_workload import PreparedWorkload
 from probe.contract.records import RequestRecord
 from probe.contract.session import SessionData
 from probe.runs.runs import RunContext
-from probe.session_store.snapshot import read_document, saved_session
+from probe.session_store.snapshot import read_document, saved_serving, saved_session
 from probe.tune.evaluate import Job, evaluate
 from workloads.buckets import plan_buckets
 from workloads.fitting import fit_to_model
@@ -86,26 +86,21 @@ class Verification:
                 "prediction_held": None if self.held is None else self.held[0]}
 
 
-def last_served(data: SessionData) -> str | None:
-    """The config of the session's latest arrival."""
-    latest = max(data.records, key=lambda r: (r.arrival_s, r.seq), default=None)
-    return None if latest is None else latest.config_id
-
-
 def verify_plan(path: str, document: Mapping[str, Any], data: SessionData,
                 report: SessionDiagnosis, requests: int) -> VerifyPlan:
-    """BadInput (exit 2) for a session that cannot be verified: no next step for its last
-    served config, nothing served, a model folder that no longer exists."""
+    """BadInput (exit 2) for a session that cannot be verified: no next step for its current
+    config (SessionData.current_config, as the dashboard shows it), nothing served, a model
+    folder that no longer exists."""
     if requests < 2:
         raise BadInput(f"--verify-requests {requests}: at least 2 (an interval needs two)")
-    config_id = last_served(data)
+    config_id = data.current_config(saved_serving(dict(document)))
     diagnosis = report.segment(config_id) if config_id else None
     if diagnosis is None or config_id is None:
         raise BadInput(f"{path}: --verify: the session served no request; nothing to verify")
     step = diagnosis.next_step
     if step is None:
         raise BadInput(f"{path}: --verify: the doctor has no next step for {config_id} (the "
-                       f"last served config); nothing to verify")
+                       f"current config); nothing to verify")
     control = data.configs[config_id].options
     candidate = control
     for key, value in step.options.items():

@@ -52,6 +52,11 @@ CASES: list[tuple[list[str], str]] = [
     (["replay", "--out", "run.json", "--buckets", "4096"], "--buckets: edge 4096 is above --max-input 512"),
     (["replay", "--out", "run.json", "--buckets", "64,300", "--max-input", "256"], "--buckets: edge 300 is above --max-input 256"),
     (["replay", "--out", "run.json", "--opt", "batching=continuous", "--buckets", "1024"], "--buckets: edge 1024 is above --max-input 512"),
+    # a mistyped flag is named, not the word after it; no abbreviations
+    (["--modle", "t5-tiny"], "unknown flag --modle (did you mean --model?)"),
+    (["replay", "--out", "run.json", "--request", "5"], "unknown flag --request (did you mean --requests?)"),
+    (["trace", "import", "--fromat", "mooncake", "good.jsonl"], "unknown flag --fromat (did you mean --format?)"),
+    (["bench", "--rate", "2", "--out", "b"], "unknown flag --rate"),
     (["replay", "--out", "folder"], "--out folder: cannot write: it is a folder"),
     (["replay", "--out", "a-file/run.json"], "--out a-file/run.json: cannot write: a-file is a file, not a folder"),
     (["replay", "--out", "/proc/nowhere/run.json"], "--out /proc/nowhere/run.json: cannot write: /proc is a system folder"),
@@ -172,6 +177,19 @@ def test_nothing_written_and_torch_never_imported(outcomes) -> None:
     # the snapshot cases come last, so the ones before them are not masked.
     assert [argv for (argv, _), (_, _, heavy) in zip(CASES, results)
             if heavy and argv[0] != "snapshot"] == []
+
+
+def test_no_parser_accepts_an_abbreviation() -> None:
+    from infertop.cli import build_parser
+
+    def parsers(parser):
+        yield parser
+        for action in parser._actions:
+            for sub in getattr(action, "choices", None).values() if hasattr(action, "_name_parser_map") else ():
+                yield from parsers(sub)
+
+    found = list(parsers(build_parser()))
+    assert len(found) > 8 and all(not p.allow_abbrev for p in found)
 
 
 def test_a_bad_opt_is_exactly_one_line_from_a_fresh_process(tmp_path: Path) -> None:

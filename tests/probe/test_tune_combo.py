@@ -38,6 +38,7 @@ from probe.tune.runner import _combo
 from probe.tune.search import Measured
 from probe.tune.space import dimensions, every_config
 from probe.tune.trials import DONE, FAILED, INTERRUPTED, Bounds, Ratio, Trial, amortized
+from tests.bench.html_page import Page
 
 SMALL = ("compile", "bucketing", "wrapper", "guards", "quant")
 
@@ -353,6 +354,16 @@ def test_the_files_show_every_trial_the_frontier_and_the_gain(tmp_path):
     text = (tmp_path / "tune.md").read_text()
     assert f"{(gain['ratio'] - 1) * 100:+.0f}%" in text
     assert "met" in text and "Knee" in text
+    # report.html, as a browser parses it: one title, the trials a table, a row per trial
+    page = Page((tmp_path / "report.html").read_text())
+    assert len(page.all("h1")) == 1 and "```" not in page.all("body")[0][2]
+    assert [e[2] for e in page.all("table")] == [page.all("table")[0][2]]    # the trials, alone
+    header = [e[2] for e in page.all("th")]
+    assert header[:3] == ["#", "config", "status"] and header[-1] == "why / source"
+    cells = [e[2] for e in page.all("td")]
+    assert len(page.all("tr")) == len(state.trials) + 1
+    assert cells[::len(header)] == [str(t.number) for t in state.trials]
+    assert cells[1::len(header)] == [t.setup.label() for t in state.trials]
 
 
 # --- energy ------------------------------------------------------------------------------

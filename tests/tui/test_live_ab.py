@@ -20,7 +20,7 @@ from probe.contract.protocol import (
 from tests.fake_engine import FakeEngine
 from tests.probe.test_journal import record
 from tests.tui.conftest import screen_text
-from tui.live_ab import gather
+from tui.live_ab import gather, verdict_text
 
 
 def status(app) -> str:
@@ -86,6 +86,8 @@ async def test_an_ab_compares_its_arms_and_enter_adopts_b(make_app, until, stage
         assert app._ab is not None and engine.ab_ends == []
         await pilot.press("enter")
         await until(pilot, lambda: engine.ab_ends == ["adopt"] and app._ab is None)
+        closing = [n.message for n in app._notifications if "A/B ended" in n.message]
+        assert closing and f"20 | 20 served: {verdict_text(expected)}" in closing[-1]
         assert app.requested == baseline.options.with_option("kv_cache", "off")
         assert app.engine_state == "starting"
 
@@ -155,3 +157,38 @@ def test_before_b_has_served_arm_a_counts_only_what_arrived_since_the_split():
                 records_a={r.seq: r for r in before if r.seq not in (7, 9)},
                 records_b={r.seq: r for r in records([7, 9], "c2", 0.0, 100.0)})
     assert [r.seq for r in ab.arms()[0]] == [6, 8] and ab.counts() == (2, 2)
+
+
+def test_the_ab_line_keeps_its_verdict_at_80_and_200_columns_and_one_count(stages):
+    """The status line shortens by meaning (tui/fit_line.py): at 200 and at 80 columns the
+    result and the doctor's prediction survive; the counts shown are the comparison's own,
+    so "N | M served" never reads two different results, and the closing line is that text."""
+    from probe.analysis.next_step import NextStep
+    from probe.analysis.stats import segments
+    from probe.contract.options import OptConfig
+    from tui.live_ab import LiveAB, ab_line, result_text
+    from tui.widgets.status_bar import switch_line
+
+    a, b = records(range(100, 140, 2), "c1", 5.0, 500.0), records(range(101, 140, 2), "c2",
+                                                                    5.0, 900.0)
+    comparison = compare(list(a), list(b))
+    (segment,) = segments(["c2"], b, (), (), {}, {}, None, {})
+    b_view = replace(stages["baseline"], config_id="c2", segments=(segment,))
+    step = NextStep({"batching": "continuous"}, "why", "p95 ≈ 500 ms", predicted_p95_ms=500.0)
+    ab = LiveAB(OptConfig(batching="continuous", decode="fullgraph"), "c1", 0.0,
+                step=step, b_id="c2", split_s=5.0, records_a={r.seq: r for r in a},
+                records_b={r.seq: r for r in b}, b_view=b_view, comparison=comparison,
+                compared_n=(20, 20))
+    for width in (80, 200):
+        line = switch_line(ab_line(ab, 60.0), width).plain
+        assert len(line) <= width and "…" not in line, line
+        assert "20 | 20" in line or "20|20" in line
+        assert f": {comparison.verdict}" in line and ("did not hold" in line or "doctor ✗" in line)
+    wide = switch_line(ab_line(ab, 60.0), 200).plain
+    assert f"20 | 20 served: {verdict_text(comparison)}" in wide and "doctor predicted" in wide
+    # two more requests an arm served since the comparison: its counts stay its own
+    more = replace(ab, records_a={**ab.records_a, **{r.seq: r for r in records([140], "c1", 5.0, 500.0)}},
+                   records_b={**ab.records_b, **{r.seq: r for r in records([141], "c2", 5.0, 900.0)}})
+    assert more.counts() == (21, 21)
+    assert result_text(more).startswith(f"20 | 20 served: {verdict_text(comparison)}")
+    assert "(+1 | +1 since, comparing)" in result_text(more)

@@ -8,7 +8,6 @@ the bar."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 from rich.text import Text
@@ -20,48 +19,13 @@ from probe.contract.live import LiveView
 from probe.contract.options import OPTIONS, OptConfig
 from tui import derive
 from tui.derive import OptionState
+from tui.fit_line import Part, fit_parts
 from tui.pending_wait import pending_wait
 from tui.widgets.compile_clock import TICK_S, CompileClock, whole_seconds
 from tui.widgets.throughput import OVERLOADED, OVERLOADED_SHORT
 
 # option → how the status bar names it (short: the line should fit 120 columns)
 SHORT_NAMES: dict[str, str] = {option.key: option.label for option in OPTIONS}
-SEPARATORS = ("  │  ", " │ ")     # the narrow one is tried before anything is shortened
-
-
-@dataclass(frozen=True)
-class Part:
-    """One item of the first line; `short` replaces `full` when the line is too long (None:
-    left out), parts of lower `rank` first."""
-    full: Text
-    short: Text | None
-    rank: int
-
-
-def join_parts(parts: list[Part], shortened: set[int], separator: str) -> Text:
-    line = Text(no_wrap=True, overflow="ellipsis")
-    for index, part in enumerate(parts):
-        shown = part.short if index in shortened else part.full
-        if shown is None:
-            continue
-        if line:
-            line.append(separator)
-        line.append_text(shown)
-    return line
-
-
-def fit_parts(parts: list[Part], width: int) -> Text:
-    order = sorted(range(len(parts)), key=lambda i: parts[i].rank)
-    shortened: set[int] = set()
-    while True:
-        for separator in SEPARATORS:
-            line = join_parts(parts, shortened, separator)
-            if line.cell_len <= width:
-                return line
-        if len(shortened) == len(order):
-            line.truncate(width, overflow="ellipsis")
-            return line
-        shortened.add(order[len(shortened)])
 
 
 SHAPE_SEPARATOR = " · trace "     # tui/engine_events.py joins a loading step and the shape so
@@ -179,6 +143,16 @@ def changes_line(states: tuple[OptionState, ...], width: int) -> Text | None:
     return line
 
 
+def switch_line(note: str | tuple[Part, ...], width: int) -> Text:
+    """The warm switch's or the A/B's line: parts shortened by rank (the verdict last)."""
+    parts = (Part(Text(note), None, 9),) if isinstance(note, str) else note
+    line = Text("⇄ ", no_wrap=True, overflow="ellipsis")
+    line.append_text(fit_parts(parts, width - 2, separators=(" · ",)))
+    line.stylize("cyan")
+    line.truncate(width, overflow="ellipsis")
+    return line
+
+
 class StatusBar(Static):
     view: reactive[LiveView | None] = reactive(None)
     requested: reactive[OptConfig] = reactive(OptConfig)
@@ -189,7 +163,8 @@ class StatusBar(Static):
     paused: reactive[bool] = reactive(False)
     engine_state: reactive[str] = reactive("starting")
     engine_note: reactive[str] = reactive("")
-    switch_note: reactive[str] = reactive("")     # the warm switch's line (tui/warm_switch.py)
+    # the warm switch's line (tui/warm_switch.py), or the A/B's parts (tui/live_ab.py)
+    switch_note: reactive[str | tuple[Part, ...]] = reactive("")
     warming_beside: reactive[str] = reactive("")  # the serving config while a side engine warms
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic,
@@ -234,10 +209,7 @@ class StatusBar(Static):
             line.truncate(width, overflow="ellipsis")
             lines.append(line)
         if self.switch_note:
-            line = Text(f"⇄ {self.switch_note}", style="cyan", no_wrap=True,
-                        overflow="ellipsis")
-            line.truncate(width, overflow="ellipsis")
-            lines.append(line)
+            lines.append(switch_line(self.switch_note, width))
         if len(lines) != self._lines:   # the bar's height is auto: one more line, a relayout
             self._lines = len(lines)
             self.call_after_refresh(self.refresh, layout=True)

@@ -17,6 +17,7 @@ from probe.common.clock import SessionClock
 from probe.common.errors import BadInput
 from probe.contract import protocol
 from probe.contract.protocol import JOURNAL_STOPPED
+from probe.contract.session import ab_arm_note
 from probe.engine.measure.bandwidth_cache import machine_bandwidth
 from probe.engine.process.ab_split import Splitter, end_split
 from probe.engine.process.carried_queue import scheduled_again
@@ -235,7 +236,9 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
             loop.divert = splitter[0]
             loop.split_queue()
         elif isinstance(command, protocol.KnownConfig):
-            engine.session.config_id(command.options, command.notes)
+            # arm B, marked as the A/B's arm against the config served (arm A)
+            engine.session.config_id(command.options,
+                                     command.notes + (ab_arm_note(engine.config_id),))
         elif splitter:
             loop.divert = None
             arm = command.arm_config_id

@@ -74,6 +74,7 @@ def document_for(engine: Engine, workload: PreparedWorkload, trace_name: str,
                   "max_batch": settings.max_batch, "batch_window_ms": settings.batch_window_ms,
                   "kv_block_tokens": settings.kv_block_tokens,
                   "kv_budget_bytes": settings.kv_budget_bytes},
-        live={"device_sample": asdict(engine.device_probe.sample()),
+        live={"config_id": engine.config_id,       # the current config, for every view
+              "device_sample": asdict(engine.device_probe.sample()),
               "roofline": None if roofline is None else asdict(roofline),
               **({"replay": replay} if replay else {})})

@@ -1,0 +1,79 @@
+"""One value per figure: where two views show the same thing, both are computed here from one
+saved session and compared (issue 49's "views that disagree"). Each test saves a synthetic
+session the way `s` and `replay --out` write it, then reads it back through each view's own
+code path: the dashboard's `--load` (tui/launch.saved_view), `infertop doctor` (text and
+`--verify`'s choice), `snapshot show`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import MappingProxyType
+
+from infertop.cli import main
+from probe.contract.options import parse_opts
+from probe.contract.session import ConfigEntry, SessionData, ab_arm_note
+from probe.session_store.snapshot import snapshot_document
+from tests.probe.doctor_records import record
+
+
+def save(path: Path, records, live: dict | None = None, notes: dict | None = None,
+         **configs) -> Path:
+    notes = notes or {}
+    data = SessionData(records=tuple(records), configs=MappingProxyType(
+        {cid: ConfigEntry(cid, parse_opts(opts), tuple(notes.get(cid, ())))
+         for cid, opts in configs.items()}))
+    document = snapshot_document(data, environment={"device": "cpu"},
+                                 model={"name": "t5-tiny", "source": "t5-tiny"}, trace={},
+                                 live=live)
+    path.write_text(json.dumps(document))
+    return path
+
+
+def ab_session(path: Path, live: dict | None) -> Path:
+    """c1 served, then a live A/B of c1 against c2 (two options changed: the doctor's step)
+    on alternate arrivals, kept A: c2's last request is the latest arrival."""
+    before = [record(i, arrival_s=2.0 * i) for i in range(20)]
+    split = [record(20 + i, arrival_s=40 + 2.0 * i, config_id="c2" if i % 2 else "c1")
+             for i in range(10)]
+    return save(path, before + split, live, notes={"c2": (ab_arm_note("c1"),)}, c1=(),
+                c2=("decode=fullgraph", "batching=continuous"))
+
+
+def verify_names(path: Path, capsys) -> str:
+    """The config `doctor --verify` chose, from its one-line refusal (none has a next step)."""
+    assert main(["doctor", str(path), "--verify"]) == 2
+    line = capsys.readouterr().err.strip()
+    assert "the doctor has no next step for" in line, line
+    return line.split("no next step for ")[1].split()[0]
+
+
+def test_the_current_config_is_one_value_for_the_dashboard_and_doctor_verify(tmp_path, capsys):
+    from tui.launch import saved_view
+
+    # saved by the engine: it served c1 (the A/B kept A), though c2's request arrived last
+    path = ab_session(tmp_path / "kept.json", live={"config_id": "c1"})
+    assert saved_view(path).config_id == verify_names(path, capsys) == "c1"
+    # a file that does not say: both read the latest arrival
+    path = ab_session(tmp_path / "old.json", live=None)
+    assert saved_view(path).config_id == verify_names(path, capsys) == "c2"
+
+
+def test_the_checklist_judges_an_ab_as_an_ab_in_every_view(tmp_path, capsys):
+    from tui.launch import saved_view
+
+    path = ab_session(tmp_path / "ab.json", live={"config_id": "c1"})
+    shown = {item.item: item for item in saved_view(path).checklist}["one change at a time"]
+    assert main(["doctor", str(path)]) == 0
+    doctor = capsys.readouterr().out
+    assert shown.status == "pass" and "c1 ↔ c2: an A/B" in shown.evidence, shown
+    assert shown.evidence in doctor
+    assert "changed decode and batching" not in doctor
+    # the same two configs without the A/B's note: a change of two options, failed in both
+    path = save(tmp_path / "two.json", [record(i, arrival_s=2.0 * i, config_id=f"c{1 + i // 10}")
+                                        for i in range(20)],
+                c1=(), c2=("decode=fullgraph", "batching=continuous"))
+    shown = {item.item: item for item in saved_view(path).checklist}["one change at a time"]
+    main(["doctor", str(path)])
+    assert shown.status == "fail" and "c1 → c2 changed decode and batching" in shown.evidence
+    assert shown.evidence in capsys.readouterr().out
