@@ -21,17 +21,19 @@ from probe.common.errors import BadInput
 from probe.common.shown import shown
 from probe.contract.figures import ConfigEnergy
 from probe.contract.objective import slo_from_dict
+from probe.contract.options import OptConfig
 from probe.contract.protocol import EngineExit
 from probe.contract.records import (
     CompileEvent,
     GraphBreakRecord,
+    KVPool,
     LedgerEntry,
     Notice,
     RequestRecord,
 )
 from probe.contract.session import SessionData
 from probe.session_store.journal import CONTEXT_SECTIONS, Dispatch
-from probe.session_store.record_ranges import MAX_SESSION_S
+from probe.session_store.record_ranges import MAX_SESSION_S, environment_problem
 from probe.session_store.snapshot import checked_item, session_data, snapshot_document
 
 _RECORD_KINDS: dict[str, tuple[str, type]] = {
@@ -49,6 +51,9 @@ class Journal:
     data: SessionData
     dispatches: tuple[Dispatch, ...] = field(default=())
     unreadable: tuple[tuple[int, str], ...] = field(default=())   # (line number, why) skipped
+    # (line number, what) written a second time: a record, a dispatch or a compile event the
+    # journal holds already, kept once (the first)
+    repeated: tuple[tuple[int, str], ...] = field(default=())
 
     def clock(self) -> SessionClock:
         """This session's clock, in this process: it reads on from where the session is now."""
@@ -117,8 +122,11 @@ def read_journal(path: str) -> Journal | None:
                                 "graph_breaks": [], "notices": [], "reference_tokens": {},
                                 "kv_pools": {}, "energy": {}, "compile_ledger": {}}
     header: dict[str, Any] | None = None
+    header_line = 0
     dispatches: list[Dispatch] = []
     unreadable: list[tuple[int, str]] = []
+    repeated: list[tuple[int, str]] = []
+    seen = _Seen()
     try:
         # O_NONBLOCK: a FIFO given as a journal is refused below, not waited on
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -132,13 +140,33 @@ def read_journal(path: str) -> Journal | None:
                 try:
                     kind, value = _entry(line)
                     if kind == "session":
-                        header = _header(value)
+                        header, header_line = _header(value), number
                     elif kind == "dispatch":
-                        dispatches.append(_dispatch(value))
+                        dispatch = _dispatch(value)
+                        if seen.first(number, "dispatch", dispatch.seq, repeated):
+                            dispatches.append(dispatch)
+                    elif kind == "record":
+                        record = _record(value)
+                        if seen.first(number, "record", record.seq, repeated,
+                                      f" (id {shown(record.id)})"):
+                            sections["requests"].append(value)
+                    elif kind == "compile_event":
+                        _add(sections, kind, value)
+                        exact = json.dumps(value, sort_keys=True)
+                        if not seen.first(number, "compile_event", exact, repeated,
+                                          f" {shown(value.get('compile_id'))}"):
+                            sections["compile_events"].pop()
+                    elif kind == "config":
+                        conflict = seen.declared(number, *_config_line(value))
+                        if conflict is not None:
+                            raise _Refused(f"session journal {path}: {conflict}")
+                        _add(sections, kind, value)
                     else:
                         _add(sections, kind, value)
                 except BadInput as exc:
                     unreadable.append((number, str(exc)))
+    except _Refused as exc:
+        raise BadInput(str(exc)) from None
     except OSError as exc:
         raise BadInput(f"session journal {path}: cannot read: {exc.strerror or exc}") from None
     if header is None:
@@ -148,20 +176,69 @@ def read_journal(path: str) -> Journal | None:
     sections["compile_ledger"] = list(sections["compile_ledger"].values())
     data = session_data(sections, source=f"session journal {path}")
     # a section that is not an object (a damaged header) is left out, as a missing one is
-    context = MappingProxyType({name: header.get(name) for name in CONTEXT_SECTIONS
-                                if isinstance(header.get(name), dict)})
-    return Journal(path, float(header["started_unix"]), context, data, tuple(dispatches),
-                   tuple(sorted(unreadable)))
+    context = {name: header.get(name) for name in CONTEXT_SECTIONS
+               if isinstance(header.get(name), dict)}
+    problem = environment_problem(context.get("environment") or {})
+    if problem is not None:     # left out, as a missing one: not served with, nor shown
+        unreadable.append((header_line, f"session header: environment.{problem}"))
+        del context["environment"]
+    return Journal(path, float(header["started_unix"]), MappingProxyType(context), data,
+                   tuple(dispatches), tuple(sorted(unreadable)), tuple(repeated))
+
+
+class _Refused(Exception):
+    """The whole journal refused (not one line skipped): its lines contradict each other."""
+
+
+class _Seen:
+    """What the lines so far recorded, by the key that makes each one a single thing: a
+    request's record and its dispatch by seq (one request, one number in a session), a
+    compile event by its whole value, a config by its id."""
+
+    def __init__(self) -> None:
+        self._at: dict[tuple[str, object], int] = {}
+        self._configs: dict[str, tuple[int, OptConfig]] = {}
+
+    def first(self, number: int, kind: str, key: object, repeated: list[tuple[int, str]],
+              named: str = "") -> bool:
+        """True for the first line of `key`; a later one is said in `repeated`."""
+        first = self._at.setdefault((kind, key), number)
+        if first == number:
+            return True
+        what = f"seq {key}" if isinstance(key, int) else "the same event"
+        repeated.append((number, f"{kind} {what}{named} written again (first on line "
+                                 f"{first}): kept once"))
+        return False
+
+    def declared(self, number: int, config_id: str, options: OptConfig) -> str | None:
+        """Why a declaration of `config_id` cannot be taken (None: it can). A second one with
+        other options is refused, never taken: records name a config by its id alone, so
+        which of the two served a record after it no line says."""
+        first = self._configs.setdefault(config_id, (number, options))
+        if first[1] == options:
+            return None
+        return (f"line {number} declares config {shown(config_id)} again with other options "
+                f"({options.label()}) than line {first[0]} ({first[1].label()}); which "
+                f"records each served cannot be told, so nothing is recovered from it")
+
+
+def _record(value: Any) -> RequestRecord:
+    value = _object(value, "record")
+    if "config_id" not in value:
+        raise BadInput("record: missing config_id")
+    record: RequestRecord = checked_item(RequestRecord, value, "record")
+    return record
+
+
+def _config_line(value: Any) -> tuple[str, OptConfig]:
+    value = _object(value, "config")
+    config_id = _key(value, "config_id", "config")
+    data = session_data({"configs": {config_id: value}}, source="config")   # its options
+    return config_id, data.configs[config_id].options
 
 
 def _dispatch(value: Any) -> Dispatch:
-    dispatch = checked_item(Dispatch, _object(value, "dispatch"), "dispatch")
-    if not 0 <= dispatch.arrival_s <= MAX_SESSION_S:
-        raise BadInput(f"dispatch.arrival_s: expected a time from 0 to {MAX_SESSION_S:g} s, "
-                          f"got {dispatch.arrival_s:.6g}")
-    if dispatch.seq < 0 or dispatch.input_tokens < 0:
-        raise BadInput("dispatch: expected counts >= 0 for seq and input_tokens")
-    return dispatch
+    return checked_item(Dispatch, _object(value, "dispatch"), "dispatch")   # record_ranges
 
 
 def _header(value: Any) -> dict[str, Any]:
@@ -212,16 +289,15 @@ def _add(sections: dict[str, Any], kind: str, value: Any) -> None:
     """One journal entry into the session JSON's sections, checked on its own (so that one bad
     line costs that line only): BadInput naming what is wrong."""
     if kind == "config":
-        value = _object(value, kind)
-        config_id = _key(value, "config_id", kind)
-        session_data({"configs": {config_id: value}}, source="config")   # its options
-        sections["configs"][config_id] = value
+        config_id, _ = _config_line(value)
+        sections["configs"].setdefault(config_id, value)     # the first (read_journal: alike)
     elif kind in _RECORD_KINDS:
         section, cls = _RECORD_KINDS[kind]
         value = _object(value, kind)
-        if cls is RequestRecord and "config_id" not in value:
-            raise BadInput(f"{kind}: missing config_id")
-        checked_item(cls, value, kind)
+        if cls is RequestRecord:
+            _record(value)
+        else:
+            checked_item(cls, value, kind)
         sections[section].append(value)
     elif kind == "graph_breaks":
         if type(value) is not list:
@@ -237,7 +313,7 @@ def _add(sections: dict[str, Any], kind: str, value: Any) -> None:
     elif kind == "kv_pool":
         value = _object(value, kind)
         config_id = _key(value, "config_id", kind)
-        session_data({"kv_pools": {config_id: value.get("pool")}}, source="kv_pool")
+        checked_item(KVPool, value.get("pool"), f"kv_pool.{config_id}")
         sections["kv_pools"][config_id] = value["pool"]
     elif kind == "energy":
         value = _object(value, kind)
@@ -270,17 +346,32 @@ def _drop_unknown_configs(sections: dict[str, Any], unreadable: list[tuple[int, 
         sections[section] = kept
     breaks = sections["graph_breaks"]
     sections["graph_breaks"] = [b for b in breaks if b.get("config_id") in known]
-    sections["energy"] = {c: e for c, e in sections["energy"].items() if c in known}
+    for section in ("energy", "kv_pools"):
+        unknown = [c for c in sections[section] if c not in known]
+        for config_id in unknown:
+            unreadable.append((0, f"{section}.{shown(config_id)}: names a config no line "
+                                  f"declares"))
+        sections[section] = {c: e for c, e in sections[section].items() if c in known}
     sections["compile_ledger"] = {g: e for g, e in sections["compile_ledger"].items()
                                   if g[0] in known}
 
 
-def unreadable_text(unreadable: tuple[tuple[int, str], ...], shown_at_most: int = 3) -> str:
-    """`1 line unreadable: line 17, missing config_id` (the first few, then how many more)."""
+def unreadable_text(unreadable: tuple[tuple[int, str], ...], shown_at_most: int = 3, *,
+                    what: str = "unreadable") -> str:
+    """`1 line unreadable: line 17, missing config_id` (the first few, then how many more);
+    `what="repeated"` for Journal.repeated."""
     count = len(unreadable)
     parts = [f"line {n}, {why}" if n else why for n, why in unreadable[:shown_at_most]]
     more = f"; {count - shown_at_most} more" if count > shown_at_most else ""
-    return f"{count} line{'s' if count != 1 else ''} unreadable: {'; '.join(parts)}{more}"
+    return f"{count} line{'s' if count != 1 else ''} {what}: {'; '.join(parts)}{more}"
+
+
+def journal_notes(journal: Journal) -> str:
+    """What reading the journal skipped and kept once, in a line ("" when nothing)."""
+    parts = [unreadable_text(journal.unreadable)] if journal.unreadable else []
+    if journal.repeated:
+        parts.append(unreadable_text(journal.repeated, what="repeated"))
+    return "; ".join(parts)
 
 
 def save_from_journal(journal_path: str, out: str | os.PathLike, end: EngineExit | None, *,

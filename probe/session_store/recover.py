@@ -12,7 +12,7 @@ from probe.common.atomic import write_json_atomic
 from probe.common.errors import BadInput
 from probe.common.output_rule import check_output_file
 from probe.contract.protocol import EngineExit
-from probe.session_store.journal_reader import read_journal, unreadable_text
+from probe.session_store.journal_reader import journal_notes, read_journal
 from probe.session_store.snapshot import saved_session
 
 RECOVERED = "the run ended without saving; recovered from its journal"
@@ -41,7 +41,6 @@ def _recover(journal_path: str, out: str) -> str:
     lost = len(records) - len(journal.data.records)
     text = f"wrote {path}: {served} served, {failed} failed"
     text += f" ({lost} of them dispatched and never served)" if lost else ""
-    if journal.unreadable:
-        text = (f"recovered {len(journal.data.records)} records; "
-                f"{unreadable_text(journal.unreadable)}\n{text}")
+    if journal.unreadable or journal.repeated:
+        text = f"recovered {len(journal.data.records)} records; {journal_notes(journal)}\n{text}"
     return text

@@ -16,7 +16,7 @@ from probe.checks.stop_supervisor import Stopped
 from probe.common.atomic import remove_temporaries, write_json_atomic
 from probe.common.errors import BadInput
 from probe.contract.protocol import EngineExit
-from probe.session_store.journal_reader import read_journal
+from probe.session_store.journal_reader import journal_notes, read_journal
 from probe.session_store.replay_outcome import kept_in, outcome
 from probe.session_store.run_summary import run_summary
 
@@ -49,6 +49,8 @@ def salvage_replay(stopped: Stopped, out: str) -> int:
     end = EngineExit(time.time(), None, f"by {name}, {how}")
     lost, _ = journal.crash_marks(end, restarted=False)
     records = journal.data.records + lost
+    if journal.repeated or journal.unreadable:
+        print(f"infertop: the journal: {journal_notes(journal)}", file=sys.stderr)
     print(run_summary(records))
     try:
         path = write_json_atomic(out, journal.document(end))

@@ -12,7 +12,7 @@ import typing
 from dataclasses import MISSING, asdict, fields, is_dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from probe.analysis.session_diagnosis import attach_diagnoses
 from probe.analysis.stats import session_segments
@@ -35,7 +35,7 @@ from probe.contract.records import (
     RooflineStatus,
 )
 from probe.contract.session import ConfigEntry, SessionData
-from probe.session_store.record_ranges import problem_of
+from probe.session_store.record_ranges import environment_problem, problem_of
 
 SCHEMA_VERSION = 1
 
@@ -207,6 +207,22 @@ def saved_session(document: dict[str, Any], source: str = "snapshot", *,
             if problem is not None:
                 raise BadInput(f"{source}: not an infertop session: {section}[{index}]."
                                   f"{problem}")
+    keyed: tuple[tuple[str, Mapping[str, Any]], ...] = (
+        ("kv_pools", data.kv_pools), ("batch_steps", data.batch_steps), ("energy", data.energy))
+    for section, by_config in keyed:     # as the compile ledger: a config the session declares
+        for config_id, item in by_config.items():
+            if config_id not in known:
+                raise BadInput(f"{source}: not an infertop session: {section}."
+                               f"{shown(config_id)} is not one of the session's configs "
+                               f"({shown_ids})")
+            problem = problem_of(item)
+            if problem is not None:
+                raise BadInput(f"{source}: not an infertop session: {section}.{config_id}."
+                               f"{problem}")
+    environment = document.get("environment") or {}
+    problem = environment_problem(environment) if isinstance(environment, dict) else None
+    if problem is not None:
+        raise BadInput(f"{source}: not an infertop session: environment.{problem}")
     return data
 
 
