@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("probe.bench", "probe.tune"),                      # the studies
     ("probe.report_charts",),                           # their charts and reports
     ("probe.runs",),                                    # runs that bench and tune share
+    ("probe.server",),                                  # `infertop serve`: the HTTP API
     ("probe.engine.process", "probe.engine.gpu_check"),     # the engine's processes
     ("probe.monitoring",),                              # the Prometheus exporter they start
     ("probe.engine",),                                  # the engine that chooses a decode path
@@ -42,7 +43,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # hundreds of megabytes (torch, transformers) or starts machinery (ray, textual).
 HEAVY = ("torch", "transformers", "torchao", "triton", "textual", "textual_plotext", "plotext",
          "ray", "matplotlib", "ctranslate2", "pynvml", "prometheus_client", "safetensors",
-         "pyarrow", "pandas", "scipy", "optuna", "zeus")
+         "pyarrow", "pandas", "scipy", "optuna", "zeus", "uvicorn", "starlette")
 PROJECT = ("infertop", "probe", "workloads", "tui")
 SEAM = {"probe.contract", "probe.contract.device_sample", "probe.contract.figures",
         "probe.contract.live", "probe.contract.objective", "probe.contract.options",

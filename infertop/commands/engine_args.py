@@ -40,7 +40,9 @@ def add_slo_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_engine_arguments(parser: argparse.ArgumentParser, *,
-                         default_speed: float | None) -> None:
+                         default_speed: float | None, replaying: bool = True) -> None:
+    """`replaying` False (`serve`): no --speed or --requests, and --trace only plans the
+    bucket edges."""
     parser.add_argument("--model", default="t5-small",
                         help="a preset (t5-small, t5-tiny) or a local T5 checkpoint folder "
                              "(offline: config + safetensors)")
@@ -52,12 +54,21 @@ def add_engine_arguments(parser: argparse.ArgumentParser, *,
                         help="an optimization setting, e.g. compile=default (repeatable)")
     parser.add_argument("--buckets", default=None, metavar="EDGES",
                         help="bucket edges, e.g. 64,128,256 (default: the planner's best 4)")
+    if replaying:
+        _add_replay_arguments(parser, default_speed)
+    _add_limits(parser)
+
+
+def _add_replay_arguments(parser: argparse.ArgumentParser, default_speed: float | None) -> None:
     parser.add_argument("--speed", type=speed_factor, default=default_speed,
                         help="replay speed factor (default: " + (
                             f"{default_speed:g})" if default_speed else
                             "measure the engine's capacity and offer half of it)"))
     parser.add_argument("--requests", type=request_count, default=None, metavar="N",
                         help="stop after N requests")
+
+
+def _add_limits(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=thread_count, default=None, metavar="N",
                         help="torch threads for the engine (default: torch's; the dashboard "
                              "leaves one core to itself)")

@@ -303,6 +303,42 @@ class ContinuousScheduler:
                                   tokens=tokens, kv_wait_ms=running.kv_wait_ms,
                                   energy=engine.energy.take(running.request.id))
 
+    def tokens_so_far(self, request_ids: Collection[str]) -> dict[str, list[int]]:
+        """The tokens each of these running requests has made so far (a server streams them
+        as they come). On a GPU each read waits for the step that made it: only requests
+        that stream ask for it."""
+        made = {}
+        for slot, running in self.running.items():
+            count = self.steps - running.first_step + 1
+            if running.request.id in request_ids and count > 0:
+                made[running.request.id] = self.batcher.read(slot, count).tolist()
+        return made
+
+    def cancel(self, request_ids: Collection[str], error: str) -> list[RequestRecord]:
+        """Requests nobody waits for any more (a client that left): out of their slots and
+        the KV wait now, their blocks back to the pool, one failed record each."""
+        records = []
+        for slot, running in list(self.running.items()):
+            if running.request.id not in request_ids:
+                continue
+            del self.running[slot]
+            self._ends[running.first_step - 1 + running.request.output_length].remove(slot)
+            firsts = self._firsts.get(running.first_step, [])
+            if running in firsts:
+                firsts.remove(running)
+            self.batcher.leave([slot])
+            self.engine.energy.settle_share(running.request.id, running.share_mark)
+            records.append(self.engine.make_record(
+                running.request, row=running.row, width=running.width,
+                start_s=running.start_s, config_id=self.config_id, batch=1, error=error,
+                energy=self.engine.energy.take(running.request.id)))
+        waiting = [w for w in self.waiting if w[0].id in request_ids]
+        for item in waiting:
+            self.waiting.remove(item)
+        self.engine.commit(records)
+        return records + self._fail([(r, row) for r, row, _ in waiting],
+                                    self.engine.clock.now_s(), error)
+
     def _fail(self, failing: list[tuple[EngineRequest, list[int]]], start_s: float,
               error: str, width: int | None = None) -> list[RequestRecord]:
         """Records of requests that failed before decoding (a whole join batch shares its

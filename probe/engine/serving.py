@@ -39,6 +39,9 @@ class ServingLoop:
         # The live A/B: takes the arrivals it returns True for (arm B's) before the queue does,
         # so arm A's offered load counts only its own (probe/engine/process/ab_split.py).
         self.divert: Callable[[ScheduledRequest], bool] | None = None
+        # After each continuous step (`infertop serve`): stream the tokens made so far and
+        # take out the requests whose client left; returns the records of those it took out.
+        self.after_step: Callable[[ContinuousScheduler], list[RequestRecord]] | None = None
 
     # -- called from other threads -------------------------------------------------------------
     def request_options(self, options: OptConfig) -> None:
@@ -184,6 +187,8 @@ class ServingLoop:
                 self._idle()
                 continue
             self._finished(scheduler.step())
+            if self.after_step is not None:
+                self._finished(self.after_step(scheduler))
         return False
 
     def _idle(self) -> None:

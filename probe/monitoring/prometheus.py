@@ -26,8 +26,9 @@ POLL_S = 1.0
 
 
 class PrometheusExporter:
-    def __init__(self, session: Session, queue_depth: Callable[[], int], *, port: int,
+    def __init__(self, session: Session, queue_depth: Callable[[], int], *, port: int | None,
                  host: str = "127.0.0.1") -> None:
+        """`port` None: no server of its own (`infertop serve` answers /metrics itself)."""
         self._session, self._queue_depth = session, queue_depth
         self.registry = CollectorRegistry()
         r = self.registry
@@ -79,8 +80,9 @@ class PrometheusExporter:
         self._seen_configs: set[str] = set()
         self._seen_idle_j: dict[str, float] = {}
         self._lock = threading.Lock()
-        self._server, _ = start_http_server(port, addr=host, registry=r)
-        self.port = self._server.server_port
+        self._server = None if port is None else start_http_server(port, addr=host,
+                                                                     registry=r)[0]
+        self.port = None if self._server is None else self._server.server_port
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, name="prometheus", daemon=True)
         self._thread.start()
@@ -154,5 +156,12 @@ class PrometheusExporter:
     def close(self) -> None:
         self._stop.set()
         self.refresh()
-        self._server.shutdown()
-        self._server.server_close()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def exposition(self) -> bytes:
+        """The metrics in Prometheus's text format, fresh."""
+        from prometheus_client import generate_latest
+        self.refresh()
+        return generate_latest(self.registry)

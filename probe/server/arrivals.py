@@ -1,0 +1,65 @@
+"""HTTP requests as the serving loop's arrivals: a replayer whose trace is whatever clients
+send. Each request is due the moment it arrived (its queue time starts there, as a replayed
+request's starts at its trace time), and `run` hands it to the loop as it comes. Torch-free."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from typing import Callable
+
+from workloads.replayer import MAX_WAIT_S, ScheduledRequest, Submit
+from workloads.trace_records import TraceRequest
+
+
+class LiveArrivals:
+    """The Replayer of `infertop serve`: open loop (an arrival waits for nothing), no end
+    until `close` (a drain), never paused."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._clock = clock
+        self._inbox: queue.SimpleQueue[ScheduledRequest] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._closed = threading.Event()
+
+    @property
+    def paused(self) -> bool:
+        return False
+
+    @property
+    def total(self) -> int | None:
+        return None
+
+    @property
+    def dispatched(self) -> int:
+        return self._seq
+
+    @property
+    def backlog(self) -> int:
+        """Arrived, not yet handed to the loop."""
+        return self._inbox.qsize()
+
+    def arrive(self, request: TraceRequest) -> ScheduledRequest:
+        """A request has arrived now; the loop takes it at once."""
+        with self._lock:
+            scheduled = ScheduledRequest(self._seq, request, self._clock())
+            self._seq += 1
+        self._inbox.put(scheduled)
+        return scheduled
+
+    def close(self) -> None:
+        """No more arrivals: `run` returns once it has handed over what came."""
+        self._closed.set()
+
+    def request_done(self) -> None:
+        pass
+
+    def run(self, submit: Submit, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                submit(self._inbox.get(timeout=MAX_WAIT_S))
+            except queue.Empty:
+                if self._closed.is_set():
+                    return

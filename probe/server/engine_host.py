@@ -1,0 +1,242 @@
+"""The engine of `infertop serve`, in a thread of its own: the engine `replay` builds, fed by
+LiveArrivals instead of a trace, journaled as `replay` journals. It loads, warms the configured
+shapes (only then is /health ready), serves until drained, and answers each request through
+its listener: the tokens made so far after each continuous step (when the request streams),
+then its record.
+
+Why a thread and not the dashboard's engine process: a request's tokens go from the step that
+made them to its socket with no pipe between. The cost is the GIL: the event loop runs between
+the engine's bytecodes (Python's switch interval, 5 ms), so while dynamo traces a compile the
+server still answers, more slowly. The long compiles happen in the warm-up, before /health says
+ready; a compile a request triggers later (a shape the warm-up did not cover) is that request's
+compile stall, and its record says so."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from probe.contract.options import OptConfig
+from probe.contract.records import RequestRecord
+from probe.contract.session import Session
+from probe.contract.settings import EngineSettings
+from probe.engine.process.headless_journal import JournaledReplayer, dispatch_of, journal_engine
+from probe.engine.state_files import new_replay_journal, state_folder_problem
+from probe.server.arrivals import LiveArrivals
+from probe.server.seam import Ask, Done, Limits, Listener, Refused, Tokens
+from probe.session_store.journal import CONTEXT_SECTIONS, JournalWriter
+from workloads.trace_records import TraceRequest
+
+if TYPE_CHECKING:
+    from probe.engine.continuous_scheduler import ContinuousScheduler
+    from probe.engine.engine import Engine
+    from probe.engine.serving import ServingLoop
+    from probe.monitoring.prometheus import PrometheusExporter
+
+CANCELLED = "cancelled: the client closed the connection"
+RETRY_AFTER_S = 1
+
+
+class EngineHost:
+    """A ServedEngine (seam.py). `start` returns at once; `on_failed` is called (from the
+    engine's thread) if loading or serving dies, with the exception."""
+
+    def __init__(self, settings: EngineSettings, options: OptConfig, limits: Limits, *,
+                 document: Callable[[Engine], dict],
+                 on_failed: Callable[[BaseException], None] = lambda exc: None,
+                 slo: Any = None) -> None:
+        self.limits = limits
+        self._settings, self._options, self._slo = settings, options, slo
+        self._document = document
+        self._on_failed = on_failed
+        self._state = "loading"
+        self.arrivals = LiveArrivals()
+        self._lock = threading.Lock()
+        self._listeners: dict[str, Listener] = {}
+        self._sent: dict[str, int] = {}          # streaming requests: tokens heard so far
+        self._cancelled: set[str] = set()        # kept until their record comes
+        self.engine: Engine | None = None
+        self.loop: ServingLoop | None = None
+        self.journal: JournalWriter | None = None
+        self.journal_problem: str | None = None
+        self.exporter: PrometheusExporter | None = None
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._main, name="engine", daemon=True)
+
+    # -- the seam, called from the event loop ---------------------------------------------
+    @property
+    def state(self) -> str:
+        return self._state
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def count_prompt(self, prompt: str) -> int:
+        engine = self.engine
+        if engine is None:
+            raise Refused(503, f"the engine is {self._state}")
+        return len(engine.loaded.tokenizer(prompt, add_special_tokens=False).input_ids)
+
+    def decode(self, ids: tuple[int, ...]) -> str:
+        assert self.engine is not None
+        return self.engine.loaded.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def in_flight(self, request_id: str) -> bool:
+        with self._lock:
+            return request_id in self._listeners
+
+    def queue_depth(self) -> int:
+        loop = self.loop
+        return 0 if loop is None else loop.queue_depth + self.arrivals.backlog
+
+    def submit(self, ask: Ask, listener: Listener) -> None:
+        if self._state != "ready":
+            raise Refused(503, f"the server is {self._state}", RETRY_AFTER_S)
+        if self.queue_depth() >= self.limits.max_queue:
+            raise Refused(429, f"the queue is full ({self.limits.max_queue} waiting); "
+                               f"retry later", RETRY_AFTER_S)
+        with self._lock:
+            self._listeners[ask.request_id] = listener
+            if ask.stream:
+                self._sent[ask.request_id] = 0
+        self.arrivals.arrive(TraceRequest(timestamp_ms=0.0, input_length=ask.prompt_tokens,
+                                          output_length=ask.max_tokens, text=ask.prompt,
+                                          id=ask.request_id))
+
+    def cancel(self, request_id: str) -> None:
+        with self._lock:
+            if self._listeners.pop(request_id, None) is not None:
+                self._sent.pop(request_id, None)
+                self._cancelled.add(request_id)
+
+    def metrics(self) -> bytes:
+        return b"" if self.exporter is None else self.exporter.exposition()
+
+    # -- the engine's thread ----------------------------------------------------------------
+    def _main(self) -> None:
+        try:
+            self._load_and_warm()
+            assert self.loop is not None
+            self._state = "ready"
+            self.loop.run(self.stop)
+        except BaseException as exc:  # said by the command, which ends
+            self.error = exc
+            self._state = "failed"
+            self._fail_everyone(f"the engine failed: {exc}")
+            self._on_failed(exc)
+            return
+        if self._state != "failed":
+            self._state = "stopped"
+
+    def _load_and_warm(self) -> None:
+        from probe.engine.engine import Engine
+        from probe.engine.serving import ServingLoop
+        from probe.monitoring.prometheus import PrometheusExporter
+
+        engine = self.engine = Engine(self._settings, self._options)
+        self._state = "warming"
+        warm(engine)
+        try:
+            self.journal = JournalWriter(new_replay_journal())
+        except OSError as exc:
+            self.journal_problem = f"no session journal: {state_folder_problem(exc)}"
+        if self.journal is not None:
+            journal_engine(engine, self.journal, self._options)   # a fresh session: served only
+            document = self._document(engine)
+            self.journal.header(time.time() - engine.clock.now_s(),
+                                {name: document[name] for name in CONTEXT_SECTIONS})
+        else:
+            engine.session, engine.config_id = Session(), ""
+            engine.set_options(self._options)
+        engine.session.set_slo(self._slo)
+        replayer: Any = self.arrivals
+        if self.journal is not None:
+            journal = self.journal
+            replayer = JournaledReplayer(
+                self.arrivals, lambda scheduled: journal.dispatch(dispatch_of(engine, scheduled)))
+        loop = ServingLoop(engine, replayer, on_records=self._on_records)
+        loop.after_step = self._after_step
+        self.exporter = PrometheusExporter(engine.session, self.queue_depth, port=None)
+        self.loop = loop
+
+    def _after_step(self, scheduler: ContinuousScheduler) -> list[RequestRecord]:
+        with self._lock:
+            streaming = set(self._sent)
+            cancelled = set(self._cancelled)
+        if streaming:
+            for request_id, ids in scheduler.tokens_so_far(streaming).items():
+                self._hear(request_id, ids)
+        return scheduler.cancel(cancelled, CANCELLED) if cancelled else []
+
+    def _hear(self, request_id: str, ids: list[int]) -> None:
+        with self._lock:
+            listener, sent = self._listeners.get(request_id), self._sent.get(request_id, 0)
+            if listener is None or len(ids) <= sent:
+                return
+            self._sent[request_id] = len(ids)
+        listener(Tokens(tuple(ids[sent:])))
+
+    def _on_records(self, records: list[RequestRecord]) -> None:
+        for record in records:
+            if record.ok and record.tokens is not None and record.id in self._sent:
+                self._hear(record.id, list(record.tokens))
+            with self._lock:
+                listener = self._listeners.pop(record.id, None)
+                self._sent.pop(record.id, None)
+                self._cancelled.discard(record.id)
+            if listener is not None:
+                listener(Done(record))
+
+    def _fail_everyone(self, error: str) -> None:
+        with self._lock:
+            listeners, self._listeners = self._listeners, {}
+        for request_id, listener in listeners.items():
+            listener(Done(_failed_record(request_id, error)))
+
+    # -- the end ------------------------------------------------------------------------------
+    def drain(self) -> None:
+        """No more arrivals: what is queued is still served."""
+        if self._state == "ready":
+            self._state = "draining"
+        self.arrivals.close()
+
+    def finish(self, timeout_s: float) -> bool:
+        """Stop the loop once what it holds is served (or at once: `timeout_s` 0); True if
+        the engine's thread ended in time (a compile may hold it)."""
+        self.drain()
+        if self.loop is not None and timeout_s > 0:
+            self.loop.replay_done.wait(timeout_s)
+        self.stop.set()
+        self.thread.join(timeout=max(timeout_s, 2.0))
+        return not self.thread.is_alive()
+
+
+def warm(engine: Engine) -> None:
+    """Compile the configured shapes before the first request: every bucket edge, through the
+    path the config serves with (a continuous batch's join and step, or the whole-request
+    decode). Its records go to the session the journal then replaces: the served session
+    holds only what clients asked for."""
+    from probe.engine.continuous_scheduler import ContinuousScheduler
+    from probe.engine.model.requests import EngineRequest
+
+    if not engine.options.compiled:
+        return
+    if engine.options.batching != "continuous":
+        engine.prewarm()
+        return
+    widths = engine.bucket_edges or (min(64, engine.settings.max_input_tokens),)
+    now = engine.clock.now_s()
+    ContinuousScheduler(engine).serve_all(
+        [EngineRequest(id=f"warm-{i}", seq=-(i + 1), input_length=width, output_length=2,
+                       arrival_s=now) for i, width in enumerate(widths)], per_join=1)
+
+
+def _failed_record(request_id: str, error: str) -> RequestRecord:
+    return RequestRecord(id=request_id, seq=-1, config_id="", input_tokens=0, padded_tokens=0,
+                         arrival_s=0.0, start_s=0.0, queue_ms=0.0, compile_stall_ms=0.0,
+                         output_tokens=0, first_token_s=None, end_s=0.0, encoder_ms=0.0,
+                         decoder_ms=0.0, ttft_ms=None, tpot_ms=None, latency_ms=0.0,
+                         batch_size=0, kv_cache_bytes=0, kv_cache_used_bytes=0,
+                         kv_self_attention_bytes=0, kv_cross_attention_bytes=0, error=error)
