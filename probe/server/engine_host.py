@@ -81,7 +81,9 @@ class EngineHost:
 
     def decode(self, ids: tuple[int, ...]) -> str:
         assert self.engine is not None
-        return self.engine.loaded.tokenizer.decode(list(ids), skip_special_tokens=True)
+        text = self.engine.loaded.tokenizer.decode(list(ids), skip_special_tokens=True)
+        assert isinstance(text, str)        # one sequence of ids decodes to one string
+        return text
 
     def in_flight(self, request_id: str) -> bool:
         with self._lock:

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probe.report_charts.html_report import body_html, html_document
-from tools.report_look import browser, screenshot
 from tests.bench.html_page import Page
+from tools.report_look import browser, screenshot
 
 
 def test_the_reports_markdown_becomes_html(tmp_path: Path) -> None:
