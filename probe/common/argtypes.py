@@ -36,7 +36,7 @@ class OneLineParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
         self._given: list[str] = []
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_known_args(self, args=None, namespace=None):
         self._given = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
 

@@ -77,3 +77,30 @@ def test_the_checklist_judges_an_ab_as_an_ab_in_every_view(tmp_path, capsys):
     main(["doctor", str(path)])
     assert shown.status == "fail" and "c1 → c2 changed decode and batching" in shown.evidence
     assert shown.evidence in capsys.readouterr().out
+
+
+def test_the_roofline_multiple_is_one_value_in_the_dashboard_and_the_doctor(tmp_path, capsys):
+    """One config, healthy decode, a saved roofline: every "N×" the doctor prints about the
+    roofline is the latency panel's, and a tiny roofline reads in µs, not "0.0 ms"."""
+    import re
+    from dataclasses import asdict, replace
+
+    from probe.common.units import fmt_ratio
+    from probe.contract.records import RooflineStatus
+    from tui.launch import saved_view
+    from tui.widgets.latency import roofline_line
+
+    roofline = RooflineStatus("fp32", 10_000, 100.0, 0.0, roofline_ms=0.004)
+    records = [replace(record(i, arrival_s=2.0 * i), tpot_ms=6.5 + 0.01 * i) for i in range(20)]
+    path = save(tmp_path / "roof.json", records, live={"roofline": asdict(roofline)}, c1=())
+    view = saved_view(path)
+    shown = roofline_line(view, 200, now_unix=0.0).plain
+    assert view.tpot is not None and view.tpot.ratio is not None
+    multiple = fmt_ratio(view.tpot.ratio)
+    assert f"{multiple} roofline" in shown
+    assert main(["doctor", str(path)]) == 0
+    doctor = capsys.readouterr().out
+    said = set(re.findall(r"([\d,.]+×) (?:the )?roofline", doctor))
+    assert said == {multiple}, doctor
+    ratio_free = roofline_line(replace(view, tpot=replace(view.tpot, warm=False)), 200, 0.0).plain
+    assert "0.0 ms" not in ratio_free and "roofline 4 µs" in ratio_free
