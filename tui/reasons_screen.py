@@ -65,7 +65,22 @@ def ledger_section(entries: tuple[LedgerEntry, ...]) -> Text:
     return text
 
 
+class TableScroll(ScrollableContainer):
+    """Every column of a wide table reachable by keys: ←→ a column, ctrl+←→ a page, End the
+    last column and row, Home the first (a plain container's End and Home move only up and
+    down)."""
+    BINDINGS = [Binding("ctrl+right", "page_right", "page right", show=False),
+                Binding("ctrl+left", "page_left", "page left", show=False)]
+
+    def action_scroll_end(self) -> None:
+        self.scroll_to(self.max_scroll_x, self.max_scroll_y, animate=False)
+
+    def action_scroll_home(self) -> None:
+        self.scroll_to(0, 0, animate=False)
+
+
 class ReasonsScreen(ModalScreen[None]):
+    """As wide as the terminal (a ledger is ~115 columns: at 200 it fits whole)."""
     BINDINGS = [Binding(f"escape,{REASONS_KEY}", "dismiss", "close")]
 
     def __init__(self, events: tuple[CompileEvent, ...],
@@ -77,9 +92,10 @@ class ReasonsScreen(ModalScreen[None]):
         self._ledger = ledger
 
     def compose(self) -> ComposeResult:
-        with ScrollableContainer(id="help-body") as body:
+        with TableScroll(id="help-body") as body:
+            body.styles.width = "100%"
             body.border_title = "compile reasons in full · compile ledger"
-            body.border_subtitle = f"esc or {REASONS_KEY} closes · ↑↓ ←→ scroll"
+            body.border_subtitle = f"esc or {REASONS_KEY} closes · ↑↓ ←→ scroll · End: last column"
             yield Static(reasons_text(self._events, self._groups), id="reasons-text", markup=False)
             ledger = Static(ledger_section(self._ledger), id="reasons-ledger",
                             markup=False)

@@ -308,8 +308,9 @@ def _decode_evidence(touched: Touched, pools, edges) -> str:
     text = (f"the tail's decode, compile excluded: {tokens} tokens, "
             f"{fmt_ms(decode / max(tokens, 1))} a token")
     if weights > 0:
+        # no multiple here: "× the roofline" is the config's TPOT figure (tpot_figure.py)
         text += (f"; weights (the roofline) {fmt_ms(weights)}, per-step overhead "
-                 f"{fmt_ms(decode - weights)} ({decode / weights:.1f}× the roofline)")
+                 f"{fmt_ms(decode - weights)} ({100 * (decode - weights) / decode:.0f}% of it)")
     else:
         text += "; no roofline measured: weights and overhead not split"
     return text

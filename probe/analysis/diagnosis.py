@@ -34,7 +34,7 @@ from probe.analysis.next_step import (
 from probe.analysis.stats import segment_stats, session_segments
 from probe.analysis.timeline import compile_spans
 from probe.analysis.tpot_figure import config_tpot
-from probe.common.units import fmt_ms
+from probe.common.units import fmt_ms, fmt_ratio
 from probe.contract.device_sample import DeviceSample
 from probe.contract.figures import ConfigTpot, SegmentStats
 from probe.contract.options import OptConfig
@@ -162,7 +162,7 @@ def diagnose(data: SessionData, config_id: str, ctx: DoctorContext = DoctorConte
     tpot = config_tpot(data.records, data.events, config_id,
                        ctx.roofline if roofline is not None else None)
     return SegmentDiagnosis(config_id, result, tuple(findings),
-                            verdict(result, facts, findings, healthy, step), step, healthy,
+                            verdict(result, facts, findings, healthy, step, tpot), step, healthy,
                             tpot, guard_groups(events, mine, ctx.bucket_edges,
                                               bucketed=options.bucketing == "on"))
 
@@ -206,7 +206,7 @@ def _compile_phrase(result: Attribution) -> str:
 
 
 def verdict(result: Attribution, facts: SegmentFacts, findings: Sequence[Finding],
-            healthy: bool, step: NextStep | None) -> str:
+            healthy: bool, step: NextStep | None, tpot: ConfigTpot | None = None) -> str:
     """One sentence with numbers: what the tail is made of, and what to do about it."""
     failures = f"; {result.failed.requests} failed" if result.failed.requests else ""
     top = result.top
@@ -215,10 +215,9 @@ def verdict(result: Attribution, facts: SegmentFacts, findings: Sequence[Finding
     p95 = fmt_ms(result.latency_p95_ms)
     share = f"{100 * top.share:.0f}% {LABELS[top.cause]}"
     if healthy:
-        ratio = ""
-        weights = sum(s.decode_weights_ms for s in result.splits)
-        if top.cause == "decode" and weights > 0:
-            ratio = f" (the tail's decode, compile excluded, at {top.ms / weights:.1f}× the roofline)"
+        ratio = ""       # the roofline multiple is the config's TPOT figure, as every view's
+        if top.cause == "decode" and tpot is not None and tpot.ratio is not None:
+            ratio = f" (TPOT {fmt_ratio(tpot.ratio)} the roofline, {tpot.scope()})"
         return f"healthy: p95 {p95} is {share}{ratio}; no change advised{failures}"
     phrase = _compile_phrase(result) if top.cause == "compile" else PHRASES[top.cause]
     without = p95_without(facts, lambda s: s.ms[top.cause])

@@ -44,3 +44,8 @@ def drift_stats(records: Sequence[RequestRecord],
         token_agreement=equal / compared if compared else 1.0,
         exact_match=sum(f is None for f in firsts) / len(pairs),
         first_divergence=float(np.median(differing)) if differing else None)
+
+
+def drift_waiting(records: Sequence[RequestRecord], references: Mapping[str, Sequence[int]]) -> int:
+    """Served records that kept their tokens for drift and have no reference yet."""
+    return sum(1 for r in records if r.ok and r.tokens is not None and r.id not in references)

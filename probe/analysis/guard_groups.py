@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from probe.common.units import fmt_s
 from probe.contract.records import CompileEvent, RequestRecord
@@ -140,6 +140,34 @@ def _group(members: list[tuple[CompileEvent, GuardFailure]], inputs: Mapping[str
                       tuple(e.compile_id for e, _ in members))
 
 
+def buckets_reached(lengths: Iterable[int], edges: Sequence[int]) -> int:
+    """How many of the planner's buckets these lengths fall in (the shapes bucketing compiles)."""
+    edges = sorted(edges)
+    return len({bisect_left(edges, n) for n in lengths})
+
+
+def bucketing_saving(recompiles: int, functions: int, buckets: int,
+                     mean_s: float) -> tuple[int, float]:
+    """(recompiles avoided, their seconds) by bucketing=on: each function compiles one shape a
+    bucket the traffic reaches, its first not a recompile, so (buckets − 1) a function remain.
+    The one formula the guard groups' fix and the next step both print (saving_text)."""
+    avoided = max(recompiles - (buckets - 1) * functions, 0)
+    return avoided, avoided * mean_s
+
+
+def saving_text(avoided: int, seconds: float) -> str:
+    return f"about {avoided} recompiles ({fmt_s(seconds)}) avoided"
+
+
+def fix_saving(groups: Sequence[GuardGroup], change: Mapping[str, str]
+               ) -> tuple[int, float] | None:
+    """What `change` avoids over every group it fixes (None: it fixes none)."""
+    fixed = [g.fix for g in groups if g.fix is not None and dict(g.fix.change) == dict(change)]
+    if not fixed:
+        return None
+    return sum(f.avoided_recompiles for f in fixed), sum(f.avoided_s for f in fixed)
+
+
 def _fix(recompiles: int, functions: int, seconds: float, sizes: tuple[int, ...],
          is_input: bool, bucket_edges: Sequence[int]) -> GuardFix | None:
     if not sizes:
@@ -147,17 +175,15 @@ def _fix(recompiles: int, functions: int, seconds: float, sizes: tuple[int, ...]
     mean_s = seconds / recompiles
     if is_input and bucket_edges:
         edges = sorted(bucket_edges)
-        buckets = len({bisect_left(edges, size) for size in sizes})
-        # each function compiles one shape a bucket the traffic reaches; its first is not a
-        # recompile, so (buckets − 1) a function remain
-        avoided = max(recompiles - (buckets - 1) * functions, 0)
+        buckets = buckets_reached(sizes, edges)
+        avoided, avoided_s = bucketing_saving(recompiles, functions, buckets, mean_s)
         if not avoided:
             return None
         return GuardFix({"bucketing": "on"},
                         f"bucketing=on: the planner's {len(edges)} buckets "
                         f"({', '.join(map(str, edges))}) hold these {len(sizes)} lengths in "
-                        f"{buckets} shapes: about {avoided} recompiles "
-                        f"({fmt_s(avoided * mean_s)}) avoided", avoided, avoided * mean_s)
+                        f"{buckets} shapes: {saving_text(avoided, avoided_s)}", avoided,
+                        avoided_s)
     # one dynamic compile a function replaces its static shapes (dynamo marks the dimension
     # dynamic on the second size it sees: that recompile stays)
     avoided = max(recompiles - functions, 0)
@@ -166,5 +192,5 @@ def _fix(recompiles: int, functions: int, seconds: float, sizes: tuple[int, ...]
     how = "dynamic=on" if is_input else "dynamic=on (or torch._dynamo.mark_dynamic on it)"
     return GuardFix({"dynamic": "on"},
                     f"{how}: one dynamic-shape compile a function instead of one a size: "
-                    f"about {avoided} recompiles ({fmt_s(avoided * mean_s)}) avoided",
+                    f"{saving_text(avoided, avoided * mean_s)}",
                     avoided, avoided * mean_s)

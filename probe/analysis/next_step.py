@@ -22,6 +22,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from probe.analysis.attribution import Attribution, RequestSplit
+from probe.analysis.guard_groups import (
+    bucketing_saving,
+    buckets_reached,
+    fix_saving,
+    guard_groups,
+    saving_text,
+)
 from probe.analysis.stats import summarize
 from probe.analysis.timeline import FIRST_COMPILE, LIMIT, RECOMPILE
 from probe.common.units import fmt_ms, fmt_rate, fmt_s
@@ -96,18 +103,22 @@ def _compile_steps(f: SegmentFacts) -> list[NextStep]:
     if o.compiled and o.bucketing == "off" and (recompiles or limits) and f.bucket_edges \
             and lengths > len(f.bucket_edges):
         k = len(f.bucket_edges)
-        # each function that recompiles for a shape compiles K shapes, not D
-        functions = len({e.function for e in recompiles}) or 1
-        avoided = max(len(recompiles) - (k - 1) * functions, 0)
+        # the guard groups' own saving (the `r` screen and the doctor's groups print it), or,
+        # where the recompiles name no size guard, the same formula over every recompile
+        saving = fix_saving(guard_groups(f.events, f.records, f.bucket_edges), {"bucketing": "on"})
+        if saving is None:
+            saving = bucketing_saving(
+                len(recompiles), len({e.function for e in recompiles}) or 1,
+                buckets_reached((r.input_tokens for r in f.records if r.ok), f.bucket_edges),
+                mean_recompile_s)
         p95 = p95_without(f, lambda s: _compile_ms(s, RECOMPILE, LIMIT))
         steps.append(NextStep(
             {"bucketing": "on"},
             f"{lengths} distinct input lengths compiled their own shapes ({len(recompiles)} "
             f"recompiles{f', {limits} limit hits' if limits else ''}); the planner's {k} "
             f"buckets ({', '.join(map(str, f.bucket_edges))}) cover them",
-            f"at most {k} shapes instead of {lengths}: about {avoided} recompiles "
-            f"({fmt_s(avoided * mean_recompile_s)}) avoided; p95 ≈ {fmt_ms(p95)} without the "
-            f"recompile stalls", predicted_p95_ms=p95))
+            f"at most {k} shapes instead of {lengths}: {saving_text(*saving)}; p95 ≈ "
+            f"{fmt_ms(p95)} without the recompile stalls", predicted_p95_ms=p95))
     if o.compiled and o.prewarm == "off" and (o.bucketing == "on" or lengths <= 1):
         stall_s = sum(e.duration_s or 0 for e in timed)
         p95 = p95_without(f, lambda s: _compile_ms(s, FIRST_COMPILE, RECOMPILE))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Iterable, Mapping, Sequence
 
-from probe.analysis.drift import drift_stats
+from probe.analysis.drift import drift_stats, drift_waiting
 from probe.analysis.energy import energy_stats
 from probe.analysis.slo import goodput
 from probe.analysis.span import serving_span_s
@@ -156,6 +156,7 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
         kv_cache_peak_bytes=max((r.kv_cache_bytes for r in records), default=0),
         padding_waste=padding_waste(ok),
         drift=drift_stats(records, references or {}),
+        drift_waiting=drift_waiting(records, references or {}),
         kv_waste_pct=kv_waste_pct(records), kv_pool=kv_pool,
         compile_phases=compile_phases(compile_events),
         warm=None if chain is None else warm_stats(records, chain),

@@ -38,9 +38,12 @@ def _three_digits(value: float) -> str:
 
 
 def fmt_ms(value: float | None, missing: str = NO_DATA) -> str:
-    """A duration given in ms: "812 ms", "9.6 ms", "1.92 s", "62.0 s", "123 s"."""
+    """A duration given in ms: "812 ms", "9.6 ms", "1.92 s", "62.0 s", "123 s"; under 0.1 ms
+    in µs ("35 µs", "4.2 µs")."""
     if value is None:
         return missing
+    if 0 < value < 0.0995:      # "0.0 ms" would read as nothing: a t5-tiny step's roofline
+        return f"{value * 1000:.2g} µs" if value >= 0.0001 else "<0.1 µs"
     if value < 9.95:
         return f"{value:.1f} ms"
     if value < 999.5:

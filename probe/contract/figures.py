@@ -208,6 +208,9 @@ class SegmentStats:
     goodput_tokens_per_s: float | None = None
     slo_attainment: float | None = None
     energy: EnergyStats | None = None
+    # drift-sampled requests still without their fp32 reference: the engine decodes one only
+    # when it is idle, so under a queue that never empties drift stays unknown (and says so)
+    drift_waiting: int = 0
 
     def as_dict(self) -> dict:
         return {

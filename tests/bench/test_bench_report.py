@@ -242,6 +242,28 @@ def test_e1_break_even_is_never_when_compiled_is_slower(plan, make_result) -> No
     json.dumps(section)
 
 
+def test_e1_break_even_and_verdict_are_one_judgement_when_within_noise(plan, make_result):
+    """A compiled run faster by the medians but inside the eager run's noise: its break-even is
+    no measured gain, everywhere E1 says it (the table, the observed line, the cause, the
+    JSON): never "within noise" beside "break-even N requests", nor "repaid" beside "pure
+    cost"."""
+    results = _results(plan, make_result)
+    noisy = make_result(REFERENCE, pass_latencies=[[150.0] * 4, [205.0] * 4],
+                        compiles=[("encode", "compile", "r0@warm-up")],
+                        edges=plan.planner_edges, edges_name=plan.planner_name)
+    results[plan.spec(REFERENCE).key] = noisy
+    section = _sections(plan, results)["E1"]
+    default = section["configs"]["default"]
+    assert default["vs_off"]["verdict"] == "within noise"
+    assert default["break_even_requests"] == "no measured gain"
+    row = next(r for r in section["table"]["rows"] if r[0] == "compile=default")
+    assert row[-1] == "none (not measurably faster)"
+    (line,) = [o for o in section["observed"] if o.startswith("compile=default:")]
+    assert "within noise" in line and "repaid after" not in line
+    assert "the compile is not repaid (compiled is not measurably faster)" in line
+    assert any("pure cost" in c for c in section["root_cause"])
+
+
 def test_markdown_has_every_section_and_github_tables(plan, make_result) -> None:
     sections = _sections(plan, _results(plan, make_result))
     report = {"settings": {"model": "t5-tiny", "trace": "chat", "requests": 4, "repeats": 2,

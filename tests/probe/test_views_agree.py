@@ -18,14 +18,14 @@ from tests.probe.doctor_records import record
 
 
 def save(path: Path, records, live: dict | None = None, notes: dict | None = None,
-         **configs) -> Path:
+         events=(), settings: dict | None = None, **configs) -> Path:
     notes = notes or {}
-    data = SessionData(records=tuple(records), configs=MappingProxyType(
+    data = SessionData(records=tuple(records), events=tuple(events), configs=MappingProxyType(
         {cid: ConfigEntry(cid, parse_opts(opts), tuple(notes.get(cid, ())))
          for cid, opts in configs.items()}))
     document = snapshot_document(data, environment={"device": "cpu"},
                                  model={"name": "t5-tiny", "source": "t5-tiny"}, trace={},
-                                 live=live)
+                                 settings=settings, live=live)
     path.write_text(json.dumps(document))
     return path
 
@@ -77,3 +77,58 @@ def test_the_checklist_judges_an_ab_as_an_ab_in_every_view(tmp_path, capsys):
     main(["doctor", str(path)])
     assert shown.status == "fail" and "c1 → c2 changed decode and batching" in shown.evidence
     assert shown.evidence in capsys.readouterr().out
+
+
+def test_the_roofline_multiple_is_one_value_in_the_dashboard_and_the_doctor(tmp_path, capsys):
+    """One config, healthy decode, a saved roofline: every "N×" the doctor prints about the
+    roofline is the latency panel's, and a tiny roofline reads in µs, not "0.0 ms"."""
+    import re
+    from dataclasses import asdict, replace
+
+    from probe.common.units import fmt_ratio
+    from probe.contract.records import RooflineStatus
+    from tui.launch import saved_view
+    from tui.widgets.latency import roofline_line
+
+    roofline = RooflineStatus("fp32", 10_000, 100.0, 0.0, roofline_ms=0.004)
+    records = [replace(record(i, arrival_s=2.0 * i), tpot_ms=6.5 + 0.01 * i) for i in range(20)]
+    path = save(tmp_path / "roof.json", records, live={"roofline": asdict(roofline)}, c1=())
+    view = saved_view(path)
+    shown = roofline_line(view, 200, now_unix=0.0).plain
+    assert view.tpot is not None and view.tpot.ratio is not None
+    multiple = fmt_ratio(view.tpot.ratio)
+    assert f"{multiple} roofline" in shown
+    assert main(["doctor", str(path)]) == 0
+    doctor = capsys.readouterr().out
+    said = set(re.findall(r"([\d,.]+×) (?:the )?roofline", doctor))
+    assert said == {multiple}, doctor
+    ratio_free = roofline_line(replace(view, tpot=replace(view.tpot, warm=False)), 200, 0.0).plain
+    assert "0.0 ms" not in ratio_free and "roofline 4 µs" in ratio_free
+
+
+def test_the_doctors_predicted_saving_is_one_value_in_every_view(tmp_path, capsys):
+    """A ladder of recompiles, one a new input length: the guard group's fix (the `r` screen,
+    the doctor's groups) and the next step (the doctor screen, `infertop doctor`) say one
+    saving for bucketing=on."""
+    import re
+
+    from tests.probe.doctor_records import event
+    from tui.launch import saved_view
+
+    lengths = [10 + 3 * i for i in range(12)]
+    records = [record(i, arrival_s=3.0 * i, input_tokens=n, encode_s=2.0, decode_s=0.1)
+               for i, n in enumerate(lengths)]
+    events = [event(f"0/{i}", 3.0 * i + 0.01, 1.9, kind="compile" if i == 0 else "recompile",
+                    function="encode", request_id=f"r{i}",
+                    reason=None if i == 0 else (f"0/0: tensor 'input_ids' size mismatch at "
+                                                f"index 1. expected {lengths[i - 1]}, actual {n}"))
+              for i, n in enumerate(lengths)]
+    path = save(tmp_path / "ladder.json", records, events=events, c1=("compile=default",),
+                settings={"bucket_edges": [16, 32, 64, 128]})
+    view = saved_view(path)
+    step, groups = view.diagnosis.next_step, view.diagnosis.guard_groups
+    assert step.options == {"bucketing": "on"} and groups[0].fix.change == {"bucketing": "on"}
+    assert main(["doctor", str(path)]) == 0
+    texts = [step.predicted, groups[0].fix.text, capsys.readouterr().out]
+    said = [set(re.findall(r"about \d+ recompiles \([^)]+\) avoided", t)) for t in texts]
+    assert said[0] == said[1] == said[2] and len(said[0]) == 1, said

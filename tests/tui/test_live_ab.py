@@ -159,26 +159,46 @@ def test_before_b_has_served_arm_a_counts_only_what_arrived_since_the_split():
     assert [r.seq for r in ab.arms()[0]] == [6, 8] and ab.counts() == (2, 2)
 
 
+def running_ab(stages):
+    """An A/B compared on 20 | 20 requests, B worse than the doctor predicted."""
+    from probe.analysis.next_step import NextStep
+    from probe.analysis.stats import segments
+    from probe.contract.options import OptConfig
+    from tui.live_ab import LiveAB
+
+    a, b = records(range(100, 140, 2), "c1", 5.0, 500.0), records(range(101, 140, 2), "c2",
+                                                                    5.0, 900.0)
+    (segment,) = segments(["c2"], b, (), (), {}, {}, None, {})
+    b_view = replace(stages["baseline"], config_id="c2", segments=(segment,))
+    step = NextStep({"batching": "continuous"}, "why", "p95 ≈ 500 ms", predicted_p95_ms=500.0)
+    return LiveAB(OptConfig(batching="continuous", decode="fullgraph"), "c1", 0.0,
+                  step=step, b_id="c2", split_s=5.0, records_a={r.seq: r for r in a},
+                  records_b={r.seq: r for r in b}, b_view=b_view,
+                  comparison=compare(list(a), list(b)), compared_n=(20, 20))
+
+
+async def test_the_status_bar_fits_every_line_at_80_and_200_with_the_verdict(make_app, stages):
+    for width in (80, 200):
+        app = make_app(FakeEngine(), at="baseline", apply_delay_s=0)
+        async with app.run_test(size=(width, 30)) as pilot:
+            app._ab = running_ab(stages)
+            app._show_switch()
+            await pilot.pause()
+            lines = str(app.query_one("#status").render()).splitlines()
+        assert all(len(line) <= width for line in lines), lines
+        assert "worse" in lines[-1] and "doctor" in lines[-1] and "20" in lines[-1], lines
+        assert "c1" in lines[0] and not lines[0].endswith("…"), lines
+
+
 def test_the_ab_line_keeps_its_verdict_at_80_and_200_columns_and_one_count(stages):
     """The status line shortens by meaning (tui/fit_line.py): at 200 and at 80 columns the
     result and the doctor's prediction survive; the counts shown are the comparison's own,
     so "N | M served" never reads two different results, and the closing line is that text."""
-    from probe.analysis.next_step import NextStep
-    from probe.analysis.stats import segments
-    from probe.contract.options import OptConfig
-    from tui.live_ab import LiveAB, ab_line, result_text
+    from tui.live_ab import ab_line, result_text
     from tui.widgets.status_bar import switch_line
 
-    a, b = records(range(100, 140, 2), "c1", 5.0, 500.0), records(range(101, 140, 2), "c2",
-                                                                    5.0, 900.0)
-    comparison = compare(list(a), list(b))
-    (segment,) = segments(["c2"], b, (), (), {}, {}, None, {})
-    b_view = replace(stages["baseline"], config_id="c2", segments=(segment,))
-    step = NextStep({"batching": "continuous"}, "why", "p95 ≈ 500 ms", predicted_p95_ms=500.0)
-    ab = LiveAB(OptConfig(batching="continuous", decode="fullgraph"), "c1", 0.0,
-                step=step, b_id="c2", split_s=5.0, records_a={r.seq: r for r in a},
-                records_b={r.seq: r for r in b}, b_view=b_view, comparison=comparison,
-                compared_n=(20, 20))
+    ab = running_ab(stages)
+    comparison = ab.comparison
     for width in (80, 200):
         line = switch_line(ab_line(ab, 60.0), width).plain
         assert len(line) <= width and "…" not in line, line

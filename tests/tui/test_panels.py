@@ -312,3 +312,22 @@ def test_rates_decay_and_say_so_when_nothing_is_served(stages):
     shown = throughput_headline(replace(view, window=stale)).plain
     assert "nothing served for 2 min (compiling)" in shown
     assert f"{stale.throughput_rps:.2f}" in shown or "req/s" in shown
+
+
+def test_drift_that_waits_for_its_reference_says_so(stages):
+    """The engine decodes a drift reference only when idle: under a queue that never empties
+    the sampled requests wait, and the drift cell and subtitle say that, not a bare "—"."""
+    from probe.analysis.drift import drift_waiting
+    from tests.probe.test_journal import record
+    from tui.widgets.segments import segments_subtitle
+
+    served = [replace(record(i, "c1"), tokens=(1, 2, 3) if i % 8 == 0 else None)
+              for i in range(34)]
+    assert drift_waiting(served, {}) == 5 and drift_waiting(served, {"r0": (1, 2, 3)}) == 4
+    view = stages["baseline"]
+    view = replace(view, segments=tuple(replace(s, drift=None, drift_waiting=5)
+                                        for s in view.segments))
+    (row,) = segment_rows(view)
+    assert row[DRIFT] == "5 sampled, wait"
+    assert "5 sampled requests wait for their fp32 reference" in segments_subtitle(view, 200)
+    assert "wait" in segments_subtitle(view, 60)

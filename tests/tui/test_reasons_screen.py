@@ -85,3 +85,25 @@ async def test_e_shows_the_whole_ledger_of_the_view_and_scrolls_to_its_last_colu
         await pilot.pause()
         screen = read_screen(app)
         assert "stalled  paid back" in screen and "not yet" in screen and "a, b, c +1" in screen
+
+
+async def test_the_ledgers_last_column_is_in_view_at_200_and_end_reaches_a_wider_one(
+        make_app, stages, read_screen):
+    """At 200 columns the ~115-column ledger fits whole (the screen is as wide as the
+    terminal); a ledger wider than the terminal has End: its last column and row."""
+    wide_key = KEY + " · (1, 398, 64) fp32 · (1, 398, 64) fp32 · (1, 398, 64) fp32"
+    wider = LEDGER + (LedgerEntry("c3", "decode_step", wide_key, 7, 14.0, 2.0, 1.0),)
+    for size, ledger, keys in (((200, 50), LEDGER, ()), ((120, 40), wider, ("end",))):
+        view = replace(stages["compiled"], compile_ledger=ledger)
+        app = make_app(FakeEngine(), at="compiled")
+        app.set_reactive(type(app).view, view)
+        async with app.run_test(size=size) as pilot:
+            app.view = view
+            await pilot.press("e", *keys)
+            await pilot.pause()
+            screen = read_screen(app)
+            assert "stalled  paid back" in screen and "not yet" in screen, (size, screen)
+            if keys:
+                await pilot.press("home")
+                await pilot.pause()
+                assert app.screen.query_one("#help-body").scroll_offset == (0, 0)

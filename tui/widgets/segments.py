@@ -51,8 +51,24 @@ def fmt_drift(drift: DriftStats | None, narrow: bool = False) -> str:
     return f"{agree}·{exact} n={drift.sampled_requests}"
 
 
+def waiting_text(stats: SegmentStats | None, narrow: bool = False) -> str | None:
+    """The drift cell while no reference is computed yet: "n sampled, wait" (None: nothing
+    waits, or drift is known)."""
+    if stats is None or stats.drift is not None or not stats.drift_waiting:
+        return None
+    return f"⧗{stats.drift_waiting}" if narrow else f"{stats.drift_waiting} sampled, wait"
+
+
 def segments_subtitle(view: LiveView, width: int) -> str:
-    """What the drift column counts, and the caveat when the model has random weights."""
+    """What the drift column counts, and the caveat when the model has random weights; while
+    the served config's drift is unknown because its references wait, why."""
+    current = next((s for s in view.segments if s.config_id == view.config_id), None)
+    if waiting_text(current) is not None:
+        assert current is not None
+        return fitting(width, f"drift: {current.drift_waiting} sampled requests wait for their "
+                              f"fp32 reference, decoded only when the queue empties (it has "
+                              f"not yet)", f"drift: {current.drift_waiting} wait for an idle "
+                              f"moment to compute their reference", "drift: waits for idle")
     if not derive.random_weights(view):
         return fitting(width, DRIFT_MEANS, "drift tok·req: equal to fp32 eager's")
     means = DRIFT_MEANS.removesuffix(" (sampled)")
@@ -72,7 +88,7 @@ def segment_cells(view: LiveView, stats: SegmentStats | None, config_id: str,
         "p95": fmt_ms(stats.latency_ms.p95), "p99": fmt_ms(stats.latency_ms.p99),
         "TTFT95": fmt_ms(stats.ttft_ms.p95), "TPOT50": fmt_ms(stats.tpot_ms.p50),
         "tok/s": NO_DATA if tokens is None else fmt_rate(tokens, "").strip(),
-        DRIFT: fmt_drift(stats.drift, narrow),
+        DRIFT: waiting_text(stats, narrow) or fmt_drift(stats.drift, narrow),
         "comp": str(stats.compiles), "recomp": str(stats.recompiles),
         "breaks": str(stats.graph_breaks), "graphs": str(stats.graphs),
         "KV peak": fmt_bytes(stats.kv_cache_peak_bytes, NO_DATA)})

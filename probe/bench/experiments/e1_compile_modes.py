@@ -103,11 +103,28 @@ def break_even_requests(compiled: RunResult, eager: RunResult) -> int | str | No
     return "never" if math.isinf(found.requests) else math.ceil(found.requests)
 
 
+NO_GAIN = "no measured gain"     # the repeats' ranges overlap: no saving to repay it with
+
+
+def judged_break_even(verdict: str, requests: int | str | None) -> int | str | None:
+    """The break-even as the verdict against eager allows it, so the two never disagree: a
+    count only where compiled is faster (or a single repeat could not say); "never" where it is
+    slower; NO_GAIN where the repeats say within noise (a median saving inside the noise repays
+    nothing one can count on)."""
+    if verdict == "slower":
+        return "never"
+    if verdict == "within noise" and requests is not None:
+        return NO_GAIN
+    return requests
+
+
 def break_even_text(requests: int | str | None) -> str:
     if requests is None:
         return f"{NO_DATA} (needs {MIN_BREAK_EVEN_REQUESTS} warm requests a side)"
     if requests == "never":
         return "never (not faster)"
+    if requests == NO_GAIN:
+        return "none (not measurably faster)"
     return f"{requests:,} requests"
 
 
@@ -116,6 +133,8 @@ def repaid_text(requests: int | str | None) -> str:
         return "break-even not measured (too few warm requests)"
     if requests == "never":
         return "the compile is never repaid (compiled is not faster)"
+    if requests == NO_GAIN:
+        return "the compile is not repaid (compiled is not measurably faster)"
     return f"the compile is repaid after {requests:,} requests of this traffic"
 
 
@@ -139,7 +158,8 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
         elif served(result):
             configs[role]["vs_off"] = versus(result, off).as_dict()
             if not isinstance(run, str) and not isinstance(eager, str):
-                configs[role]["break_even_requests"] = break_even_requests(run, eager)
+                configs[role]["break_even_requests"] = judged_break_even(
+                    configs[role]["vs_off"]["verdict"], break_even_requests(run, eager))
                 repaid = break_even_text(configs[role]["break_even_requests"])
         vs = configs[role].get("vs_off", {}).get("text", "control" if role == "off" else NO_DATA)
         rows.append([f"compile={role}", compile_cell, graphs, *warm_row(result), vs, repaid])
@@ -170,7 +190,8 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                 extra = result.compile_s - default.compile_s
                 observed.append(f"{other} vs default: warm p50 {against.text}; compile "
                                 f"{'+' if extra >= 0 else '−'}{fmt_s(abs(extra))}.")
-        cause.append(_default_cause(configs["default"].get("vs_off", {}), default))
+        cause.append(_default_cause(configs["default"].get("vs_off", {}), default,
+                                    configs["default"].get("break_even_requests")))
     if "reduce-overhead" in plan.compile_modes:
         if env.get("device", "cpu").startswith("cuda"):
             cause.append("reduce-overhead records the compiled step as a CUDA graph and replays "
@@ -202,8 +223,9 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                             extra_tables=[cold_table] if cold_table else [])
 
 
-def _default_cause(gain: dict, default: RunResult) -> str:
-    if gain.get("verdict") == "faster":
+def _default_cause(gain: dict, default: RunResult, repaid: int | str | None) -> str:
+    """Why, from the judged break-even (judged_break_even): a count means a measured gain."""
+    if isinstance(repaid, int) or (repaid is None and gain.get("verdict") == "faster"):
         return ("Compiling fuses the decode step's many small operations into a few kernels; at "
                 "batch 1 the eager step's time is mostly per-operation overhead (see Roofline), "
                 "which fusion removes. The price is paid before the first token of every new "
