@@ -11,3 +11,8 @@ import logging as _logging
 _logging.getLogger("torch.utils._pytree").setLevel(_logging.ERROR)
 # The CUDA build of torch on a machine without CUDA says so at every compile.
 _logging.getLogger("torch.utils.cpp_extension").setLevel(_logging.ERROR)
+# infertop's own log records (a chart's "Glyph 27 missing from font", a run's debug lines) are
+# for the log, never the terminal: with a handler in the hierarchy, logging's last resort (a
+# WARNING to stderr) never fires. Inside a headless command they go to the engine log
+# (probe/engine/process/third_party_output.py routes the `probe` logger there).
+_logging.getLogger("probe").addHandler(_logging.NullHandler())

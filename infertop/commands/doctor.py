@@ -6,17 +6,26 @@ would replace (probe/tune/verify_step.py)."""
 from __future__ import annotations
 
 import argparse
+from contextlib import nullcontext
 from pathlib import Path
 
+from infertop.endings import ending
 from probe.analysis.diagnosis import context_from_document
 from probe.analysis.doctor_text import report_text
 from probe.analysis.session_diagnosis import diagnose_session
+from probe.checks.interrupts import signals_as_interrupt
+from probe.checks.output_lock import OutputLock
+from probe.checks.stop_supervisor import run_supervised
 from probe.common.argtypes import whole_number
+from probe.common.atomic import check_output_folder
 from probe.common.terminal_text import terminal_json, terminal_text
+from probe.engine.process.third_party_output import third_party_output_to_engine_log
 from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
+from probe.tune.verify_salvage import runs_folder, salvage_verify
 from probe.tune.verify_step import (
     DEFAULT_PASSES,
     DEFAULT_REQUESTS,
+    VerifyPlan,
     run_verify,
     say_stderr,
     verify_plan,
@@ -42,8 +51,8 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
                         metavar="N", help=f"--verify: runs an arm, each on a fresh engine "
                                           f"(default {DEFAULT_PASSES})")
     parser.add_argument("--verify-runs", default=None, metavar="DIR",
-                        help="--verify: keep each run's session in DIR (for snapshot compare); "
-                             "by default they are removed")
+                        help="--verify: keep each run's session in DIR (for snapshot compare; "
+                             "DIR is made if its parent exists); by default they are removed")
 
 
 def diagnosis_of(path: str, document: dict | None = None):
@@ -56,11 +65,35 @@ def diagnosis_of(path: str, document: dict | None = None):
 def main(args: argparse.Namespace) -> int:
     document = read_document(args.file)
     data, report = diagnosis_of(args.file, document)
-    verified = None
-    if args.verify:     # every refusal before anything is printed
-        plan = verify_plan(args.file, document, data, report, args.verify_requests)
-        verified = run_verify(plan, passes=args.verify_passes, say=say_stderr,
-                              keep_runs=Path(args.verify_runs) if args.verify_runs else None)
+    if not args.verify:
+        _print(args, data, report, None)
+        return 0
+    # every refusal in one line before anything is printed or any model loads: the plan, then
+    # --verify-runs by the output rule every command's output follows, and its lock
+    plan = verify_plan(args.file, document, data, report, args.verify_requests)
+    keep = args.verify_runs
+    if keep is not None:
+        check_output_folder(keep, "--verify-runs", inputs=(args.file,))
+    # a stop while torch loads: exit 128+signal, the lock let go, the temporary folder removed
+    with signals_as_interrupt(), \
+            (OutputLock(keep, "--verify-runs") if keep is not None else nullcontext()), \
+            runs_folder(keep) as runs:
+        if not getattr(args, "supervised", False):
+            return _verify(args, plan, data, report, runs)
+        # in a child of its own, as replay and tune: a stop ends within seconds even while a
+        # compile holds it (probe/checks/stop_supervisor.py); the folder is this process's
+        return run_supervised(lambda note: _verify(args, plan, data, report, runs), ending,
+                              lambda stopped: salvage_verify(stopped, runs, kept=keep is not None))
+
+
+def _verify(args: argparse.Namespace, plan: VerifyPlan, data, report, runs: Path) -> int:
+    with third_party_output_to_engine_log():      # torch's and torchao's lines: the log
+        verified = run_verify(plan, passes=args.verify_passes, say=say_stderr, runs=runs)
+    _print(args, data, report, verified)
+    return 0
+
+
+def _print(args: argparse.Namespace, data, report, verified) -> None:
     if args.json:       # C1 and bidi controls as \uXXXX, as every printed line is escaped
         out = report.as_dict()
         if verified is not None:
@@ -73,4 +106,3 @@ def main(args: argparse.Namespace) -> int:
         if verified is not None:
             print()
             print(terminal_text(verify_text(verified), keep_newlines=True))
-    return 0

@@ -5,9 +5,12 @@ Kubernetes and CI send). Torch-free."""
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
+import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -47,19 +50,60 @@ def say(text: str) -> None:
         pass
 
 
-@contextmanager
-def signals_as_interrupt() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise Interrupted in the main thread, as Ctrl-C raises
-    KeyboardInterrupt (for runs whose Ctrl-C handling is an `except KeyboardInterrupt`)."""
-    def handle(signum, frame) -> None:
-        raise Interrupted(signum)
+REDELIVER_S = 0.02   # after the swallowing callback has returned
 
-    previous = {s: signal.signal(s, handle) for s in STOP_SIGNALS if s != signal.SIGINT}
+
+@contextmanager
+def interrupts_never_lost() -> Iterator[None]:
+    """A handler's Interrupted (or Ctrl-C's KeyboardInterrupt) raised while the main thread runs
+    a callback whose exceptions Python swallows — a weakref callback, a `__del__`, a gc
+    callback: "Exception ignored in … torch/_dynamo/utils.py … Interrupted: SIGHUP" — would
+    be lost, and the run would go on as if never stopped. Such an exception reaches
+    `sys.unraisablehook`: here it is only flagged, nothing printed, and a moment later (the
+    callback has returned by then) the same signal is delivered again to the main thread,
+    whose handler raises it where the run can catch it; any other unraisable exception goes
+    to the hook as before. Not from the hook itself: a handler run inside the hook would be
+    swallowed the same way."""
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        exc = unraisable.exc_value
+        if not isinstance(exc, KeyboardInterrupt):
+            previous(unraisable)
+            return
+        threading.Thread(target=_deliver_again, args=(signal_of(exc),), daemon=True,
+                         name="infertop-interrupt-again").start()
+
+    sys.unraisablehook = hook
     try:
         yield
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        sys.unraisablehook = previous
+
+
+def _deliver_again(signum: int) -> None:
+    time.sleep(REDELIVER_S)
+    try:
+        _thread.interrupt_main(signal.Signals(signum))   # its handler, if any
+    except (ValueError, OSError, RuntimeError):
+        pass
+
+
+@contextmanager
+def signals_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise Interrupted in the main thread, as Ctrl-C raises
+    KeyboardInterrupt (for runs whose Ctrl-C handling is an `except KeyboardInterrupt`); one
+    raised where Python would swallow it is delivered again (`interrupts_never_lost`)."""
+    def handle(signum, frame) -> None:
+        raise Interrupted(signum)
+
+    with interrupts_never_lost():
+        previous = {s: signal.signal(s, handle) for s in STOP_SIGNALS if s != signal.SIGINT}
+        try:
+            yield
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
 
 
 @contextmanager

@@ -187,32 +187,46 @@ def chart_points(state: ComboState, document: dict) -> list[TunePoint]:
             if t.status == DONE and "goodput" in t.vs_default and "p95" in t.vs_default]
 
 
-def write_frontier_chart(out: Path, state: ComboState, document: dict) -> dict:
-    """tune_frontier.svg beside tune.md: {"file": name}, or why it was not drawn."""
-    points = chart_points(state, document)
-    if not points:
+def frontier_chart_entry(state: ComboState, document: dict) -> dict:
+    """tune.json's `frontier_chart` before it is drawn: {"file": name}, or why it will not be."""
+    if not chart_points(state, document):
         return {"unavailable": "no trial measured both goodput and p95 yet"}
     try:
         require_matplotlib()
     except ChartsUnavailable as exc:
         return {"unavailable": str(exc)}
+    return {"file": f"{FRONTIER_CHART}.svg"}
+
+
+def write_frontier_chart(out: Path, state: ComboState, document: dict) -> dict:
+    """tune_frontier.svg beside tune.md: {"file": name}, or why it was not drawn."""
+    entry = frontier_chart_entry(state, document)
+    if not entry.get("file"):
+        return entry
     settings = document["settings"]
     caption = Caption(str(settings.get("device", "device not recorded")),
                       str(settings.get("model", "?")), str(settings.get("trace", "?")),
                       date_text(time.time()))
-    name = f"{FRONTIER_CHART}.svg"
     with warnings_to_log("tune frontier chart"):
-        chart = frontier_chart(points, caption)
-    save(chart, out / name)
-    return {"file": name}
+        chart = frontier_chart(chart_points(state, document), caption)
+        save(chart, out / entry["file"])
+    return entry
 
 
 def write_combo(out: Path, state: ComboState, **context) -> None:
-    """tune.json, tune.md, the frontier chart, and report.html: tune.md with the chart inline
-    (the bench report's page), one file to open or send."""
+    """tune.json first — the summary, so that a chart that cannot be written (a full disk)
+    never leaves a finished trial marked interrupted, nor --resume measuring it again — then
+    the frontier chart, tune.md with the chart inline, and report.html (the bench report's
+    page), one file to open or send. A chart that fails names its failure in tune.json."""
     document = combo_document(state, **context)
-    document["frontier_chart"] = write_frontier_chart(out, state, document)
+    document["frontier_chart"] = frontier_chart_entry(state, document)
     write_json_atomic(out / "tune.json", document)
+    try:
+        write_frontier_chart(out, state, document)
+    except OSError as exc:
+        document["frontier_chart"] = {"unavailable": f"not written: {exc.strerror or exc}"}
+        write_json_atomic(out / "tune.json", document)
+        raise
     markdown = combo_markdown(document, state)
     write_atomic(out / "tune.md", [markdown])
     write_atomic(out / "report.html", [html_document(markdown, out, "infertop tune")])

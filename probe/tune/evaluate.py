@@ -109,7 +109,7 @@ def evaluate(job: Job, context: RunContext, workload, *, runs_dir: Path, named_d
                     break
             if stop.is_set():
                 break
-        results = [_rate_measured(side, say) for side in sides]
+        results = [_rate_measured(side, say, slo=context.slo is not None) for side in sides]
     seconds = time.monotonic() - started
     candidate = replace(results[0], seconds=seconds)
     if len(results) > 1:
@@ -117,14 +117,17 @@ def evaluate(job: Job, context: RunContext, workload, *, runs_dir: Path, named_d
     return candidate
 
 
-def _rate_measured(side: _Side, say: Callable[[str], None]) -> Measured:
+def _rate_measured(side: _Side, say: Callable[[str], None], *, slo: bool) -> Measured:
     figure = Spread.of(r.goodput_rps for r in side.runs)
     attainment = Spread.of(r.slo_attainment for r in side.runs).median
     segments = [s for data in side.datas for s in session_segments(data)[:1]]
     p95 = Spread.of(s.latency_ms.p95 for s in segments).median
     drifts = [d for d in (drift_of(s) for s in segments) if d is not None]
-    if figure.median is None:       # no SLO: every request counts, nothing to attain
+    if not slo:                     # no SLO: every request counts, nothing to attain
         say(f"{side.label}: {len(side.runs)} run(s) served; no SLO, so no goodput")
+    elif figure.median is None:     # an SLO, but no run served over a span to divide by
+        say(f"{side.label}: {len(side.runs)} run(s) served; no goodput (no run served "
+            f"requests over a measurable span)")
     else:
         say(f"{side.label}: goodput {figure.median:.3g} req/s, attainment "
             f"{attainment if attainment is not None else 0:.0%}")

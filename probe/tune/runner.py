@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator
 
-from probe.checks.interrupts import STOP_SIGNALS, exit_status
+from probe.checks.interrupts import STOP_SIGNALS, Interrupted, exit_status, interrupts_never_lost
 from probe.checks.interrupts import say as say_now
 from probe.common.errors import BadInput
 from probe.contract.options import OptConfig
@@ -38,7 +38,7 @@ from probe.tune.report import saturation, write_tune
 from probe.tune.search import Measured, TuneState, run_tune
 from probe.tune.space import EXHAUSTIVE_LIMIT, check_space, dimensions, space_size
 from probe.tune.trial_pool import TrialPool
-from probe.tune.trials import Bounds, Trial, best
+from probe.tune.trials import INTERRUPTED, Bounds, Trial, best
 from probe.tune.tuned_settings import Setup, TunedSettings
 from workloads.buckets import plan_buckets
 
@@ -201,7 +201,8 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
                    edges_for=report.get("edges_for"))
     latest: list[ComboState] = [ComboState(baseline_setup(baseline, dims))]
 
-    said = {t.number for t in previous}
+    # a finished trial of the stopped search was said then; a rerun one is said when it ends
+    said = {t.number for t in previous if t.status != INTERRUPTED}
 
     def on_trial(state: ComboState) -> None:
         latest[0] = state
@@ -214,7 +215,7 @@ def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here
 
     received: list[int] = []
     try:
-        with _stopped_by_signals(stop, received):
+        with _stopped_by_signals(stop, received, "the finished trials"):
             state = run_combo(baseline, evaluate_here, mode=args.search, dims=dims,
                               trials=args.trials, objectives=tuple(args.objective),
                               bounds=bounds, previous=previous,
@@ -266,28 +267,35 @@ def quick_seeds(baseline: OptConfig, default: Trial, segment, dims) -> list[tupl
 
 
 @contextmanager
-def _stopped_by_signals(stop: threading.Event, received: list[int]) -> Iterator[None]:
+def _stopped_by_signals(stop: threading.Event, received: list[int],
+                        kept: str = "the steps done") -> Iterator[None]:
     """While the search runs: Ctrl-C, SIGTERM and SIGHUP go to `_interrupt` (each appended to
     `received`, for the exit status), third-party warnings are kept off the terminal; the
-    handlers before are given back after, however it ends."""
-    previous = {sig: signal.signal(sig, lambda signum, _: _interrupt(stop, received, signum))
-                for sig in STOP_SIGNALS}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    handlers before are given back after, however it ends. `kept`: what a stop keeps, as
+    the search counts it (greedy: steps; quick|exhaustive: trials)."""
+    with interrupts_never_lost():
+        previous = {sig: signal.signal(
+            sig, lambda signum, _: _interrupt(stop, received, signum, kept))
+            for sig in STOP_SIGNALS}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
-def _interrupt(stop: threading.Event, received: list[int], signum: int) -> None:
-    """The first signal ends the run in progress at its next request; a second, at once."""
+def _interrupt(stop: threading.Event, received: list[int], signum: int,
+               kept: str = "the steps done") -> None:
+    """The first signal only flags: the run in progress ends at its next request. A second
+    stops at once (raised; one raised inside a callback that swallows it is delivered again,
+    `interrupts_never_lost`)."""
     received.append(signum)
     if stop.is_set():
-        raise KeyboardInterrupt
-    say_now(f"tune: {signal.Signals(signum).name}: ending the run in progress, keeping the "
-            f"steps done (again: stop now)")
+        raise Interrupted(signum)
+    say_now(f"tune: {signal.Signals(signum).name}: ending the run in progress, keeping "
+            f"{kept} (again: stop now)")
     stop.set()
 
 

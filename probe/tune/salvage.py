@@ -13,6 +13,7 @@ from pathlib import Path
 from probe.checks.interrupts import exit_status
 from probe.checks.stop_supervisor import Stopped
 from probe.common.atomic import remove_temporaries, write_json_atomic
+from probe.tune.trials import INTERRUPTED
 
 
 def salvage_tune(stopped: Stopped, out: str) -> int:
@@ -33,7 +34,17 @@ def salvage_tune(stopped: Stopped, out: str) -> int:
     except OSError as exc:
         print(f"infertop: error: {path}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    steps = len(document.get("steps") or [])
-    print(f"tune: stopped by {name}; {path} and tune.md hold the {steps} step(s) done",
+    print(f"tune: stopped by {name}; {path} and tune.md hold {done_text(document)}",
           file=sys.stderr)
     return exit_status(stopped.signum)
+
+
+def done_text(document: dict) -> str:
+    """What a stopped tune.json holds, in its own unit: a greedy search's steps, or a
+    --search quick|exhaustive's finished trials (one a stop cut short is not finished)."""
+    trials = document.get("trials")
+    if isinstance(trials, list):
+        finished = sum(1 for t in trials
+                       if isinstance(t, dict) and t.get("status") != INTERRUPTED)
+        return f"the {finished} finished trial(s)"
+    return f"the {len(document.get('steps') or [])} step(s) done"

@@ -11,7 +11,6 @@ next_step.prediction_held, as the doctor holds the next segment."""
 from __future__ import annotations
 
 import sys
-import tempfile
 import threading
 import warnings
 from dataclasses import dataclass
@@ -150,10 +149,12 @@ def workload_of(plan: VerifyPlan) -> PreparedWorkload:
                             max(trace.output_lengths()))
 
 
-def run_verify(plan: VerifyPlan, *, passes: int, keep_runs: Path | None = None,
+def run_verify(plan: VerifyPlan, *, passes: int, runs: Path,
                say: Callable[[str], None] = lambda text: None) -> Verification:
     """Serve both arms, `passes` runs each, alternated; compare their records. Each run's
-    session is kept in `keep_runs` (None: a temporary folder, removed)."""
+    session is written to the folder `runs`, which exists: the command's --verify-runs, or
+    a temporary folder the command removes however the run ends (infertop/commands/doctor.py,
+    where a stop is supervised)."""
     import torch
     import transformers
 
@@ -177,11 +178,8 @@ def run_verify(plan: VerifyPlan, *, passes: int, keep_runs: Path | None = None,
     change = " ".join(f"{k}={v}" for k, v in plan.change.items())
     job = Job(plan.candidate, f"B ({change})", 1, len(plan.requests), passes,
               plan.source, plan.rate_rps, control=plan.control)
-    with tempfile.TemporaryDirectory(prefix="infertop-verify-") as folder, \
-            warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        runs = keep_runs if keep_runs is not None else Path(folder)
-        runs.mkdir(parents=True, exist_ok=True)
         measured = evaluate(job, context, workload, runs_dir=runs, named_dir=runs,
                             stop=threading.Event(), say=say)
         assert measured.control is not None

@@ -9,12 +9,20 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+from contextlib import ExitStack
 from pathlib import Path
 from types import FrameType
 from typing import Callable, Optional, Union
 
 from probe.analysis.fallbacks import fallback_lines
-from probe.checks.interrupts import STOP_SIGNALS, Interrupted, exit_status, say, signal_of
+from probe.checks.interrupts import (
+    STOP_SIGNALS,
+    Interrupted,
+    exit_status,
+    interrupts_never_lost,
+    say,
+    signal_of,
+)
 from probe.common.atomic import write_json_atomic
 from probe.contract.options import OptConfig
 from probe.engine.engine import Engine
@@ -55,6 +63,7 @@ class GracefulInterrupt:
         self.signum: int | None = None
         self.saving = False
         self._previous: dict[int, SignalHandler] = {}
+        self._stack = ExitStack()
 
     def _handle(self, signum, frame) -> None:
         if self.saving:
@@ -70,12 +79,16 @@ class GracefulInterrupt:
             f"served ({again} again to save now)")
 
     def __enter__(self) -> GracefulInterrupt:
+        # the second signal's Interrupted, raised inside a callback that swallows it, is
+        # delivered again instead of lost
+        self._stack.enter_context(interrupts_never_lost())
         self._previous = {s: signal.signal(s, self._handle) for s in STOP_SIGNALS}
         return self
 
     def __exit__(self, *exc) -> None:
         for s, handler in self._previous.items():
             signal.signal(s, handler)
+        self._stack.close()
 
 
 def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[], dict],

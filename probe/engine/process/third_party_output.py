@@ -25,7 +25,8 @@ from probe.engine.state_files import new_log_or_temporary
 
 # Loggers that have no handler of their own (their records would reach logging's last resort,
 # stderr) or whose handler holds the stderr of the moment they were made.
-_PLAIN_LOGGERS = ("torchao", "transformers", "huggingface_hub", "accelerate")
+# `probe`: infertop's own records (a chart's "Glyph 27 missing from font"), for the log too.
+_PLAIN_LOGGERS = ("torchao", "transformers", "huggingface_hub", "accelerate", "probe")
 # Loggers whose library gives them a handler of its own on a stream (Ray's holds the stderr of
 # the moment `import ray` ran): their handlers are set aside for the duration. The commands
 # import Ray before the context starts (require_ray, with the bad-input checks).
