@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+from typing import NoReturn
 
 from infertop.commands.bench import add_slo_arguments
 from infertop.commands.engine_args import add_compile_backend_argument
@@ -22,6 +22,7 @@ from probe.engine.process.third_party_output import third_party_output_to_engine
 from probe.runs.cluster import require_ray
 from probe.tune.runner import run_tune_command
 from probe.tune.salvage import salvage_tune
+from probe.tune.saved_search import saved_search
 from probe.tune.space import check_space, dimensions
 from probe.tune.trials import FIGURES
 from workloads.trace import DEFAULT_TRACE
@@ -117,20 +118,27 @@ def _objectives(text: str) -> tuple[str, ...]:
     return names
 
 
+class _ResumedParser(OneLineParser):
+    """The saved command line's parser: a flag it does not take is the file's fault, one
+    line naming it (not argparse's usage)."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(prog="infertop tune", add_help=False)
+        self.where = where
+
+    def error(self, message: str) -> NoReturn:
+        raise BadInput(f"{self.where}: settings.argv: {message}")
+
+
 def resumed(args: argparse.Namespace) -> argparse.Namespace:
-    """The flags of the search stopped in --resume DIR, read from its tune.json."""
-    path = Path(args.resume) / "tune.json"
-    try:
-        document = json.loads(path.read_text())
-        argv = list(document["settings"]["argv"])
-        mode = document["search"]["mode"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise BadInput(f"--resume {args.resume}: no tune.json of a --search quick|exhaustive "
-                       f"there ({exc})") from exc
-    parser = OneLineParser(prog="infertop tune", add_help=False)
+    """The flags of the search stopped in --resume DIR, read from its tune.json (every field
+    checked, its trials included: probe/tune/saved_search.py)."""
+    saved = saved_search(args.resume)
+    argv = list(saved.argv)
+    parser = _ResumedParser(f"--resume {args.resume}: {Path(args.resume) / 'tune.json'}")
     add_cli_args(parser)
     again = parser.parse_args(argv[1:] if argv[:1] == ["tune"] else argv)
-    again.search, again.out, again.resume = mode, args.resume, args.resume
+    again.search, again.out, again.resume = saved.mode, args.resume, args.resume
     again.supervised = getattr(args, "supervised", False)
     again.argv = argv
     return again

@@ -9,7 +9,6 @@ the signal, as `replay` and `bench` do."""
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import signal
 import sys
@@ -35,6 +34,7 @@ from probe.tune.evaluate import Job, arm_run, evaluate
 from probe.tune.ray_steps import RaySteps, nothing_measured
 from probe.tune.ray_trials import RayTrials
 from probe.tune.report import saturation, write_tune
+from probe.tune.saved_search import saved_search
 from probe.tune.search import Measured, TuneState, run_tune
 from probe.tune.space import EXHAUSTIVE_LIMIT, check_space, dimensions, space_size
 from probe.tune.trial_pool import TrialPool
@@ -181,8 +181,7 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
 def _previous_trials(args: argparse.Namespace) -> list[Trial]:
     if not getattr(args, "resume", None):
         return []
-    document = json.loads((Path(args.resume) / "tune.json").read_text())
-    return [Trial.from_dict(raw) for raw in document.get("trials") or []]
+    return list(saved_search(args.resume).trials)
 
 
 def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here, stop,

@@ -6,15 +6,19 @@ Values only, round-tripped through tune.json for `--resume`."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
+from probe.common.errors import BadInput
+from probe.common.shown import shown
 from probe.contract.figures import NOT_RECORDED, EnergyStats, SegmentStats
-from probe.contract.options import OptConfig
+from probe.contract.options import CHOICES, OptConfig
 from probe.runs.spread import Spread
+from probe.session_store.record_ranges import TRIAL, TRIAL_CONSTRAINT, TRIAL_RATIO
 from probe.tune.candidates import DRIFTING
 from probe.tune.search import Measured
-from probe.tune.tuned_settings import Setup, TunedSettings
+from probe.tune.tuned_settings import LIMITS, Setup, TunedSettings
 
 DONE, FAILED, INTERRUPTED = "done", "failed", "interrupted"
 # the figures compared, each with whether higher is better; energy: joules per good token
@@ -154,6 +158,124 @@ class Trial:
             TunedSettings.from_dict(raw.get("settings")),
             (TunedSettings.from_dict(raw["control_settings"])
              if raw.get("control_settings") is not None else None))
+
+
+def saved_trial(raw: object, where: str) -> Trial:
+    """A trial as tune.json saved it (`--resume`), every field checked against its type and
+    its range (probe/session_store/record_ranges.py: TRIAL); BadInput naming `where` and the
+    field otherwise."""
+    if type(raw) is not dict:
+        raise BadInput(f"{where}: expected an object, got {shown(raw)}")
+    number = raw.get("number")
+    if type(number) is not int:
+        raise BadInput(f"{where}.number: expected a whole number, got {shown(number)}")
+    for name, bound in TRIAL.items():
+        value = raw.get(name)
+        if value is not None and (type(value) not in (int, float) or not math.isfinite(value)):
+            raise BadInput(f"{where}.{name}: expected a finite number or null, got "
+                           f"{shown(value)}")
+        problem = bound.problem(value)
+        if problem is not None:
+            raise BadInput(f"{where}.{name}: {problem}")
+    if raw.get("status") not in (DONE, FAILED, INTERRUPTED):
+        raise BadInput(f"{where}.status: expected one of {DONE}, {FAILED}, {INTERRUPTED}, "
+                       f"got {shown(raw.get('status'))}")
+    for name in ("source", "reason"):
+        if type(raw.get(name, "")) is not str:
+            raise BadInput(f"{where}.{name}: expected a string, got {shown(raw.get(name))}")
+    if raw.get("energy_unavailable") is not None and type(raw["energy_unavailable"]) is not str:
+        raise BadInput(f"{where}.energy_unavailable: expected a string or null, got "
+                       f"{shown(raw['energy_unavailable'])}")
+    for name in ("options", "status"):
+        if name not in raw:
+            raise BadInput(f"{where}: field {name!r} is missing")
+    _options(raw["options"], f"{where}.options")
+    if raw.get("control") is not None:
+        _options(raw["control"], f"{where}.control")
+    for name in ("settings", "control_settings"):
+        _settings(raw.get(name), f"{where}.{name}")
+    for name in ("vs_control", "vs_default"):
+        for key, ratio in _object_of(raw.get(name), f"{where}.{name}").items():
+            _ratio(ratio, f"{where}.{name}.{key}")
+    for key, constraint in _object_of(raw.get("constraints"), f"{where}.constraints").items():
+        _constraint(constraint, f"{where}.constraints.{key}")
+    measured = raw.get("measured")
+    if measured is not None:
+        sessions = _object_of(measured, f"{where}.measured").get("sessions", [])
+        if type(sessions) is not list or any(type(p) is not str for p in sessions):
+            raise BadInput(f"{where}.measured.sessions: expected a list of paths, got "
+                           f"{shown(sessions)}")
+    return Trial.from_dict(raw)
+
+
+def _object_of(value: object, where: str) -> dict:
+    if value is None:
+        return {}
+    if type(value) is not dict:
+        raise BadInput(f"{where}: expected an object, got {shown(value)}")
+    return value
+
+
+def _options(value: object, where: str) -> None:
+    options = _object_of(value, where)
+    unknown = sorted(set(options) - set(CHOICES))
+    if unknown:
+        raise BadInput(f"{where}: unknown option {shown(unknown[0])}; valid keys: "
+                       f"{', '.join(CHOICES)}")
+    try:
+        OptConfig(**options)
+    except BadInput as exc:
+        raise BadInput(f"{where}: {exc}") from None
+
+
+def _settings(value: object, where: str) -> None:
+    for key, setting in _object_of(value, where).items():
+        if key not in LIMITS:
+            raise BadInput(f"{where}: unknown setting {shown(key)}; valid: "
+                           f"{', '.join(LIMITS)}")
+        if type(setting) is not int or not 1 <= setting <= LIMITS[key]:
+            raise BadInput(f"{where}.{key}: expected a whole number from 1 to "
+                           f"{LIMITS[key]:,}, got {shown(setting)}")
+
+
+def _finite(value: object) -> bool:
+    return type(value) in (int, float) and math.isfinite(float(value))  # type: ignore[arg-type]
+
+
+def _ratio(value: object, where: str) -> None:
+    if value is None:
+        return
+    ratio = _object_of(value, where)
+    interval = ratio.get("interval")
+    if not (type(interval) is list and len(interval) == 2):
+        raise BadInput(f"{where}.interval: expected [low, high], got {shown(interval)}")
+    for name, number in (("ratio", ratio.get("ratio")), ("interval[0]", interval[0]),
+                         ("interval[1]", interval[1])):
+        if not _finite(number):
+            raise BadInput(f"{where}.{name}: expected a finite number, got {shown(number)}")
+        problem = TRIAL_RATIO.problem(number)
+        if problem is not None:
+            raise BadInput(f"{where}.{name}: {problem}")
+
+
+def _constraint(value: object, where: str) -> None:
+    constraint = _object_of(value, where)
+    for name in ("bound", "value", "met"):
+        if name not in constraint:
+            raise BadInput(f"{where}: field {name!r} is missing")
+    for name in ("bound", "value"):
+        number = constraint.get(name)
+        if name == "value" and number is None:
+            continue
+        if not _finite(number):
+            raise BadInput(f"{where}.{name}: expected a finite number, got {shown(number)}")
+        problem = TRIAL_CONSTRAINT.problem(number)
+        if problem is not None:
+            raise BadInput(f"{where}.{name}: {problem}")
+    if type(constraint.get("met")) is not bool:
+        raise BadInput(f"{where}.met: expected true or false, got {shown(constraint.get('met'))}")
+    if type(constraint.get("why", "")) is not str:
+        raise BadInput(f"{where}.why: expected a string, got {shown(constraint.get('why'))}")
 
 
 def spreads(measured: Measured) -> dict[str, Spread]:
