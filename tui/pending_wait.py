@@ -9,7 +9,6 @@ from __future__ import annotations
 from probe.analysis.break_even_live import eager_twin
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
-from tui import derive
 from tui.derive import OptionState
 
 GIVE_UP_KEY = "x"
@@ -57,15 +56,20 @@ def pending_wait(view: LiveView | None, states: tuple[OptionState, ...],
 
 
 def fallback_options(view: LiveView) -> tuple[str | None, OptConfig]:
-    """What giving up the running compile serves: the config served before the current one,
-    else the current one's eager twin (id None: a config not served yet)."""
-    previous = derive.previous_config_id(view)
-    entry = next((e for e in view.configs if e.config_id == previous), None)
-    if entry is not None and previous != view.config_id:
-        return previous, entry.options
+    """What giving up the running compile serves: a config that needs no compile (issue 49:
+    x went back to another compiled config, which compiled again) — the eager config served
+    last, else the current one's eager twin (id None: a config not served yet). It is served
+    under a new id: a return opens a segment of its own (probe/contract/session.py)."""
+    by_id = {e.config_id: e for e in view.configs}
+    served = [r.config_id for r in sorted(view.recent, key=lambda r: r.seq, reverse=True)]
+    for config_id in served + [s.config_id for s in reversed(view.segments)]:
+        entry = by_id.get(config_id)
+        if entry is not None and not entry.options.compiled:
+            return config_id, entry.options
     return None, eager_twin(view.options)
 
 
 def fallback_label(view: LiveView) -> str:
+    """ "c1's baseline again", or "bucketing=on, eager" """
     config_id, options = fallback_options(view)
-    return f"{config_id} ({options.label()})" if config_id else options.label()
+    return f"{config_id}'s {options.label()} again" if config_id else f"{options.label()}, eager"

@@ -48,8 +48,10 @@ def shapes_text(shapes: int) -> str:
 
 def warm_line(switch: WarmSwitch, view: LiveView | None, now_s: float) -> str:
     """ "warm switch to compile=default: prewarming 4 shapes beside c2, 35 s so far — serving
-    slowed 1.8× by the side compile (…)", then "… cut over, no request waited — 41 s
-    prewarming 4 shapes beside c2; serving slowed …" """
+    slowed 1.8× by the side compile (…)" (so far), then "… cut over, no request waited — 41 s
+    prewarming 4 shapes beside c2; its compiles and what they cost c2: the engine's notice"
+    (the engine charges the side compiles to the new config and says their cost, over their
+    own span, in a notice the session keeps) """
     target = switch.target.label()
     if switch.cut_over_s is None:
         so_far = fmt_wait(max(now_s - switch.started_s, 0.0))
@@ -62,9 +64,10 @@ def warm_line(switch: WarmSwitch, view: LiveView | None, now_s: float) -> str:
         return (f"warm switch to {target}: prewarming {shapes_text(switch.shapes)} beside "
                 f"{switch.serving_id}, {so_far} so far{tail}")
     took = fmt_wait(switch.seconds or 0.0)
-    after = f"; {switch.cost.text()}" if switch.cost else ""
+    # what it cost is the engine's notice, from the saved records (side_compiles): one figure
     return (f"warm switch to {target}: cut over, no request waited — {took} prewarming "
-            f"{shapes_text(switch.shapes)} beside {switch.serving_id}{after}")
+            f"{shapes_text(switch.shapes)} beside {switch.serving_id}; its compiles and what "
+            f"they cost {switch.serving_id}: the engine's notice")
 
 
 def wants_warm(requested: OptConfig, view: LiveView | None) -> bool:

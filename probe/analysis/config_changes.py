@@ -4,9 +4,10 @@ dashboard's latency plot and the printed timeline (probe/report_charts) mark the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from probe.contract.records import RequestRecord
+from probe.contract.session import ConfigEntry
 
 
 @dataclass(frozen=True)
@@ -24,3 +25,13 @@ def config_changes(records: Sequence[RequestRecord]) -> list[ConfigChange]:
             changes.append(ConfigChange(record.start_s, record.config_id))
         previous = record.config_id
     return changes
+
+
+def served_before(configs: Mapping[str, ConfigEntry], config_id: str) -> str | None:
+    """The config id the same options were first served under, when `config_id` is a return
+    to them (a segment of its own: probe/contract/session.py); None for a first visit."""
+    entry = configs.get(config_id)
+    if entry is None:
+        return None
+    first = next(cid for cid, e in configs.items() if e.options == entry.options)
+    return None if first == config_id else first

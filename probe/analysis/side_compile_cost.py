@@ -2,7 +2,9 @@
 while the side engine compiled, against its TPOT before. On a machine with few cores the side
 compile takes cores the serving engine would have used (docs/steady-state.md, "The warm switch").
 
-One definition, used by the dashboard's warm-switch line and its cut-over notice."""
+One definition, used by the dashboard's warm-switch line while the side engine compiles, and
+(`side_compiles`, over the side compiles' own span in the saved session) by the cut-over
+notice and `snapshot show`."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import median
 
-from probe.contract.records import RequestRecord
+from probe.contract.records import COMPILING, RequestRecord
+from probe.contract.session import SessionData
 
 BEFORE_REQUESTS = 20        # the serving config's latest requests before the side compile
 
@@ -48,3 +51,46 @@ def side_compile_cost(records: Iterable[RequestRecord], config_id: str, since_s:
     if not before or not during:
         return None
     return SideCompileCost(median(before), median(during), len(before), len(during))
+
+
+@dataclass(frozen=True)
+class SideCompile:
+    """A config's compiles that a side engine ran beside the serving one (a warm switch's,
+    or a live A/B's arm B's), as the saved session holds them: charged to that config, and
+    what they cost the config that served meanwhile, over the compiles' own span."""
+    config_id: str
+    beside: str                 # the config that served while they ran
+    compiles: int
+    graphs: int
+    seconds: float              # Σ their durations
+    since_s: float              # the first one's start
+    until_s: float              # the last one's end
+    cost: SideCompileCost | None
+
+    def text(self) -> str:
+        """ "4 compiles (12 graphs, 41.0 s) beside c2; serving slowed 1.8× by the side
+        compile (TPOT 42→76 ms)" """
+        plural = "s" * (self.compiles != 1)
+        cost = (self.cost.text() if self.cost else
+                f"{self.beside}'s slowdown not measured (no warm request of it was served "
+                f"wholly, and another before, during the compiles)")
+        return (f"{self.compiles} compile{plural} ({self.graphs} graph"
+                f"{'s' * (self.graphs != 1)}, {self.seconds:.1f} s) beside {self.beside}; "
+                f"{cost}")
+
+
+def side_compiles(data: SessionData, config_id: str) -> SideCompile | None:
+    """`config_id`'s side compiles (events marked `beside`), the latest serving config's
+    (one warm switch a segment: a config served again opens a segment of its own); None
+    where it has none."""
+    mine = [e for e in data.events
+            if e.config_id == config_id and e.beside and e.kind in COMPILING]
+    if not mine:
+        return None
+    beside = mine[-1].beside or ""
+    mine = [e for e in mine if e.beside == beside]
+    since = min(e.start_s for e in mine)
+    until = max(e.start_s + (e.duration_s or 0.0) for e in mine)
+    return SideCompile(config_id, beside, len(mine), sum(e.graphs for e in mine),
+                       sum(e.duration_s or 0.0 for e in mine), since, until,
+                       side_compile_cost(data.records, beside, since, until))

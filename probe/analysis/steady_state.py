@@ -5,7 +5,8 @@ the segments (session JSON), `snapshot show` and the dashboard.
 A request is **cold** when it waited on a compile, directly or through the queue:
   - its own service included a compile stall (compile_stall_ms > 0), or
   - a compile ran while it sat in the queue (a compile event overlaps [arrival_s, start_s]:
-    prewarm compiles between requests, which stall nobody's service), or
+    prewarm compiles between requests, which stall nobody's service; a warm switch's side
+    compile, in another engine, is no such compile), or
   - it arrived while a cold request that arrived before it had not ended yet: it queued
     behind the backlog a compile left. The chain ends with the first request that arrives
     after every cold request ahead of it has ended — the backlog has drained.
@@ -48,7 +49,7 @@ class ColdChain:
 def _compile_intervals(events: Iterable[CompileEvent]) -> tuple[list[float], list[float],
                                                                  list[str | None]]:
     spans = sorted((e.start_s, e.start_s + (e.duration_s or 0.0), e.config_id)
-                   for e in events if e.kind in WAITED_ON and e.duration_s)
+                   for e in events if e.kind in WAITED_ON and e.duration_s and not e.beside)
     return [s for s, _, _ in spans], [e for _, e, _ in spans], [c for _, _, c in spans]
 
 

@@ -3,7 +3,8 @@ doing what), done and failed, and the time left.
 
 Time left is the work not done — each task's estimate, scaled by how the finished tasks
 compared with theirs, less what the running ones have spent — spread over the slots that run
-at once, and never less than the longest running task still needs.
+at once, and never less than the longest running task still needs; shown through
+probe/bench/eta.py, which keeps it from jumping and says where it cannot know.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import Sequence, TextIO
 
+from probe.bench.eta import Eta
 from probe.bench.progress import StatusLine
 from probe.bench.tasks import BenchTask
 from probe.common.units import fmt_clock
@@ -33,6 +35,7 @@ class ClusterProgress(StatusLine):
         self.since: dict[str, float] = {}
         self.actual: dict[str, float] = {}
         self._drawn = 0.0
+        self.eta = Eta()        # what the line shows: it does not jump (probe/bench/eta.py)
 
     # -- events --------------------------------------------------------------------------------
     def task_started(self, task_id: str, hostname: str) -> None:
@@ -82,14 +85,17 @@ class ClusterProgress(StatusLine):
     def line(self) -> str:
         counts = self.counts()
         elapsed = time.perf_counter() - self.started
-        left = self.remaining_s()
+        finished = counts["done"] + counts["failed"]
+        projection = self.eta.update(elapsed, self.remaining_s(), finished,
+                                     guess=counts["done"] == 0)
+        left = self.remaining_s() if projection.left_s is None else projection.left_s
         fraction = elapsed / (elapsed + left) if elapsed + left > 0 else 1.0
         running = "; ".join(f"{self.node[t]}: {self.titles[t]} · {self.phase.get(t, '')}"
                             for t, s in self.state.items() if s == "running")
         return (f"[{100 * fraction:3.0f}%] {counts['queued']} queued · {counts['running']} "
                 f"running{f' ({running})' if running else ''} · {counts['done']} done · "
                 f"{counts['failed']} failed · {fmt_clock(elapsed)} elapsed · "
-                f"~{fmt_clock(left)} left")
+                f"{projection.text()}")
 
     def _emit(self, *, force: bool = False) -> None:
         now = time.perf_counter()

@@ -1,8 +1,10 @@
 """The bench's progress line on stderr: experiment, config, phase, elapsed and time left.
 
 Time left comes from a per-run estimate (compiles expected × seconds per compile + tokens ×
-seconds per token), scaled by how the finished runs compared with their estimates. On a
-terminal the line redraws in place; otherwise one line is printed per phase.
+seconds per token), scaled by how the finished runs of the same kind (compiled or eager)
+compared with their estimates, and shown through probe/bench/eta.py: it moves smoothly, and
+says "unknown" where it cannot know. On a terminal the line redraws in place; otherwise one
+line is printed per phase.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Callable, Sequence, TextIO
 
+from probe.bench.eta import Eta, Projection
 from probe.common.units import fmt_clock
 from probe.runs.plan import RunSpec
 from workloads.buckets import bucket_for
@@ -50,6 +53,7 @@ def estimate_s(spec: RunSpec, *, model: str, passes: int) -> float:
 @dataclass
 class _Run:
     estimate: float
+    kind: str = ""                  # runs of one kind share a scale: "compiled" or "eager"
     actual: float | None = None
 
 
@@ -82,50 +86,67 @@ class StatusLine:
 
 class Progress(StatusLine):
     def __init__(self, estimates: list[float], stream: TextIO | None = None,
-                 width: int = 20) -> None:
+                 width: int = 20, *, kinds: Sequence[str] | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         super().__init__(stream)
-        self.runs = [_Run(e) for e in estimates]
+        self.runs = [_Run(e, k) for e, k in zip(estimates, kinds or [""] * len(estimates))]
         self.width = width
-        self.started = time.perf_counter()
+        self._clock = clock
+        self.started = clock()
         self.index = -1
         self.run_started = self.started
         self.title = ""
         self.last_phase = ""
         self.phase_name = ""
         self.fraction = 0.0
+        self.eta = Eta()
 
     # -- numbers ---------------------------------------------------------------------------------
-    def _scale(self) -> float:
-        done = [(r.estimate, r.actual) for r in self.runs if r.actual is not None]
-        estimated = sum(estimate for estimate, _ in done)
-        return (sum(actual for _, actual in done) / estimated) if estimated > 0 else 1.0
+    def _scale(self, kind: str = "") -> float:
+        """Actual over estimated seconds of the finished runs of `kind` (a compile's estimate
+        errs apart from a token's: one slow compile must not rescale every eager run), else of
+        every finished run; 1 before any finished."""
+        finished = [r for r in self.runs if r.actual is not None]
+        done = [r for r in finished if r.kind == kind] or finished
+        estimated = sum(r.estimate for r in done)
+        return (sum(r.actual or 0.0 for r in done) / estimated) if estimated > 0 else 1.0
 
     def remaining_s(self) -> float:
-        scale = self._scale()
-        left = sum(r.estimate for r in self.runs[self.index + 1:]) * scale
+        """The raw figure: each run left at its estimate × its kind's scale, the current one
+        less what it has done."""
+        left = sum(r.estimate * self._scale(r.kind) for r in self.runs[self.index + 1:])
         if 0 <= self.index < len(self.runs):
-            current = self.runs[self.index].estimate * scale
-            spent = time.perf_counter() - self.run_started
+            run = self.runs[self.index]
+            current = run.estimate * self._scale(run.kind)
+            spent = self._clock() - self.run_started
             left += max(current * (1 - self.fraction), current - spent, 0.0)
         return left
 
-    def done_fraction(self) -> float:
-        elapsed = time.perf_counter() - self.started
-        left = self.remaining_s()
+    def projection(self) -> Projection:
+        """What the line shows: the raw figure through Eta (it does not jump; unknown where
+        the runs outran every estimate)."""
+        finished = sum(r.actual is not None for r in self.runs)
+        return self.eta.update(self._clock() - self.started, self.remaining_s(), finished,
+                               guess=finished == 0)
+
+    def done_fraction(self, left_s: float | None = None) -> float:
+        elapsed = self._clock() - self.started
+        left = self.remaining_s() if left_s is None else left_s
         return elapsed / (elapsed + left) if elapsed + left > 0 else 1.0
 
     def line(self) -> str:
-        fraction = self.done_fraction()
+        projection = self.projection()
+        fraction = self.done_fraction(projection.left_s)
         filled = int(round(fraction * self.width))
         bar = "#" * filled + "-" * (self.width - filled)
-        elapsed = time.perf_counter() - self.started
+        elapsed = self._clock() - self.started
         return (f"[{bar}] {100 * fraction:3.0f}% {self.title} · {self.last_phase} · "
-                f"{fmt_clock(elapsed)} elapsed · ~{fmt_clock(self.remaining_s())} left")
+                f"{fmt_clock(elapsed)} elapsed · {projection.text()}")
 
     # -- events ------------------------------------------------------------------------------
     def start_run(self, index: int, experiment: str, label: str) -> None:
         self.index = index
-        self.run_started = time.perf_counter()
+        self.run_started = self._clock()
         self.title = f"{experiment} [{index + 1}/{len(self.runs)}] {label}"
         self.last_phase = self.phase_name = "starting"
         self.fraction = 0.0
@@ -140,7 +161,7 @@ class Progress(StatusLine):
 
     def finish_run(self) -> None:
         if 0 <= self.index < len(self.runs):
-            self.runs[self.index].actual = time.perf_counter() - self.run_started
+            self.runs[self.index].actual = self._clock() - self.run_started
 
     def _emit(self, *, force: bool = False) -> None:
         self.draw(self.line(), force=force)

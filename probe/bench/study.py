@@ -91,7 +91,9 @@ class Study:
                    for k in unit)
 
     def progress(self) -> Progress:
-        return Progress([self.estimate_s(unit) for unit in self.units])
+        kinds = ["compiled" if any(self.runs[k].spec.options.compiled for k in unit)
+                 else "eager" for unit in self.units]
+        return Progress([self.estimate_s(unit) for unit in self.units], kinds=kinds)
 
     def describe(self, unit: tuple[str, ...]) -> tuple[str, str]:
         """The experiments that read a unit, and its configs' label."""

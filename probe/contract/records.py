@@ -89,6 +89,10 @@ class CompileEvent:
     # every graph of it came from inductor's on-disk caches (AOTAutograd's cache hit): inductor
     # did not run, and aot_s is the time to load them
     from_cache: bool | None = None
+    # a warm switch's (or a live A/B's arm B's) side compile: the config that served meanwhile.
+    # Nobody waited on it (steady_state leaves it out of the cold chain); its config paid it
+    # all the same, and the serving one was slowed (probe/analysis/side_compile_cost.py)
+    beside: str | None = None
 
 
 @dataclass(frozen=True)

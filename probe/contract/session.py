@@ -84,9 +84,17 @@ class SessionData:
 
 
 class Session:
-    """Append-only, guarded by a lock: the engine thread writes, reporters read `freeze()`."""
+    """Append-only, guarded by a lock: the engine thread writes, reporters read `freeze()`.
 
-    def __init__(self) -> None:
+    `per_visit` (the dashboard's sessions): a config served again after another one opens a
+    new id, and so a segment of its own, so that an earlier segment's figures never change
+    once the user left it (issue 49: going back to eager merged the compiles' backlog into
+    c1's row). Without it (bench's passes alternate configs on one engine) identical options
+    share one id."""
+
+    def __init__(self, *, per_visit: bool = False) -> None:
+        self._per_visit = per_visit
+        self._current: str | None = None      # the config the engine serves (per_visit)
         self._lock = threading.Lock()
         self._records: list[RequestRecord] = []
         self._events: list[CompileEvent] = []
@@ -105,21 +113,37 @@ class Session:
             self._slo = slo
 
     def config_id(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
-        """Identical options share an id (and a segment); ids are c1, c2, … in order of use.
-        A config reached again with notes it lacks keeps them too: an ask the engine refused
-        outright (parallel=large without compile) lands on the config already served, and
-        its note is why."""
+        """The id the engine serves `options` under from now on: ids are c1, c2, … in order of
+        use. Identical options share an id (and a segment) — with `per_visit`, only while the
+        engine stays on them: a return opens a new id. A config reached again with notes it
+        lacks keeps them too: an ask the engine refused outright (parallel=large without
+        compile) lands on the config already served, and its note is why."""
         with self._lock:
-            for entry in self._configs.values():
-                if entry.options == options:
-                    added = tuple(n for n in notes if n not in entry.notes)
-                    if added:
-                        self._configs[entry.config_id] = replace(entry,
-                                                                 notes=entry.notes + added)
-                    return entry.config_id
-            config_id = f"c{len(self._configs) + 1}"
-            self._configs[config_id] = ConfigEntry(config_id, options, notes)
-            return config_id
+            self._current = self._id_for(options, notes)
+            return self._current
+
+    def register(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
+        """A config another engine of the session serves (a live A/B's arm B): its id, as
+        that engine registered it, without making it the one this engine serves."""
+        with self._lock:
+            return self._id_for(options, notes)
+
+    def _id_for(self, options: OptConfig, notes: tuple[str, ...]) -> str:
+        if self._per_visit:
+            ids = list(self._configs)
+            same = [cid for cid in (self._current, ids[-1] if ids else None)
+                    if cid is not None and self._configs[cid].options == options]
+        else:
+            same = [cid for cid, entry in self._configs.items() if entry.options == options]
+        if same:
+            entry = self._configs[same[0]]
+            added = tuple(n for n in notes if n not in entry.notes)
+            if added:
+                self._configs[entry.config_id] = replace(entry, notes=entry.notes + added)
+            return entry.config_id
+        config_id = f"c{len(self._configs) + 1}"
+        self._configs[config_id] = ConfigEntry(config_id, options, notes)
+        return config_id
 
     def configs(self) -> Mapping[str, ConfigEntry]:
         with self._lock:
@@ -189,6 +213,9 @@ class Session:
             self._records, self._events = list(data.records), list(data.events)
             self._breaks, self._notices = data.breaks, list(data.notices)
             self._configs = dict(data.configs)
+            # what a restart goes on from: the config registered last (the one the engine was
+            # switching to when it stopped, whose compile x gave up, has no record yet)
+            self._current = next(reversed(self._configs), None)
             self._references, self._kv_pools = dict(data.references), dict(data.kv_pools)
             self._batch_steps = dict(data.batch_steps)
             self._energy = dict(data.energy)

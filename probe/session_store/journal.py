@@ -105,8 +105,8 @@ class JournaledSession(Session):
     earlier engine of the session served), it holds that and goes on from it."""
 
     def __init__(self, writer: JournalWriter, restored: SessionData | None = None, *,
-                 accounts_every_s: float | None = None) -> None:
-        super().__init__()
+                 accounts_every_s: float | None = None, per_visit: bool = False) -> None:
+        super().__init__(per_visit=per_visit)
         self._writer = writer
         self._accounts = JournaledAccounts(
             writer.write, self.accounts,
@@ -127,24 +127,37 @@ class JournaledSession(Session):
 
     def config_id(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
         with self._guard:
-            had = next((e.notes for e in self.configs().values() if e.options == options), None)
-            config_id = super().config_id(options, notes)
-            kept = self.config_notes(config_id)
-            if config_id not in self._known_configs or kept != had:    # new, or new notes
-                self._known_configs.add(config_id)
-                self._writer.write("config", {"config_id": config_id,
-                                              **ConfigEntry(config_id, options, kept).as_dict()})
+            return self._journaled(super().config_id, options, notes)
+
+    def register(self, options: OptConfig, notes: tuple[str, ...] = ()) -> str:
+        with self._guard:
+            return self._journaled(super().register, options, notes)
+
+    def _journaled(self, assign: Callable[[OptConfig, tuple[str, ...]], str],
+                   options: OptConfig, notes: tuple[str, ...]) -> str:
+        """Journal a config the first time it is named, and again when it gains notes."""
+        before = self.configs()
+        config_id = assign(options, notes)
+        kept = self.config_notes(config_id)
+        had = before[config_id].notes if config_id in before else None
+        if config_id not in self._known_configs or kept != had:
+            self._known_configs.add(config_id)
+            self._writer.write("config", {"config_id": config_id,
+                                          **ConfigEntry(config_id, options, kept).as_dict()})
         return config_id
 
     def add_record(self, record: RequestRecord) -> None:
         super().add_record(record)
         self._writer.write("record", asdict(record))
 
-    def take_in(self, records: list[RequestRecord]) -> None:
-        """Records another engine of this session journaled already (the live A/B's arm B):
-        held here, not written a second time."""
+    def take_in(self, records: list[RequestRecord],
+                events: list[CompileEvent] | None = None) -> None:
+        """Records (and compile events) another engine of this session journaled already
+        (the live A/B's arm B): held here, not written a second time."""
         for record in records:
             super().add_record(record)
+        if events:
+            super().add_events(events)
 
     def add_events(self, events: list[CompileEvent]) -> None:
         super().add_events(events)

@@ -11,8 +11,10 @@ import re
 from dataclasses import fields
 from typing import Callable
 
+from probe.analysis.config_changes import served_before
 from probe.analysis.diagnosis import context_from_document
 from probe.analysis.session_diagnosis import SessionDiagnosis, diagnose_session
+from probe.analysis.side_compile_cost import side_compiles
 from probe.analysis.stats import phases_within, session_segments
 from probe.analysis.steady_state import cold_chain
 from probe.analysis.tpot_figure import config_tpot
@@ -186,6 +188,7 @@ def show(path: str) -> str:
         entry = data.configs.get(s.config_id)
         notes = f"  ({'; '.join(entry.notes)})" if entry and entry.notes else ""
         lines.append(f"  {s.config_id}: {_label(data, s.config_id)}{notes}")
+        lines += [f"      {line}" for line in visit_lines(data, s.config_id)]
         phases = phases_within(s.compile_phases, s.compile_s)
         if phases is not None and phases.total_s:
             lines.append(f"      compile split: {phases.split_text(s.compile_s)}")
@@ -197,6 +200,20 @@ def show(path: str) -> str:
             lines.append(f"  {b.config_id} ×{b.count} {b.location}: {b.reason[:100]}")
     lines += ledger_lines(data.compile_ledger)
     return "\n".join(lines)
+
+
+def visit_lines(data: SessionData, config_id: str) -> list[str]:
+    """A return to options served before (a segment of its own), and compiles a side engine
+    ran beside the serving config (a warm switch: charged here, with what they cost)."""
+    lines = []
+    first = served_before(data.configs, config_id)
+    if first is not None:
+        lines.append(f"served again: {first}'s options, a segment of its own ({first}'s "
+                     f"figures are those of its own visit)")
+    side = side_compiles(data, config_id)
+    if side is not None:
+        lines.append(f"compiled beside the serving config (warm switch): {side.text()}")
+    return lines
 
 
 def ledger_lines(entries: tuple[LedgerEntry, ...]) -> list[str]:

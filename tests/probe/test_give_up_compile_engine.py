@@ -27,7 +27,8 @@ def test_a_compile_given_up_serves_the_previous_config_and_continues_the_session
         client.send(protocol.SetOptions(before.options))     # what `x` sends, then restarts
         client.restart(compiling.compiling)
         after = wait_for(client, lambda e: isinstance(e, protocol.EngineLive) and any(
-            r.seq > served and r.config_id == before.config_id for r in e.view.recent)).view
+            r.seq > served and r.config_id != compiling.config_id and r.ok
+            for r in e.view.recent)).view
     finally:
         client.stop()
     # issue 38: nothing the engine held is lost; the compile given up is its own event
@@ -39,7 +40,12 @@ def test_a_compile_given_up_serves_the_previous_config_and_continues_the_session
     assert given_up is None or given_up.compile_s < (abandoned.duration_s or 0) + 1e-9 \
         or all(e.kind != "abandoned" for e in after.compile_events
                if e.config_id == abandoned.config_id and e.kind in ("compile", "recompile"))
-    assert after.options == before.options and after.config_id == before.config_id
+    # issue 49: the return to the eager config is a segment of its own; the one left keeps
+    # its figures as they were when the user left it
+    assert after.options == before.options
+    assert after.config_id not in (before.config_id, compiling.config_id)
+    left = {s.config_id: s for s in compiling.segments}[before.config_id]
+    assert {s.config_id: s for s in after.segments}[before.config_id] == left
     assert after.compiling is None
     assert after.t_s > compiling.t_s                          # the same session clock
     assert {r.id for r in before.recent} <= {r.id for r in after.recent}

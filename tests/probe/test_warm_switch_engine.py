@@ -12,11 +12,13 @@ import time
 
 import pytest
 
-from probe.analysis.side_compile_cost import side_compile_cost
+from probe.analysis.side_compile_cost import side_compile_cost, side_compiles
+from probe.analysis.stats import session_segments
 from probe.contract import protocol
 from probe.contract.options import OptConfig
 from probe.contract.protocol import WarmFailed, WarmReady
 from probe.engine.process.engine_process import EngineClient, launch_from_args
+from probe.session_store.snapshot import read_document, saved_session
 
 
 def wait_for(client: EngineClient, predicate, timeout: float = 400.0, seen=None):
@@ -31,7 +33,7 @@ def wait_for(client: EngineClient, predicate, timeout: float = 400.0, seen=None)
 
 
 @pytest.mark.slow
-def test_the_side_engine_prewarms_while_the_old_serves_then_takes_over():
+def test_the_side_engine_prewarms_while_the_old_serves_then_takes_over(tmp_path):
     args = argparse.Namespace(model="t5-tiny", trace="chat", device="cpu", opt=[], speed=8.0,
                               buckets="64,128", requests=None, max_input=128, max_output=8)
     launch = launch_from_args(args)
@@ -68,5 +70,21 @@ def test_the_side_engine_prewarms_while_the_old_serves_then_takes_over():
         def served(view, config_id):
             return sum(s.requests for s in view.segments if s.config_id == config_id)
         assert served(after, last_old.config_id) >= served(last_old, last_old.config_id) > 0
+        saved = tmp_path / "session.json"
+        client.send(protocol.SaveSnapshot(str(saved)))
+        wait_for(client, lambda e: isinstance(e, (protocol.SnapshotSaved,
+                                                  protocol.SnapshotFailed)))
     finally:
         client.stop()
+    # issue 49: the segment said "compiles 0 … graphs 0" while the ledger held the graphs
+    data = saved_session(read_document(str(saved)))
+    segment = {s.config_id: s for s in session_segments(data)}[after.config_id]
+    ledger = [e for e in data.compile_ledger if e.config_id == after.config_id and e.compile_s]
+    assert segment.compiles + segment.recompiles == len(ledger) > 0
+    assert segment.graphs == len(ledger)
+    assert abs(segment.compile_s - sum(e.compile_s for e in ledger)) < 1e-6
+    side = side_compiles(data, after.config_id)
+    assert side is not None and side.beside == last_old.config_id
+    assert side.since_s >= since - 1.0 and side.until_s <= after.t_s
+    said = [n.text for n in data.notices if "cut over" in n.text]
+    assert said and side.text() in said[-1]

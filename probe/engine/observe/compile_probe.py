@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from types import FrameType
@@ -225,6 +225,22 @@ class CompileProbe:
         for name in (_RECOMPILES_LOGGER, _GRAPH_BREAKS_LOGGER):
             logging.getLogger(name).propagate = True
         self._installed = False
+
+    def rekey(self, mapping: Mapping[str, str | None]) -> None:
+        """Another session's config ids (probe/engine/session_swap.py): the breaks counted so
+        far, and the events not collected yet, under the new ids; a config mapped to None is
+        dropped (a side engine's prewarm breaks are its new config's, never the eager c1's)."""
+        with self._lock:
+            breaks: Counter[tuple[str, str, str]] = Counter()
+            for (config_id, reason, location), count in self._breaks.items():
+                now = mapping.get(config_id)
+                if now is not None:
+                    breaks[(now, reason, location)] += count
+            self._breaks = breaks
+            self._events = [replace(e, config_id=mapping.get(e.config_id or ""))
+                            for e in self._events if mapping.get(e.config_id or "")]
+            if self._config_id is not None:
+                self._config_id = mapping.get(self._config_id)
 
     # -- context set by the engine -----------------------------------------------------------
     def set_context(self, request_id: str | None, config_id: str | None) -> None:

@@ -26,6 +26,7 @@ from probe.contract.protocol import (
 from probe.engine.measure.bandwidth_cache import machine_bandwidth
 from probe.engine.process.engine_launch import EngineLaunch
 from probe.engine.process.view_publisher import publish_views
+from probe.engine.session_swap import carry_side_compiles, serving_config
 from probe.session_store.journal import JournaledSession, JournalWriter
 from probe.session_store.journal_reader import read_journal
 from workloads.replayer import ScheduledRequest, Submit
@@ -69,11 +70,14 @@ def serve_arm(engine: Any, launch: EngineLaunch, conn: Connection,
     journal = read_journal(launch.journal_path)
     if journal is None:     # arm A is live, so its header is written: this is no session
         raise BadInput(f"{launch.journal_path}: the session journal has no session yet")
+    side_session, side_clock_start = engine.session, engine.clock.start
     engine.clock.start = journal.clock().start       # the session's clock, as arm A reads it
     writer = JournalWriter(launch.journal_path)
-    session = JournaledSession(writer, journal.data)
+    session = JournaledSession(writer, journal.data, per_visit=True)
     engine.session, engine.config_id = session, ""
     config_id = engine.set_options(engine.options)
+    # its prewarm's compiles are B's, beside A (issue 49: every compile charged where it ran)
+    carry_side_compiles(engine, side_session, side_clock_start, serving_config(journal.data))
     try:
         engine.bandwidth = machine_bandwidth(engine.device, engine.fp32_step_bytes())
     except Exception:  # no roofline is no reason not to serve

@@ -57,8 +57,11 @@ def end_split(loop: ServingLoop, splitter: Splitter, journal_path: str,
     recorded = {r.seq for r in journal.data.records}
     if isinstance(session, JournaledSession):
         held = {r.seq for r in session.freeze().records}
+        known = set(session.events())
         session.take_in([r for r in journal.data.records
-                         if r.config_id == arm_config_id and r.seq not in held])
+                         if r.config_id == arm_config_id and r.seq not in held],
+                        [e for e in journal.data.events
+                         if e.config_id == arm_config_id and e not in known])
     left = [s for seq, s in sorted(splitter.diverted.items()) if seq not in recorded]
     loop.carry(left)
     return len(left)

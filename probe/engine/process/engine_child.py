@@ -12,6 +12,7 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 
 from probe.analysis.fallbacks import CALIBRATION_FLOOR, degraded_event
+from probe.analysis.side_compile_cost import side_compiles
 from probe.common.atomic import write_json_atomic
 from probe.common.clock import SessionClock
 from probe.common.errors import BadInput
@@ -26,6 +27,7 @@ from probe.engine.process.headless_journal import dispatch_of, write_header
 from probe.engine.process.resumed_replay import ContinuedReplayer
 from probe.engine.process.view_publisher import publish_views
 from probe.engine.process.warm_side import warm_up
+from probe.engine.session_swap import carry_side_compiles, serving_config
 from probe.engine.workload_setup import PreparedWorkload
 from probe.session_store.journal import Dispatch, JournaledSession, JournalWriter
 from probe.session_store.journal_reader import Journal, read_journal
@@ -134,7 +136,7 @@ def _journal(engine, launch: EngineLaunch, earlier: Journal | None
     marks = (restart_marks(earlier, launch.predecessor)
              if earlier is not None and launch.predecessor is not None else None)
     writer = JournalWriter(launch.journal_path)
-    session = JournaledSession(writer, earlier.data if earlier else None)
+    session = JournaledSession(writer, earlier.data if earlier else None, per_visit=True)
     # Engine made a Session of its own and registered its options there: register them here.
     engine.session, engine.config_id = session, ""
     engine.set_options(launch.options)
@@ -170,7 +172,9 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
         traceback.print_exc()
         send(protocol.EngineFailed(f"the engine could not start: {type(exc).__name__}: {exc}"))
         return
+    side = None     # a warm switch's side engine: the session and clock it compiled in
     if launch.warm_side:    # a warm switch's side engine: prewarm, then wait to be cut over
+        side = engine.session, engine.clock.start
         longest = max(workload.trace.output_lengths(), default=2)
         predecessor = warm_up(engine, conn, send, min(max(longest, 2), settings.max_new_tokens),
                               launch)
@@ -191,6 +195,8 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
         except OSError as exc:
             engine.notify("warning", f"no session journal ({exc.strerror or exc}): a restarted "
                                      f"engine will start a new session")
+    if side is not None and engine.session is not side[0]:
+        _charge_side_compiles(engine, *side, earlier)
     engine.session.set_slo(launch.slo)
     speed = _measure(engine, launch, workload, send)
     if writer is not None and earlier is None:   # measured first: the header has the roofline
@@ -236,9 +242,10 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
             loop.divert = splitter[0]
             loop.split_queue()
         elif isinstance(command, protocol.KnownConfig):
-            # arm B, marked as the A/B's arm against the config served (arm A)
-            engine.session.config_id(command.options,
-                                     command.notes + (ab_arm_note(engine.config_id),))
+            # arm B, as its own engine registered it, marked as the A/B's arm against the
+            # config served (arm A), which stays this engine's current one
+            engine.session.register(command.options,
+                                    command.notes + (ab_arm_note(engine.config_id),))
         elif splitter:
             loop.divert = None
             arm = command.arm_config_id
@@ -285,6 +292,20 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
     engine.close()
     if writer is not None:
         writer.close()
+
+
+def _charge_side_compiles(engine, side_session, side_clock_start: float,
+                          earlier: Journal | None) -> None:
+    """The warm switch's prewarm compiles, run in the side engine's own session, charged to
+    the config it serves now in the session it joined, and said with what they cost the
+    config that served meanwhile (the session keeps the notice: `snapshot show` says it)."""
+    beside = serving_config(earlier.data if earlier is not None else None)
+    if not carry_side_compiles(engine, side_session, side_clock_start, beside) or not beside:
+        return
+    found = side_compiles(engine.session.freeze(), engine.config_id)
+    if found is not None:
+        engine.notify("info", f"warm switch to {engine.config_id} ({engine.options.label()}) "
+                              f"cut over: {found.text()}")
 
 
 def _measure(engine, launch: EngineLaunch, workload: PreparedWorkload, send: _Sender) -> float:

@@ -1,0 +1,96 @@
+"""issue 49: bench's time left jumped from "~124.4 s left" to "~32:46 left" and back to
+"~153.9 s left". The projection shown (probe/bench/eta.py) counts down with the clock and
+follows the raw figure at a bounded pace; a finished run's news may step it at most ×/÷2;
+where it cannot know it says "unknown"."""
+
+from __future__ import annotations
+
+import io
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from probe.bench.eta import STEP, Eta, drift_allowed, step_range
+from probe.bench.progress import Progress
+
+EPS = 1e-6
+
+updates = st.lists(st.tuples(st.floats(0.0, 30.0),                           # seconds since
+                             st.one_of(st.none(), st.floats(0.0, 1e5)),     # raw figure
+                             st.booleans(),                                  # a run finished
+                             st.booleans()),                                 # a guess
+                   min_size=1, max_size=60)
+
+
+@given(updates)
+def test_consecutive_projections_move_a_bounded_step_unless_news_or_unknown(steps):
+    eta, now, informed = Eta(), 0.0, 0
+    previous = None
+    for dt, raw, finished, guess in steps:
+        now += dt
+        informed += finished
+        shown = eta.update(now, raw, informed, guess=guess)
+        if shown.left_s is None:
+            assert "unknown" in shown.text()
+        elif previous is not None and previous.left_s is not None:
+            countdown = previous.left_s - dt
+            if not finished:
+                assert abs(shown.left_s - max(countdown, 0.0)) <= \
+                    drift_allowed(previous.left_s, dt) + EPS
+            elif countdown > 0:
+                low, high = step_range(countdown, dt)
+                assert low - EPS <= shown.left_s <= high + EPS
+        if raw is None:
+            assert shown.left_s is None                 # nothing to project from: said so
+        previous = shown
+
+
+@given(st.floats(10.0, 1e4), st.lists(st.floats(0.1, 5.0), min_size=1, max_size=40))
+def test_a_raw_figure_that_keeps_time_is_shown_as_it_is(total, ticks):
+    eta, now = Eta(), 0.0
+    for dt in ticks:
+        shown = eta.update(now, max(total - now, 0.0), 1)
+        assert shown.left_s is not None and abs(shown.left_s - max(total - now, 0.0)) < EPS
+        now += dt
+
+
+def test_the_issue_s_jump_is_a_bounded_step_and_a_stall_says_unknown():
+    eta = Eta()
+    first = eta.update(0.0, 124.4, 1).left_s
+    second = eta.update(1.0, 32 * 60 + 46, 2).left_s      # a slow run finished: news
+    third = eta.update(2.0, 153.9, 3).left_s
+    assert first == 124.4 and second is not None and third is not None
+    assert second <= (first - 1.0) * STEP + drift_allowed(first - 1.0, 1.0)
+    assert third <= second
+    # no run finishes and the time left does not fall: once it slipped by more than all it
+    # projected, unknown, until a run finishes
+    now, shown = 2.0, eta.update(2.0, 200.0, 3)
+    while shown.left_s is not None and now < 10_000:
+        now += 5.0
+        shown = eta.update(now, 200.0, 3)
+    assert shown.left_s is None and "slower than estimated" in shown.text()
+    assert eta.update(now + 5, 150.0, 3).left_s is None
+    assert eta.update(now + 10, 150.0, 4).left_s == 150.0
+
+
+def test_one_slow_compiled_run_does_not_rescale_the_eager_runs():
+    now = [0.0]
+    progress = Progress([10.0, 10.0, 10.0, 10.0], stream=io.StringIO(),
+                        kinds=["eager", "compiled", "eager", "compiled"], clock=lambda: now[0])
+    progress.start_run(0, "E1", "baseline")
+    now[0] = 10.0
+    progress.finish_run()                               # eager: as estimated
+    progress.start_run(1, "E1", "compiled")
+    now[0] = 110.0
+    progress.finish_run()                               # compiled: 10× its estimate
+    progress.start_run(2, "E1", "baseline again")
+    assert abs(progress.remaining_s() - (10.0 + 100.0)) < EPS
+    assert "left" in progress.line() and "a guess" not in progress.line()
+
+
+def test_the_first_run_s_figure_is_called_a_guess():
+    now = [0.0]
+    progress = Progress([30.0, 30.0], stream=io.StringIO(), clock=lambda: now[0])
+    progress.start_run(0, "E1", "baseline")
+    assert "~1:00 left (a guess until a run finishes)" in progress.line() or \
+        "60.0 s left (a guess until a run finishes)" in progress.line()
