@@ -81,7 +81,7 @@ class EngineHost:
 
     def decode(self, ids: tuple[int, ...]) -> str:
         assert self.engine is not None
-        return self.engine.loaded.tokenizer.decode(list(ids), skip_special_tokens=True)
+        return str(self.engine.loaded.tokenizer.decode(list(ids), skip_special_tokens=True))
 
     def in_flight(self, request_id: str) -> bool:
         with self._lock:
