@@ -1,14 +1,18 @@
-"""`infertop trace import|generate|stats`: argparse wiring. Handlers return an exit status."""
+"""`infertop trace import|generate|stats|from-session`: argparse wiring. Handlers return an
+exit status."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from probe.common.argtypes import arrival_rate, real_number, whole_number
 from probe.common.atomic import check_output_file
 from probe.common.errors import TraceError
 from probe.common.terminal_text import terminal_json, terminal_text
+from probe.session_store.served_trace import served_trace
+from probe.session_store.snapshot import read_document, session_data
 from workloads.fitting import POLICIES, fit_to_model
 from workloads.generator import PROFILES, generate, write_builtin
 from workloads.import_flags import import_flags
@@ -31,7 +35,8 @@ HELP = "import, generate and inspect traffic traces"
 
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
-    commands = parser.add_subparsers(dest="trace_command", metavar="{import,generate,stats}", required=True)
+    commands = parser.add_subparsers(dest="trace_command",
+                                     metavar="{import,generate,stats,from-session}", required=True)
 
     imp = commands.add_parser("import", help="convert a public trace (Azure, BurstGPT, mooncake, ShareGPT)")
     imp.add_argument("file", metavar="FILE")
@@ -70,10 +75,15 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
                        help="read a public trace directly, without fitting (default: infertop's format)")
     _add_skip_bad(stats)
 
+    served = commands.add_parser("from-session",
+                                 help="a session's arrivals (e.g. what `serve` served) as a trace")
+    served.add_argument("session", metavar="SESSION.json")
+    served.add_argument("-o", "--output", "--out", required=True, metavar="OUT.jsonl")
+
 
 def main(args: argparse.Namespace) -> int:
     handler = {"import": _cmd_import, "generate": _cmd_generate,
-               "stats": _cmd_stats}[args.trace_command]
+               "stats": _cmd_stats, "from-session": _cmd_from_session}[args.trace_command]
     return _guarded(handler)(args)
 
 
@@ -162,3 +172,18 @@ def _cmd_stats(args: argparse.Namespace) -> int:
             print(f"{'note':<19}{terminal_text(line)}")
     return 0
 
+
+def _cmd_from_session(args: argparse.Namespace) -> int:
+    check_output_file(args.output, "-o", inputs=(args.session,))
+    records = session_data(read_document(args.session), args.session).records
+    trace, left_out = served_trace(records, Path(args.session).stem)
+    if not trace.requests:
+        raise TraceError(f"{args.session}: no request was served: nothing to write",
+                         skippable=False)
+    write_trace(trace, args.output)
+    if left_out:
+        print(f"left out {left_out} failed request{'s' * (left_out != 1)} (a failed record "
+              f"does not keep the tokens it asked for)")
+    print(f"wrote {len(trace.requests)} requests over {trace.duration_s():.1f} s to "
+          f"{terminal_text(args.output)}")
+    return 0

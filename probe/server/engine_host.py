@@ -81,9 +81,7 @@ class EngineHost:
 
     def decode(self, ids: tuple[int, ...]) -> str:
         assert self.engine is not None
-        text = self.engine.loaded.tokenizer.decode(list(ids), skip_special_tokens=True)
-        assert isinstance(text, str)        # one sequence of ids decodes to one string
-        return text
+        return str(self.engine.loaded.tokenizer.decode(list(ids), skip_special_tokens=True))
 
     def in_flight(self, request_id: str) -> bool:
         with self._lock:
