@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from probe.common.percentile import percentiles
 from workloads.replayer import OpenLoopReplayer, ScheduledRequest
 from workloads.trace import load_trace
 
@@ -37,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     late = measure(args.trace, args.speed, args.rate, args.requests)
-    p50, p99 = np.percentile(late, [50, 99])
+    p50, p99 = percentiles(late, (50, 99)) or (0.0, 0.0)
     print(
         f"{args.trace} at speed {args.speed:g}, rate {args.rate:g} rps ({args.speed * args.rate:g} rps real), "
         f"{len(late)} requests in {time.perf_counter() - started:.1f} s: dispatch lateness "

@@ -12,9 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from probe.common.errors import file_error
+from probe.common.percentile import percentile
 from workloads.trace_records import Trace
 
 POLICIES: tuple[str, ...] = ("clip", "scale")
@@ -117,7 +116,7 @@ def fit_to_model(
 def _fit_column(lengths: list[int], limit: int, policy: str, quantile: float) -> tuple[list[int], LengthChange]:
     factor = 1.0
     if policy == "scale":
-        reference = float(np.quantile(np.asarray(lengths, dtype=np.float64), quantile)) if lengths else 0.0
+        reference = percentile(lengths, quantile * 100) or 0.0
         if reference > limit:
             factor = limit / reference
     fitted = []

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from probe.common.percentile import percentiles
 from workloads.buckets import BucketPlan, plan_buckets, powers_of_two_plan
 from workloads.trace_records import Trace
 
@@ -72,7 +73,7 @@ def trace_stats(trace: Trace, *, buckets: int = 4) -> dict[str, Any]:
 
 
 def _spread(values: np.ndarray) -> dict[str, float | int]:
-    p50, p90, p99 = (float(v) for v in np.percentile(values, PERCENTILES))
+    p50, p90, p99 = percentiles(values, PERCENTILES) or (0.0, 0.0, 0.0)
     return {"p50": p50, "p90": p90, "p99": p99, "max": int(values.max())}
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from probe.analysis.slo import goodput_rps
 from probe.analysis.summary import summarize
+from probe.common.percentile import percentiles
 from probe.contract.objective import Slo
 from probe.contract.records import COMPILING, CompileEvent, RequestRecord
 
@@ -116,8 +117,8 @@ def bootstrap_ci(records_a: Sequence[RequestRecord], records_b: Sequence[Request
             deltas.append(b - a)
     if len(deltas) < resamples // 2:       # the figure is missing in most resamples
         return None
-    lo, hi = np.percentile(np.array(deltas, dtype=float), [2.5, 97.5])
-    return float(lo), float(hi)
+    lo, hi = percentiles(deltas, (2.5, 97.5)) or (0.0, 0.0)     # deltas is not empty
+    return lo, hi
 
 
 def judge(metric: MetricDelta, lower_is_better: bool) -> str:

@@ -10,12 +10,12 @@ The engine times the calls (probe/engine/observe/graph_timer.py) and hands them 
 from __future__ import annotations
 
 import random
-import statistics
 import threading
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Mapping, Sequence
 
 from probe.analysis.break_even_live import eager_twin
+from probe.common.percentile import median
 from probe.contract.records import COMPILING, CompileEvent, LedgerEntry
 from probe.contract.session import ConfigEntry
 
@@ -68,7 +68,7 @@ class GraphTally:
             self.sample[slot] = ms
 
     def median_ms(self) -> float | None:
-        return statistics.median(self.sample) if self.sample else None
+        return median(self.sample) if self.sample else None
 
     def compiled_in(self, window: CompileWindow) -> None:
         if len(self.windows) < WINDOWS_KEPT:

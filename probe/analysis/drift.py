@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import numpy as np
-
+from probe.common.percentile import median
 from probe.contract.figures import DriftStats
 from probe.contract.records import RequestRecord
 
@@ -43,7 +42,7 @@ def drift_stats(records: Sequence[RequestRecord],
         reference=REFERENCE, sampled_requests=len(pairs),
         token_agreement=equal / compared if compared else 1.0,
         exact_match=sum(f is None for f in firsts) / len(pairs),
-        first_divergence=float(np.median(differing)) if differing else None)
+        first_divergence=median(differing))
 
 
 def drift_waiting(records: Sequence[RequestRecord], references: Mapping[str, Sequence[int]]) -> int:

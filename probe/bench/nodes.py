@@ -5,10 +5,10 @@ before comparing two runs that ran on different ones."""
 from __future__ import annotations
 
 import socket
-import statistics
 from dataclasses import dataclass
 from typing import Mapping
 
+from probe.common.percentile import median
 from probe.common.units import NO_DATA
 from probe.runs.results import Outcome, RunResult
 from probe.runs.verdict import DRIFT_TOLERANCE
@@ -76,7 +76,7 @@ def nodes_summary(placements: Mapping[str, Placement],
             entry["calibration_ms"] += [v for v in result.calibration_ms if v]
     for entry in nodes.values():
         values = entry.pop("calibration_ms")
-        entry["calibration_ms"] = ({"min": min(values), "median": statistics.median(values),
+        entry["calibration_ms"] = ({"min": min(values), "median": median(values),
                                     "max": max(values)} if values else None)
     retried = sorted(k for k, p in placements.items() if p.attempts > 1)
     return {"by_node": nodes, "retried": retried, "differences": differences(nodes)}

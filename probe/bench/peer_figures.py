@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
+from probe.common.percentile import percentile
 from probe.runs.spread import Spread
 
 INFERTOP, PEER = "infertop", "ctranslate2"
@@ -35,7 +34,7 @@ class PathRun:
 
     @property
     def p95_ms(self) -> float | None:
-        return float(np.percentile(self.request_ms, 95)) if self.request_ms else None
+        return percentile(self.request_ms, 95)
 
     def as_dict(self) -> dict:
         return {"name": self.name, "engine": self.engine, "precision": self.precision,

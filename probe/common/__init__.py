@@ -1,3 +1,3 @@
 """The utilities every package shares, importing nothing of the project: errors, atomic
 writes, text reading, terminal-safe text, argument types, CSV tables, units, the session
-clock. The bottom layer."""
+clock, the one percentile definition (`percentile`). The bottom layer."""

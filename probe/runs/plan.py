@@ -9,9 +9,8 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
-
 from probe.common.errors import BadInput
+from probe.common.percentile import percentiles
 from probe.contract.objective import Slo
 from probe.contract.options import OptConfig
 from workloads.buckets import plan_buckets, powers_of_two_plan
@@ -233,8 +232,8 @@ def select_requests(trace, count: int, seed: int) -> tuple[BenchRequest, ...]:
 
 def output_classes(trace) -> dict[str, int]:
     """Short, medium and long outputs of this traffic: its 10th, 50th and 95th percentiles."""
-    values = np.array(trace.output_lengths(), dtype=float)
-    short, medium, long = (max(2, int(round(v))) for v in np.percentile(values, [10, 50, 95]))
+    found = percentiles(trace.output_lengths(), (10, 50, 95)) or (2.0, 3.0, 4.0)
+    short, medium, long = (max(2, int(round(v))) for v in found)
     medium = max(medium, short + 1)
     long = max(long, medium + 1)
     return {"short": short, "medium": medium, "long": long}

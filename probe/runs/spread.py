@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-import numpy as np
-
+from probe.common.percentile import median
 from probe.common.units import NO_DATA, fmt_ms
 
 
@@ -24,7 +23,7 @@ class Spread:
         data = [float(v) for v in values if v is not None]
         if not data:
             return cls(None, None, None, 0)
-        return cls(float(np.median(data)), min(data), max(data), len(data))
+        return cls(median(data), min(data), max(data), len(data))
 
     @classmethod
     def from_dict(cls, raw: dict | None) -> Spread:

@@ -39,7 +39,8 @@ def test_total_is_the_sum_of_the_calls_and_the_median_of_all_below_the_cap(ms):
         tally.add(t)
     assert tally.calls == len(ms)
     assert tally.total_ms == pytest.approx(sum(ms), abs=1e-6)
-    assert tally.median_ms() == (statistics.median(ms) if ms else None)
+    # the one percentile definition's median: numpy interpolates, so to the last bit or two
+    assert tally.median_ms() == (pytest.approx(statistics.median(ms), rel=1e-12) if ms else None)
 
 
 def test_above_the_cap_the_median_is_of_a_sample_of_the_calls():

@@ -26,6 +26,7 @@ from probe.bench.peer_figures import (
     merge_peer,
     precision_rows,
 )
+from probe.common.percentile import median
 from probe.common.units import NO_DATA, fmt_fraction, fmt_ms, fmt_ratio
 from probe.contract.options import OptConfig
 from probe.engine.peer_ctranslate2 import INSTALL_HINT, PRECISION_NAMES, ctranslate2_available
@@ -188,23 +189,21 @@ def _peer_pass(peer, compute_type: str, rows, requests) -> Callable[[], list]:
 
 
 def _infertop_run(name, precision, options, passes, reference) -> PathRun:
-    import statistics
     per_pass = [[r.tpot_ms for r in records if r.ok and r.tpot_ms is not None]
                 for records in passes]
     tokens = [tuple(r.tokens or ()) for r in passes[0]] if passes else []
     share, exact = agreement(tokens, reference)
     failed = next((r.error for records in passes for r in records if not r.ok), None)
     return PathRun(name, INFERTOP, precision, options.label(),
-                   tuple(statistics.median(v) for v in per_pass if v),
+                   tuple(median(v) or 0.0 for v in per_pass if v),
                    tuple(v for p in per_pass for v in p), share, exact, error=failed)
 
 
 def _peer_run(precision, compute_type, passes, reference, alongside: str) -> PathRun:
-    import statistics
     per_pass = [[r.tpot_ms for r in results if r.tpot_ms is not None] for results in passes]
     share, exact = agreement([r.tokens for r in passes[0]] if passes else [], reference)
     return PathRun(f"ctranslate2 {compute_type}", PEER, precision, compute_type,
-                   tuple(statistics.median(v) for v in per_pass if v),
+                   tuple(median(v) or 0.0 for v in per_pass if v),
                    tuple(v for p in per_pass for v in p), share, exact, alongside)
 
 

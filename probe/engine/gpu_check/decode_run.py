@@ -17,14 +17,10 @@ import sys
 import time
 from pathlib import Path
 
+from probe.common.percentile import median
 from probe.contract.options import OptConfig, parse_opts
 from probe.contract.records import RequestRecord
 from probe.engine.gpu_check.energy import timed_energy
-
-
-def median(values: list[float]) -> float | None:
-    values = sorted(values)
-    return values[len(values) // 2] if values else None
 
 
 def warm_tpot_ms(served: list[RequestRecord]) -> float | None:

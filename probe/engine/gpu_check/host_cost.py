@@ -14,7 +14,6 @@ on a CPU with a counter of its own.
 
 from __future__ import annotations
 
-import statistics
 import time
 from typing import Callable
 
@@ -22,6 +21,7 @@ import torch
 
 from probe.analysis.compile_ledger import LedgerBook
 from probe.common.clock import SessionClock
+from probe.common.percentile import median
 from probe.contract.options import parse_opts
 from probe.engine.continuous_scheduler import ContinuousScheduler
 from probe.engine.decode.device_timeline import timeline_for
@@ -57,7 +57,7 @@ def loop_host_us(loaded: LoadedModel, device: str, slots: int, *, steps: int, re
             windows.append((time.perf_counter() - started) / steps * 1e6)
             while scheduler.active:         # let the requests finish, off the clock
                 scheduler.step()
-        return statistics.median(windows)
+        return median(windows) or 0.0       # windows: `repeats` of them
     finally:
         engine.close()
 
@@ -70,7 +70,7 @@ def call_us(call: Callable[[], object], calls: int = 200) -> float:
         for _ in range(calls):
             call()
         runs.append((time.perf_counter() - started) / calls * 1e6)
-    return statistics.median(runs)
+    return median(runs) or 0.0      # five runs
 
 
 def timer_us(device: torch.device) -> float:
