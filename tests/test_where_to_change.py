@@ -44,23 +44,95 @@ def test_a_new_option_is_wired_where_the_page_says() -> None:
 
 
 def test_every_experiment_module_is_registered_in_study_order() -> None:
-    from probe.bench.experiment_ids import EXPERIMENT_IDS
-    from probe.bench.experiments import EXPERIMENTS
+    """REGISTRY, the one list, names every module of the package once, each module's
+    EXPERIMENT carries the id the list gives it, and the docs name every id."""
+    from probe.bench.experiments import EXPERIMENTS, REGISTRY
 
-    assert tuple(EXPERIMENTS) == EXPERIMENT_IDS
-    registered = {module for module, source in _experiment_modules().items()
-                  if "EXPERIMENT = " in source and f"{module.rsplit('.', 1)[1]}," in _source(
-                      "probe/bench/experiments/__init__.py")}
-    files = set(_experiment_modules())
-    assert files == registered, files ^ registered
+    files = {p.stem for p in (REPO / "probe/bench/experiments").glob("*.py")
+             if p.stem not in ("__init__", "base")}
+    assert sorted(module for _, module in REGISTRY) == sorted(files)
+    assert [EXPERIMENTS[name].template.id for name in EXPERIMENTS] == [i for i, _ in REGISTRY]
     doc = _source("docs/bench-and-experiments.md")
-    assert [i for i in EXPERIMENT_IDS if f"`{i}`" not in doc and f"{i} " not in doc] == []
+    assert [i for i in EXPERIMENTS if f"`{i}`" not in doc and f"{i} " not in doc] == []
 
 
-def _experiment_modules() -> dict[str, str]:
-    return {f"probe.bench.experiments.{p.stem}": p.read_text(encoding="utf-8")
-            for p in (REPO / "probe/bench/experiments").glob("*.py")
-            if p.stem not in ("__init__", "base")}
+SYNTHETIC = '''"""E9: a synthetic experiment, written by the test: one eager run and its section."""
+from probe.bench.experiments.base import HF_EAGER, Experiment, Template, served
+
+TEMPLATE = Template("E9", "Synthetic", hypothesis="h", variable="v", control="c", expected="e")
+left_out = TEMPLATE.when_quick("--quick leaves out nothing real; run without --quick for it")
+
+
+def runs(plan):
+    return {"eager": plan.spec(HF_EAGER)}
+
+
+def build(plan, results, env):
+    return TEMPLATE.section(table={"columns": ["served"], "rows": [[str(served(results["eager"]))]]},
+                            observed=["synthetic"], root_cause=["none"], notes=list(left_out(plan)))
+
+
+def checks(section):
+    return {"e9_ok": section["table"]["rows"] == [["False"]]}
+
+
+def figures(charts):
+    return [charts.cdf]
+
+
+EXPERIMENT = Experiment(TEMPLATE, runs, build, checks, left_out=left_out, figures=figures)
+'''
+
+
+def test_a_new_experiment_is_one_file_plus_its_line_in_the_list(tmp_path, monkeypatch) -> None:
+    """A module written beside the package's and one line added to REGISTRY: the study plans
+    its run, and the report carries its section, check, --quick note and figures, with no
+    other edit. (Its run fails here: no engine is started.)"""
+    import sys
+
+    import probe.bench.experiments as experiments
+
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "e9_synthetic.py").write_text(SYNTHETIC, encoding="utf-8")
+    monkeypatch.setattr(experiments, "__path__", [*experiments.__path__, str(package)])
+    monkeypatch.setattr(experiments, "REGISTRY", (*experiments.REGISTRY, ("E9", "e9_synthetic")))
+    try:
+        _plan_and_report_e9(tmp_path)
+    finally:
+        sys.modules.pop("probe.bench.experiments.e9_synthetic", None)
+
+
+def _plan_and_report_e9(tmp_path) -> None:
+    import json
+
+    import probe.bench.experiments as experiments
+    from probe.bench.report import report_document, write_report
+    from probe.bench.study_setup import prepare_study
+    from probe.report_charts.bench_figures import bench_charts
+    from probe.runs.plan import BenchSettings
+    from probe.runs.results import FailedRun
+
+    assert experiments.select_experiments(None)[-1] == "E9"
+    chosen = experiments.select_experiments("e9")
+    out = tmp_path / "out"
+    settings = BenchSettings(model="t5-tiny", trace="chat", device="cpu", out=out,
+                             experiments=chosen, quick=True, requests=3, repeats=1)
+    study = prepare_study(settings, "cpu", None)
+    assert [study.describe(unit)[0] for unit in study.units] == ["E9"]
+    (key,) = study.runs
+    study.results[key] = FailedRun(key, study.runs[key].spec.options.label(), "no engine", "")
+    report = report_document(settings, study.plan, {"device": "cpu"}, study,
+                             interrupted=False, wall_s=1.0, torch_trace=None, tlparse=None)
+    out.mkdir()
+    write_report(out, report)
+    written = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert written["checks"] == {"e9_ok": True}
+    assert written["left_out"] == ["E9: --quick leaves out nothing real; run without --quick for it"]
+    assert written["experiments"]["E9"]["notes"] == written["left_out"]
+    assert "Synthetic" in (out / "report.md").read_text(encoding="utf-8")
+    drawn = bench_charts(out, report, experiments.section_figures(report["experiments"]))
+    assert [sid for sid, _ in drawn] == ["E9"]
 
 
 def test_every_finding_is_called_by_the_doctor_and_documented() -> None:

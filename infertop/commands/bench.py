@@ -9,7 +9,8 @@ import stat
 from pathlib import Path
 
 from infertop.commands.engine_args import add_compile_backend_argument
-from probe.bench.experiment_ids import select_experiments
+from probe.bench.experiments import select_experiments
+from probe.bench.runner import run_bench
 from probe.checks.bench_checks import check_compile_backend, check_ray_address
 from probe.checks.engine_inputs import check_engine_inputs
 from probe.checks.inductor_cache import usable_inductor_cache
@@ -109,7 +110,6 @@ def main(args: argparse.Namespace) -> int:
         check_trace(trace, args.requests)
     usable_inductor_cache()
     with OutputLock(args.out, "--out"), third_party_output_to_engine_log():
-        from probe.bench.runner import run_bench  # torch and torchao speak as they import
         return run_bench(args)
 
 

@@ -8,6 +8,7 @@ import socket
 from dataclasses import dataclass
 from typing import Mapping
 
+from probe.bench.study_setup import bench_environment
 from probe.common.percentile import median
 from probe.common.units import NO_DATA
 from probe.runs.results import Outcome, RunResult
@@ -27,7 +28,6 @@ class NodeInfo:
 
     @classmethod
     def here(cls, device) -> NodeInfo:
-        from probe.bench.study_setup import bench_environment
         return cls(_ray_node_id() or "local", socket.gethostname(), bench_environment(device))
 
 

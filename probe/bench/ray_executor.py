@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Callable, Union
 
 from probe.bench.cluster_progress import REDRAW_S, ClusterProgress
-from probe.bench.experiments import EXPERIMENTS
+from probe.bench.experiments import EXPERIMENTS, measures_machine
 from probe.bench.experiments.base import OpenLoopExperiment
 from probe.bench.matrix import write_index
 from probe.bench.nodes import NodeInfo, Placement, nodes_summary, place_runs
 from probe.bench.report import report_document, write_report
 from probe.bench.study import Study
+from probe.bench.study_setup import calibration_spread, measuring, prepare_study, print_written
 from probe.bench.tasks import (
     BenchTask,
     MachineWork,
@@ -42,7 +43,6 @@ MACHINE_ESTIMATE_S = 30.0           # the roofline's bandwidth and GEMM measurem
 
 
 def run_on_ray(settings: BenchSettings, started: float) -> int:
-    from probe.bench.study_setup import measuring, prepare_study
     from probe.engine.model.loading import load_model
 
     cells = settings.cells()
@@ -70,7 +70,6 @@ def run_on_ray(settings: BenchSettings, started: float) -> int:
 def write_reports(settings: BenchSettings, studies: list[Study], dispatch: Dispatch, *,
                   interrupted: bool, started: float) -> None:
     """Each study's report from what its tasks sent back and, for a matrix, the index."""
-    from probe.bench.study_setup import print_written
     cells, executor = settings.cells(), dispatch.cluster.as_dict()
     machines = {t.context.model: {**(dispatch.measured(t).machine or {}),
                                   "measured_on": dispatch.placement(t.id).as_dict()}
@@ -106,7 +105,7 @@ def plan_tasks(cells: list[BenchSettings], studies: list[Study]) -> list[BenchTa
     measured_models: set[str] = set()
     for index, (cell, study) in enumerate(zip(cells, studies)):
         make = _task_maker(index, cell, study, matrix=len(cells) > 1)
-        if {"roofline", "peers"} & set(cell.experiments) and cell.model not in measured_models:
+        if measures_machine(cell.experiments) and cell.model not in measured_models:
             measured_models.add(cell.model)
             tasks.append(make("machine", "roofline · bandwidth and GEMM throughput",
                               MACHINE_ESTIMATE_S, MachineWork(), shared=True))
@@ -249,7 +248,6 @@ def gather_cell(index: int, study: Study, dispatch: Dispatch, out: Path) -> dict
 def cell_environment(study: Study, places: dict[str, Placement], machine: dict | None) -> dict:
     """The first node's environment (report.json `nodes` has every node's), the calibration
     spread over all of the study's runs, and the roofline's machine where it was measured."""
-    from probe.bench.study_setup import calibration_spread
     first = next((p.node for p in places.values() if p.node and p.node.environment), None)
     environment: dict[str, object] = (dict(first.environment) if first
                                       else {"device": study.context.device})

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from probe.bench.doctor_section import doctor_by_run, doctor_markdown
 from probe.bench.energy_section import energy_by_run, energy_markdown
-from probe.bench.experiments import acceptance_checks
+from probe.bench.experiments import acceptance_checks, left_out, section_figures
 from probe.bench.goodput_section import goodput_markdown
 from probe.bench.ledger_section import ledger_by_run, ledger_markdown
 from probe.bench.nodes import nodes_markdown
@@ -51,10 +51,8 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
         # --slo: what every run's goodput_rps, goodput_tokens_per_s, slo_attainment are against
         "slo": None if getattr(settings, "slo", None) is None else settings.slo.as_dict(),
         "plan": {"requests": [{**vars(r), "text": None} for r in plan.requests],
-                 "planner_edges": list(plan.planner_edges), "pow2_edges": list(plan.pow2_edges),
-                 "e5_outputs": {k: v[0].output_length for k, v in plan.e5_requests.items()},
-                 "compile_modes": list(plan.compile_modes)},
-        "left_out": list(plan.left_out),
+                 "planner_edges": list(plan.planner_edges), "pow2_edges": list(plan.pow2_edges)},
+        "left_out": left_out(plan, settings.experiments),
         "experiments": sections,
         "runs": runs,
         "doctor": doctor_by_run(out, runs),
@@ -73,7 +71,8 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
 
 def write_report(out: Path, report: dict) -> None:
     """report.json, report.md, the charts in figures/ and report.html with them inline."""
-    report.setdefault("files", {})["figures"] = figures = figures_or_reason(out, report)
+    report.setdefault("files", {})["figures"] = figures = figures_or_reason(
+        out, report, section_figures(report.get("experiments") or {}))
     if figures.get("unavailable"):
         print(f"infertop: no figures: {figures['unavailable']}", file=sys.stderr)
     write_json_atomic(out / "report.json", report)

@@ -7,7 +7,9 @@ import argparse
 import sys
 import time
 
-from probe.bench.experiments import select_experiments
+from probe.bench.experiments import measures_machine, select_experiments
+from probe.bench.experiments.roofline import measure_machine
+from probe.bench.ray_executor import run_on_ray
 from probe.bench.report import report_document, write_report
 from probe.bench.study_setup import (
     bench_environment,
@@ -27,14 +29,12 @@ def run_bench(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     settings = BenchSettings.from_args(args, select_experiments(args.experiments))
     if settings.ray is not None:
-        from probe.bench.ray_executor import run_on_ray
         return run_on_ray(settings, started)
     if settings.matrix:
         raise BadInput("a list of models or traces is a matrix of studies, spread with "
                           "--ray (`--ray local` runs it on this machine)")
     import torch
 
-    from probe.bench.experiments.roofline import measure_machine
     from probe.engine.model.loading import load_model
     from probe.engine.observe.device_probe import resolve_device
 
@@ -46,7 +46,7 @@ def run_bench(args: argparse.Namespace) -> int:
     out = settings.out
     out.mkdir(parents=True, exist_ok=True)      # only now: the model and trace are good
     environment = bench_environment(device)
-    if {"roofline", "peers"} & set(settings.experiments):
+    if measures_machine(settings.experiments):
         print("measuring memory bandwidth and GEMM throughput for the roofline…", file=sys.stderr)
         environment["roofline"] = measure_machine(loaded, device)
     torch_trace = TorchTrace(out / "torch_trace") if settings.torch_trace else None

@@ -8,7 +8,6 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
-from probe.bench.experiment_ids import EXPERIMENT_IDS
 from probe.bench.experiments import EXPERIMENTS
 from probe.bench.experiments.base import Experiment, OpenLoopExperiment
 from probe.bench.progress import Progress, estimate_s
@@ -102,7 +101,7 @@ class Study:
         label = " | ".join(s.options.label() for s in specs)
         if specs[0].requests_name != "replayed":
             label += f" [{specs[0].requests_name}]"
-        return ", ".join(sorted(users, key=EXPERIMENT_IDS.index)), label
+        return ", ".join(sorted(users, key=list(EXPERIMENTS).index)), label
 
     def run(self, progress: Progress, environment: dict) -> None:
         """Each unit on a fresh engine, then the open-loop experiments. A run that fails is

@@ -33,8 +33,7 @@ def prepare_study(settings: BenchSettings, device: str, loaded: LoadedModel | No
     one (model, trace) study."""
     plan = make_plan(model=settings.model, trace_name=settings.trace, device=device,
                      quick=settings.quick, requests=settings.requests,
-                     bucket_count=settings.bucket_count, seed=settings.seed,
-                     e5_count=settings.e5_count)
+                     bucket_count=settings.bucket_count, seed=settings.seed)
     context = RunContext(model=settings.model, device=device, loaded=loaded,
                          max_input=MAX_INPUT, repeats=settings.repeats,
                          out_dir=settings.out,

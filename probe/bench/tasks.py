@@ -11,7 +11,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Mapping, Union
 
+from probe.bench.experiments.roofline import measure_machine
 from probe.bench.nodes import NodeInfo
+from probe.bench.study import failed_open_loop, failed_runs, measure_open_loop, run_unit
 from probe.bench.torch_trace import TorchTrace
 from probe.runs.openloop import OpenLoopStudy
 from probe.runs.plan import Plan, RunSpec
@@ -38,11 +40,9 @@ class UnitWork:
     extras: Mapping[str, frozenset[Extra]] = field(default_factory=dict)
 
     def run(self, context: RunContext, hooks: RunHooks, phase: Phase) -> Measured:
-        from probe.bench.study import run_unit
         return Measured(runs=run_unit(list(self.specs), context, hooks, dict(self.extras)))
 
     def lost(self, exc: BaseException) -> Measured:
-        from probe.bench.study import failed_runs
         return Measured(runs=failed_runs(list(self.specs), exc))
 
 
@@ -54,12 +54,10 @@ class OpenLoopWork:
     plan: Plan
 
     def run(self, context: RunContext, hooks: RunHooks, phase: Phase) -> Measured:
-        from probe.bench.study import measure_open_loop
         study = OpenLoopStudy(context, self.plan, {}, phase)
         return Measured(open_loop={self.experiment: measure_open_loop(self.experiment, study)})
 
     def lost(self, exc: BaseException) -> Measured:
-        from probe.bench.study import failed_open_loop
         return Measured(open_loop={self.experiment: failed_open_loop(self.experiment, exc)})
 
 
@@ -70,7 +68,6 @@ class MachineWork:
     def run(self, context: RunContext, hooks: RunHooks, phase: Phase) -> Measured:
         import torch
 
-        from probe.bench.experiments.roofline import measure_machine
         return Measured(machine=measure_machine(context.require_model(),
                                                 torch.device(context.device)))
 

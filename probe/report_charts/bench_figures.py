@@ -1,5 +1,6 @@
-"""A bench report's charts: which chart goes with which section, drawn from report.json and
-the runs' snapshots beside it, written to DIR/figures as SVG and PNG."""
+"""A bench report's charts: each experiment names its own (its `figures`, given here by id),
+drawn from report.json and the runs' snapshots beside it, written to DIR/figures as SVG and
+PNG; the compile split across runs is the report's own."""
 
 from __future__ import annotations
 
@@ -8,18 +9,9 @@ import warnings
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence
 
-from probe.report_charts.bench_charts import (
-    compile_split,
-    e6_waterfall,
-    e7_curves,
-    e8_curves,
-    kv_held_vs_used,
-    padding_waste,
-    rate_curves,
-    roofline_bars,
-)
+from probe.report_charts.bench_charts import RateCurve, compile_split, rate_curves
 from probe.report_charts.canvas import (
     Caption,
     Chart,
@@ -34,8 +26,7 @@ from probe.report_charts.session_charts import latency_cdfs, latency_timeline, w
 from probe.session_store.snapshot import read_document, session_data
 
 log = logging.getLogger(__name__)
-CDF_SECTIONS = ("E1", "E3", "E4", "E5", "E6")
-TIMELINE_SECTIONS = ("E1", "E3")
+Draw = Callable[[], "Chart | None"]
 
 
 @dataclass(frozen=True)
@@ -80,76 +71,86 @@ def _served_configs(section: Mapping) -> Iterator[tuple[str, Mapping]]:
             yield role, config
 
 
-def section_cdf(section: Mapping, snapshots: Snapshots, caption: Caption) -> Chart | None:
-    """A section's configs' warm latencies, as CDFs on one axis, each with its reported p95."""
-    latencies, marks = {}, {}
-    for role, config in _served_configs(section):
-        data = snapshots.session(config["snapshot"])
-        config_id = snapshots.config_id(data, config.get("label", ""))
-        passes = warm_latencies(data.records, config_id)
-        shown = config.get("label", "")
-        label = role if role == shown or len(shown) > 60 else f"{role}: {shown}"
-        latencies[label] = [v for values in passes.values() for v in values]
-        marks[label] = (config.get("latency_p95_ms") or {}).get("median")
-    if not latencies:
+@dataclass(frozen=True)
+class SectionCharts:
+    """What one section's charts are drawn from: the section, its report and the snapshots."""
+    section: Mapping
+    report: Mapping
+    snapshots: Snapshots
+    caption: Caption
+
+    @property
+    def runs(self) -> Mapping:
+        """report.json `runs.<id>`: an open-loop experiment's results ({} when absent)."""
+        runs = (self.report.get("runs") or {}).get(self.section.get("id"))
+        return runs if isinstance(runs, Mapping) else {}
+
+    def cdf(self) -> Chart | None:
+        """The section's configs' warm latencies, as CDFs on one axis, each with its p95."""
+        latencies, marks = {}, {}
+        for role, config in _served_configs(self.section):
+            data = self.snapshots.session(config["snapshot"])
+            config_id = self.snapshots.config_id(data, config.get("label", ""))
+            passes = warm_latencies(data.records, config_id)
+            shown = config.get("label", "")
+            label = role if role == shown or len(shown) > 60 else f"{role}: {shown}"
+            latencies[label] = [v for values in passes.values() for v in values]
+            marks[label] = (config.get("latency_p95_ms") or {}).get("median")
+        if not latencies:
+            return None
+        sid = self.section.get("id")
+        return latency_cdfs(latencies, self.caption, name=f"cdf_{sid}",
+                            title=f"{sid} — warm latency CDF per config", marks_ms=marks,
+                            what="Every request of every warm pass (the warm-up pass left "
+                                 "out); the filled mark on each curve: the report's warm p95, the "
+                                 "median of the passes' p95.")
+
+    def timeline(self) -> Chart | None:
+        """The session of the section's first compiled config: warm-up, then the warm passes."""
+        for role, config in _served_configs(self.section):
+            if (config.get("options") or {}).get("compile", "off") != "off":
+                data = self.snapshots.session(config["snapshot"])
+                sid = self.section.get("id")
+                return latency_timeline(data, self.caption, name=f"timeline_{sid}",
+                                        title=f"{sid} — per-request latency, {role} "
+                                              f"({config.get('label')})")
         return None
-    sid = section.get("id")
-    return latency_cdfs(latencies, caption, name=f"cdf_{sid}",
-                        title=f"{sid} — warm latency CDF per config", marks_ms=marks,
-                        what="Every request of every warm pass (the warm-up pass left out); "
-                             "the filled mark on each curve: the report's warm p95, the median "
-                             "of the passes' p95.")
+
+    def of(self, chart: Callable[[Mapping, Caption], Chart]) -> Draw:
+        """A chart of the section alone (bench_charts.padding_waste, e6_waterfall, …)."""
+        return partial(chart, self.section, self.caption)
+
+    def rate(self, curves: Callable[[], Mapping[str, Sequence[RateCurve]]]) -> Draw:
+        """p95 against offered rate, from the curves read when it is drawn."""
+        sid = self.section.get("id")
+        return lambda: rate_curves(curves(), self.caption, name=f"rate_{sid}",
+                                   title=f"{sid} — p95 against offered rate")
 
 
-def section_timeline(section: Mapping, snapshots: Snapshots, caption: Caption) -> Chart | None:
-    """The session of the section's first compiled config: warm-up, then the warm passes."""
-    for role, config in _served_configs(section):
-        if (config.get("options") or {}).get("compile", "off") != "off":
-            data = snapshots.session(config["snapshot"])
-            sid = section.get("id")
-            return latency_timeline(data, caption, name=f"timeline_{sid}",
-                                    title=f"{sid} — per-request latency, {role} "
-                                          f"({config.get('label')})")
-    return None
+SectionFigures = Callable[[SectionCharts], Sequence[Draw]]     # an experiment's `figures`
 
 
-def bench_charts(out: Path, report: Mapping) -> Iterator[tuple[str, Callable[[], Chart | None]]]:
-    """(section id, a function drawing one chart) for every chart this report has data for."""
+def bench_charts(out: Path, report: Mapping, figures: Mapping[str, SectionFigures]
+                 ) -> Iterator[tuple[str, Draw]]:
+    """(section id, a function drawing one chart) for every chart this report has data for:
+    each section's from its experiment's `figures`, then the compile split across runs."""
     caption = report_caption(report)
     snapshots = Snapshots(out)
-    sections = report.get("experiments") or {}
-    for sid, section in sections.items():
-        if section.get("error"):
-            continue
-        if sid in TIMELINE_SECTIONS:
-            yield sid, partial(section_timeline, section, snapshots, caption)
-        if sid in CDF_SECTIONS:
-            yield sid, partial(section_cdf, section, snapshots, caption)
-        if sid == "E4":
-            yield sid, partial(padding_waste, section, caption)
-        if sid == "E6":
-            yield sid, partial(e6_waterfall, section, caption)
-        if sid == "E7" and isinstance((report.get("runs") or {}).get("E7"), Mapping):
-            yield sid, lambda: rate_curves(e7_curves(report["runs"]["E7"]), caption,
-                                           name="rate_E7", title="E7 — p95 against offered rate")
-        if sid == "E8":
-            trace = ((report.get("runs") or {}).get("E8") or {}).get("trace", "chat")
-            yield sid, partial(rate_curves, e8_curves(section, trace), caption, name="rate_E8",
-                               title="E8 — p95 against offered rate")
-            yield sid, partial(kv_held_vs_used, section, caption)
-        if sid == "roofline" and (section.get("configs") or {}).get("roofline_ms_per_token"):
-            yield sid, partial(roofline_bars, section, caption)
+    for sid, section in (report.get("experiments") or {}).items():
+        if not section.get("error") and sid in figures:
+            for draw in figures[sid](SectionCharts(section, report, snapshots, caption)):
+                yield sid, draw
     if any(isinstance(r, Mapping) and r.get("compile_phases")
            for r in (report.get("runs") or {}).values()):
         yield ACROSS_RUNS, lambda: compile_split(report["runs"], caption)
 
 
-def write_bench_figures(out: Path, report: Mapping) -> dict:
+def write_bench_figures(out: Path, report: Mapping, figures: Mapping[str, SectionFigures]) -> dict:
     """Every chart into out/figures (SVG and PNG); report.json `files.figures`: the figures
     written and the charts that could not be drawn (and why). A chart that fails is skipped,
     not fatal: the report's numbers matter more than its pictures."""
     written, skipped = [], []
-    for sid, draw in bench_charts(out, report):
+    for sid, draw in bench_charts(out, report, figures):
         try:
             with warnings.catch_warnings(record=True) as caught:   # the log's, not the terminal's
                 warnings.simplefilter("always")
@@ -167,10 +168,10 @@ def write_bench_figures(out: Path, report: Mapping) -> dict:
     return {"figures": written, "skipped": skipped}
 
 
-def figures_or_reason(out: Path, report: Mapping) -> dict:
+def figures_or_reason(out: Path, report: Mapping, figures: Mapping[str, SectionFigures]) -> dict:
     """write_bench_figures, or why there are no figures (matplotlib missing: the extra)."""
     try:
         require_matplotlib()
     except ChartsUnavailable as exc:
         return {"figures": [], "skipped": [], "unavailable": str(exc)}
-    return write_bench_figures(out, report)
+    return write_bench_figures(out, report, figures)

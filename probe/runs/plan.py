@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 import random
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from probe.common.errors import BadInput
-from probe.common.percentile import percentiles
 from probe.contract.objective import Slo
 from probe.contract.options import OptConfig
 from workloads.buckets import plan_buckets, powers_of_two_plan
@@ -21,36 +20,7 @@ QUICK_MODEL, DEFAULT_MODEL = "t5-tiny", "t5-small"
 QUICK_REQUESTS, DEFAULT_REQUESTS = 3, 40
 QUICK_REPEATS, DEFAULT_REPEATS = 2, 3
 QUICK_BUCKETS, DEFAULT_BUCKETS = 2, 4
-QUICK_E5_REQUESTS, DEFAULT_E5_REQUESTS = 2, 8
 MAX_INPUT, MAX_OUTPUT = 512, 512
-FULL_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
-# What --quick leaves out, one line per experiment: what and how to get it. --quick serves one
-# run per phenomenon: a compiled run only where an acceptance check needs it, read by every
-# experiment that can (REFERENCE by E1, E2, E4, E6, roofline and observer).
-QUICK_LEFT_OUT = (
-    "E1: --quick leaves out the cold start from the compile cache (two more fresh processes, "
-    "each starting the compiled config: about a minute here); run without --quick to "
-    "measure it",
-    "E3: --quick leaves out dynamic=on (its symbolic-shape compile is the longest of the "
-    "study; the check, recompiles growing with the distinct lengths, needs dynamic=off "
-    "only); run without --quick to include it",
-    "E4: --quick computes the powers-of-two row (its shapes and padding follow from the "
-    "lengths alone) instead of compiling and serving it; run without --quick to measure it",
-    "E5: --quick serves short and long outputs (medium lies between them); run without "
-    "--quick to include medium",
-    "E6: --quick orders the steps baseline → +KV cache → +bucketing → +compile → "
-    "+graph-break removal, so each compiled step is a run E2 and E4 serve anyway (compiling "
-    "without the cache recompiles up to dynamo's limit: three more cold compiles), and stops "
-    "there (+bf16, +int8 and +lean step are each one more cold compile of every shape); run "
-    "without --quick for the seed's order and every step",
-    "E7: --quick replays chat at 4× capacity only (batch at 2× and chat at 0.5–2× show the "
-    "same modes below and at saturation); run without --quick for the sweep",
-    "roofline: --quick holds the compiled fp32 step and HF eager against the roofline (each "
-    "lever and each other precision is one more cold compile); run without --quick for the "
-    "grid",
-)
-# E5's output classes --quick serves: E5's check reads the long ones, short shows the other end
-QUICK_E5_CLASSES = ("short", "long")
 
 
 @dataclass(frozen=True)
@@ -77,8 +47,8 @@ class BenchSettings:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, experiments: tuple[str, ...]) -> BenchSettings:
-        """`experiments`: the ids `--experiments` selected (experiments.select_experiments,
-        which imports this module: the caller asks it)."""
+        """`experiments`: the ids `--experiments` selected (experiments.select_experiments:
+        the caller asks it)."""
         quick = bool(getattr(args, "quick", False))
         settings = cls(
             model=getattr(args, "model", None) or (QUICK_MODEL if quick else DEFAULT_MODEL),
@@ -115,10 +85,6 @@ class BenchSettings:
                               "trace) study needs a folder of its own")
         return cells
 
-    @property
-    def e5_count(self) -> int:
-        return QUICK_E5_REQUESTS if self.quick else min(self.requests, DEFAULT_E5_REQUESTS)
-
 
 @dataclass(frozen=True)
 class BenchRequest:
@@ -133,7 +99,7 @@ class RunSpec:
     """What one run serves. Two experiments asking for an equal spec share one run."""
     options: OptConfig
     requests: tuple[BenchRequest, ...]
-    requests_name: str                  # "replayed", "E5-long-64-tokens", ...
+    requests_name: str                  # "replayed", or what an experiment named its own list
     edges: tuple[int, ...] = ()         # bucket edges (used when options.bucketing == "on")
     edges_name: str = "none"            # "planner (K=4)", "powers of two", "none"
 
@@ -167,7 +133,8 @@ def _slug(text: str) -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    """What every experiment shares: the replayed requests and the bucket sets."""
+    """What every experiment shares: the replayed requests and the bucket sets. What an
+    experiment serves under `quick` is its own module's choice."""
     model: str
     trace: str
     device: str
@@ -177,23 +144,11 @@ class Plan:
     planner_edges: tuple[int, ...]
     pow2_edges: tuple[int, ...]
     trace_input_lengths: tuple[int, ...]           # the whole fitted trace (whole-trace waste)
-    e5_requests: dict[str, tuple[BenchRequest, ...]] = field(default_factory=dict)
-    compile_modes: tuple[str, ...] = FULL_COMPILE_MODES
-    left_out: tuple[str, ...] = ()
-    serve_pow2: bool = True             # False: E4's powers-of-two row is computed, not served
-    e6_int8: bool = True                # False: E6 stops at +bf16
-    e6_shared_steps: bool = False       # True: E6's --quick chain (e6_combined.QUICK_STEPS)
-    e3_dynamic: bool = True             # False: E3 leaves out dynamic=on
-    roofline_grid: bool = True          # False: the compiled fp32 step and HF eager only
-    e1_cold_start: bool = True          # False: E1 leaves out the compile-cache cold-start pair
+    trace_output_lengths: tuple[int, ...]          # and its outputs
 
     @property
     def planner_name(self) -> str:
         return f"planner (K={self.bucket_count})"
-
-    def notes(self, experiment: str) -> list[str]:
-        """What `--quick` left out of one experiment."""
-        return [n for n in self.left_out if n.startswith(experiment + ":")]
 
     def spec(self, options: OptConfig, *, edges: str = "planner",
              requests: tuple[BenchRequest, ...] | None = None,
@@ -207,19 +162,6 @@ class Plan:
                        requests_name=requests_name, edges=edge_set, edges_name=name)
 
 
-def quick_compile_modes(device: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """--quick keeps compile=default; max-autotune (kernel autotuning, the longest compile)
-    is left out, and on a CPU so is reduce-overhead, whose addition — CUDA graphs — needs a GPU."""
-    if device.startswith("cuda"):
-        return ("default", "reduce-overhead"), (
-            "E1: --quick leaves out max-autotune (its kernel autotuning is the longest compile); "
-            "run without --quick to include it",)
-    return ("default",), (
-        "E1: --quick leaves out max-autotune (its kernel autotuning is the longest compile) and, "
-        "on a CPU, reduce-overhead (what it adds over default is CUDA graphs, which need a GPU); "
-        "run without --quick to include them",)
-
-
 def select_requests(trace, count: int, seed: int) -> tuple[BenchRequest, ...]:
     """A fixed-seed sample of the trace, in trace order: the same list for every config."""
     indices = sorted(random.Random(seed).sample(range(len(trace.requests)),
@@ -230,17 +172,8 @@ def select_requests(trace, count: int, seed: int) -> tuple[BenchRequest, ...]:
                               text=trace.requests[i].text) for i in indices)
 
 
-def output_classes(trace) -> dict[str, int]:
-    """Short, medium and long outputs of this traffic: its 10th, 50th and 95th percentiles."""
-    found = percentiles(trace.output_lengths(), (10, 50, 95)) or (2.0, 3.0, 4.0)
-    short, medium, long = (max(2, int(round(v))) for v in found)
-    medium = max(medium, short + 1)
-    long = max(long, medium + 1)
-    return {"short": short, "medium": medium, "long": long}
-
-
 def make_plan(*, model: str, trace_name: str, device: str, quick: bool, requests: int,
-              bucket_count: int, seed: int, e5_count: int) -> Plan:
+              bucket_count: int, seed: int) -> Plan:
     """Load and fit the trace (a bad one is refused here, before anything is written)."""
 
     trace, _fit = fit_to_model(load_trace(trace_name), max_input=MAX_INPUT,
@@ -249,19 +182,9 @@ def make_plan(*, model: str, trace_name: str, device: str, quick: bool, requests
         raise BadInput(f"trace {trace_name!r} has no requests to replay")
     chosen = select_requests(trace, requests, seed)
     lengths = [r.input_length for r in chosen]
-    inputs = chosen[:e5_count]
-    e5 = {name: tuple(BenchRequest(id=f"{r.id}-{name}", input_length=r.input_length,
-                                   output_length=tokens, text=r.text) for r in inputs)
-          for name, tokens in output_classes(trace).items()
-          if not quick or name in QUICK_E5_CLASSES}
-    modes, left_out = quick_compile_modes(device) if quick else (FULL_COMPILE_MODES, ())
-    if quick:
-        left_out = left_out + QUICK_LEFT_OUT
     return Plan(model=model, trace=trace_name, device=device, quick=quick, requests=chosen,
                 bucket_count=bucket_count,
                 planner_edges=tuple(plan_buckets(lengths, bucket_count).edges),
                 pow2_edges=tuple(powers_of_two_plan(lengths).edges),
-                trace_input_lengths=tuple(trace.input_lengths()), e5_requests=e5,
-                compile_modes=modes, left_out=left_out, serve_pow2=not quick, e6_int8=not quick,
-                e6_shared_steps=quick, e3_dynamic=not quick, roofline_grid=not quick,
-                e1_cold_start=not quick)
+                trace_input_lengths=tuple(trace.input_lengths()),
+                trace_output_lengths=tuple(trace.output_lengths()))

@@ -28,10 +28,9 @@ from probe.report_charts.bench_charts import (
     roofline_bars,
 )
 from probe.report_charts.bench_figures import (
+    SectionCharts,
     Snapshots,
     report_caption,
-    section_cdf,
-    section_timeline,
 )
 from probe.report_charts.session_charts import warm_latencies
 from probe.session_store.snapshot import read_document, session_data
@@ -107,7 +106,7 @@ def test_cdfs_plot_the_warm_records_whose_p95_the_report_gives(recorded) -> None
     snapshots = Snapshots(out)
     for sid in ("E1", "E3", "E4"):
         section = report["experiments"][sid]
-        chart = section_cdf(section, snapshots, report_caption(report))
+        chart = SectionCharts(section, report, snapshots, report_caption(report)).cdf()
         assert chart.series
         for role, config in section["configs"].items():
             if not isinstance(config, dict) or not config.get("snapshot"):
@@ -126,7 +125,7 @@ def test_cdfs_plot_the_warm_records_whose_p95_the_report_gives(recorded) -> None
 def test_the_timeline_plots_every_served_record_and_compile(recorded) -> None:
     out, report = recorded
     section = report["experiments"]["E3"]
-    chart = section_timeline(section, Snapshots(out), report_caption(report))
+    chart = SectionCharts(section, report, Snapshots(out), report_caption(report)).timeline()
     data = session_data(read_document(out / section["configs"]["off"]["snapshot"]))
     served = sorted((r for r in data.records if r.ok), key=lambda r: r.seq)
     plotted = chart.series["configs"]

@@ -123,7 +123,7 @@ def test_peers_end_to_end_on_t5_tiny(tmp_path) -> None:
 
     loaded = load_model("t5-tiny")
     plan = make_plan(model="t5-tiny", trace_name="chat", device="cpu", quick=True, requests=3,
-                     bucket_count=1, seed=0, e5_count=1)
+                     bucket_count=1, seed=0)
     context = RunContext(model="t5-tiny", device="cpu", loaded=loaded, max_input=64, repeats=2)
     study = OpenLoopStudy(context, plan, {})
     results, section = measure(study)
@@ -147,7 +147,7 @@ def test_every_request_has_the_issue_s_shape_and_compiles_one_shape() -> None:
         (PEER_INPUT_TOKENS, PEER_OUTPUT_TOKENS)}
     assert len({r.id for r in requests}) == 3
     plan = make_plan(model="t5-tiny", trace_name="chat", device="cpu", quick=True, requests=3,
-                     bucket_count=2, seed=0, e5_count=1)
+                     bucket_count=2, seed=0)
     for _, _, options in PATHS:
         spec = peer_spec(plan, options, requests)
         assert spec.requests == requests

@@ -7,7 +7,6 @@ from dataclasses import replace
 import pytest
 
 from probe.bench.experiments import (
-    DEFAULT_EXPERIMENTS,
     EXPERIMENTS,
     acceptance_checks,
     select_experiments,
@@ -26,22 +25,22 @@ from probe.runs.results import FailedRun, ObserverFigures, RunResult
 from probe.runs.spread import Spread
 
 # the experiments served back to back (E7 and E8 replay open loop with engines of their own)
-STUDY = tuple(n for n in DEFAULT_EXPERIMENTS if isinstance(EXPERIMENTS[n], Experiment))
+STUDY = tuple(n for n in select_experiments(None) if isinstance(EXPERIMENTS[n], Experiment))
 REQUESTS = tuple(BenchRequest(f"r{i}", n, 8) for i, n in enumerate((20, 35, 60, 90)))
 
 
 @pytest.fixture
 def plan() -> Plan:
-    e5 = {name: tuple(BenchRequest(f"{r.id}-{name}", r.input_length, tokens) for r in REQUESTS[:2])
-          for name, tokens in (("short", 4), ("medium", 16), ("long", 64))}
-    return Plan(model="t5-tiny", trace="chat", device="cpu", quick=True, requests=REQUESTS,
+    """The full study's shape; its outputs' 10th, 50th, 95th percentiles: 4, 16, 64 tokens."""
+    return Plan(model="t5-tiny", trace="chat", device="cpu", quick=False, requests=REQUESTS,
                 bucket_count=2, planner_edges=(35, 90), pow2_edges=(32, 64, 128),
-                trace_input_lengths=(20, 35, 60, 90, 90), e5_requests=e5,
-                compile_modes=("default", "reduce-overhead"))
+                trace_input_lengths=(20, 35, 60, 90, 90),
+                trace_output_lengths=(4,) * 3 + (16,) * 16 + (64,) * 2)
 
 
 def test_select_experiments() -> None:
-    assert select_experiments(None) == tuple(n for n in DEFAULT_EXPERIMENTS if n != "peers")
+    assert select_experiments(None) == ("E1", "E2", "E3", "E4", "E5", "E6", "E7", "E8",
+                                        "roofline", "observer")   # capacity, peers by name
     assert select_experiments("e4, E2,roofline,E7") == ("E2", "E4", "E7", "roofline")
     assert select_experiments("e8,E1") == ("E1", "E8")
     with pytest.raises(BadInput, match="unknown experiment 'E9'"):
@@ -181,17 +180,18 @@ def test_verdicts_come_from_the_numbers(plan, make_result) -> None:
     assert roofline["compiled fullgraph"]["ratio_to_roofline"] == pytest.approx(tpot / 0.04)
 
 
-def test_quick_plan_computes_pow2_and_stops_e6_at_bf16(plan, make_result) -> None:
-    quick = replace(plan, serve_pow2=False, e6_int8=False, left_out=("E4: computed", "E6: no int8"))
+def test_quick_plan_computes_pow2_and_stops_e6_at_graph_break_removal(plan, make_result):
+    quick = replace(plan, quick=True)
     assert "pow2" not in EXPERIMENTS["E4"].runs(quick)
     assert "+int8" not in EXPERIMENTS["E6"].runs(quick)
     sections = _sections(quick, _results(quick, make_result))
     pow2 = sections["E4"]["configs"]["pow2"]
     assert pow2["served"] is False and pow2["compiled_graphs"] == 3       # 32, 64, 128
     assert pow2["padding_waste_pct"] == pytest.approx(100 * (32 + 64 + 64 + 128 - 205) / 288)
-    assert sections["E4"]["notes"] == ["E4: computed"] and sections["E6"]["notes"][0] == "E6: no int8"
+    assert sections["E4"]["notes"] == list(EXPERIMENTS["E4"].left_out(quick))
+    assert sections["E6"]["notes"][0] == EXPERIMENTS["E6"].left_out(quick)[0]
     assert any(n.startswith("token agreement:") for n in sections["E6"]["notes"])
-    assert [row[0] for row in sections["E6"]["table"]["rows"]][-1] == "+bf16"
+    assert [row[0] for row in sections["E6"]["table"]["rows"]][-1] == "+graph-break removal"
     checks = acceptance_checks(sections)
     assert checks["e4_ok"] and checks["e6_ok"]
 
@@ -360,7 +360,7 @@ def test_a_runs_compile_seconds_carry_dynamos_split_into_the_report(make_result)
 
 def test_quick_roofline_holds_the_shared_fp32_step_and_hf_eager_against_the_roofline(
         plan, make_result) -> None:
-    full, quick = replace(plan, quick=False), replace(plan, roofline_grid=False)
+    full, quick = replace(plan, quick=False), replace(plan, quick=True)
     assert len(EXPERIMENTS["roofline"].runs(full)) == 2 + 3 * len(LEVERS)
     specs = EXPERIMENTS["roofline"].runs(quick)
     assert set(specs) == {"compiled fullgraph", "hf eager", "fp32"}

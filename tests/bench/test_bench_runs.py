@@ -4,12 +4,13 @@ import json
 
 import pytest
 
+from probe.bench.experiments.e5_kv_cache import output_classes, requests_by_class
 from probe.bench.experiments.observer import OBSERVER
 from probe.bench.profile import PROFILE
 from probe.bench.progress import Progress, estimate_s
 from probe.contract.options import OptConfig
 from probe.engine.model.loading import load_model
-from probe.runs.plan import BenchRequest, Plan, RunSpec, make_plan, output_classes, select_requests
+from probe.runs.plan import BenchRequest, Plan, RunSpec, make_plan, select_requests
 from probe.runs.results import RunResult
 from probe.runs.runs import RunContext, RunHooks, execute, execute_group
 from workloads.trace import load_trace
@@ -108,13 +109,13 @@ def test_plan_is_a_fixed_sample_with_in_sample_buckets() -> None:
     first, again = select_requests(trace, 6, 0), select_requests(trace, 6, 0)
     assert first == again and first != select_requests(trace, 6, 1)
     plan = make_plan(model="t5-tiny", trace_name="chat", device="cpu", quick=True, requests=6,
-                     bucket_count=3, seed=0, e5_count=2)
+                     bucket_count=3, seed=0)
     lengths = [r.input_length for r in plan.requests]
     assert len(plan.planner_edges) == 3 and max(plan.planner_edges) == max(lengths)
     assert max(plan.pow2_edges) >= max(lengths)
-    classes = output_classes(trace)
+    classes = output_classes(trace.output_lengths())
     assert classes["short"] < classes["medium"] < classes["long"]
-    assert {r.output_length for r in plan.e5_requests["long"]} == {classes["long"]}
+    assert {r.output_length for r in requests_by_class(plan)["long"]} == {classes["long"]}
 
 
 def test_progress_eta_and_lines(capsys) -> None:

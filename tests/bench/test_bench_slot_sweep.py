@@ -72,7 +72,8 @@ def test_a_sweep_on_t5_tiny_serves_every_request_at_each_count(monkeypatch):
     context = RunContext(model="t5-tiny", device="cpu", loaded=None, max_input=512, repeats=1,
                          compile_backend="eager")
     plan = Plan(model="t5-tiny", trace="azure-conv", device="cpu", quick=False, requests=(),
-                bucket_count=4, planner_edges=(), pow2_edges=(), trace_input_lengths=())
+                bucket_count=4, planner_edges=(), pow2_edges=(), trace_input_lengths=(),
+                trace_output_lengths=())
     study = OpenLoopStudy(context, plan, environment={})
     runs = sweep(study, "cpu")
     assert [run.slots for run in runs] == [1, 3]

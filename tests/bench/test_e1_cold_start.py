@@ -20,7 +20,7 @@ REQUESTS = tuple(BenchRequest(f"r{i}", n, 6) for i, n in enumerate((20, 35)))
 def _plan() -> Plan:
     return Plan(model="t5-tiny", trace="chat", device="cpu", quick=True, requests=REQUESTS,
                 bucket_count=2, planner_edges=(35,), pow2_edges=(32, 64),
-                trace_input_lengths=(20, 35), e5_requests={}, compile_modes=("default",))
+                trace_input_lengths=(20, 35), trace_output_lengths=(6, 6))
 
 
 def _section(make_result, figures: ColdStartFigures | None) -> dict:
@@ -39,7 +39,7 @@ def _section(make_result, figures: ColdStartFigures | None) -> dict:
 def test_e1_asks_for_the_pair_on_its_compiled_default_run_but_not_under_quick() -> None:
     full = replace(_plan(), quick=False)
     assert [e.name for e in EXPERIMENTS["E1"].extras(full)["default"]] == ["cold_start"]
-    assert EXPERIMENTS["E1"].extras(replace(full, e1_cold_start=False)) == {}
+    assert EXPERIMENTS["E1"].extras(replace(full, quick=True)) == {}
 
 
 def test_e1_reports_both_cold_starts_and_their_ratio(make_result) -> None:

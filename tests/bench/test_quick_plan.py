@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from probe.analysis.stats import MIN_BREAK_EVEN_REQUESTS
-from probe.bench.experiments import EXPERIMENTS, acceptance_checks
+from probe.bench.experiments import EXPERIMENTS, acceptance_checks, left_out
 from probe.bench.experiments.base import REFERENCE, Experiment
+from probe.bench.experiments.e5_kv_cache import requests_by_class
 from probe.bench.experiments.e6_combined import QUICK_STEPS, STEPS
 from probe.bench.experiments.e7_batching import FULL_SCENARIOS, QUICK_SCENARIOS
 from probe.bench.experiments.e8_kv_layout import TRACE as E8_TRACE
@@ -36,12 +37,12 @@ CHECK_ROLES = {
 
 def quick_plan() -> Plan:
     return make_plan(model="t5-tiny", trace_name="chat", device="cpu", quick=True,
-                     requests=QUICK_REQUESTS, bucket_count=QUICK_BUCKETS, seed=0, e5_count=2)
+                     requests=QUICK_REQUESTS, bucket_count=QUICK_BUCKETS, seed=0)
 
 
 def full_plan() -> Plan:
     return make_plan(model="t5-tiny", trace_name="chat", device="cpu", quick=False,
-                     requests=DEFAULT_REQUESTS, bucket_count=DEFAULT_BUCKETS, seed=0, e5_count=8)
+                     requests=DEFAULT_REQUESTS, bucket_count=DEFAULT_BUCKETS, seed=0)
 
 
 def check_roles(plan: Plan) -> dict[str, tuple[str, ...]]:
@@ -121,25 +122,28 @@ def test_quick_sample_still_shows_each_phenomenon() -> None:
     # noise-aware verdicts need two repeats a side; E1's break-even its warm requests
     assert QUICK_REPEATS >= 2
     assert QUICK_REQUESTS * QUICK_REPEATS >= MIN_BREAK_EVEN_REQUESTS
-    e5 = {name: requests[0].output_length for name, requests in plan.e5_requests.items()}
+    e5 = {name: requests[0].output_length for name, requests in requests_by_class(plan).items()}
     assert set(e5) == {"short", "long"} and e5["short"] < e5["long"]
     assert QUICK_SCENARIOS and {trace for trace, _ in QUICK_SCENARIOS} == {E8_TRACE}
 
 
 def test_what_quick_leaves_out_is_said_per_experiment_with_the_way_back(make_result) -> None:
     quick, full = quick_plan(), full_plan()
-    assert full.left_out == ()
-    for note in quick.left_out:
+    everything = tuple(EXPERIMENTS)
+    assert left_out(full, everything) == []
+    for note in left_out(quick, everything):
         experiment = note.split(":", 1)[0]
         assert experiment in EXPERIMENTS and "without --quick" in note, note
     differs = {name for name in STUDY
                if {r: s.options for r, s in EXPERIMENTS[name].runs(quick).items()}
                != {r: s.options for r, s in EXPERIMENTS[name].runs(full).items()}}
     differs |= {"E7"} if QUICK_SCENARIOS != FULL_SCENARIOS else set()
-    assert differs <= {note.split(":", 1)[0] for note in quick.left_out}
+    assert differs <= {note.split(":", 1)[0] for note in left_out(quick, everything)}
     sections = _sections(quick, _results(quick, make_result))
     for name in ("E1", "E3", "E4", "E5", "E6", "roofline"):
-        assert set(quick.notes(name)) <= set(sections[name]["notes"]), name
+        notes = EXPERIMENTS[name].left_out(quick)
+        assert notes and all(n.startswith(f"{name}:") for n in notes), name
+        assert set(notes) <= set(sections[name]["notes"]), name
 
 
 def test_the_full_study_keeps_everything() -> None:
@@ -153,13 +157,13 @@ def test_the_full_study_keeps_everything() -> None:
     assert len(roles["roofline"]) == 2 + 3 * len(LEVERS)
 
 
-def test_a_plan_built_by_hand_is_the_full_study() -> None:
-    """Plan's defaults are the full study's: --quick's cuts are switched on by make_plan."""
+def test_a_plan_built_by_hand_is_the_one_make_plan_builds() -> None:
+    """The plan carries no experiment's shape: each experiment reads `quick` and picks its own."""
     plan = full_plan()
-    bare = Plan(model=plan.model, trace=plan.trace, device=plan.device, quick=True,
+    bare = Plan(model=plan.model, trace=plan.trace, device=plan.device, quick=False,
                 requests=plan.requests, bucket_count=plan.bucket_count,
                 planner_edges=plan.planner_edges, pow2_edges=plan.pow2_edges,
-                trace_input_lengths=plan.trace_input_lengths, e5_requests=plan.e5_requests)
+                trace_input_lengths=plan.trace_input_lengths,
+                trace_output_lengths=plan.trace_output_lengths)
+    assert bare == plan
     assert all(isinstance(EXPERIMENTS[name], Experiment) for name in STUDY)
-    for name in STUDY:
-        assert EXPERIMENTS[name].runs(bare) == EXPERIMENTS[name].runs(plan), name

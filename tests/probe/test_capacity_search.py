@@ -143,8 +143,8 @@ def test_the_result_reads_back_as_json():
 
 def test_bench_capacity_is_opt_in_and_needs_an_slo(capsys, tmp_path, monkeypatch):
     from infertop.cli import main
-    from probe.bench.experiments import DEFAULT_EXPERIMENTS, select_experiments
-    assert "capacity" not in DEFAULT_EXPERIMENTS
+    from probe.bench.experiments import select_experiments
+    assert "capacity" not in select_experiments(None)
     assert select_experiments("E1,capacity") == ("E1", "capacity")
     monkeypatch.chdir(tmp_path)
     assert main(["bench", "--out", "o", "--experiments", "capacity"]) == 2

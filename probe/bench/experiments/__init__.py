@@ -1,34 +1,68 @@
-"""The study's experiments, one module each, in study order. E1–E6, roofline and observer are
-served back to back (shared runs run once); E7 and E8 replay open loop with engines of their
-own, after them; so does peers (CTranslate2 alongside infertop's paths)."""
+"""The study's experiments, one module each, and REGISTRY, the one list of them in study order.
+E1–E6, roofline and observer are served back to back (shared runs run once); the open-loop
+ones replay with engines of their own, after them. A module is imported when first read, so
+`bench --experiments` is checked before torch loads."""
 
 from __future__ import annotations
 
-from probe.bench.experiment_ids import DEFAULT_EXPERIMENTS, EXPERIMENT_IDS, select_experiments
-from probe.bench.experiments import (
-    capacity,
-    e1_compile_modes,
-    e2_graph_breaks,
-    e3_dynamic_shapes,
-    e4_bucketing,
-    e5_kv_cache,
-    e6_combined,
-    e7_batching,
-    e8_kv_layout,
-    observer,
-    peers,
-    roofline,
-)
-from probe.bench.experiments.base import Experiment, OpenLoopExperiment
+from collections.abc import Iterator, Mapping
+from importlib import import_module
+from typing import TYPE_CHECKING, Union
 
-__all__ = ["DEFAULT_EXPERIMENTS", "EXPERIMENTS", "acceptance_checks", "select_experiments"]
+from probe.common.errors import BadInput
 
-EXPERIMENTS: dict[str, Experiment | OpenLoopExperiment] = {
-    module.EXPERIMENT.template.id: module.EXPERIMENT
-    for module in (e1_compile_modes, e2_graph_breaks, e3_dynamic_shapes, e4_bucketing,
-                   e5_kv_cache, e6_combined, e7_batching, e8_kv_layout, roofline, observer,
-                   capacity, peers)}
-assert tuple(EXPERIMENTS) == EXPERIMENT_IDS, "experiment_ids.py lists the experiments in study order"
+if TYPE_CHECKING:
+    from probe.bench.experiments.base import Experiment, OpenLoopExperiment
+    from probe.report_charts.bench_figures import SectionFigures
+    from probe.runs.plan import Plan
+
+# (id, module in this package): adding an experiment is its module plus its line here
+REGISTRY: tuple[tuple[str, str], ...] = (
+    ("E1", "e1_compile_modes"), ("E2", "e2_graph_breaks"), ("E3", "e3_dynamic_shapes"),
+    ("E4", "e4_bucketing"), ("E5", "e5_kv_cache"), ("E6", "e6_combined"),
+    ("E7", "e7_batching"), ("E8", "e8_kv_layout"), ("roofline", "roofline"),
+    ("observer", "observer"), ("capacity", "capacity"), ("peers", "peers"))
+# Asked for by name only: capacity at the SLO needs --slo and runs a search per config; peers
+# needs an optional extra (CTranslate2) and serves a second engine.
+OPT_IN = ("capacity", "peers")
+
+
+class _Experiments(Mapping[str, "Union[Experiment, OpenLoopExperiment]"]):
+    """id → its module's EXPERIMENT, in study order, each module imported when first read."""
+
+    def __getitem__(self, name: str) -> Experiment | OpenLoopExperiment:
+        module = dict(REGISTRY)[name]
+        return import_module(f"{__name__}.{module}").EXPERIMENT
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([name for name, _ in REGISTRY])
+
+    def __len__(self) -> int:
+        return len(REGISTRY)
+
+
+EXPERIMENTS = _Experiments()
+
+
+def select_experiments(text: str | None) -> tuple[str, ...]:
+    """`E1,E4,roofline` → those ids in study order; None (no --experiments) is all of them but
+    the opt-in ones."""
+    ids = tuple(EXPERIMENTS)
+    if text is None:
+        return tuple(name for name in ids if name not in OPT_IN)
+    lookup = {name.lower(): name for name in ids}
+    wanted = set()
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if part.lower() not in lookup:
+            raise BadInput(f"--experiments: unknown experiment {part!r}; choose from "
+                           f"{', '.join(ids)}")
+        wanted.add(lookup[part.lower()])
+    if not wanted:
+        raise BadInput(f"--experiments {text!r}: nothing to run; choose from "
+                       f"{', '.join(ids)} (or leave it out for all but capacity and peers)")
+    return tuple(n for n in ids if n in wanted)
 
 
 def acceptance_checks(sections: dict[str, dict]) -> dict:
@@ -38,3 +72,18 @@ def acceptance_checks(sections: dict[str, dict]) -> dict:
         if name in EXPERIMENTS and not section.get("error"):
             checks.update(EXPERIMENTS[name].checks(section))
     return checks
+
+
+def left_out(plan: Plan, experiments: tuple[str, ...]) -> list[str]:
+    """What `--quick` left out of the chosen experiments, one line each with the way back."""
+    return [note for name in experiments for note in EXPERIMENTS[name].left_out(plan)]
+
+
+def measures_machine(experiments: tuple[str, ...]) -> bool:
+    """Whether one of them reads the machine's bandwidth and GEMM throughput (the roofline's)."""
+    return any(EXPERIMENTS[name].measures_machine for name in experiments)
+
+
+def section_figures(sections: Mapping[str, Mapping]) -> dict[str, SectionFigures]:
+    """Each section's figure maker, by section id (report_charts draws them)."""
+    return {name: EXPERIMENTS[name].figures for name in sections if name in EXPERIMENTS}

@@ -1,14 +1,15 @@
 """What an experiment is: its template (hypothesis, variable, control, expected), its runs,
-the builder of its report section and the checks read back from that section. The configs
-most experiments share are named here."""
+the builder of its report section, the checks read back from that section, what `--quick`
+leaves out of it and its figures. The configs most experiments share are named here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, TypeGuard
+from typing import Callable, Mapping, Sequence, TypeGuard
 
 from probe.common.units import NO_DATA, fmt_ms, fmt_num, fmt_s
 from probe.contract.options import OptConfig
+from probe.report_charts.bench_figures import SectionFigures
 from probe.runs.openloop import OpenLoopStudy
 from probe.runs.plan import Plan, RunSpec
 from probe.runs.results import Outcome, RunResult
@@ -42,6 +43,7 @@ def settings_text(settings: tuple[tuple[str, str], ...]) -> str:
 
 Results = Mapping[str, Outcome]          # role → its run's outcome
 Checks = Callable[[dict], dict]          # section → the acceptance properties it shows
+LeftOut = Callable[[Plan], Sequence[str]]  # plan → what --quick left out, "ID: … without --quick"
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,12 @@ class Template:
                 "table": table, "extra_tables": extra_tables or [], "notes": notes or [],
                 **more}
 
+    def when_quick(self, *notes: str) -> LeftOut:
+        """What `--quick` leaves out of this experiment, each note with the way back: shown
+        as "ID: note" in its section and under report.md's "Left out"."""
+        said = tuple(f"{self.id}: {note}" for note in notes)
+        return lambda plan: said if plan.quick else ()
+
     def failed_section(self, exc: BaseException, trace: str = "") -> dict:
         return {"id": self.id, "title": self.title, "error": f"{type(exc).__name__}: {exc}",
                 "traceback": trace}
@@ -83,6 +91,9 @@ class Experiment:
     extras: Callable[[Plan], Mapping[str, frozenset[Extra]]] = lambda plan: {}
     # roles whose runs share one engine with interleaved passes (eager configs only)
     groups: Callable[[Plan], list[tuple[str, ...]]] = lambda plan: []
+    left_out: LeftOut = lambda plan: ()
+    figures: SectionFigures = lambda charts: ()
+    measures_machine: bool = False      # reads environment["roofline"] (bandwidth, GEMMs)
 
 
 @dataclass(frozen=True)
@@ -94,6 +105,9 @@ class OpenLoopExperiment:
     checks: Checks = no_checks
     # rough seconds on a 2-core CPU, for a cluster's time left (corrected as tasks finish)
     estimate_s: Callable[[Plan], float] = lambda plan: 60.0
+    left_out: LeftOut = lambda plan: ()
+    figures: SectionFigures = lambda charts: ()
+    measures_machine: bool = False
 
 
 def warm_row(result: Outcome) -> list[str]:

@@ -86,9 +86,28 @@ def cold_start_parts(result: Outcome) -> tuple[dict | None, list[str], dict | No
     return figures.as_dict(), [line], table
 
 
+def compile_modes(plan: Plan) -> tuple[str, ...]:
+    """--quick keeps compile=default; max-autotune is left out, and on a CPU so is
+    reduce-overhead, whose addition — CUDA graphs — needs a GPU."""
+    if not plan.quick:
+        return ("default", "reduce-overhead", "max-autotune")
+    return ("default", "reduce-overhead") if plan.device.startswith("cuda") else ("default",)
+
+
+def left_out(plan: Plan) -> tuple[str, ...]:
+    modes, it = ("", "it") if plan.device.startswith("cuda") else (
+        " and, on a CPU, reduce-overhead (what it adds over default is CUDA graphs, which need "
+        "a GPU)", "them")
+    return (f"E1: --quick leaves out max-autotune (its kernel autotuning is the longest "
+            f"compile){modes}; run without --quick to include {it}",
+            "E1: --quick leaves out the cold start from the compile cache (two more fresh "
+            "processes, each starting the compiled config: about a minute here); run without "
+            "--quick to measure it") if plan.quick else ()
+
+
 def runs(plan: Plan) -> dict[str, RunSpec]:
     specs = {"off": plan.spec(EAGER_FULLGRAPH)}
-    for mode in plan.compile_modes:
+    for mode in compile_modes(plan):
         specs[mode] = plan.spec(REFERENCE.with_option("compile", mode))
     return specs
 
@@ -145,7 +164,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     configs: dict[str, dict] = {}
     observed: list[str] = []
     cause: list[str] = []
-    for role in ["off", *plan.compile_modes]:
+    for role in ["off", *compile_modes(plan)]:
         result = results.get(role)
         configs[role] = section_figures(result)
         compile_cell = graphs = repaid = NO_DATA
@@ -164,7 +183,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
         vs = configs[role].get("vs_off", {}).get("text", "control" if role == "off" else NO_DATA)
         rows.append([f"compile={role}", compile_cell, graphs, *warm_row(result), vs, repaid])
     eager_p50 = off.steady.latency_p50_ms.median if served(off) else None
-    for mode in plan.compile_modes:
+    for mode in compile_modes(plan):
         run = usable(results.get(mode))
         if isinstance(run, str):
             observed.append(f"compile={mode}: {run}.")
@@ -184,7 +203,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     if served(default):
         for other in ("reduce-overhead", "max-autotune"):
             result = results.get(other)
-            if other in plan.compile_modes and served(result):
+            if other in compile_modes(plan) and served(result):
                 against = versus(result, default)
                 configs[other]["vs_default"] = against.as_dict()
                 extra = result.compile_s - default.compile_s
@@ -192,7 +211,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                                 f"{'+' if extra >= 0 else '−'}{fmt_s(abs(extra))}.")
         cause.append(_default_cause(configs["default"].get("vs_off", {}), default,
                                     configs["default"].get("break_even_requests")))
-    if "reduce-overhead" in plan.compile_modes:
+    if "reduce-overhead" in compile_modes(plan):
         if env.get("device", "cpu").startswith("cuda"):
             cause.append("reduce-overhead records the compiled step as a CUDA graph and replays "
                          "it, removing per-kernel launch cost — the part of a small model's "
@@ -201,7 +220,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
             cause.append("reduce-overhead adds CUDA graphs on top of default; a CPU has none, so "
                          "it compiles the same kernels and any difference from default is noise "
                          "or compile-time variance.")
-    if "max-autotune" in plan.compile_modes:
+    if "max-autotune" in compile_modes(plan):
         cause.append("max-autotune benchmarks candidate kernels (GEMM templates, tile sizes) "
                      "while compiling: it pays more compile time for kernels that help only "
                      "when the matrix products dominate the step.")
@@ -219,7 +238,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                      "torch.compiler.load_compiled_function); what is left is reading them, "
                      "loading the kernels' shared objects and checking the guards.")
     return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause,
-                            notes=plan.notes("E1"), cold_start=cold_start,
+                            notes=list(left_out(plan)), cold_start=cold_start,
                             extra_tables=[cold_table] if cold_table else [])
 
 
@@ -236,7 +255,8 @@ def _default_cause(gain: dict, default: RunResult, repaid: int | str | None) -> 
 
 
 def extras(plan: Plan) -> dict[str, frozenset[Extra]]:
-    return {"default": frozenset({COLD_START})} if plan.e1_cold_start else {}
+    return {} if plan.quick else {"default": frozenset({COLD_START})}
 
 
-EXPERIMENT = Experiment(TEMPLATE, runs, build, extras=extras)
+EXPERIMENT = Experiment(TEMPLATE, runs, build, extras=extras, left_out=left_out,
+                        figures=lambda charts: [charts.timeline, charts.cdf])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from probe.bench.experiments.base import REFERENCE, Experiment, Results, Template, served
 from probe.bench.experiments.e3_dynamic_shapes import STATIC_UNBUCKETED
 from probe.common.units import NO_DATA, fmt_fraction, fmt_ms, fmt_s
+from probe.report_charts.bench_charts import padding_waste
 from probe.runs.plan import Plan, RunSpec
 from probe.runs.results import section_figures
 from probe.runs.spread import fmt_spread
@@ -20,12 +21,15 @@ TEMPLATE = Template(
     expected="planner: ≤ K shapes per function and less padding waste than powers of two; "
              "none: one shape per distinct length, no waste.")
 ROLES = ("none", "planner", "pow2")
+left_out = TEMPLATE.when_quick(
+    "--quick computes the powers-of-two row (its shapes and padding follow from the lengths "
+    "alone) instead of compiling and serving it; run without --quick to measure it")
 
 
 def runs(plan: Plan) -> dict[str, RunSpec]:
     specs = {"none": plan.spec(STATIC_UNBUCKETED, edges="none"),
              "planner": plan.spec(REFERENCE, edges="planner")}
-    if plan.serve_pow2:
+    if not plan.quick:
         specs["pow2"] = plan.spec(REFERENCE, edges="pow2")
     return specs
 
@@ -39,7 +43,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     lengths = [r.input_length for r in plan.requests]
     for role in ROLES:
         outcome = results.get(role)
-        if role == "pow2" and not plan.serve_pow2:
+        if role == "pow2" and plan.quick:
             # not served: its shapes and padding follow from the lengths and edges alone
             computed = evaluate_edges(lengths, edges[role])
             configs[role] = {"served": False, "edges": list(edges[role]),
@@ -74,7 +78,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     if served(pow2):
         observed.append(f"powers of two: {pow2.max_graphs_per_function} shapes per function, "
                         f"padding waste {fmt_fraction(pow2.padding_waste)}.")
-    elif not plan.serve_pow2:
+    elif plan.quick:
         observed.append(f"powers of two (computed from the lengths, not served): "
                         f"{configs['pow2']['compiled_graphs']} shapes, padding waste "
                         f"{configs['pow2']['padding_waste_pct']:.1f}%.")
@@ -110,7 +114,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     table = {"columns": ["buckets", "edges", "shapes per function", "graphs", "recompiles",
                          "compile", "padding waste", "warm p95", "cold start"], "rows": rows}
     return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause,
-                            K=plan.bucket_count, notes=plan.notes("E4"))
+                            K=plan.bucket_count, notes=list(left_out(plan)))
 
 
 def checks(section: dict) -> dict:
@@ -126,4 +130,5 @@ def checks(section: dict) -> dict:
                           and pow2_waste is not None and waste < pow2_waste)}
 
 
-EXPERIMENT = Experiment(TEMPLATE, runs, build, checks)
+EXPERIMENT = Experiment(TEMPLATE, runs, build, checks, left_out=left_out,
+                        figures=lambda charts: [charts.cdf, charts.of(padding_waste)])

@@ -4,8 +4,9 @@ configs of each length share one engine and interleave their passes."""
 from __future__ import annotations
 
 from probe.bench.experiments.base import HF_EAGER, Experiment, Results, Template
+from probe.common.percentile import percentiles
 from probe.common.units import NO_DATA, fmt_bytes, fmt_ms
-from probe.runs.plan import Plan, RunSpec
+from probe.runs.plan import BenchRequest, Plan, RunSpec
 from probe.runs.results import section_figures, steady_spread
 from probe.runs.spread import fmt_spread
 from probe.runs.verdict import usable, versus
@@ -18,11 +19,31 @@ TEMPLATE = Template(
     control="kv_cache=on",
     expected="little difference for short outputs, cache on clearly faster for long ones, "
              "at the cost of cache memory.")
+# --quick: short and long outputs (the check reads the long ones), on 2 of the requests
+QUICK_REQUESTS, FULL_REQUESTS, QUICK_CLASSES = 2, 8, ("short", "long")
+left_out = TEMPLATE.when_quick("--quick serves short and long outputs (medium lies between "
+                               "them); run without --quick to include medium")
+
+
+def output_classes(output_lengths) -> dict[str, int]:
+    """Short, medium and long outputs of this traffic: its 10th, 50th and 95th percentiles."""
+    found = percentiles(output_lengths, (10, 50, 95)) or (2.0, 3.0, 4.0)
+    short, medium, long = (max(2, int(round(v))) for v in found)
+    return {"short": short, "medium": max(medium, short + 1),
+            "long": max(long, medium + 1, short + 2)}
+
+
+def requests_by_class(plan: Plan) -> dict[str, tuple[BenchRequest, ...]]:
+    inputs = plan.requests[:QUICK_REQUESTS if plan.quick else FULL_REQUESTS]
+    return {name: tuple(BenchRequest(id=f"{r.id}-{name}", input_length=r.input_length,
+                                     output_length=tokens, text=r.text) for r in inputs)
+            for name, tokens in output_classes(plan.trace_output_lengths).items()
+            if not plan.quick or name in QUICK_CLASSES}
 
 
 def runs(plan: Plan) -> dict[str, RunSpec]:
     specs = {}
-    for name, requests in plan.e5_requests.items():
+    for name, requests in requests_by_class(plan).items():
         tokens = requests[0].output_length
         for kv in ("on", "off"):
             specs[f"{name}/{kv}"] = plan.spec(HF_EAGER.with_option("kv_cache", kv),
@@ -32,14 +53,14 @@ def runs(plan: Plan) -> dict[str, RunSpec]:
 
 
 def groups(plan: Plan) -> list[tuple[str, ...]]:
-    return [(f"{name}/on", f"{name}/off") for name in plan.e5_requests]
+    return [(f"{name}/on", f"{name}/off") for name in requests_by_class(plan)]
 
 
 def build(plan: Plan, results: Results, env: dict) -> dict:
     rows: list[list[str]] = []
     configs: dict[str, dict] = {}
     observed: list[str] = []
-    for name, requests in plan.e5_requests.items():
+    for name, requests in requests_by_class(plan).items():
         cached, uncached = results.get(f"{name}/on"), results.get(f"{name}/off")
         tokens = requests[0].output_length
         configs[f"{name}/on"] = {**section_figures(cached), "output_tokens": tokens}
@@ -67,7 +88,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
              "each layer's keys and values (2 · layers · heads · d_kv · positions · bytes, for "
              "the output and the encoder's positions) and makes every step one position."]
     verdicts = {name: configs.get(f"{name}/on", {}).get("vs_off", {}).get("verdict")
-                for name in plan.e5_requests}
+                for name in requests_by_class(plan)}
     if verdicts.get("short") in ("within noise", "slower", "noise unknown"):
         cause.append("For short outputs there is little to recompute, and the cache's "
                      "bookkeeping costs about what it saves.")
@@ -78,7 +99,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     table = {"columns": ["outputs", "tokens", "cache on p50", "cache off p50", "on vs off",
                          "on ms/token", "off ms/token", "cache memory (peak)"], "rows": rows}
     return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause,
-                            decode_path="hf-generate, eager", notes=plan.notes("E5"))
+                            decode_path="hf-generate, eager", notes=list(left_out(plan)))
 
 
 def checks(section: dict) -> dict:
@@ -91,4 +112,5 @@ def checks(section: dict) -> dict:
             "e5_ok": bool(on is not None and off is not None and on < off)}
 
 
-EXPERIMENT = Experiment(TEMPLATE, runs, build, checks, groups=groups)
+EXPERIMENT = Experiment(TEMPLATE, runs, build, checks, groups=groups, left_out=left_out,
+                        figures=lambda charts: [charts.cdf])

@@ -22,6 +22,7 @@ from probe.contract.figures import DriftStats
 from probe.contract.options import OptConfig
 from probe.contract.settings import EngineSettings
 from probe.engine.model.loading import PRESETS
+from probe.report_charts.bench_charts import e6_waterfall
 from probe.runs.plan import Plan, RunSpec
 from probe.runs.results import Outcome, RunResult, section_figures, steady_spread
 from probe.runs.spread import fmt_spread
@@ -58,12 +59,16 @@ QUICK_STEPS: tuple[tuple[str, OptConfig], ...] = (
     ("+compile", OptConfig(compile="default", bucketing="on")),
     ("+graph-break removal", REFERENCE),
 )
+left_out = TEMPLATE.when_quick(
+    "--quick orders the steps baseline → +KV cache → +bucketing → +compile → "
+    "+graph-break removal, so each compiled step is a run E2 and E4 serve anyway (compiling "
+    "without the cache recompiles up to dynamo's limit: three more cold compiles), and stops "
+    "there (+bf16, +int8 and +lean step are each one more cold compile of every shape); run "
+    "without --quick for the seed's order and every step")
 
 
 def steps(plan: Plan) -> tuple[tuple[str, OptConfig], ...]:
-    if plan.e6_shared_steps:
-        return QUICK_STEPS
-    return STEPS if plan.e6_int8 else STEPS[:-2]     # without int8: stop at +bf16
+    return QUICK_STEPS if plan.quick else STEPS
 
 
 def runs(plan: Plan) -> dict[str, RunSpec]:
@@ -136,7 +141,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                         f"→ {fmt_num(steady_spread(last, 'tokens_per_s').median, 0)}.")
     for name, _ in steps(plan)[1:]:
         observed.append(f"{name}: {configs[name]['verdict']['text']}.")
-    notes = plan.notes("E6")
+    notes = list(left_out(plan))
     notes.append(f"token agreement: each config's greedy tokens against the {DRIFT_REFERENCE} "
                  f"reference, on 1 request in {EngineSettings.drift_every} (exact match in "
                  f"brackets)")
@@ -206,4 +211,5 @@ def checks(section: dict) -> dict:
             "e6_ok": not empty and not failed and len(table.get("rows", [])) > 0}
 
 
-EXPERIMENT = Experiment(TEMPLATE, runs, build, checks)
+EXPERIMENT = Experiment(TEMPLATE, runs, build, checks, left_out=left_out,
+                        figures=lambda charts: [charts.cdf, charts.of(e6_waterfall)])

@@ -24,6 +24,7 @@ from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
 from probe.engine.measure.bandwidth_cache import machine_bandwidth
 from probe.engine.observe.device_probe import resolve_device
+from probe.report_charts.bench_charts import e7_curves
 from probe.runs.device_busy import busy_source
 from probe.runs.openloop import (
     MAX_BATCH,
@@ -245,5 +246,11 @@ def _observed(results: BatchingResults, trace: str, capacity: float) -> list[str
     return lines
 
 
+left_out = TEMPLATE.when_quick(
+    "--quick replays chat at 4× capacity only (batch at 2× and chat at 0.5–2× show the same "
+    "modes below and at saturation); run without --quick for the sweep")
+
+
 EXPERIMENT = OpenLoopExperiment(
-    TEMPLATE, measure, estimate_s=lambda plan: 60.0 if plan.quick else 1500.0)
+    TEMPLATE, measure, estimate_s=lambda plan: 60.0 if plan.quick else 1500.0,
+    left_out=left_out, figures=lambda c: [c.rate(lambda: e7_curves(c.runs))] if c.runs else [])

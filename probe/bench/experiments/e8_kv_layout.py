@@ -12,6 +12,7 @@ from probe.common.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num
 from probe.contract.options import OptConfig
 from probe.contract.records import KVPool
 from probe.contract.settings import EngineSettings
+from probe.report_charts.bench_charts import e8_curves, kv_held_vs_used
 from probe.runs.openloop import (
     MAX_BATCH,
     OpenLoopFigures,
@@ -261,4 +262,6 @@ def checks(section: dict) -> dict:
 
 
 EXPERIMENT = OpenLoopExperiment(
-    TEMPLATE, measure, checks, estimate_s=lambda plan: 30.0 if plan.quick else 90.0)
+    TEMPLATE, measure, checks, estimate_s=lambda plan: 30.0 if plan.quick else 90.0,
+    figures=lambda c: [c.rate(lambda: e8_curves(c.section, c.runs.get("trace", TRACE))),
+                       c.of(kv_held_vs_used)])

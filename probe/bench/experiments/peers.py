@@ -305,8 +305,5 @@ def checks(section: dict) -> dict:
                 "ratio_to_roofline")}
 
 
-def estimate_s(plan) -> float:
-    return 120.0 if plan.quick else 900.0
-
-
-EXPERIMENT = OpenLoopExperiment(TEMPLATE, measure, checks, estimate_s=estimate_s)
+EXPERIMENT = OpenLoopExperiment(TEMPLATE, measure, checks, measures_machine=True,
+                                estimate_s=lambda plan: 120.0 if plan.quick else 900.0)

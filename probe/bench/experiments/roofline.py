@@ -21,6 +21,7 @@ from probe.bench.experiments.base import (
 )
 from probe.common.units import NO_DATA, fmt_bytes, fmt_ms, fmt_ratio
 from probe.contract.options import OptConfig
+from probe.report_charts.bench_charts import roofline_bars
 from probe.runs.plan import Plan, RunSpec
 from probe.runs.results import section_figures, steady_spread
 from probe.runs.spread import fmt_spread
@@ -88,7 +89,7 @@ def lever(options: OptConfig, name: str) -> OptConfig:
 def levers_for(plan: Plan, precision: str) -> tuple[str, ...]:
     """The levers tried on one precision: every one on every precision; without the grid
     (`--quick`) none, and fp32 alone (each is one more cold compile)."""
-    if not plan.roofline_grid:
+    if plan.quick:
         return ("",) if precision == "fp32" else ()
     return tuple(LEVERS)
 
@@ -252,7 +253,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     table = {"columns": ["precision", "path", "ms/token", "× its roofline", "config / how"],
              "rows": rows}
     return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause,
-                            notes=plan.notes("roofline"))
+                            notes=list(left_out(plan)))
 
 
 def gap_split(precision: str, roof_ms: float, chain_ms: float, step_ms: float) -> str:
@@ -285,4 +286,13 @@ def lever_effects(plan: Plan, results: Results) -> list[str]:
     return lines
 
 
-EXPERIMENT = Experiment(TEMPLATE, runs, build)
+left_out = TEMPLATE.when_quick(
+    "--quick holds the compiled fp32 step and HF eager against the roofline (each "
+    "lever and each other precision is one more cold compile); run without --quick for the "
+    "grid")
+
+
+EXPERIMENT = Experiment(
+    TEMPLATE, runs, build, left_out=left_out, measures_machine=True,
+    figures=lambda c: [c.of(roofline_bars)] if c.section["configs"].get("roofline_ms_per_token")
+    else [])
