@@ -131,7 +131,7 @@ def _plan_and_report_e9(tmp_path) -> None:
     assert written["left_out"] == ["E9: --quick leaves out nothing real; run without --quick for it"]
     assert written["experiments"]["E9"]["notes"] == written["left_out"]
     assert "Synthetic" in (out / "report.md").read_text(encoding="utf-8")
-    drawn = bench_charts(out, report, experiments.section_figures(report["experiments"]))
+    drawn = bench_charts(out, report, {"E9": experiments.EXPERIMENTS["E9"].figures})
     assert [sid for sid, _ in drawn] == ["E9"]
 
 

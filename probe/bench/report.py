@@ -10,7 +10,7 @@ from pathlib import Path
 
 from probe.bench.doctor_section import doctor_by_run, doctor_markdown
 from probe.bench.energy_section import energy_by_run, energy_markdown
-from probe.bench.experiments import acceptance_checks, left_out, section_figures
+from probe.bench.experiments import EXPERIMENTS, acceptance_checks, left_out
 from probe.bench.goodput_section import goodput_markdown
 from probe.bench.ledger_section import ledger_by_run, ledger_markdown
 from probe.bench.nodes import nodes_markdown
@@ -71,8 +71,9 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
 
 def write_report(out: Path, report: dict) -> None:
     """report.json, report.md, the charts in figures/ and report.html with them inline."""
-    report.setdefault("files", {})["figures"] = figures = figures_or_reason(
-        out, report, section_figures(report.get("experiments") or {}))
+    made_by = {name: EXPERIMENTS[name].figures for name in report.get("experiments") or {}
+               if name in EXPERIMENTS}
+    report.setdefault("files", {})["figures"] = figures = figures_or_reason(out, report, made_by)
     if figures.get("unavailable"):
         print(f"infertop: no figures: {figures['unavailable']}", file=sys.stderr)
     write_json_atomic(out / "report.json", report)

@@ -175,7 +175,6 @@ def select_requests(trace, count: int, seed: int) -> tuple[BenchRequest, ...]:
 def make_plan(*, model: str, trace_name: str, device: str, quick: bool, requests: int,
               bucket_count: int, seed: int) -> Plan:
     """Load and fit the trace (a bad one is refused here, before anything is written)."""
-
     trace, _fit = fit_to_model(load_trace(trace_name), max_input=MAX_INPUT,
                                max_output=MAX_OUTPUT, policy="clip")
     if not trace.requests:

@@ -13,7 +13,6 @@ from probe.common.errors import BadInput
 
 if TYPE_CHECKING:
     from probe.bench.experiments.base import Experiment, OpenLoopExperiment
-    from probe.report_charts.bench_figures import SectionFigures
     from probe.runs.plan import Plan
 
 # (id, module in this package): adding an experiment is its module plus its line here
@@ -82,8 +81,3 @@ def left_out(plan: Plan, experiments: tuple[str, ...]) -> list[str]:
 def measures_machine(experiments: tuple[str, ...]) -> bool:
     """Whether one of them reads the machine's bandwidth and GEMM throughput (the roofline's)."""
     return any(EXPERIMENTS[name].measures_machine for name in experiments)
-
-
-def section_figures(sections: Mapping[str, Mapping]) -> dict[str, SectionFigures]:
-    """Each section's figure maker, by section id (report_charts draws them)."""
-    return {name: EXPERIMENTS[name].figures for name in sections if name in EXPERIMENTS}

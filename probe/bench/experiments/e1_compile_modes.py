@@ -87,8 +87,7 @@ def cold_start_parts(result: Outcome) -> tuple[dict | None, list[str], dict | No
 
 
 def compile_modes(plan: Plan) -> tuple[str, ...]:
-    """--quick keeps compile=default; max-autotune is left out, and on a CPU so is
-    reduce-overhead, whose addition — CUDA graphs — needs a GPU."""
+    """--quick: no max-autotune, and on a CPU no reduce-overhead (CUDA graphs need a GPU)."""
     if not plan.quick:
         return ("default", "reduce-overhead", "max-autotune")
     return ("default", "reduce-overhead") if plan.device.startswith("cuda") else ("default",)
