@@ -50,17 +50,14 @@ def select_experiments(text: str | None) -> tuple[str, ...]:
     if text is None:
         return tuple(name for name in ids if name not in OPT_IN)
     lookup = {name.lower(): name for name in ids}
-    wanted = set()
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        if part.lower() not in lookup:
-            raise BadInput(f"--experiments: unknown experiment {part!r}; choose from "
-                           f"{', '.join(ids)}")
-        wanted.add(lookup[part.lower()])
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if unknown := [p for p in parts if p.lower() not in lookup]:
+        raise BadInput(f"--experiments: unknown experiment {unknown[0]!r}; choose from "
+                       f"{', '.join(ids)}")
+    wanted = {lookup[part.lower()] for part in parts}
     if not wanted:
         raise BadInput(f"--experiments {text!r}: nothing to run; choose from "
-                       f"{', '.join(ids)} (or leave it out for all but capacity and peers)")
+                       f"{', '.join(ids)} (or leave it out for all but {' and '.join(OPT_IN)})")
     return tuple(n for n in ids if n in wanted)
 
 

@@ -66,8 +66,7 @@ class Template:
                 **more}
 
     def when_quick(self, *notes: str) -> LeftOut:
-        """What `--quick` leaves out of this experiment, each note with the way back: shown
-        as "ID: note" in its section and under report.md's "Left out"."""
+        """What `--quick` leaves out of it, each note with the way back ("ID: note")."""
         said = tuple(f"{self.id}: {note}" for note in notes)
         return lambda plan: said if plan.quick else ()
 

@@ -19,8 +19,7 @@ TEMPLATE = Template(
     control="kv_cache=on",
     expected="little difference for short outputs, cache on clearly faster for long ones, "
              "at the cost of cache memory.")
-# --quick: short and long outputs (the check reads the long ones), on 2 of the requests
-QUICK_REQUESTS, FULL_REQUESTS, QUICK_CLASSES = 2, 8, ("short", "long")
+QUICK_REQUESTS, FULL_REQUESTS, QUICK_CLASSES = 2, 8, ("short", "long")   # the check: long
 left_out = TEMPLATE.when_quick("--quick serves short and long outputs (medium lies between "
                                "them); run without --quick to include medium")
 
