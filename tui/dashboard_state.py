@@ -26,7 +26,7 @@ from probe.contract.records import CompileInProgress
 from tui.fit_line import Part
 from tui.live_ab import LiveAB, ab_line
 from tui.trace_shape import engine_trace_shape
-from tui.warm_switch import SWITCH_KEY, WarmSwitch, warm_line
+from tui.warm_switch import WarmSwitch, switch_on_parts, warm_parts
 
 APPLY_DELAY_S = 1.0     # toggles are sent once no key has been pressed for this long
 
@@ -147,9 +147,8 @@ class DashboardState(App[int]):
         if ab is not None:
             self.switch_note = ab_line(ab, self._engine_now_s())
         elif switch is not None:
-            self.switch_note = warm_line(switch, self.view, self._engine_now_s())
+            self.switch_note = warm_parts(switch, self.view, self._engine_now_s())
         elif self.switch_kind == "warm":
-            self.switch_note = (f"warm switch on: a config that compiles is prewarmed beside "
-                                f"the serving one, then cut over — {SWITCH_KEY}: cold switch")
+            self.switch_note = switch_on_parts()
         else:
             self.switch_note = ""

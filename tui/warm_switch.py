@@ -13,6 +13,7 @@ from textual.message import Message
 from probe.analysis.side_compile_cost import SideCompileCost, side_compile_cost
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
+from tui.fit_line import Part, part
 from tui.pending_wait import fmt_wait
 
 SWITCH_KEY = "S"
@@ -46,28 +47,47 @@ def shapes_text(shapes: int) -> str:
     return f"{shapes} shape{'s' * (shapes != 1)}" if shapes else "its shapes"
 
 
-def warm_line(switch: WarmSwitch, view: LiveView | None, now_s: float) -> str:
-    """ "warm switch to compile=default: prewarming 4 shapes beside c2, 35 s so far — serving
-    slowed 1.8× by the side compile (…)" (so far), then "… cut over, no request waited — 41 s
-    prewarming 4 shapes beside c2; its compiles and what they cost c2: the engine's notice"
+def warm_parts(switch: WarmSwitch, view: LiveView | None, now_s: float) -> tuple[Part, ...]:
+    """The `⇄` line's parts, shortened by meaning where the line is narrow (tui/fit_line.py):
+    what the switch is doing stays, its detail shortens, the pointer to the notice goes first.
+    "warm switch to compile=default: prewarming 4 shapes beside c2, 35 s so far · serving
+    slowed 1.8× by the side compile (…)" (so far), then "… cut over, no request waited · 41 s
+    prewarming 4 shapes beside c2 · its compiles and what they cost c2: the engine's notice"
     (the engine charges the side compiles to the new config and says their cost, over their
-    own span, in a notice the session keeps) """
-    target = switch.target.label()
+    own span, in a notice the session keeps: one figure)."""
+    target, serving = switch.target.label(), switch.serving_id
     if switch.cut_over_s is None:
         so_far = fmt_wait(max(now_s - switch.started_s, 0.0))
+        head = part(f"warm switch to {target}: prewarming {shapes_text(switch.shapes)} beside "
+                    f"{serving}, {so_far} so far", f"warm switch to {target}: {so_far} so far",
+                    9)
         cost = switch.cost_in(view, now_s)
-        tail = f" — {cost.text()}" if cost else f" — {switch.serving_id} serves meanwhile"
         if view is not None and view.compiling is not None:     # it is stalled, not serving
             who = view.compiling.request_id or "a prewarm"
-            tail = (f" — {switch.serving_id} is stalled meanwhile, compiling for {who} "
-                    f"({view.replay.queue_depth} queued)")
-        return (f"warm switch to {target}: prewarming {shapes_text(switch.shapes)} beside "
-                f"{switch.serving_id}, {so_far} so far{tail}")
+            queued = view.replay.queue_depth
+            return head, part(f"{serving} is stalled meanwhile, compiling for {who} "
+                              f"({queued} queued)", f"{serving} stalled ({queued} queued)", 5)
+        if cost is not None:
+            return head, part(cost.text(), cost.text().split(" by ")[0], 5)
+        return head, part(f"{serving} serves meanwhile", None, 1)
     took = fmt_wait(switch.seconds or 0.0)
-    # what it cost is the engine's notice, from the saved records (side_compiles): one figure
-    return (f"warm switch to {target}: cut over, no request waited — {took} prewarming "
-            f"{shapes_text(switch.shapes)} beside {switch.serving_id}; its compiles and what "
-            f"they cost {switch.serving_id}: the engine's notice")
+    return (part(f"warm switch to {target}: cut over, no request waited",
+                 f"cut over to {target}, no request waited", 9),
+            part(f"{took} prewarming {shapes_text(switch.shapes)} beside {serving}",
+                 f"{took} beside {serving}", 5),
+            part(f"its compiles and what they cost {serving}: the engine's notice", None, 1))
+
+
+def switch_on_parts() -> tuple[Part, ...]:
+    """The `⇄` line while the warm switch is on and no switch runs."""
+    return (part("warm switch on: a config that compiles is prewarmed beside the serving one, "
+                 "then cut over", "warm switch on", 9),
+            part(f"{SWITCH_KEY}: cold switch", None, 1))
+
+
+def warm_line(switch: WarmSwitch, view: LiveView | None, now_s: float) -> str:
+    """The same, whole, as one sentence (the notification at the cut over)."""
+    return " — ".join(p.full.plain for p in warm_parts(switch, view, now_s))
 
 
 def wants_warm(requested: OptConfig, view: LiveView | None) -> bool:

@@ -119,7 +119,10 @@ def _compile_steps(f: SegmentFacts) -> list[NextStep]:
             f"buckets ({', '.join(map(str, f.bucket_edges))}) cover them",
             f"at most {k} shapes instead of {lengths}: {saving_text(*saving)}; p95 ≈ "
             f"{fmt_ms(p95)} without the recompile stalls", predicted_p95_ms=p95))
-    if o.compiled and o.prewarm == "off" and (o.bucketing == "on" or lengths <= 1):
+    at_serving = [e for e in timed if not e.beside]     # a warm switch's ran beside: no wait
+    if o.compiled and o.prewarm == "off" and (at_serving or not timed) and (
+            o.bucketing == "on" or lengths <= 1):
+        timed = at_serving
         stall_s = sum(e.duration_s or 0 for e in timed)
         p95 = p95_without(f, lambda s: _compile_ms(s, FIRST_COMPILE, RECOMPILE))
         steps.append(NextStep(

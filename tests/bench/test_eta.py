@@ -94,3 +94,40 @@ def test_the_first_run_s_figure_is_called_a_guess():
     progress.start_run(0, "E1", "baseline")
     assert "~1:00 left (a guess until a run finishes)" in progress.line() or \
         "60.0 s left (a guess until a run finishes)" in progress.line()
+
+
+events = st.lists(st.tuples(st.sampled_from(["tick", "request", "finish"]),
+                            st.floats(0.0, 120.0),          # seconds before it
+                            st.floats(0.0, 1.0)),           # the run's fraction done
+                  min_size=1, max_size=80)
+
+
+@given(st.lists(st.floats(1.0, 600.0), min_size=1, max_size=8),
+       st.lists(st.sampled_from(["eager", "compiled"]), min_size=8, max_size=8), events)
+def test_the_bench_line_never_jumps_between_two_draws_without_a_finished_run(estimates, kinds,
+                                                                               steps):
+    """Any bench: runs of any estimates and kinds, finishing at any time, requests done at
+    any pace; between two draws with no run finished in between, the time left shown moves
+    from its countdown by at most the drift allowed, or says unknown."""
+    now = [0.0]
+    progress = Progress(estimates, stream=io.StringIO(), kinds=kinds[:len(estimates)],
+                        clock=lambda: now[0])
+    index = 0
+    progress.start_run(index, "E1", "run")
+    previous, finished = progress.eta.update(now[0], progress.remaining_s(), 0, guess=True), 0
+    for kind, dt, fraction in steps:
+        now[0] += dt
+        if kind == "finish" and index < len(estimates):
+            progress.finish_run()
+            finished += 1
+            index += 1
+            if index < len(estimates):
+                progress.start_run(index, "E1", "run")
+        elif kind == "request":
+            progress.request_done("pass 1/3", 1, 3, fraction)
+        shown = progress.projection()
+        news = kind == "finish"
+        if shown.left_s is not None and previous.left_s is not None and not news:
+            countdown = max(previous.left_s - dt, 0.0)
+            assert abs(shown.left_s - countdown) <= drift_allowed(previous.left_s, dt) + EPS
+        previous = shown

@@ -50,3 +50,10 @@ def test_before_counts_at_most_the_latest_requests(before_ms, during_ms):
     assert cost.before == min(len(before_ms), BEFORE_REQUESTS)
     assert min(before_ms[-BEFORE_REQUESTS:]) <= cost.tpot_before_ms <= max(before_ms)
     assert cost.during == len(during_ms)
+
+
+def test_a_serving_config_as_fast_during_the_side_compile_is_not_said_slowed():
+    from probe.analysis.side_compile_cost import SideCompileCost
+    assert SideCompileCost(33.4, 31.3, 20, 5).text() == \
+        "serving not slowed by the side compile (TPOT 33.4→31.3 ms)"
+    assert SideCompileCost(40, 80, 20, 5).text().startswith("serving slowed 2.0×")

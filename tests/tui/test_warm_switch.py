@@ -38,7 +38,7 @@ async def test_the_warm_switch_labels_itself_serves_on_then_cuts_over(make_app, 
         await until(pilot, lambda: engine.cut_overs == 1)
         await until(pilot, lambda: "cut over" in status(app))
         text = status(app)
-    assert "cut over, no request waited — 36 s prewarming 4 shapes beside c1" in text
+    assert "cut over, no request waited · 36 s prewarming 4 shapes beside c1" in text
     assert not engine.commands(SetOptions) and engine.restarts == 0
     assert app.options_sent_s is None   # the side engine started with the new options
 
@@ -84,3 +84,23 @@ async def test_asking_for_something_else_gives_up_the_side_engine(make_app, unti
         await until(pilot, lambda: engine.commands(SetOptions))
         await until(pilot, lambda: "prewarming" not in status(app))
     assert engine.sides_stopped >= 1 and engine.cut_overs == 0
+
+
+def test_the_warm_switch_line_shortens_by_meaning_and_keeps_what_the_switch_did():
+    """At 80 columns the `⇄` line was dropped whole (a plain line with no short form): its
+    parts shorten instead, what the switch is doing kept, the detail shortened first."""
+    from probe.contract.options import OptConfig
+    from tui.warm_switch import WarmSwitch, switch_on_parts, warm_parts
+    from tui.widgets.status_bar import switch_line
+
+    switch = WarmSwitch(OptConfig(compile="default", bucketing="on"), "c2", 10.0, shapes=4)
+    warming = warm_parts(switch, None, 45.0)
+    done = warm_parts(switch.done(60.0, 50.0, 4, None), None, 60.0)
+    for width in (80, 120, 200):
+        assert "warm switch on" in switch_line(switch_on_parts(), width).plain
+        line = switch_line(warming, width).plain
+        assert "warm switch to compile=default bucketing=on" in line and "35 s so far" in line
+        line = switch_line(done, width).plain
+        assert "compile=default bucketing=on" in line and "cut over" in line
+        assert len(line) <= width
+    assert "the engine's notice" in switch_line(done, 200).plain
