@@ -137,7 +137,7 @@ class RateChange:
                 f"{self.reading_rps:.2f} req/s; other processes took or gave back cores, or "
                 f"the trace's requests changed length): rate {factor_text(self.before.speed)}"
                 f" → {factor_text(self.after.speed)}, to offer {self.after.load:.0%} again; "
-                f"+ / - set it yourself and stop this")
+                f"+ / - set the rate yourself and end these re-checks")
 
 
 @dataclass

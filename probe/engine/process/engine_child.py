@@ -285,10 +285,16 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
             journal_error_said = True
 
     def hold_the_load() -> None:
-        """The calibrated load held while the machine's speed moves (RateWatch)."""
-        if watch is None or splitter or replayer.paused:
+        """The calibrated load held while the machine's speed moves (RateWatch); a fault
+        here stops the watch, never the views."""
+        if watch is None or watch.stopped or splitter or replayer.paused:
             return
-        change = watch.check(engine.session.freeze().records, engine.config_id)
+        try:
+            change = watch.check(engine.session.freeze().records, engine.config_id)
+        except Exception:
+            traceback.print_exc()
+            watch.stopped = True
+            return
         if change is not None:
             replayer.set_speed(change.after.speed)
             engine.notify("warning", change.text())
