@@ -127,31 +127,32 @@ def choose_speed(engine: Engine, trace: Trace) -> RateChoice | None:
 class RateChange:
     before: RateChoice
     after: RateChoice
-    reading_rps: float          # the capacity the records read now
-    reference_rps: float        # the one they read when the rate was set
+    reading_rps: float          # the capacity the last warm requests read
+    reference_rps: float        # the one the rate was set on
 
     def text(self) -> str:
         change = self.reading_rps / self.reference_rps - 1.0
-        return (f"the engine's capacity moved under the run ({change:+.0%} over its last "
-                f"{RECHECK_REQUESTS} warm requests: {self.reference_rps:.2f} → "
-                f"{self.reading_rps:.2f} req/s; other processes took or gave back cores, or "
-                f"the trace's requests changed length): rate {factor_text(self.before.speed)}"
-                f" → {factor_text(self.after.speed)}, to offer {self.after.load:.0%} again; "
-                f"+ / - set the rate yourself and end these re-checks")
+        return (f"the engine's capacity moved under the run: its last {RECHECK_REQUESTS} warm "
+                f"requests read {self.reading_rps:.2f} req/s, {change:+.0%} against the "
+                f"{self.reference_rps:.2f} the rate was set on (other processes took or gave "
+                f"back cores, or the trace's requests changed length): rate "
+                f"{factor_text(self.before.speed)} → {factor_text(self.after.speed)}, to offer "
+                f"{self.after.load:.0%} again; + / - set the rate yourself and end these "
+                f"re-checks")
 
 
 @dataclass
 class RateWatch:
-    """Holds the calibrated load under the run: the config the rate was set on, its served
-    records read in windows of RECHECK_REQUESTS warm requests. The first window is the
-    reference (the records' own reading of the capacity the rate stands on: the same
-    measurement as every later one); a later window RECHECK_RATIO off it scales the capacity,
-    and the rate, by the same ratio, and becomes the reference. Stops for good when the user
-    sets the rate or the config changes: from then on a moving queue is theirs to read."""
+    """Holds the calibrated load under the run: the served records of the config the rate was
+    set on, read in windows of RECHECK_REQUESTS warm requests, each against the capacity the
+    rate stands on (first the calibration's own, measured on requests of the opening's mean
+    shape: a calibration taken in a quiet second of a busy machine is caught by the first
+    window). A window RECHECK_RATIO off sets the rate again to offer TARGET_LOAD of what it
+    read, which the rate then stands on. Stops for good when the user sets the rate or the
+    config changes: from then on a moving queue is theirs to read."""
     choice: RateChoice
     config_id: str
     since_seq: int = 0
-    reference_rps: float | None = None
     stopped: bool = False
 
     def user_set_rate(self) -> None:
@@ -170,17 +171,11 @@ class RateWatch:
         window = sorted(window, key=lambda r: r.seq)[:RECHECK_REQUESTS]
         reading = capacity_rps(window)
         self.since_seq = window[-1].seq + 1
-        if reading is None:
+        reference = self.choice.capacity_rps
+        if reading is None or 1 / RECHECK_RATIO < reading / reference < RECHECK_RATIO:
             return None
-        if self.reference_rps is None:
-            self.reference_rps = reading
-            return None
-        ratio = reading / self.reference_rps
-        if 1 / RECHECK_RATIO < ratio < RECHECK_RATIO:
-            return None
-        capacity = self.choice.capacity_rps * ratio
-        after = replace(self.choice, capacity_rps=capacity,
-                        speed=bounded_factor(TARGET_LOAD * capacity / self.choice.trace_rps))
-        change = RateChange(self.choice, after, reading, self.reference_rps)
-        self.choice, self.reference_rps = after, reading
+        after = replace(self.choice, capacity_rps=reading,
+                        speed=bounded_factor(TARGET_LOAD * reading / self.choice.trace_rps))
+        change = RateChange(self.choice, after, reading, reference)
+        self.choice = after
         return change if after.speed != change.before.speed else None
