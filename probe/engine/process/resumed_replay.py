@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Callable
 
 from workloads.replayer import OpenLoopReplayer, ScheduledRequest, Submit
-from workloads.thinning import clock_and_keep
+from workloads.thinning import MIN_FACTOR, clock_and_keep
 from workloads.trace_records import Trace
 
 
@@ -30,7 +30,7 @@ class ContinuedReplayer:
         self.first_seq = first_seq
         self._on_dispatch = on_dispatch
         clock, keep = clock_and_keep(speed)
-        factor = clock * keep
+        factor = max(speed, MIN_FACTOR)     # clock × keep, as asked (not rounded by the product)
         whole = OpenLoopReplayer(trace, speed=clock, loop=loop, max_requests=max_requests,
                                  keep=keep)
         self._total = whole.positions
@@ -66,7 +66,7 @@ class ContinuedReplayer:
 
     def set_speed(self, speed: float) -> None:
         clock, keep = clock_and_keep(speed)
-        self._speed = clock * keep
+        self._speed = max(speed, MIN_FACTOR)
         if self._rest:
             self._rest.set_keep(keep)
             self._rest.set_speed(clock)
