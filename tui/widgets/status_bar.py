@@ -64,7 +64,7 @@ def first_line(view: LiveView | None, state: str, note: str, paused: bool,
     parts = [Part(full, short, 5), Part(Text(fmt_speed(speed), style="bold"),
                                         Text(fmt_speed(speed), style="bold"), 9)]
     if speed < CLOCK_FLOOR:     # below the trace clock's floor, arrivals are thinned
-        parts.append(Part(Text(f"{clock_and_keep(speed)[1]:.0%} of arrivals kept"), None, 4))
+        parts.append(Part(Text(f"{clock_and_keep(speed)[1]:.0%} of arrivals kept"), None, 1))
     if view is not None:
         config = Text(f"{view.config_id} ", style="bold")
         config.append(derive.config_label(view, view.config_id))
