@@ -20,8 +20,8 @@ from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
 from tui.reasons_screen import ReasonsScreen
 from tui.snapshot_files import snapshot_folder_problem, snapshot_paths
 from tui.warm_switch import SWITCH_KEY, WarmSwitch, wants_warm
+from workloads.thinning import CLOCK_FLOOR, bounded_factor, factor_text
 
-MIN_SPEED, MAX_SPEED = 0.125, 64.0
 GIVE_UP_CONFIRM_S = 5.0     # x pressed again within this: go ahead although it loses work
 
 
@@ -106,14 +106,18 @@ class KeyActions(DashboardState):
         if self.speed is None:
             self.say("the engine is still measuring its capacity to choose the rate")
             return
-        speed = min(max(self.speed * factor, MIN_SPEED), MAX_SPEED)
+        # the calibration's range: below the clock's floor a share of the arrivals is kept
+        speed = bounded_factor(self.speed * factor)
         if speed == self.speed:
-            self.say(f"replay speed is already at its {'max' if factor > 1 else 'min'}imum, "
-                     f"×{speed:g}")
+            self.say(f"replay rate is already at its {'max' if factor > 1 else 'min'}imum, "
+                     f"{factor_text(speed)}")
             return
         self.speed = speed
         self._speed_sent_at = self._clock()
         self._send(SetSpeed(speed))
+        if speed < CLOCK_FLOOR:
+            self.say(f"rate {factor_text(speed)}: the trace's clock goes no slower, so its "
+                     f"arrivals are thinned, evenly, its shape kept")
 
     def action_reset_window(self) -> None:
         if self._read_only_says_so():

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from probe.common.errors import file_error
+from workloads.thinning import kept, kept_between
 from workloads.trace_records import Trace, TraceRequest
 from workloads.vclock import VirtualClock
 
@@ -91,6 +92,8 @@ class OpenLoopReplayer:
 
     Pausing stops the trace clock: requests due during a pause arrive after resume, shifted by
     the pause. A speed change applies from that moment on; the trace clock does not jump.
+    `keep` < 1 thins the arrivals (workloads/thinning.py): a position not kept is passed over,
+    so `seq` is the request's position in the replay and skips those.
     """
 
     def __init__(
@@ -103,6 +106,8 @@ class OpenLoopReplayer:
         rate: float | None = None,
         clock: Clock = time.perf_counter,
         sleep: Sleep | None = None,
+        keep: float = 1.0,
+        first_position: int = 0,
     ) -> None:
         if not speed > 0:
             raise file_error(f"--speed: must be > 0, got {speed:g}")
@@ -114,7 +119,10 @@ class OpenLoopReplayer:
         self._speed = speed
         self._paused = False
         self._vclock: VirtualClock | None = None
-        self._dispatched = 0
+        self._dispatched = 0        # the next position of the replay
+        self._keep = keep
+        self._sent = 0              # requests submitted
+        self._first_position = first_position   # thinning's position of this trace's first
 
     @property
     def speed(self) -> float:
@@ -126,12 +134,36 @@ class OpenLoopReplayer:
 
     @property
     def dispatched(self) -> int:
+        """The next position of the replay (the requests dispatched, when nothing is thinned)."""
         return self._dispatched
+
+    @property
+    def keep(self) -> float:
+        return self._keep
+
+    @property
+    def positions(self) -> int | None:
+        """Positions of the replay this run goes through, thinned or not; None: forever."""
+        return self._schedule.total
 
     @property
     def total(self) -> int | None:
         """Requests this run will dispatch; None when looping forever."""
-        return self._schedule.total
+        total = self._schedule.total
+        with self._lock:
+            keep, position, sent = self._keep, self._dispatched, self._sent
+        if total is None or keep >= 1.0:
+            return total
+        offset = self._first_position
+        return sent + kept_between(offset + position, offset + total, keep)
+
+    def set_keep(self, keep: float) -> None:
+        """The share of arrivals kept from now on (0 < keep ≤ 1)."""
+        if not 0 < keep <= 1:
+            raise ValueError(f"keep must be in (0, 1], got {keep!r}")
+        with self._lock:
+            self._keep = keep
+        self._wake.set()
 
     def set_speed(self, speed: float) -> None:
         if not speed > 0:
@@ -165,6 +197,11 @@ class OpenLoopReplayer:
             self._vclock = VirtualClock(self._clock(), self._speed, paused=self._paused)
         seq = self._dispatched
         while not stop.is_set() and not self._schedule.done(seq):
+            if not kept(self._first_position + seq, self._keep):
+                seq += 1
+                with self._lock:
+                    self._dispatched = seq
+                continue
             request, virtual_due = self._schedule.at(seq)
             with self._lock:
                 due = self._vclock.real_at(virtual_due)
@@ -174,6 +211,7 @@ class OpenLoopReplayer:
                 seq += 1
                 with self._lock:
                     self._dispatched = seq
+                    self._sent += 1
                     self._vclock.forget_before(virtual_due)
                 continue
             self._sleep(MAX_WAIT_S if due is None else min(due - now, MAX_WAIT_S))

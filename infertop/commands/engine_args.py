@@ -63,7 +63,9 @@ def _add_replay_arguments(parser: argparse.ArgumentParser, default_speed: float 
     parser.add_argument("--speed", type=speed_factor, default=default_speed,
                         help="replay speed factor (default: " + (
                             f"{default_speed:g})" if default_speed else
-                            "measure the engine's capacity and offer half of it)"))
+                            "measure the engine's capacity and offer half of it; below 0.125 "
+                            "the trace's clock stays at 0.125 and a share of its arrivals is "
+                            "kept)"))
     parser.add_argument("--requests", type=request_count, default=None, metavar="N",
                         help="stop after N requests")
 

@@ -105,12 +105,27 @@ def warm_stats(records: Sequence[RequestRecord], chain: ColdChain) -> WarmStats:
                      queue_ms=summarize(r.queue_ms for r in warm))
 
 
+def capacity_from_service_s(service_s: Iterable[float]) -> float | None:
+    """The one capacity definition: requests/s served back to back, 1 ÷ the *mean* service
+    time. The mean, not the median: an open-loop queue drains at the mean rate, so under a
+    heavy tail (a long output now and then) the median's capacity is higher than the queue
+    ever sees. None without a service time. Used by the live window, the segments, the
+    dashboard's calibration, bench, tune and the doctor (docs/figures-and-definitions.md)."""
+    mean_s = summarize(service_s).mean
+    return 1.0 / mean_s if mean_s else None
+
+
+def warm_service_s(records: Iterable[RequestRecord]) -> list[float]:
+    """Each served request's service time (end − start, a batch's shared by its rows), of the
+    requests whose own service waited on no compile."""
+    return [(r.end_s - r.start_s) / r.batch_size for r in records
+            if r.ok and r.compile_stall_ms <= 0]
+
+
 def capacity_rps(records: Iterable[RequestRecord]) -> float | None:
-    """Requests/s the engine serves: one over the mean service time of the served requests
-    whose own service waited on no compile (see the module docstring)."""
-    service_s = summarize((r.end_s - r.start_s) / r.batch_size for r in records
-                          if r.ok and r.compile_stall_ms <= 0).mean
-    return 1.0 / service_s if service_s else None
+    """Requests/s the engine serves, from its records: `capacity_from_service_s` over their
+    warm service times (see the module docstring)."""
+    return capacity_from_service_s(warm_service_s(records))
 
 
 BACKLOG_DOMINATED_SHARE = 0.5

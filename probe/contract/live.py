@@ -50,7 +50,7 @@ class ReplayStatus:
     trace: str
     running: bool
     paused: bool
-    speed: float
+    speed: float                    # the rate factor (workloads/thinning.py)
     dispatched: int
     completed: int
     failed: int

@@ -65,7 +65,7 @@ class SetOptions:
 
 @dataclass(frozen=True)
 class SetSpeed:
-    speed: float
+    speed: float        # the rate factor: a slower clock, below ×0.125 arrivals thinned
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
-from probe.analysis.live_figures import capacity_rps
 from probe.analysis.stats import summarize, throughput_rps, tokens_per_s
 from probe.contract.figures import Summary
 from probe.contract.options import OptConfig
@@ -47,14 +46,19 @@ class OpenLoopStudy:
         self.finished.setdefault(experiment, {})[key] = run
 
     def capacity_rps(self, trace: str) -> float:
-        """One-at-a-time capacity: 1 / mean warm service time of the trace's first requests."""
+        """One-at-a-time capacity of the trace's first requests (trace_capacity_rps)."""
         if trace not in self._capacities:
-            self._capacities[trace] = measure_capacity_rps(
+            self._capacities[trace] = trace_capacity_rps(
                 self.context, self.workload(trace), max(4, len(self.plan.requests) // 4))
         return self._capacities[trace]
 
 
-def measure_capacity_rps(context: RunContext, workload, count: int) -> float:
+def trace_capacity_rps(context: RunContext, workload, count: int) -> float:
+    """The capacity (the one definition: 1 ÷ mean service time) of the trace's first `count`
+    requests, each served alone by a fresh fullgraph engine after the first as a warm-up:
+    the dashboard's calibration's measurement (probe/engine/calibration.py), on the trace's
+    requests instead of its opening's mean shape."""
+    from probe.engine.calibration import rehearsed_capacity_rps
     from probe.engine.model.requests import EngineRequest
     engine = make_engine(context, OptConfig(decode="fullgraph"),
                          bucket_edges=workload.bucket_edges,
@@ -63,12 +67,12 @@ def measure_capacity_rps(context: RunContext, workload, count: int) -> float:
         requests = [EngineRequest(r.id or f"c{i}", i, r.input_length, r.output_length,
                                   engine.clock.now_s())
                     for i, r in enumerate(workload.trace.requests[:count])]
-        engine.serve(requests[:1])                      # warm-up
-        capacity = capacity_rps([engine.serve([r])[0] for r in requests[1:]])
+        capacity = rehearsed_capacity_rps(engine, requests)
     finally:
         engine.close()
     if not capacity:
-        raise RuntimeError("the one-at-a-time capacity could not be measured (no request served)")
+        raise RuntimeError("the one-at-a-time capacity could not be measured (every request "
+                           "compiled)")
     return capacity
 
 

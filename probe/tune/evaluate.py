@@ -18,7 +18,7 @@ from probe.contract.options import OptConfig
 from probe.contract.prepared_workload import PreparedWorkload
 from probe.contract.session import SessionData
 from probe.runs.capacity import Capacity, RateRun, capacity_search, interleave
-from probe.runs.openloop import measure_capacity_rps
+from probe.runs.openloop import trace_capacity_rps
 from probe.runs.rate_runs import rate_run, replay_at
 from probe.runs.runs import RunContext
 from probe.runs.spread import Spread
@@ -80,7 +80,7 @@ def evaluate(job: Job, context: RunContext, workload, *, runs_dir: Path, named_d
         return run
 
     if job.rate is None:
-        start = job.start_rps or measure_capacity_rps(context, workload, 4)
+        start = job.start_rps or trace_capacity_rps(context, workload, 4)
 
         def measure(side: _Side) -> Callable[[float], RateRun]:
             def at(rate: float) -> RateRun:

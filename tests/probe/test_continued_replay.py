@@ -61,3 +61,20 @@ def test_the_rest_of_a_lap_keeps_its_gaps_and_the_next_lap_follows_a_period_late
     assert stamps[1] - stamps[0] == 500.0 and stamps[2] - stamps[1] == 700.0   # as in the trace
     assert stamps[3] - stamps[2] == 1600.0 / 4           # a lap restarts one mean gap later
     assert rest_of(original, 2, loop=False).requests == original.requests[2:]
+
+
+def test_below_the_clock_floor_the_speed_is_a_share_of_arrivals_kept_across_a_restart():
+    """The dashboard's rate factor: ×0.0375 is the clock at ×0.125 keeping 30% of the arrivals;
+    a restarted replay keeps the same positions of the trace its predecessor would have."""
+    from workloads.thinning import CLOCK_FLOOR, kept
+
+    at_once = Trace("t", tuple(TraceRequest(0.0, 1, 2, id=f"q{i}") for i in range(60)))
+    factor = CLOCK_FLOOR * 0.3
+    whole = ContinuedReplayer(at_once, speed=factor)
+    assert whole.speed == pytest.approx(factor)
+    expected = [(p, f"q{p}") for p in range(60) if kept(p, 0.3)]
+    assert whole.total == len(expected) and run(whole) == expected
+    restarted = ContinuedReplayer(at_once, first_seq=17, speed=factor)
+    assert run(restarted) == [(p, q) for p, q in expected if p >= 17]
+    restarted.set_speed(1.0)
+    assert restarted.speed == 1.0

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,6 +14,7 @@ from probe.analysis.stats import segments, session_segments
 from probe.analysis.steady_state import (
     backlog,
     backlog_dominated,
+    capacity_from_service_s,
     capacity_rps,
     cold_chain,
     warm_stats,
@@ -155,3 +159,26 @@ def test_snapshot_show_gives_the_warm_figures_beside_all(tmp_path):
     warm = session_segments(data)[0].warm
     assert "warm" in header and str(warm.requests) in row
     assert "500 ms" in row                     # warm p50: the service time alone
+
+
+served_rows = st.lists(st.tuples(st.floats(min_value=1e-4, max_value=100.0),     # service s
+                                 st.integers(min_value=1, max_value=8),          # batch rows
+                                 st.booleans(), st.booleans()),                  # stalled, failed
+                       max_size=60)
+
+
+@given(served_rows)
+def test_capacity_is_one_over_the_mean_warm_service_time(rows):
+    """The one capacity definition (calibration, bench, tune, the doctor and the live window
+    all call it), against its definition computed here on its own: 1 ÷ the arithmetic mean
+    of (end − start) ÷ batch rows over the served requests that waited on no compile."""
+    records = [replace(request(i, float(i), float(i), float(i) + service, batch=rows_,
+                               stall_ms=5.0 if stalled else 0.0),
+                       error="boom" if failed else None)
+               for i, (service, rows_, stalled, failed) in enumerate(rows)]
+    warm = [service / rows_ for service, rows_, stalled, failed in rows
+            if not stalled and not failed]
+    expected = len(warm) / math.fsum(warm) if warm else None
+    assert capacity_rps(records) == pytest.approx(expected, rel=1e-6)
+    assert capacity_from_service_s(warm) == pytest.approx(expected, rel=1e-6)
+    assert live_capacity_rps(records) == capacity_rps(records)

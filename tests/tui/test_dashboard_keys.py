@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from probe.common.units import fmt_speed
 from probe.contract.options import CHOICES, OptConfig
 from probe.contract.protocol import (
     EngineLive,
@@ -127,16 +128,24 @@ async def test_space_pauses_and_resumes(make_app):
 @pytest.mark.parametrize("key, presses, expected", [
     ("plus", 1, [2.0]), ("minus", 1, [0.5]),
     ("plus", 8, [2.0, 4.0, 8.0, 16.0, 32.0, 64.0]),          # stops at ×64
-    ("minus", 5, [0.5, 0.25, 0.125]),                         # stops at ×0.125
+    # on past the clock's ×0.125 floor (arrivals thinned) to the calibration's own floor
+    ("minus", 12, [2.0 ** -k for k in range(1, 10)]),
 ])
 async def test_speed_keys_double_and_halve_within_bounds(make_app, key, presses, expected):
+    """`-` and `+` reach every factor the calibration can choose: its bounds are theirs."""
+    from workloads.thinning import MAX_FACTOR, MIN_FACTOR
+
     engine = FakeEngine()
     app = make_app(engine)
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(presses):
             await pilot.press(key)
         assert [c.speed for c in engine.commands(SetSpeed)] == expected
-        assert f"×{expected[-1]:g}" in status(app)
+        assert fmt_speed(expected[-1]) in status(app)
+        if expected[-1] < 0.125:
+            assert "2% of arrivals kept" in status(app)
+    if presses > len(expected):         # it stopped: at a bound
+        assert expected[-1] in (MIN_FACTOR, MAX_FACTOR)
 
 
 async def test_r_resets_the_window(make_app):

@@ -23,6 +23,7 @@ from tui.fit_line import Part, fit_parts
 from tui.pending_wait import pending_wait
 from tui.widgets.compile_clock import TICK_S, CompileClock, whole_seconds
 from tui.widgets.throughput import OVERLOADED, OVERLOADED_SHORT
+from workloads.thinning import CLOCK_FLOOR, clock_and_keep
 
 # option → how the status bar names it (short: the line should fit 120 columns)
 SHORT_NAMES: dict[str, str] = {option.key: option.label for option in OPTIONS}
@@ -62,6 +63,8 @@ def first_line(view: LiveView | None, state: str, note: str, paused: bool,
     full, short = state_text(state, note, paused)
     parts = [Part(full, short, 5), Part(Text(fmt_speed(speed), style="bold"),
                                         Text(fmt_speed(speed), style="bold"), 9)]
+    if speed < CLOCK_FLOOR:     # below the trace clock's floor, arrivals are thinned
+        parts.append(Part(Text(f"{clock_and_keep(speed)[1]:.0%} of arrivals kept"), None, 1))
     if view is not None:
         config = Text(f"{view.config_id} ", style="bold")
         config.append(derive.config_label(view, view.config_id))

@@ -10,6 +10,7 @@ import threading
 import traceback
 from dataclasses import replace
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
 
 from probe.analysis.fallbacks import CALIBRATION_FLOOR, degraded_event
 from probe.analysis.side_compile_cost import side_compiles
@@ -33,6 +34,10 @@ from probe.session_store.journal import Dispatch, JournaledSession, JournalWrite
 from probe.session_store.journal_reader import Journal, read_journal
 from probe.session_store.restart_carry import restart_marks
 from workloads.replayer import ScheduledRequest
+from workloads.thinning import factor_text
+
+if TYPE_CHECKING:
+    from probe.engine.calibration import RateChoice, RateWatch
 
 
 class _Sender:
@@ -198,7 +203,7 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
     if side is not None and engine.session is not side[0]:
         _charge_side_compiles(engine, *side, earlier)
     engine.session.set_slo(launch.slo)
-    speed = _measure(engine, launch, workload, send)
+    speed, watch = _measure(engine, launch, workload, send)
     if writer is not None and earlier is None:   # measured first: the header has the roofline
         _journal_header(writer, engine, launch, workload)
     replayer, loop = _replay(engine, launch, workload, speed, earlier, writer)
@@ -215,6 +220,8 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
         elif isinstance(command, protocol.SetOptions):
             loop.request_options(command.options)
         elif isinstance(command, protocol.SetSpeed):
+            if watch is not None and command.speed != replayer.speed:
+                watch.user_set_rate()
             replayer.set_speed(command.speed)
         elif isinstance(command, protocol.Pause):
             replayer.pause()
@@ -277,10 +284,29 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
                                    f"will start a new session")
             journal_error_said = True
 
+    def hold_the_load() -> None:
+        """The calibrated load held while the machine's speed moves (RateWatch); a fault
+        here stops the watch, never the views."""
+        if watch is None or watch.stopped or splitter or replayer.paused:
+            return
+        try:
+            change = watch.check(engine.session.freeze().records, engine.config_id)
+        except Exception:
+            traceback.print_exc()
+            watch.stopped = True
+            return
+        if change is not None:
+            replayer.set_speed(change.after.speed)
+            engine.notify("warning", change.text())
+
+    def before_each_view() -> None:
+        say_journal_stopped()
+        hold_the_load()
+
     threading.Thread(target=commands, name="commands", daemon=True).start()
     threading.Thread(target=publish_views, name="publisher", daemon=True,
                      args=(reporter.build, send, protocol.EngineLive, stop,
-                           say_journal_stopped)).start()
+                           before_each_view)).start()
     if launch.options.prewarm == "on":     # the serving loop prewarms before it serves
         send(protocol.EngineLoading("prewarming bucket shapes"))
     loop.run(stop)
@@ -308,10 +334,12 @@ def _charge_side_compiles(engine, side_session, side_clock_start: float,
                               f"cut over: {found.text()}")
 
 
-def _measure(engine, launch: EngineLaunch, workload: PreparedWorkload, send: _Sender) -> float:
+def _measure(engine, launch: EngineLaunch, workload: PreparedWorkload, send: _Sender
+             ) -> tuple[float, RateWatch | None]:
     """This machine's bandwidth (for the roofline), and the replay speed: the one given (a
-    restart gets the speed last served) or half the engine's measured capacity."""
-    from probe.engine.calibration import choose_speed
+    restart gets the speed last served) or half the engine's measured capacity, then held
+    there while the capacity moves under the run (the RateWatch)."""
+    from probe.engine.calibration import RateWatch, choose_speed
 
     send(protocol.EngineLoading("measuring the bandwidth at which this machine re-reads the model's "
                           "weights, for the roofline (once per machine, then cached)"))
@@ -320,7 +348,7 @@ def _measure(engine, launch: EngineLaunch, workload: PreparedWorkload, send: _Se
     except Exception as exc:  # no roofline is no reason not to serve
         engine.notify("warning", f"no roofline: bandwidth not measured ({type(exc).__name__})")
     if launch.speed is not None:
-        return launch.speed
+        return launch.speed, None
     send(protocol.EngineLoading("measuring what the engine serves one at a time, to replay at "
                           "half of it"))
     try:
@@ -328,24 +356,24 @@ def _measure(engine, launch: EngineLaunch, workload: PreparedWorkload, send: _Se
     except Exception as exc:  # a failed measurement leaves the trace's own rate
         engine.notify("warning", f"capacity not measured ({type(exc).__name__}: {exc}); "
                                  f"replaying at the trace's rate")
-        return 1.0
+        return 1.0, None
     if choice is None:
-        return 1.0
+        return 1.0, None
     engine.notify("info", choice.text())
     _say_calibration_floor(engine, choice)
-    return choice.speed
+    return choice.speed, RateWatch(choice, engine.config_id)
 
 
-def _say_calibration_floor(engine, choice) -> None:
+def _say_calibration_floor(engine, choice: RateChoice) -> None:
     """A calibration stopped at its floor offers more than it aims at: said as a fallback."""
-    from probe.engine.calibration import MIN_SPEED, TARGET_LOAD
+    from probe.engine.calibration import TARGET_LOAD
 
-    if choice.speed > MIN_SPEED or choice.load <= TARGET_LOAD * 1.05:
+    if not choice.at_floor:
         return
-    text = (f"the load calibration stopped at its ×{MIN_SPEED:g} floor: offered load "
-            f"{choice.load:.0%} of the measured capacity ({choice.capacity_rps:.2f} req/s), not "
-            f"the {TARGET_LOAD:.0%} it aims at, so the baseline is saturated from the start; "
-            f"a slower replay needs a slower trace")
+    text = (f"the load calibration stopped at its floor, {factor_text(choice.speed)}: offered "
+            f"load {choice.load:.0%} of the measured capacity ({choice.capacity_rps:.2f} req/s),"
+            f" not the {TARGET_LOAD:.0%} it aims at, so the baseline is saturated from the "
+            f"start; a slower replay needs a slower trace")
     engine.session.add_events([degraded_event(engine.clock.now_s(), CALIBRATION_FLOOR, text,
                                               engine.config_id or None)])
     engine.notify("warning", text)

@@ -15,7 +15,9 @@ class LiveReporter:
         self.saved: str | None = None       # the snapshot `s` wrote last (the checklist's)
 
     def reset_window(self) -> None:
-        self.window_start_seq = self.loop.dispatched
+        # the replay's next position: a thinned replay's seqs skip the arrivals not kept, so
+        # the count dispatched would reach back before the reset
+        self.window_start_seq = getattr(self.loop.replayer, "dispatched", self.loop.dispatched)
 
     def build(self) -> LiveView:
         engine, loop = self.loop.engine, self.loop

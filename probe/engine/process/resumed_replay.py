@@ -2,7 +2,12 @@
 request its predecessor dispatched, instead of replaying the trace from its first request.
 
 Wraps workloads' OpenLoopReplayer (which always starts at request 0, at trace time 0) over the
-rest of the trace; numbering (`seq`), `dispatched` and `total` go on from the whole replay's."""
+rest of the trace; numbering (`seq`), `dispatched` and `total` go on from the whole replay's.
+
+Its `speed` is the dashboard's rate factor (what `+`/`-`, the calibration and the status bar
+speak): below the trace clock's floor it is a slower clock and a share of the arrivals kept
+(workloads/thinning.py). `seq` is the position in the replay, so a restart goes on from the
+trace's place, thinned or not."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from dataclasses import replace
 from typing import Callable
 
 from workloads.replayer import OpenLoopReplayer, ScheduledRequest, Submit
+from workloads.thinning import MIN_FACTOR, clock_and_keep
 from workloads.trace_records import Trace
 
 
@@ -23,21 +29,26 @@ class ContinuedReplayer:
                  on_dispatch: Callable[[ScheduledRequest], None] | None = None) -> None:
         self.first_seq = first_seq
         self._on_dispatch = on_dispatch
-        whole = OpenLoopReplayer(trace, speed=speed, loop=loop, max_requests=max_requests)
-        self._total = whole.total
-        left = None if whole.total is None else whole.total - first_seq
+        clock, keep = clock_and_keep(speed)
+        factor = max(speed, MIN_FACTOR)     # clock × keep, as asked (not rounded by the product)
+        whole = OpenLoopReplayer(trace, speed=clock, loop=loop, max_requests=max_requests,
+                                 keep=keep)
+        self._total = whole.positions
+        left = None if whole.positions is None else whole.positions - first_seq
         if first_seq == 0:
             self._rest: OpenLoopReplayer | None = whole
         elif left is not None and left <= 0:
             self._rest = None           # its predecessor dispatched them all
         else:
-            self._rest = OpenLoopReplayer(rest_of(trace, first_seq, loop), speed=speed,
-                                          loop=loop, max_requests=left)
-        self._speed, self._paused = speed, False
+            self._rest = OpenLoopReplayer(rest_of(trace, first_seq, loop), speed=clock,
+                                          loop=loop, max_requests=left, keep=keep,
+                                          first_position=first_seq)
+        self._speed, self._paused = factor, False
 
     @property
     def speed(self) -> float:
-        return self._rest.speed if self._rest else self._speed
+        """The rate factor: the clock's speed times the share of arrivals kept."""
+        return self._speed
 
     @property
     def paused(self) -> bool:
@@ -49,12 +60,16 @@ class ContinuedReplayer:
 
     @property
     def total(self) -> int | None:
-        return self._total
+        if self._rest is None or self._rest.total is None:
+            return self._total
+        return self.first_seq + self._rest.total
 
     def set_speed(self, speed: float) -> None:
-        self._speed = speed
+        clock, keep = clock_and_keep(speed)
+        self._speed = max(speed, MIN_FACTOR)
         if self._rest:
-            self._rest.set_speed(speed)
+            self._rest.set_keep(keep)
+            self._rest.set_speed(clock)
 
     def pause(self) -> None:
         self._paused = True
