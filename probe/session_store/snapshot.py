@@ -219,6 +219,7 @@ def saved_session(document: dict[str, Any], source: str = "snapshot", *,
             if problem is not None:
                 raise BadInput(f"{source}: not an infertop session: {section}.{config_id}."
                                f"{problem}")
+    saved_live_parts(document, source)      # the doctor's and the dashboard's: every reader's
     environment = document.get("environment") or {}
     problem = environment_problem(environment) if isinstance(environment, dict) else None
     if problem is not None:
