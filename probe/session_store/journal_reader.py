@@ -33,7 +33,7 @@ from probe.contract.records import (
 )
 from probe.contract.session import SessionData
 from probe.session_store.journal import CONTEXT_SECTIONS, Dispatch
-from probe.session_store.record_ranges import MAX_SESSION_S, environment_problem
+from probe.session_store.record_ranges import CONTEXT, MAX_SESSION_S, context_problem
 from probe.session_store.snapshot import checked_item, session_data, snapshot_document
 
 _RECORD_KINDS: dict[str, tuple[str, type]] = {
@@ -178,10 +178,11 @@ def read_journal(path: str) -> Journal | None:
     # a section that is not an object (a damaged header) is left out, as a missing one is
     context = {name: header.get(name) for name in CONTEXT_SECTIONS
                if isinstance(header.get(name), dict)}
-    problem = environment_problem(context.get("environment") or {})
-    if problem is not None:     # left out, as a missing one: not served with, nor shown
-        unreadable.append((header_line, f"session header: environment.{problem}"))
-        del context["environment"]
+    for section in CONTEXT:
+        problem = context_problem(section, context.get(section) or {})
+        if problem is not None:     # left out, as a missing one: not served with, nor shown
+            unreadable.append((header_line, f"session header: {section}.{problem}"))
+            del context[section]
     return Journal(path, float(header["started_unix"]), MappingProxyType(context), data,
                    tuple(dispatches), tuple(sorted(unreadable)), tuple(repeated))
 

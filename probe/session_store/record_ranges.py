@@ -1,7 +1,7 @@
 """The ranges of every figure infertop reads back from a file, one table: `RANGES` for the
 saved kinds (a session's records, compile events, notices, ledger, KV pools, batch steps and
-energy, a journal's dispatches), `ENVIRONMENT_WHOLE` and `ENVIRONMENT_TEXT` for the
-`environment` a session ran in (`doctor --verify` serves with its threads), `TRIAL` for a
+energy, a journal's dispatches), `CONTEXT` for where and how a session ran (its
+`environment`, `settings` and `model`: `doctor --verify` serves with them), `TRIAL` for a
 `tune.json` trial (`tune --resume`). Every reader checks them the same way: `snapshot
 show|compare|export`, `doctor`, `--load`, `snapshot recover`, `tune --resume`. The readers
 already refused NaN, infinities and values of the wrong type; these are finite values no run
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from probe.common.argtypes import MAX_THREADS
+from probe.common.argtypes import MAX_MODEL_LENGTH, MAX_THREADS
 from probe.common.shown import shown
 from probe.contract.figures import ConfigEnergy
 from probe.contract.records import (
@@ -101,12 +101,25 @@ RANGES: Mapping[type, tuple[tuple[str, Bound], ...]] = {
     Dispatch: (("seq", COUNT), ("input_tokens", COUNT), ("arrival_s", SECONDS)),
 }
 
-# a session's `environment`: the whole numbers `doctor --verify` serves with, and the names
-# (strings) it shows; a key not named here is kept as saved
-ENVIRONMENT_WHOLE: Mapping[str, Bound] = {
-    "torch_threads": Bound(1, MAX_THREADS, "a number of threads"),
-    "cpu_count": Bound(1, MAX_CPUS, "a number of CPUs")}
-ENVIRONMENT_TEXT = ("python", "torch", "transformers", "device", "device_name", "platform")
+# what a session says about where and how it ran, read back by the doctor (`--verify` serves
+# with the threads, the backend and the edges), `--load` and `show`: each section's whole
+# numbers (a Bound), its names (TEXT) and its lists of whole numbers (a Bound for each); a key
+# not named here is kept as saved, and null is an unknown value
+TEXT = "a string"
+CONTEXT: Mapping[str, Mapping[str, Bound | str | tuple[Bound]]] = {
+    "environment": {"torch_threads": Bound(1, MAX_THREADS, "a number of threads"),
+                    "cpu_count": Bound(1, MAX_CPUS, "a number of CPUs"),
+                    "python": TEXT, "torch": TEXT, "transformers": TEXT, "device": TEXT,
+                    "device_name": TEXT, "platform": TEXT},
+    "settings": {"bucket_edges": (Bound(1, MAX_MODEL_LENGTH, "a bucket edge"),),
+                 "max_new_tokens": Bound(1, MAX_MODEL_LENGTH, "a number of tokens"),
+                 "max_batch": Bound(0, MAX_BATCH, "a number of rows"),
+                 "kv_block_tokens": Bound(1, MAX_MODEL_LENGTH, "a number of positions"),
+                 "kv_budget_bytes": COUNT, "repeats": COUNT,
+                 "compile_backend": TEXT, "bucket_source": TEXT},
+    "model": {"name": TEXT, "source": TEXT, "dtype": TEXT, "parameters": COUNT},
+}
+
 
 # a tune.json trial's figures (probe/tune/trials.py reads them with these)
 TRIAL: Mapping[str, Bound] = {
@@ -143,21 +156,34 @@ def problem_of(item: object) -> str | None:
     return None
 
 
-def environment_problem(environment: Mapping[str, Any]) -> str | None:
-    """`field: what is wrong` for the first value of a session's `environment` of the wrong
-    type or out of its range (null is an unknown value: accepted)."""
-    for name, bound in ENVIRONMENT_WHOLE.items():
-        value = environment.get(name)
+def context_problem(section: str, values: Mapping[str, Any]) -> str | None:
+    """`field: what is wrong` for the first value of a session's `section` (environment,
+    settings, model: CONTEXT) of the wrong type or out of its range; None when all are in."""
+    for name, kind in CONTEXT.get(section, {}).items():
+        value = values.get(name)
         if value is None:
             continue
-        if type(value) is not int:
-            return (f"{name}: expected a whole number from {bound.low:g} to {bound.high:g}, "
-                    f"got {shown(value)}")
-        problem = bound.problem(value)
+        if kind == TEXT:
+            if type(value) is not str:
+                return f"{name}: expected a string, got {shown(value)}"
+            continue
+        if isinstance(kind, tuple):
+            if type(value) is not list:
+                return f"{name}: expected a list of whole numbers, got {shown(value)}"
+            for index, item in enumerate(value):
+                problem = _whole_problem(item, kind[0])
+                if problem is not None:
+                    return f"{name}[{index}]: {problem}"
+            continue
+        assert isinstance(kind, Bound)
+        problem = _whole_problem(value, kind)
         if problem is not None:
             return f"{name}: {problem}"
-    for name in ENVIRONMENT_TEXT:
-        value = environment.get(name)
-        if value is not None and type(value) is not str:
-            return f"{name}: expected a string, got {shown(value)}"
     return None
+
+
+def _whole_problem(value: Any, bound: Bound) -> str | None:
+    if type(value) is not int:
+        high = "" if bound.high is None else f" to {bound.high:g}"
+        return f"expected a whole number from {bound.low:g}{high}, got {shown(value)}"
+    return bound.problem(value)

@@ -35,7 +35,7 @@ from probe.contract.records import (
     RooflineStatus,
 )
 from probe.contract.session import ConfigEntry, SessionData
-from probe.session_store.record_ranges import environment_problem, problem_of
+from probe.session_store.record_ranges import CONTEXT, context_problem, problem_of
 
 SCHEMA_VERSION = 1
 
@@ -219,10 +219,11 @@ def saved_session(document: dict[str, Any], source: str = "snapshot", *,
             if problem is not None:
                 raise BadInput(f"{source}: not an infertop session: {section}.{config_id}."
                                f"{problem}")
-    environment = document.get("environment") or {}
-    problem = environment_problem(environment) if isinstance(environment, dict) else None
-    if problem is not None:
-        raise BadInput(f"{source}: not an infertop session: environment.{problem}")
+    saved_live_parts(document, source)      # the doctor's and the dashboard's: every reader's
+    for section in CONTEXT:     # where and how it ran (the section's type: read_document)
+        problem = context_problem(section, document.get(section) or {})
+        if problem is not None:
+            raise BadInput(f"{source}: not an infertop session: {section}.{problem}")
     return data
 
 

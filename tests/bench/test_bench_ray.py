@@ -14,6 +14,7 @@ import time
 from dataclasses import replace
 from io import StringIO
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -129,11 +130,15 @@ def test_a_task_runs_in_process_and_sends_its_snapshot_back() -> None:
                                             "RuntimeError: worker died", "")
 
 
-def test_the_progress_line_counts_tasks_by_state_with_the_time_left() -> None:
+def test_the_progress_line_counts_tasks_by_state_with_the_time_left(monkeypatch) -> None:
+    import probe.bench.cluster_progress as cluster_progress
+    now = [0.0]         # the progress's clock, moved by the test alone (no load can move it)
+    monkeypatch.setattr(cluster_progress, "time", SimpleNamespace(perf_counter=lambda: now[0]))
     stream = StringIO()
     progress = ClusterProgress([task("a", 10), task("b", 10), task("c", 40), task("d", 40)],
                                slots=2, stream=stream)
     progress.task_started("a", "node-1")
+    now[0] = 0.5
     progress.task_finished("a")
     progress.task_started("b", "node-2")
     progress.task_phase("b", "pass 1/2")
@@ -143,8 +148,9 @@ def test_the_progress_line_counts_tasks_by_state_with_the_time_left() -> None:
     line = progress.line()
     assert "1 queued · 1 running (node-2: run c · starting) · 1 done · 1 failed" in line
     assert progress.attempts == {"a": 1, "b": 2, "c": 1}
-    # a took ~0 s of its 10 s estimate: what is left scales down with it
-    assert progress.remaining_s() < 1.0
+    # a took 0.5 s of its 10 s estimate: what is left scales down with it, c and d 2 s each
+    # (40 × 0.05) on 2 slots
+    assert progress.remaining_s() == pytest.approx(2.0)
     text = stream.getvalue()
     assert "retrying run b on node-1 (its worker or node was lost on node-2)" in text
     assert "failed: run b: TaskLost" in text

@@ -19,8 +19,10 @@ from probe.engine.workload_setup import prepare_workload
 
 
 def _replay(folder: Path, name: str, rows: list[tuple[int, int, int]], *, opts: tuple = (),
-            buckets: str | None = None, backend: str = "inductor") -> Path:
-    """rows: (timestamp ms, input length, output length). Returns the saved session."""
+            buckets: str | None = None, backend: str = "inductor",
+            concurrency: int | None = None) -> Path:
+    """rows: (timestamp ms, input length, output length); `concurrency`: a closed loop with
+    that many outstanding instead of the timestamps. Returns the saved session."""
     trace = folder / f"{name}.jsonl"
     trace.write_text("".join(json.dumps({"timestamp": t, "input_length": i, "output_length": o})
                              + "\n" for t, i, o in rows))
@@ -29,7 +31,7 @@ def _replay(folder: Path, name: str, rows: list[tuple[int, int, int]], *, opts: 
                         compile_backend=backend, threads=1)
     out = folder / f"{name}.json"
     try:
-        serve_and_save(engine, replay_loop(engine, workload), out,
+        serve_and_save(engine, replay_loop(engine, workload, concurrency=concurrency), out,
                        lambda: document_for(engine, workload, name))
     finally:
         engine.close()
@@ -49,16 +51,17 @@ def burst(folder) -> Path:
 
 @pytest.fixture(scope="module")
 def healthy(folder) -> Path:
-    """Low load: one short request every 1.5 s (about 0.3 s of service here, twice that with
-    the other core busy: evenly spaced arrivals below capacity never queue)."""
-    return _replay(folder, "healthy", [(1500 * i, 20, 8) for i in range(10)])
+    """Low load: one short request at a time, each arriving as the one before ends (a closed
+    loop of one): nothing queues, however slow the machine's load makes a request. Arrivals
+    1.5 s apart (0.3 s of service idle) would queue once load made a request take longer."""
+    return _replay(folder, "healthy", [(1500 * i, 20, 8) for i in range(10)], concurrency=1)
 
 
 @pytest.fixture(scope="module")
 def padded(folder) -> Path:
     """Powers-of-two buckets with inputs just above an edge: 17-20 tokens run at 128."""
     return _replay(folder, "padded", [(1500 * i, 17 + i % 4, 8) for i in range(10)],
-                   opts=("bucketing=on",), buckets="16,128,512")
+                   opts=("bucketing=on",), buckets="16,128,512", concurrency=1)
 
 
 @pytest.fixture(scope="module")

@@ -24,12 +24,12 @@ def test_a_kill_9_keeps_the_ledger_and_the_restart_continues_it(tmp_path):
         wait_for(client, lambda e: isinstance(e, protocol.EngineLive)
                  and len(e.view.recent) >= 3 and e.view.compile_ledger)
         # the ledger is journaled at most a second after it changed (journal_accounts.py)
-        deadline = time.monotonic() + 10.0
+        deadline = time.monotonic() + 120.0      # a hang, not a slow machine
         while b'"kind":"compile_ledger"' not in Path(client.journal_path or "").read_bytes():
             assert time.monotonic() < deadline, "no compile_ledger line in the journal"
             time.sleep(0.05)
         os.kill(client._process.pid, signal.SIGKILL)
-        wait_for(client, lambda e: isinstance(e, protocol.EngineFailed), timeout=20)
+        wait_for(client, lambda e: isinstance(e, protocol.EngineFailed), timeout=60)
         down = session_data(read_document(client.write_snapshot(str(tmp_path / "down.json"))))
         assert down.compile_ledger and set(down.energy) == {"c1"}
         served_down = len([r for r in down.records if r.ok])

@@ -5,7 +5,6 @@ over. Every arrival is served once: what arm A held when it stopped is carried t
 from __future__ import annotations
 
 import argparse
-import time
 
 import pytest
 
@@ -31,7 +30,6 @@ def test_adopting_b_continues_the_session_on_b_with_nothing_lost():
             [r for r in e.view.recent if r.config_id == e.view.config_id]) >= 3).view
         b_id = arm.config_id
         client.ab_adopt()
-        adopted_at = time.time()
         after = wait_for(client, lambda e: isinstance(e, protocol.EngineLive) and len(
             [r for r in e.view.recent if r.config_id == b_id]) > 3 + 4).view
         assert after.options == OptConfig(kv_cache="off") and after.config_id == b_id
@@ -46,6 +44,5 @@ def test_adopting_b_continues_the_session_on_b_with_nothing_lost():
         missing = [s for s in dispatched if s not in served]
         assert len(missing) <= after.replay.queue_depth + after.batch.max_batch, (
             f"dispatched and never served: {missing}")
-        assert time.time() - adopted_at < 120
     finally:
         client.stop()

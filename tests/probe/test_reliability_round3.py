@@ -348,14 +348,16 @@ def _watched(grace_s: float, signals: int) -> tuple[int, float, list]:
 
 def test_the_first_signal_ends_a_stuck_child_after_the_grace_and_salvages():
     status, seconds, salvaged = _watched(grace_s=2.0, signals=1)
-    assert status == 143 and seconds < 1.0 + 2.0 + 2.0
+    # 1 s before the signal, the 2 s grace: ~3 s; the promise is 10 (room for a loaded machine)
+    assert status == 143 and seconds < 10.0
     assert salvaged[0].signum == signal.SIGTERM and "journal /nowhere" in salvaged[0].notes
 
 
 def test_a_second_signal_stops_at_once_every_time():
     for _ in range(3):
         status, seconds, salvaged = _watched(grace_s=60.0, signals=2)
-        assert status == 143 and seconds < 3.0 and salvaged
+        # ~1.2 s: far below the 60 s grace it cuts short, whatever the machine's load
+        assert status == 143 and seconds < 20.0 and salvaged
 
 
 def test_the_salvage_removes_what_a_killed_writer_left_and_saves_the_journal(tmp_path, capsys):

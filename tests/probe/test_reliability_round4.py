@@ -139,6 +139,24 @@ def test_a_session_environment_out_of_range_is_one_line_before_anything_loads(
     assert line.endswith(said) and str(path) in line, line
 
 
+@pytest.mark.parametrize("section, value, said", [
+    ("settings", {"bucket_edges": ["x"]},
+     "settings.bucket_edges[0]: expected a whole number from 1 to 65536, got 'x'"),
+    ("settings", {"bucket_edges": 5}, "settings.bucket_edges: expected a list of whole numbers"),
+    ("settings", {"max_batch": "8"}, "settings.max_batch: expected a whole number from 0 to "
+                                     "1e+06, got '8'"),
+    ("settings", {"compile_backend": 3}, "settings.compile_backend: expected a string, got 3"),
+    ("model", {"name": 5}, "model.name: expected a string, got 5"),
+])
+def test_what_the_doctor_and_load_serve_or_show_with_is_checked_too(tmp_path, capsys, section,
+                                                                      value, said):
+    """--load built its view with int(edge) and int(max_batch): a ValueError traceback."""
+    path = _session_with(tmp_path, **{section: value})
+    for command in (["snapshot", "show", str(path)], ["doctor", str(path)]):
+        assert main(command) == 2
+        assert said in one_error_line(capsys.readouterr().err)
+
+
 @pytest.mark.parametrize("energy, said", [
     ({"c1": {"source": "RAPL", "idle_j": -100.0}},
      "energy.c1.idle_j: expected joules from 0 to 1e+12, got -100"),

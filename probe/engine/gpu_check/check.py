@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -168,6 +169,27 @@ def unmeasured(report: dict) -> list[str]:
     return lines
 
 
+# the flags' seconds: each finite and above 0 (--budget: 0 is no budget); NaN would skip every
+# section (no comparison with it holds), infinity would never end
+SECONDS_FLAGS = {"budget": 0.0, "ready_timeout": None, "config_timeout": None,
+                 "dashboard_seconds": None, "batching_timeout": None}
+COUNT_FLAGS = ("requests", "output_tokens")
+
+
+def argument_problem(args: argparse.Namespace) -> str | None:
+    """`--flag value: why` for the first number flag out of its range; None when all are in."""
+    for name, also in SECONDS_FLAGS.items():
+        value = getattr(args, name)
+        if not (math.isfinite(value) and (value > 0 or value == also)):
+            allowed = "0 (no budget) or a finite number above 0" if also == 0.0 else \
+                "a finite number above 0"
+            return f"--{name.replace('_', '-')} {value:g}: seconds must be {allowed}"
+    for name in COUNT_FLAGS:
+        if getattr(args, name) < 1:
+            return f"--{name.replace('_', '-')} {getattr(args, name)}: must be 1 or more"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m probe.engine.gpu_check.check",
                                      description=__doc__,
@@ -200,9 +222,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(0: no budget, each section its own limits)")
     parser.add_argument("--out", default="gpu-check-out")
     args = parser.parse_args(argv)
-    if args.budget < 0:
-        print(f"gpu-check: --budget {args.budget:g}: seconds must be 0 (no budget) or more",
-              file=sys.stderr)
+    problem = argument_problem(args)
+    if problem is not None:
+        print(f"gpu-check: {problem}", file=sys.stderr)
         return 2
     import torch
     if not torch.cuda.is_available():
