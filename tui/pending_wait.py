@@ -10,6 +10,7 @@ from probe.analysis.break_even_live import eager_twin
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
 from tui.derive import OptionState
+from tui.fit_line import Part, part
 
 GIVE_UP_KEY = "x"
 
@@ -29,29 +30,48 @@ def pending_wait(view: LiveView | None, states: tuple[OptionState, ...],
     when nothing asked for is pending. `warming_beside`: the serving config while the warm
     switch prewarms the change beside it (the change lands at the cut over, not after the
     serving engine's compiles); `asked_s`: when the change went to the engine (engine clock)."""
+    parts = pending_wait_parts(view, states, compiling_s, warming_beside=warming_beside,
+                               asked_s=asked_s)
+    return None if parts is None else "".join(p.full.plain for p in parts)
+
+
+def pending_wait_parts(view: LiveView | None, states: tuple[OptionState, ...],
+                       compiling_s: float | None, *, warming_beside: str = "",
+                       asked_s: float | None = None) -> tuple[Part, ...] | None:
+    """pending_wait's line as parts that shorten by meaning (tui/fit_line.py, joined with no
+    separator: each carries its own): what waits and the key that ends the wait survive, the
+    explanation between them shortens first."""
     pending = [s for s in states if s.status == "pending"]
     if view is None or not pending:
         return None
-    what = " ".join(f"{s.name}→{s.asked}" for s in pending)
+    what = part(" ".join(f"{s.name}→{s.asked}" for s in pending), None, 9)
     compiling = view.compiling
     if warming_beside:     # the ⇄ line below says how the side engine and the serving one are
-        return (f"{what} waits: it lands at the cut over of the warm switch (⇄ below), not "
-                f"after {warming_beside}'s own compiles — S: cold switch")
+        return (what, part(f" waits: it lands at the cut over of the warm switch (⇄ below), "
+                           f"not after {warming_beside}'s own compiles", " lands at the cut "
+                           "over (⇄)", 2),
+                part(" — S: cold switch", " · S: cold", 5))
     if compiling is not None:
         who = f"{compiling.request_id}'s" if compiling.request_id else "the prewarm's"
         so_far = "" if compiling_s is None else f", {fmt_wait(compiling_s)} so far"
         started_after = (asked_s is not None and asked_s != float("inf")
                          and compiling.since_s > asked_s + ASKED_SLACK_S)
+        serves = fallback_label(view)
         if started_after:       # said once, in words: it is not waiting for this compile
-            return (f"{what} was asked before {who} compile began and has not landed: the "
-                    f"engine has not reached a request boundary since — "
-                    f"{GIVE_UP_KEY} gives up this compile and serves {fallback_label(view)}")
-        return (f"{what} waits: after {who} compile{so_far} — "
-                f"{GIVE_UP_KEY} gives it up and serves {fallback_label(view)}")
+            return (what, part(f" was asked before {who} compile began and has not landed: "
+                               f"the engine has not reached a request boundary since",
+                               " not landed: no request boundary yet", 2),
+                    part(f" — {GIVE_UP_KEY} gives up this compile and serves {serves}",
+                         f" · {GIVE_UP_KEY}: serve {serves}", 5))
+        short_wait = "" if compiling_s is None else f" {fmt_wait(compiling_s)}"
+        return (what, part(f" waits: after {who} compile{so_far}", f" waits{short_wait}", 2),
+                part(f" — {GIVE_UP_KEY} gives it up and serves {serves}",
+                     f" · {GIVE_UP_KEY}: serve {serves}", 5))
     if view.options_pending and view.options.batching == "continuous":
-        return f"{what} waits: the running rows finish first (continuous batching)"
+        return (what, part(" waits: the running rows finish first (continuous batching)",
+                           " waits: running rows", 2))
     if view.options_pending:
-        return f"{what} waits: the request being served"
+        return (what, part(" waits: the request being served", " waits: a request", 2))
     return None
 
 

@@ -26,6 +26,22 @@ async def test_a_pending_toggle_names_the_compile_it_waits_for(make_app, until):
     assert "x gives it up and serves c1" in text
 
 
+async def test_the_waits_line_keeps_what_waits_and_the_key_at_80_and_200(make_app, until):
+    """Shortened by meaning (tui/fit_line.py): the explanation shortens, what waits and the
+    key that ends the wait stay."""
+    for width in (80, 200):
+        engine = FakeEngine()
+        app = make_app(engine, at="compiling", apply_delay_s=0)
+        async with app.run_test(size=(width, 30)) as pilot:
+            await pilot.press("b")
+            await until(pilot, lambda e=engine: e.commands(SetOptions))
+            await pilot.pause()
+            (line,) = [line for line in str(app.query_one("#status").render()).splitlines()
+                       if line.startswith("→ ")]
+        assert len(line) <= width and not line.endswith("…"), line
+        assert line.startswith("→ bucketing→on waits") and "x" in line and "c1" in line, line
+
+
 async def test_x_gives_up_the_compile_and_restarts_the_engine_on_the_previous_config(
         make_app, until, stages):
     engine = FakeEngine()

@@ -20,7 +20,7 @@ from probe.contract.options import OPTIONS, OptConfig
 from tui import derive
 from tui.derive import OptionState
 from tui.fit_line import Part, fit_parts
-from tui.pending_wait import pending_wait
+from tui.pending_wait import pending_wait_parts
 from tui.widgets.compile_clock import TICK_S, CompileClock, whole_seconds
 from tui.widgets.throughput import OVERLOADED, OVERLOADED_SHORT
 from workloads.thinning import CLOCK_FLOOR, clock_and_keep
@@ -203,12 +203,14 @@ class StatusBar(Static):
         changes = changes_line(states, width)
         if changes is not None:
             lines.append(changes)
-        waits = (pending_wait(self.view, states, self.compiling_s(),
-                              warming_beside=self.warming_beside,
-                              asked_s=self.options_sent_s)
+        waits = (pending_wait_parts(self.view, states, self.compiling_s(),
+                                    warming_beside=self.warming_beside,
+                                    asked_s=self.options_sent_s)
                  if self.engine_state == "live" else None)
         if waits is not None:
-            line = Text(f"→ {waits}", style="yellow", no_wrap=True, overflow="ellipsis")
+            line = Text("→ ", no_wrap=True, overflow="ellipsis")
+            line.append_text(fit_parts(waits, width - 2, separators=("",)))
+            line.stylize("yellow")
             line.truncate(width, overflow="ellipsis")
             lines.append(line)
         if self.switch_note:
