@@ -2,8 +2,9 @@
 overload on the first line; every option as the engine serves it on the second, marking values
 asked for that the engine has not received or applied yet (`bucket=off→on`) and values the
 engine chose itself once it had them (`decode=fullgraph!`, with its reason on a third line).
-Each line is cut to the width, never wrapped: a wrapped first line would push the options off
-the bar."""
+Each line fits the width, never wrapped (a wrapped first line would push the options off the
+bar): the first line, the waits line and the A/B line are ranked parts that shorten by meaning
+(tui/fit_line.py); what still does not fit is cut with an ellipsis."""
 
 from __future__ import annotations
 
