@@ -14,8 +14,8 @@ from rich.text import Text
 
 @dataclass(frozen=True)
 class Part:
-    """One item of a line; `short` replaces `full` when the line is too long (None: left out),
-    parts of lower `rank` first."""
+    """One item of a line; `short` replaces `full` when the line is too long (None: left out;
+    a part that must stay gives its full text again), parts of lower `rank` first."""
     full: Text
     short: Text | None
     rank: int

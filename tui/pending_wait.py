@@ -44,7 +44,8 @@ def pending_wait_parts(view: LiveView | None, states: tuple[OptionState, ...],
     pending = [s for s in states if s.status == "pending"]
     if view is None or not pending:
         return None
-    what = part(" ".join(f"{s.name}→{s.asked}" for s in pending), None, 9)
+    asked = " ".join(f"{s.name}→{s.asked}" for s in pending)
+    what = part(asked, asked, 9)        # kept whole: cut only when nothing else is left
     compiling = view.compiling
     if warming_beside:     # the ⇄ line below says how the side engine and the serving one are
         return (what, part(f" waits: it lands at the cut over of the warm switch (⇄ below), "

@@ -212,3 +212,11 @@ def test_the_ab_line_keeps_its_verdict_at_80_and_200_columns_and_one_count(stage
     assert more.counts() == (21, 21)
     assert result_text(more).startswith(f"20 | 20 served: {verdict_text(comparison)}")
     assert "(+1 | +1 since, comparing)" in result_text(more)
+
+
+def test_a_line_too_long_for_any_shortening_is_cut_not_emptied():
+    from tui.widgets.status_bar import switch_line
+
+    long = "warm switch to compile=default: cut over, no request waited — " + "x" * 200
+    line = switch_line(long, 80).plain
+    assert line.startswith("⇄ warm switch to compile=default: cut over") and len(line) == 80

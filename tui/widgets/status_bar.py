@@ -149,7 +149,7 @@ def changes_line(states: tuple[OptionState, ...], width: int) -> Text | None:
 
 def switch_line(note: str | tuple[Part, ...], width: int) -> Text:
     """The warm switch's or the A/B's line: parts shortened by rank (the verdict last)."""
-    parts = (Part(Text(note), None, 9),) if isinstance(note, str) else note
+    parts = (Part(Text(note), Text(note), 9),) if isinstance(note, str) else note
     line = Text("⇄ ", no_wrap=True, overflow="ellipsis")
     line.append_text(fit_parts(parts, width - 2, separators=(" · ",)))
     line.stylize("cyan")
