@@ -104,8 +104,9 @@ def ab_line(ab: LiveAB, now_s: float) -> tuple[Part, ...]:
     """The status bar's line, e.g. "A/B c1 (A) ↔ c3 batching=continuous (B) · Enter adopts B,
     Esc keeps A · every other request each: half the rate · 14 | 13 served: p95 1.84 s →
     0.91 s, B − A −0.93 s [−1.40 s, −0.42 s]: better · doctor predicted …: held", as parts
-    that shorten by meaning (tui/fit_line.py): the rate first, then the keys, the arms'
-    labels, the prediction's wording; the result and its verdict last."""
+    that shorten by meaning (tui/fit_line.py): how many would tell and what was served since
+    the comparison first, then the rate, the keys, the arms' labels, the prediction's wording;
+    the result and its verdict last."""
     arms = f"A/B {ab.a_id} (A) ↔ {ab.b_id or 'new'} {ab.target.label()} (B)"
     short_arms = f"A/B {ab.a_id}↔{ab.b_id or 'new'}"
     if not ab.split:
@@ -114,9 +115,15 @@ def ab_line(ab: LiveAB, now_s: float) -> tuple[Part, ...]:
                 part(f"B compiles and prewarms beside {ab.a_id}, {waited} so far",
                      f"B warming, {waited}", 2),
                 part("Esc gives it up", "Esc: give up", 1))
-    parts = [part(arms, short_arms, 4), part("Enter adopts B, Esc keeps A", "⏎/Esc", 2),
-             part("every other request each: half the rate", None, 0),
+    parts = [part(arms, short_arms, 4), part("Enter adopts B, Esc keeps A", "⏎/Esc", 3),
+             part("every other request each: half the rate", None, 2),
              part(*result_texts(ab), 6)]
+    c = ab.comparison
+    if c is not None and c.requests_to_tell is not None:
+        parts.append(part(f"about {c.requests_to_tell} a side to tell", None, 0))
+    since = since_text(ab)
+    if since:
+        parts.append(part(since, None, 1))
     held = held_text(ab)
     if held:
         parts.append(part(held, "doctor ✓" if held.endswith(": held") else "doctor ✗", 5))
@@ -125,24 +132,33 @@ def ab_line(ab: LiveAB, now_s: float) -> tuple[Part, ...]:
 
 def result_texts(ab: LiveAB) -> tuple[str, str]:
     """The arms' counts and their comparison, in full and short, as one value: the counts are
-    the comparison's own (the requests it was computed on), and what was served since is said
-    apart, so the same counts never read two different results."""
+    the comparison's own (the requests it was computed on); what was served since is said
+    apart (since_text), so the same counts never read two different results."""
     if ab.comparison is None:
         a, b = ab.counts()
         text = f"{a} | {b} served: not compared yet"
         return text, text
     c = ab.comparison
-    since = tuple(n - m for n, m in zip(ab.counts(), (c.requests_a, c.requests_b)))
-    more = f" (+{since[0]} | +{since[1]} since, comparing)" if any(since) else ""
-    return (f"{c.requests_a} | {c.requests_b} served: {verdict_text(c)}{more}",
+    return (f"{c.requests_a} | {c.requests_b} served: {verdict_text(c, tell=False)}",
             f"{c.requests_a}|{c.requests_b} {short_verdict(c)}")
 
 
+def since_text(ab: LiveAB) -> str:
+    """ "+3 | +2 served since, comparing": requests the shown comparison does not hold yet."""
+    c = ab.comparison
+    if c is None:
+        return ""
+    since = tuple(n - m for n, m in zip(ab.counts(), (c.requests_a, c.requests_b)))
+    return f"+{since[0]} | +{since[1]} served since, comparing" if any(since) else ""
+
+
 def result_text(ab: LiveAB) -> str:
-    return result_texts(ab)[0]
+    """The closing line's result: the status line's, with what was served since."""
+    since = since_text(ab)
+    return result_texts(ab)[0] + (f" · {since}" if since else "")
 
 
-def verdict_text(comparison: Comparison) -> str:
+def verdict_text(comparison: Comparison, tell: bool = True) -> str:
     metric = comparison.metrics[HEADLINE]
     if metric.a is None or metric.b is None or metric.delta is None:
         return "p95: too few served yet"
@@ -152,7 +168,7 @@ def verdict_text(comparison: Comparison) -> str:
         interval = f" [{signed_text(HEADLINE, lo)}, {signed_text(HEADLINE, hi)}]"
     text = (f"p95 {fmt_ms(metric.a)} → {fmt_ms(metric.b)}, B − A "
             f"{signed_text(HEADLINE, metric.delta)}{interval}: {comparison.verdict}")
-    if comparison.requests_to_tell is not None:
+    if tell and comparison.requests_to_tell is not None:
         text += f" (about {comparison.requests_to_tell} a side to tell)"
     return text
 
