@@ -36,6 +36,7 @@ class ClusterProgress(StatusLine):
         self.actual: dict[str, float] = {}
         self._drawn = 0.0
         self.eta = Eta()        # what the line shows: it does not jump (probe/bench/eta.py)
+        self._shown_fraction: float | None = None
 
     # -- events --------------------------------------------------------------------------------
     def task_started(self, task_id: str, hostname: str) -> None:
@@ -88,8 +89,10 @@ class ClusterProgress(StatusLine):
         finished = counts["done"] + counts["failed"]
         projection = self.eta.update(elapsed, self.remaining_s(), finished,
                                      guess=counts["done"] == 0)
-        left = self.remaining_s() if projection.left_s is None else projection.left_s
-        fraction = elapsed / (elapsed + left) if elapsed + left > 0 else 1.0
+        if projection.left_s is not None or self._shown_fraction is None:
+            left = self.remaining_s() if projection.left_s is None else projection.left_s
+            self._shown_fraction = elapsed / (elapsed + left) if elapsed + left > 0 else 1.0
+        fraction = self._shown_fraction      # unknown: the percentage stays where it was
         running = "; ".join(f"{self.node[t]}: {self.titles[t]} · {self.phase.get(t, '')}"
                             for t, s in self.state.items() if s == "running")
         return (f"[{100 * fraction:3.0f}%] {counts['queued']} queued · {counts['running']} "

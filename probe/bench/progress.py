@@ -25,10 +25,21 @@ COST = {
     "t5-tiny": (2.5, 40.0, 0.005, 0.001),
     "t5-small": (12.0, 90.0, 0.018, 0.010),
 }
+# What every run pays before its first request: a fresh engine (the model loaded, the clock
+# calibrated). Left out, an eager t5-tiny run was estimated at 2 s and took 48 s (busy 2-core
+# VM, issue 49): its scale, ×24, rescaled the compiled runs after it, which erred ×6.
+START_S = {"t5-tiny": 10.0, "t5-small": 15.0}
 UNCACHED_COMPILES = 9   # the uncached step recompiles per prefix length up to the limit
 
 
-def estimate_s(spec: RunSpec, *, model: str, passes: int) -> float:
+def estimate_s(spec: RunSpec, *, model: str, passes: int, start: bool = True) -> float:
+    """A run's seconds; `start`: with its engine's start (runs interleaved on one engine
+    share one)."""
+    return (START_S.get(model, START_S["t5-small"]) if start else 0.0) + _work_s(
+        spec, model=model, passes=passes)
+
+
+def _work_s(spec: RunSpec, *, model: str, passes: int) -> float:
     per_compile, hf_compile, eager_token, compiled_token = COST.get(model, COST["t5-small"])
     options = spec.options
     tokens = sum(r.output_length for r in spec.requests) * passes
@@ -100,6 +111,7 @@ class Progress(StatusLine):
         self.phase_name = ""
         self.fraction = 0.0
         self.eta = Eta()
+        self._shown_fraction: float | None = None
 
     # -- numbers ---------------------------------------------------------------------------------
     def _scale(self, kind: str = "") -> float:
@@ -136,7 +148,9 @@ class Progress(StatusLine):
 
     def line(self) -> str:
         projection = self.projection()
-        fraction = self.done_fraction(projection.left_s)
+        if projection.left_s is not None or self._shown_fraction is None:
+            self._shown_fraction = self.done_fraction(projection.left_s)
+        fraction = self._shown_fraction      # unknown: the bar stays where it was
         filled = int(round(fraction * self.width))
         bar = "#" * filled + "-" * (self.width - filled)
         elapsed = self._clock() - self.started

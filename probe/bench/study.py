@@ -86,8 +86,9 @@ class Study:
         return repeats + 1 + sum(extra.passes(repeats) for extra in self.runs[key].extras)
 
     def estimate_s(self, unit: tuple[str, ...]) -> float:
-        return sum(estimate_s(self.runs[k].spec, model=self.plan.model, passes=self.passes(k))
-                   for k in unit)
+        return sum(estimate_s(self.runs[k].spec, model=self.plan.model, passes=self.passes(k),
+                              start=i == 0)      # one engine serves the unit's runs
+                   for i, k in enumerate(unit))
 
     def progress(self) -> Progress:
         kinds = ["compiled" if any(self.runs[k].spec.options.compiled for k in unit)

@@ -131,3 +131,23 @@ def test_the_bench_line_never_jumps_between_two_draws_without_a_finished_run(est
             countdown = max(previous.left_s - dt, 0.0)
             assert abs(shown.left_s - countdown) <= drift_allowed(previous.left_s, dt) + EPS
         previous = shown
+
+
+def test_while_the_time_left_is_unknown_the_bar_stays_where_it_was():
+    """A real `bench --quick` on the busy 2-core VM: the bar read 33%, then 15% once the time
+    left was unknown (the raw figure's share): it keeps the last share it knew instead."""
+    now = [0.0]
+    progress = Progress([20.0, 20.0], stream=io.StringIO(), clock=lambda: now[0])
+    progress.start_run(0, "E1", "baseline")
+
+    def share(line: str) -> str:
+        return line[line.index("]") + 1:].split("%")[0]
+
+    shown, unknown = [], []
+    for t in range(5, 400, 5):
+        now[0] = float(t)
+        line = progress.line()
+        (unknown if "time left unknown" in line else shown).append(share(line))
+        if unknown:
+            assert unknown[-1] == shown[-1]
+    assert unknown
