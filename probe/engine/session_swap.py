@@ -67,3 +67,12 @@ def carry_side_compiles(engine: Engine, side: Session, side_clock_start: float,
     if carried:
         engine.session.add_events(carried)
     return len(carried)
+
+
+def count_visits(engine: Engine) -> None:
+    """The dashboard's engine with no journal serves its own session: make it count visits
+    as the journaled one does (Session(per_visit=True)), holding what it holds so far."""
+    session = Session(per_visit=True)
+    session.restore(engine.session.freeze())
+    engine.session = session
+    engine.set_options(engine.options)

@@ -93,3 +93,18 @@ def test_a_warm_switch_s_side_compiles_are_its_segment_s_in_the_saved_session(ma
     assert found is not None and found.beside == "c1" and found.graphs == segment.graphs
     assert found.cost is not None and found.cost.slowdown > 1     # 90 ms per token against 50
     assert "beside c1" in found.text() and "serving slowed" in found.text()
+
+
+def test_an_engine_with_no_journal_counts_visits_as_the_journaled_one(make_engine):
+    """The dashboard's engine without a journal (a state folder it cannot write) kept its own
+    session, where a return to eager merged into c1 again."""
+    from probe.engine.session_swap import count_visits
+
+    engine = make_engine()
+    serve(engine, [(10, 2)])
+    count_visits(engine)
+    assert engine.config_id == "c1" and len(engine.session.freeze().records) == 1
+    engine.set_options(parse_opts(["decode=fullgraph"]))
+    assert engine.config_id == "c2"
+    engine.set_options(OptConfig())
+    assert engine.config_id == "c3"

@@ -28,7 +28,7 @@ from probe.engine.process.headless_journal import dispatch_of, write_header
 from probe.engine.process.resumed_replay import ContinuedReplayer
 from probe.engine.process.view_publisher import publish_views
 from probe.engine.process.warm_side import warm_up
-from probe.engine.session_swap import carry_side_compiles, serving_config
+from probe.engine.session_swap import carry_side_compiles, count_visits, serving_config
 from probe.engine.workload_setup import PreparedWorkload
 from probe.session_store.journal import Dispatch, JournaledSession, JournalWriter
 from probe.session_store.journal_reader import Journal, read_journal
@@ -202,6 +202,8 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
                                      f"engine will start a new session")
     if side is not None and engine.session is not side[0]:
         _charge_side_compiles(engine, *side, earlier)
+    if writer is None and side is None:     # no journal: the engine's own session, per visit
+        count_visits(engine)
     engine.session.set_slo(launch.slo)
     speed, watch = _measure(engine, launch, workload, send)
     if writer is not None and earlier is None:   # measured first: the header has the roofline
