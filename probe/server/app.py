@@ -99,6 +99,7 @@ class _Api:
         return await self._complete(request, chat=True)
 
     async def _complete(self, request: Request, *, chat: bool) -> Response:
+        arrived_s = time.perf_counter()    # its queue time starts here, before its body is read
         request_id = request.headers.get("x-request-id") or f"cmpl-{uuid.uuid4().hex}"
         headers = {"X-Request-Id": request_id}
         denied = self._denied(request)
@@ -115,10 +116,11 @@ class _Api:
             body = completion_body(parse_json(await _read_body(request)), self.engine.limits,
                                    self.engine.count_prompt, chat=chat)
             if self.engine.in_flight(request_id):
-                raise ApiError(400, f"X-Request-Id {request_id!r} is already in flight",
+                raise ApiError(400, f"X-Request-Id {request_id!r} was already used in this "
+                                    f"session",
                                "X-Request-Id", "duplicate_request_id")
             self.engine.submit(Ask(request_id, body.prompt, body.prompt_tokens, body.max_tokens,
-                                   body.stream), listener)
+                                   body.stream, arrived_s), listener)
         except ApiError as exc:
             return error_response(exc, {**headers, **({"Connection": "close"}
                                                        if exc.code == "body_too_large" else {})})

@@ -41,10 +41,11 @@ class LiveArrivals:
         """Arrived, not yet handed to the loop."""
         return self._inbox.qsize()
 
-    def arrive(self, request: TraceRequest) -> ScheduledRequest:
-        """A request has arrived now; the loop takes it at once."""
+    def arrive(self, request: TraceRequest, at: float | None = None) -> ScheduledRequest:
+        """A request arrived `at` (this clock's time; default now): the loop takes it at
+        once, and its queue time starts there."""
         with self._lock:
-            scheduled = ScheduledRequest(self._seq, request, self._clock())
+            scheduled = ScheduledRequest(self._seq, request, self._clock() if at is None else at)
             self._seq += 1
         self._inbox.put(scheduled)
         return scheduled

@@ -56,6 +56,7 @@ class EngineHost:
         self._listeners: dict[str, Listener] = {}
         self._sent: dict[str, int] = {}          # streaming requests: tokens heard so far
         self._cancelled: set[str] = set()        # kept until their record comes
+        self._used: set[str] = set()             # every id taken: one record an id
         self.engine: Engine | None = None
         self.loop: ServingLoop | None = None
         self.journal: JournalWriter | None = None
@@ -85,7 +86,7 @@ class EngineHost:
 
     def in_flight(self, request_id: str) -> bool:
         with self._lock:
-            return request_id in self._listeners
+            return request_id in self._used
 
     def queue_depth(self) -> int:
         loop = self.loop
@@ -98,12 +99,13 @@ class EngineHost:
             raise Refused(429, f"the queue is full ({self.limits.max_queue} waiting); "
                                f"retry later", RETRY_AFTER_S)
         with self._lock:
+            self._used.add(ask.request_id)
             self._listeners[ask.request_id] = listener
             if ask.stream:
                 self._sent[ask.request_id] = 0
         self.arrivals.arrive(TraceRequest(timestamp_ms=0.0, input_length=ask.prompt_tokens,
                                           output_length=ask.max_tokens, text=ask.prompt,
-                                          id=ask.request_id))
+                                          id=ask.request_id), at=ask.arrived_s)
 
     def cancel(self, request_id: str) -> None:
         with self._lock:

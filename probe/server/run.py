@@ -49,6 +49,7 @@ class _Server(uvicorn.Server):
         super().__init__(config)
         self.host, self.drain_s = host, drain_s
         self.signum: int | None = None
+        self.signalled_at = 0.0
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -68,6 +69,7 @@ class _Server(uvicorn.Server):
             say("infertop: stopping now; saving what was served")
             return
         self.signum, self.should_exit = signum, True
+        self.signalled_at = time.monotonic()
         self.host.drain()
         say(f"infertop: {signal.Signals(signum).name}: draining (no new requests; up to "
             f"{self.drain_s:g} s for those held), then saving the session; signal again to "
@@ -121,12 +123,11 @@ def serve(args, options: OptConfig, workload: PreparedWorkload) -> int:
     print(f"infertop serve: {url}/v1 (model {args.model}, {options.label()}); /health is "
           f"ready once warm", file=sys.stderr)
     host.start()
-    started = time.monotonic()
     server.run(sockets=[sock])
     if failed and not isinstance(failed[0], Exception):
         raise failed[0]
     drained = host.finish(0 if server.force_exit else
-                          max(0.0, args.drain_s - (time.monotonic() - started)))
+                          max(0.0, args.drain_s - (time.monotonic() - server.signalled_at)))
     if failed:
         raise failed[0]
     if not drained:

@@ -28,6 +28,7 @@ class Ask:
     prompt_tokens: int
     max_tokens: int
     stream: bool
+    arrived_s: float            # time.perf_counter() when the server began to read it
 
 
 @dataclass(frozen=True)
@@ -83,4 +84,5 @@ class ServedEngine(Protocol):
         ...
 
     def in_flight(self, request_id: str) -> bool:
+        """Taken already: in flight, or served in this session (one record an id)."""
         ...

@@ -105,6 +105,9 @@ def test_a_completion_answers_with_its_usage_and_echoes_the_request_id(server):
     assert completion.usage.prompt_tokens > 0
     assert completion.choices[0].finish_reason == "length"
     assert server.client().models.list().data[0].id == MODEL
+    with pytest.raises(openai.BadRequestError) as caught:     # one record an id
+        _complete(server, "plain-1")
+    assert caught.value.body["param"] == "X-Request-Id"
 
 
 def test_a_stream_is_one_chunk_per_token_then_the_usage(server):
