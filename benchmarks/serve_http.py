@@ -78,7 +78,7 @@ class GenerateEngine:
         self._flying.discard(ask.request_id)
         listener(Done(_record(ask.request_id, ids.shape[1], tokens, arrival, start, end)))
 
-    def cancel(self, request_id: str) -> None:
+    def cancel(self, request_id: str, why: str | None = None) -> None:
         pass
 
     def decode(self, ids) -> str:

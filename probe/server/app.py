@@ -34,7 +34,7 @@ from probe.server.asks import (
     completion_body,
     parse_json,
 )
-from probe.server.seam import Ask, Done, Refused, ServedEngine, Tokens
+from probe.server.seam import STOPPED, Ask, Done, Refused, ServedEngine, Tokens
 
 BODY_TIMEOUT_S = 30.0       # a client that sends its body slower than this is cut off
 MAX_REQUEST_ID = 128
@@ -137,8 +137,8 @@ class _Api:
                                      media_type="text/event-stream")
         try:
             done = await self._until_done(request, queue)
-        except asyncio.CancelledError:      # a drain past its deadline
-            self.engine.cancel(request_id)
+        except asyncio.CancelledError:      # a drain past its deadline, a second signal
+            self.engine.cancel(request_id, STOPPED)
             raise
         if done is None:
             self.engine.cancel(request_id)
@@ -163,6 +163,7 @@ class _Api:
         """One event per token as the engine makes it, the last with its finish_reason, the
         usage if asked, then [DONE]. A client that leaves cancels this generator (Starlette
         watches the socket): the engine takes the request out at its next step."""
+        why = None          # the client left (the generator closed), unless the server stops
         try:
             while True:
                 item = await queue.get()
@@ -178,8 +179,11 @@ class _Api:
                         yield _event(reply.usage_chunk(item))
                 yield "data: [DONE]\n\n"
                 return
+        except asyncio.CancelledError:
+            why = STOPPED
+            raise
         finally:
-            self.engine.cancel(reply.request_id)    # nothing if it was served
+            self.engine.cancel(reply.request_id, why)    # nothing if it was served
 
 
 class _Reply:

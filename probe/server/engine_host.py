@@ -24,7 +24,7 @@ from probe.contract.settings import EngineSettings
 from probe.engine.process.headless_journal import JournaledReplayer, dispatch_of, journal_engine
 from probe.engine.state_files import new_replay_journal, state_folder_problem
 from probe.server.arrivals import LiveArrivals
-from probe.server.seam import Ask, Done, Limits, Listener, Refused, Tokens
+from probe.server.seam import CANCELLED, STOPPED, Ask, Done, Limits, Listener, Refused, Tokens
 from probe.session_store.journal import CONTEXT_SECTIONS, JournalWriter
 from workloads.trace_records import TraceRequest
 
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from probe.engine.serving import ServingLoop
     from probe.monitoring.prometheus import PrometheusExporter
 
-CANCELLED = "cancelled: the client closed the connection"
 RETRY_AFTER_S = 1
+STOP_WAIT_S = 1.0       # a stop's wait for the records of what it cancels (a step or two)
 
 
 class EngineHost:
@@ -55,7 +55,7 @@ class EngineHost:
         self._lock = threading.Lock()
         self._listeners: dict[str, Listener] = {}
         self._sent: dict[str, int] = {}          # streaming requests: tokens heard so far
-        self._cancelled: set[str] = set()        # kept until their record comes
+        self._cancelled: dict[str, str] = {}     # id → why, kept until its record comes
         self._used: set[str] = set()             # every id taken: one record an id
         self.engine: Engine | None = None
         self.loop: ServingLoop | None = None
@@ -107,11 +107,11 @@ class EngineHost:
                                           output_length=ask.max_tokens, text=ask.prompt,
                                           id=ask.request_id), at=ask.arrived_s)
 
-    def cancel(self, request_id: str) -> None:
+    def cancel(self, request_id: str, why: str | None = None) -> None:
         with self._lock:
             if self._listeners.pop(request_id, None) is not None:
                 self._sent.pop(request_id, None)
-                self._cancelled.add(request_id)
+                self._cancelled[request_id] = why or CANCELLED
 
     def metrics(self) -> bytes:
         return b"" if self.exporter is None else self.exporter.exposition()
@@ -166,11 +166,14 @@ class EngineHost:
     def _after_step(self, scheduler: ContinuousScheduler) -> list[RequestRecord]:
         with self._lock:
             streaming = set(self._sent)
-            cancelled = set(self._cancelled)
+            cancelled = dict(self._cancelled)
         if streaming:
             for request_id, ids in scheduler.tokens_so_far(streaming).items():
                 self._hear(request_id, ids)
-        return scheduler.cancel(cancelled, CANCELLED) if cancelled else []
+        records = []
+        for why in set(cancelled.values()):
+            records += scheduler.cancel({i for i, w in cancelled.items() if w == why}, why)
+        return records
 
     def _hear(self, request_id: str, ids: list[int]) -> None:
         with self._lock:
@@ -187,7 +190,7 @@ class EngineHost:
             with self._lock:
                 listener = self._listeners.pop(record.id, None)
                 self._sent.pop(record.id, None)
-                self._cancelled.discard(record.id)
+                self._cancelled.pop(record.id, None)
             if listener is not None:
                 listener(Done(record))
 
@@ -205,11 +208,19 @@ class EngineHost:
         self.arrivals.close()
 
     def finish(self, timeout_s: float) -> bool:
-        """Stop the loop once what it holds is served (or at once: `timeout_s` 0); True if
-        the engine's thread ended in time (a compile may hold it)."""
+        """Stop the loop once what it holds is served (or at once: `timeout_s` 0, and what
+        it still holds is cancelled, so each has its record); True if the engine's thread
+        ended in time (a compile may hold it)."""
         self.drain()
         if self.loop is not None and timeout_s > 0:
             self.loop.replay_done.wait(timeout_s)
+        with self._lock:
+            held = list(self._listeners)
+        for request_id in held:
+            self.cancel(request_id, STOPPED)
+        deadline = time.monotonic() + STOP_WAIT_S
+        while self._cancelled and self.thread.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.stop.set()
         self.thread.join(timeout=max(timeout_s, 2.0))
         return not self.thread.is_alive()

@@ -44,6 +44,9 @@ class Done:
 
 
 Listener = Callable[[Tokens | Done], None]      # called from the engine's thread
+# what a cancelled request's record says
+CANCELLED = "cancelled: the client closed the connection"
+STOPPED = "cancelled: the server stopped before it was served"
 
 
 class Refused(Exception):
@@ -72,8 +75,9 @@ class ServedEngine(Protocol):
         Raises Refused."""
         ...
 
-    def cancel(self, request_id: str) -> None:
-        """Nobody waits for it any more: out of its slot at the next step."""
+    def cancel(self, request_id: str, why: str | None = None) -> None:
+        """Nobody waits for it any more: out of its slot at the next step; `why` goes in its
+        record (default: its client left)."""
         ...
 
     def decode(self, ids: tuple[int, ...]) -> str:

@@ -58,7 +58,7 @@ class FakeEngine:
             listener(Done(record(ask)))
         threading.Thread(target=answer).start()
 
-    def cancel(self, request_id: str) -> None:
+    def cancel(self, request_id: str, why: str | None = None) -> None:
         self.cancelled.append(request_id)
 
     def decode(self, ids: tuple[int, ...]) -> str:
