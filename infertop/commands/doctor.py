@@ -18,8 +18,10 @@ from probe.checks.output_lock import OutputLock
 from probe.checks.stop_supervisor import run_supervised
 from probe.common.argtypes import whole_number
 from probe.common.atomic import check_output_folder
+from probe.common.errors import BadInput
 from probe.common.terminal_text import terminal_json, terminal_text
 from probe.engine.process.third_party_output import third_party_output_to_engine_log
+from probe.session_store.peer_imports.imported_text import imported_header, imported_label
 from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
 from probe.tune.verify_salvage import runs_folder, salvage_verify
 from probe.tune.verify_step import (
@@ -66,8 +68,11 @@ def main(args: argparse.Namespace) -> int:
     document = read_document(args.file)
     data, report = diagnosis_of(args.file, document)
     if not args.verify:
-        _print(args, data, report, None)
+        _print(args, document, data, report, None)
         return 0
+    if imported_header(document):
+        raise BadInput(f"doctor --verify {args.file}: an imported session was served by "
+                       f"another tool's server, not by an infertop config it could re-serve")
     # every refusal in one line before anything is printed or any model loads: the plan, then
     # --verify-runs by the output rule every command's output follows, and its lock
     plan = verify_plan(args.file, document, data, report, args.verify_requests)
@@ -79,29 +84,32 @@ def main(args: argparse.Namespace) -> int:
             (OutputLock(keep, "--verify-runs") if keep is not None else nullcontext()), \
             runs_folder(keep) as runs:
         if not getattr(args, "supervised", False):
-            return _verify(args, plan, data, report, runs)
+            return _verify(args, plan, document, data, report, runs)
         # in a child of its own, as replay and tune: a stop ends within seconds even while a
         # compile holds it (probe/checks/stop_supervisor.py); the folder is this process's
-        return run_supervised(lambda note: _verify(args, plan, data, report, runs), ending,
+        return run_supervised(lambda note: _verify(args, plan, document, data, report, runs), ending,
                               lambda stopped: salvage_verify(stopped, runs, kept=keep is not None))
 
 
-def _verify(args: argparse.Namespace, plan: VerifyPlan, data, report, runs: Path) -> int:
+def _verify(args: argparse.Namespace, plan: VerifyPlan, document: dict, data, report,
+            runs: Path) -> int:
     with third_party_output_to_engine_log():      # torch's and torchao's lines: the log
         verified = run_verify(plan, passes=args.verify_passes, say=say_stderr, runs=runs)
-    _print(args, data, report, verified)
+    _print(args, document, data, report, verified)
     return 0
 
 
-def _print(args: argparse.Namespace, data, report, verified) -> None:
+def _print(args: argparse.Namespace, document: dict, data, report, verified) -> None:
     if args.json:       # C1 and bidi controls as \uXXXX, as every printed line is escaped
         out = report.as_dict()
         if verified is not None:
             out["verify"] = verified.as_dict()
         print(terminal_json(out, indent=1))
     else:
-        labels = {cid: entry.options.label() for cid, entry in data.configs.items()}
-        print(f"{terminal_text(args.file)}\n")
+        labels = {cid: imported_label(document, cid) or entry.options.label()
+                  for cid, entry in data.configs.items()}
+        print(terminal_text(args.file))
+        print("\n".join(imported_header(document) + [""]))
         print(terminal_text(report_text(report, labels), keep_newlines=True))
         if verified is not None:
             print()

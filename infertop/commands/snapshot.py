@@ -1,5 +1,5 @@
-"""`infertop snapshot show|compare|export|recover`: read, compare, export and recover saved
-sessions."""
+"""`infertop snapshot show|compare|export|recover|import`: read, compare, export and recover
+saved sessions, and import other load generators' result files as sessions."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from probe.common.errors import BadInput
 from probe.common.terminal_text import terminal_text
 from probe.report_charts.canvas import require_matplotlib
 from probe.report_charts.snapshot_plots import plot_compare, plot_show
+from probe.session_store.peer_imports import import_peer_file
 from probe.session_store.recover import recover
 from probe.session_store.snapshot_export import export
 from probe.session_store.snapshot_report import compare, show
@@ -21,7 +22,7 @@ HELP = "inspect saved sessions"
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
     snapshot_commands = parser.add_subparsers(dest="snapshot_command", required=True,
-                                              metavar="{show,compare,export,recover}")
+                                              metavar="{show,compare,export,recover,import}")
     show = snapshot_commands.add_parser("show", help="a saved session's segments as a table")
     show.add_argument("file", metavar="FILE")
     show.add_argument("--plot", default=None, metavar="OUT.svg",
@@ -46,11 +47,19 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
         "recover", help="write the session JSON of a run that died, from its journal")
     recover.add_argument("journal", metavar="JOURNAL")
     recover.add_argument("-o", "--out", required=True, metavar="SNAPSHOT.json")
+    imported = snapshot_commands.add_parser(
+        "import", help="another load generator's results as a session: AIPerf, guidellm, "
+                       "vLLM bench serve, inference-perf (docs/peers.md)")
+    imported.add_argument("file", metavar="FILE",
+                          help="profile_export.jsonl, profile_export_aiperf.json, "
+                               "benchmarks.json, a --save-result JSON or "
+                               "per_request_lifecycle_metrics.json")
+    imported.add_argument("-o", "--out", required=True, metavar="SNAPSHOT.json")
 
 
 def main(args: argparse.Namespace) -> int:
     return {"show": _show, "compare": _compare, "export": _export,
-            "recover": _recover}[args.snapshot_command](args)
+            "recover": _recover, "import": _import}[args.snapshot_command](args)
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -62,6 +71,15 @@ def _export(args: argparse.Namespace) -> int:
 
 def _recover(args: argparse.Namespace) -> int:
     print(terminal_text(recover(args.journal, args.out), keep_newlines=True))
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    path, peer = import_peer_file(args.file, args.out)
+    requests = sum(len(run.requests) for run in peer.runs)
+    kept = f"{requests:,} requests" if peer.per_request else "summary figures only"
+    print(f"wrote {terminal_text(str(path))}: {terminal_text(peer.tool)} "
+          f"{terminal_text(peer.format)}, {len(peer.runs)} run(s), {kept}")
     return 0
 
 

@@ -27,6 +27,11 @@ from probe.contract.records import LedgerEntry
 from probe.contract.session import SessionData
 from probe.session_store.doctor_compare import cause_moves
 from probe.session_store.ledger_table import ledger_text
+from probe.session_store.peer_imports.imported_text import (
+    imported_header,
+    imported_label,
+    imported_lines,
+)
 from probe.session_store.snapshot import read_document, saved_live_parts, saved_session
 from probe.session_store.tables import text_table
 
@@ -100,7 +105,10 @@ def _field(document: dict, section: str, key: str) -> object:
     return value if isinstance(value, (int, float, bool)) or value is None else "?"
 
 
-def _label(data: SessionData, config_id: str) -> str:
+def _label(data: SessionData, config_id: str, document: dict | None = None) -> str:
+    imported = None if document is None else imported_label(document, config_id)
+    if imported is not None:
+        return imported
     entry = data.configs.get(config_id)
     return entry.options.label() if entry else config_id
 
@@ -135,7 +143,7 @@ def _header(path: str, document: dict, data: SessionData | None = None) -> list[
              if isinstance(parameters, int) else f"  model {model('name')} ({precision})",
              f"  trace {_field(document, 'trace', 'name')}, device {env('device')} "
              f"({env('device_name')}), torch {env('torch')}"]
-    return lines
+    return lines + imported_header(document)
 
 
 def slo_line(data: SessionData) -> list[str]:
@@ -149,7 +157,8 @@ def show(path: str) -> str:
     segments = session_segments(data)
     lines = _header(path, document, data) + slo_line(data)
     if not segments:
-        return "\n".join(lines + ["", "no configs were served in this session"])
+        return "\n".join(lines + ["", "no configs were served in this session"]
+                         + imported_lines(document))
     columns = ["config", "requests", "failed", "p50", "p95", "p99", "warm", "warm p50",
                "warm p95", "ttft p50", "tpot p50", "warm tpot",
                "tokens/s", "compiles", "recompiles", "compile", "breaks", "graphs", "KV peak",
@@ -187,7 +196,7 @@ def show(path: str) -> str:
     for s in segments:
         entry = data.configs.get(s.config_id)
         notes = f"  ({'; '.join(entry.notes)})" if entry and entry.notes else ""
-        lines.append(f"  {s.config_id}: {_label(data, s.config_id)}{notes}")
+        lines.append(f"  {s.config_id}: {_label(data, s.config_id, document)}{notes}")
         lines += [f"      {line}" for line in visit_lines(data, s.config_id)]
         phases = phases_within(s.compile_phases, s.compile_s)
         if phases is not None and phases.total_s:
@@ -199,7 +208,7 @@ def show(path: str) -> str:
         for b in sorted(data.breaks, key=lambda b: -b.count)[:10]:
             lines.append(f"  {b.config_id} ×{b.count} {b.location}: {b.reason[:100]}")
     lines += ledger_lines(data.compile_ledger)
-    return "\n".join(lines)
+    return "\n".join(lines + imported_lines(document))
 
 
 def visit_lines(data: SessionData, config_id: str) -> list[str]:
@@ -335,8 +344,8 @@ def compare(path_a: str, path_b: str) -> str:
     for sa, sb in pairs:
         oa = a.configs[sa.config_id].options if sa.config_id in a.configs else None
         ob = b.configs[sb.config_id].options if sb.config_id in b.configs else None
-        lines += ["", f"A {sa.config_id} [{_label(a, sa.config_id)}]  vs  "
-                      f"B {sb.config_id} [{_label(b, sb.config_id)}]"]
+        lines += ["", f"A {sa.config_id} [{_label(a, sa.config_id, doc_a)}]  vs  "
+                      f"B {sb.config_id} [{_label(b, sb.config_id, doc_b)}]"]
         differences = _option_diff(oa, ob)
         lines.append("config differences: " + ("; ".join(differences) if differences else "none"))
         lines += [text_table(["metric", "A", "B", "B − A", "B / A", "better"],
@@ -346,7 +355,7 @@ def compare(path_a: str, path_b: str) -> str:
         if da is not None and db is not None:
             lines += cause_moves(da, db)
     for s in only_a:
-        lines.append(f"only in A: {s.config_id} [{_label(a, s.config_id)}]")
+        lines.append(f"only in A: {s.config_id} [{_label(a, s.config_id, doc_a)}]")
     for s in only_b:
-        lines.append(f"only in B: {s.config_id} [{_label(b, s.config_id)}]")
+        lines.append(f"only in B: {s.config_id} [{_label(b, s.config_id, doc_b)}]")
     return "\n".join(lines)
