@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 TORCH_INDEX ?=
 
 .PHONY: run test test-pure test-engine test-pilot test-layout check lint bench charts \
-	screenshots gpu-check gpu-wheels clean
+	screenshots gpu-check gpu-wheels peer-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -74,8 +74,20 @@ gpu-wheels:
 		--implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 		--platform manylinux2014_x86_64 --platform any -d .whl -r gpu-wheels.txt
 
+# AIPerf and guidellm drive `infertop serve` on loopback and their client records are joined
+# with the server's session request by request (tools/peer_check.py, docs/peers.md). The peers
+# pin their own libraries: they get a virtual environment of their own, made on first use.
+PEERS_VENV ?= .peers-venv
+$(PEERS_VENV)/.installed:
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install -q aiperf guidellm
+	touch $@
+
+peer-check: $(STAMP) $(PEERS_VENV)/.installed
+	$(PY) -m tools.peer_check --peers-bin $(PEERS_VENV)/bin $(ARGS)
+
 screenshots: $(STAMP)
 	$(PY) -m tools.screenshots screenshots/sessions/*.json --size 80x24
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(PEERS_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -136,7 +136,9 @@ def _header(path: str, document: dict, data: SessionData | None = None) -> list[
         return _field(document, "environment", key)
 
     parameters = model("parameters")
-    served = served_precisions(data) if data is not None and data.records else ""
+    # an imported session was served by another tool's server: infertop's precision is not it
+    served = (served_precisions(data) if data is not None and data.records
+              and not imported_header(document) else "")
     precision = f"served {served}" if served else f"{model('dtype')}"
     lines = [terminal_text(path),
              f"  model {model('name')} ({precision}, {parameters:,} parameters)"
@@ -347,6 +349,9 @@ def compare(path_a: str, path_b: str) -> str:
         lines += ["", f"A {sa.config_id} [{_label(a, sa.config_id, doc_a)}]  vs  "
                       f"B {sb.config_id} [{_label(b, sb.config_id, doc_b)}]"]
         differences = _option_diff(oa, ob)
+        if imported_label(doc_a, sa.config_id) or imported_label(doc_b, sb.config_id):
+            differences = ["not comparable: an imported side was served by another tool's "
+                           "server, its queue, compile and KV figures unmeasured (0)"]
         lines.append("config differences: " + ("; ".join(differences) if differences else "none"))
         lines += [text_table(["metric", "A", "B", "B − A", "B / A", "better"],
                                  metric_rows(sa, sb))]

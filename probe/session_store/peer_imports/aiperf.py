@@ -24,9 +24,14 @@ MEANINGS = {
     "id": "metadata.x_request_id: the X-Request-ID header AIPerf sent with the request",
     "arrival_s": "metadata.request_start_ns (time.time_ns() when AIPerf sent it), from the "
                  "first request's",
-    "latency_ms": "request_latency: client, request sent → last response chunk read",
-    "ttft_ms": "time_to_first_token: client, request sent → first chunk with content read "
-               "(streaming only)",
+    "latency_ms": "metadata.request_end_ns − request_start_ns: client, request sent → "
+                  "response read whole. AIPerf's own request_latency ends at the last chunk "
+                  "with text, earlier where the last tokens decode to none (it is in the "
+                  "summary)",
+    "ttft_ms": "time_to_first_token: client, request sent → first chunk with text read "
+               "(streaming only); a token that decodes to no text (a special token, a byte "
+               "that completes no character) is no content to AIPerf, so its TTFT can end on "
+               "a later token than the server's first",
     "tpot_ms": "inter_token_latency: (request_latency − time_to_first_token) / "
                "(output_sequence_length − 1), at the client: infertop's TPOT, ending at the "
                "last chunk read",
@@ -37,6 +42,10 @@ MEANINGS = {
 # the summary's per-metric statistics AIPerf writes (JsonMetricResult)
 STATS = ("avg", "min", "max", "std", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95",
          "p99")
+# the metrics a reader looks for first: saved first, so `snapshot show` lists them first
+HEADLINE = ("request_latency", "time_to_first_token", "inter_token_latency",
+            "request_throughput", "output_token_throughput", "request_count",
+            "error_request_count", "benchmark_duration")
 
 
 def is_records(first_line: Any) -> bool:
@@ -103,8 +112,8 @@ def _request(at: Where, raw: dict[str, Any], where: str) -> PeerRequest:
     metrics = at.obj(metrics, f"{where}.metrics")
     start_ns = at.number(at.key(meta, "request_start_ns", f"{where}.metadata"),
                          f"{where}.metadata.request_start_ns", high=1e20)
-    end_ns = at.number(at.key(meta, "request_end_ns", f"{where}.metadata"),
-                       f"{where}.metadata.request_end_ns", low=start_ns, high=1e20)
+    at.number(at.key(meta, "request_end_ns", f"{where}.metadata"),   # checked; its span
+              f"{where}.metadata.request_end_ns", low=start_ns, high=1e20)   # is taken below
     request_id = at.optional_text(meta.get("x_request_id"), f"{where}.metadata.x_request_id")
     session = meta.get("session_num")
     request_id = request_id or f"aiperf-{at.count(session, f'{where}.metadata.session_num')}"
@@ -126,7 +135,6 @@ def _request(at: Where, raw: dict[str, Any], where: str) -> PeerRequest:
                                 f"{where}.metrics.{name}.value")
         return 0
 
-    latency = duration("request_latency")
     error = raw.get("error")
     if error is not None:
         error = at.obj(error, f"{where}.error")
@@ -134,7 +142,8 @@ def _request(at: Where, raw: dict[str, Any], where: str) -> PeerRequest:
                          if error.get(k) is not None) or "error"
     return PeerRequest(
         id=request_id, start_s=start_ns / 1e9,
-        latency_ms=latency if latency is not None else (end_ns - start_ns) / 1e6,
+        # in whole ns before the division: as floats, epoch ns keep only ~256 ns steps
+        latency_ms=(meta["request_end_ns"] - meta["request_start_ns"]) / 1e6,
         ttft_ms=duration("time_to_first_token"), tpot_ms=duration("inter_token_latency"),
         input_tokens=tokens("input_sequence_length", "error_isl"),
         output_tokens=tokens("output_sequence_length", "output_token_count"), error=error)
@@ -143,7 +152,9 @@ def _request(at: Where, raw: dict[str, Any], where: str) -> PeerRequest:
 def _summary(at: Where, document: dict[str, Any]
              ) -> tuple[tuple[SummaryFigure, ...], str | None, str | None]:
     figures = []
-    for name, value in document.items():
+    names = sorted(document, key=lambda n: HEADLINE.index(n) if n in HEADLINE else len(HEADLINE))
+    for name in names:
+        value = document[name]
         if type(value) is not dict or "unit" not in value:
             continue
         unit = at.text(value["unit"], f"{name}.unit")
@@ -154,11 +165,13 @@ def _summary(at: Where, document: dict[str, Any]
                                              _summary_meaning(name, unit)))
     config = document.get("input_config")
     model = None
-    if type(config) is dict:
-        endpoint = config.get("endpoint")
-        names = endpoint.get("model_names") if type(endpoint) is dict else None
-        if type(names) is list and names and type(names[0]) is str:
-            model = names[0]
+    if type(config) is dict:    # 0.13: models.items[].name; earlier: endpoint.model_names
+        models, endpoint = config.get("models"), config.get("endpoint")
+        items = models.get("items") if type(models) is dict else None
+        listed = ([i.get("name") for i in items if type(i) is dict] if type(items) is list
+                  else endpoint.get("model_names") if type(endpoint) is dict else None)
+        if type(listed) is list and listed and type(listed[0]) is str:
+            model = listed[0]
     version = document.get("aiperf_version")
     return tuple(figures), model, version if type(version) is str else None
 

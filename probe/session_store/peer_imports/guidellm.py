@@ -22,7 +22,9 @@ MEANINGS = {
     "arrival_s": "info.timings.request_start (epoch seconds when guidellm sent it), from the "
                  "first request's",
     "latency_ms": "request_latency (s, shown here in ms): client, request_start → request_end",
-    "ttft_ms": "time_to_first_token_ms: client, request sent → first token's chunk read",
+    "ttft_ms": "time_to_first_token_ms: client, request sent → first chunk with a token's "
+               "text read (a token that decodes to no text is not counted: its TTFT can end "
+               "on a later token than the server's first)",
     "tpot_ms": "inter_token_latency_ms: (last token − first token) / (output tokens − 1), at "
                "the client: infertop's TPOT. guidellm's own time_per_output_token_ms counts "
                "the first token too (request start → last token / output tokens): it is in "

@@ -10,6 +10,9 @@ from typing import Any
 from probe.common.terminal_text import terminal_text
 
 IMPORTED = "imported"
+SHOWN = 12      # a run's summary metrics printed; the rest stay in the session's section
+# a metric's statistics printed, where it has them ("request_latency.p95")
+STATS = ("avg", "mean", "median", "p50", "p95", "p99", "max")
 
 
 def _section(document: dict[str, Any]) -> dict[str, Any] | None:
@@ -53,12 +56,32 @@ def imported_lines(document: dict[str, Any]) -> list[str]:
         lines.append(f"{_text(config_id)} ({_text(run.get('name'))})"
                      + (f": left out {left}" if left else "") + " — the tool's own summary:")
         summary = run.get("summary")
-        shown = [f"  {_text(f.get('name'))} = {_number(f.get('value'))} {_text(f.get('unit'))}"
-                 + (f"  ({_text(f['means'])})" if f.get("means") else "")
-                 for f in (summary if isinstance(summary, list) else ())
-                 if isinstance(f, dict)]
-        lines += shown or ["  none saved"]
+        groups = _grouped([f for f in (summary if isinstance(summary, list) else ())
+                           if isinstance(f, dict)])
+        shown = [f"  {name}: {', '.join(stats)}" + (f"  ({means})" if means else "")
+                 for name, (stats, means) in list(groups.items())[:SHOWN]]
+        more = len(groups) - SHOWN
+        lines += (shown + ([f"  … {more} more in imported.runs.{_text(config_id)}.summary"]
+                           if more > 0 else [])) or ["  none saved"]
     return lines
+
+
+def _grouped(figures: list[dict[str, Any]]) -> dict[str, tuple[list[str], str]]:
+    """"metric.stat" figures as one line a metric: its STATS with their unit; a figure with
+    no statistic in its name is a line of its own."""
+    groups: dict[str, tuple[list[str], str]] = {}
+    for figure in figures:
+        name = _text(figure.get("name"))
+        metric, _, stat = name.rpartition(".")
+        if not metric:
+            metric, stat = name, ""
+        if stat and stat not in STATS:
+            groups.setdefault(metric, ([], _text(figure.get("means") or "")))
+            continue
+        value = f"{_number(figure.get('value'))} {_text(figure.get('unit'))}"
+        stats, _ = groups.setdefault(metric, ([], _text(figure.get("means") or "")))
+        stats.append(f"{stat} {value}" if stat else value)
+    return {name: entry for name, entry in groups.items() if entry[0]}
 
 
 def _number(value: Any) -> str:
