@@ -252,8 +252,8 @@ def _sequential(port: int, trace: Path) -> PeerFile:
 def _report(argv: list[str] | None, bin_dir: Path, args: argparse.Namespace,
             table: str) -> str:
     versions = {name: subprocess.run([str(bin_dir / name), "--version"], capture_output=True,
-                                     text=True, check=False).stdout.strip().splitlines()[-1:]
-                for name in PEERS}
+                                     text=True, check=False).stdout.split()[-1:]
+                for name in PEERS}      # "0.13.0", "guidellm version: 0.8.1": the last word
     command = shlex.join(["python", "-m", "tools.peer_check", *(argv or sys.argv[1:])])
     return "\n".join([
         f"command: `{command}`", "",

@@ -78,7 +78,7 @@ def _ms(value: float | None) -> str:
 
 def agreement_table(rows: list[Agreement]) -> str:
     """The Markdown table docs/peers.md holds: one row per peer and figure."""
-    lines = ["| client | figure | joined | p50 ms | p95 ms | max ms | min ms | < 0 |",
+    lines = ["| client | figure | joined, both ok | p50 ms | p95 ms | max ms | min ms | < 0 |",
              "|---|---|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         for gap in (row.e2e, row.ttft):
