@@ -31,7 +31,8 @@ CASES = [
     ("inference_perf_lifecycle.json", "inference-perf", True, 3, 1),
 ]
 CASES += [(name, tool, True, None, None) for name, tool in (
-    ("aiperf/profile_export.jsonl", "AIPerf"), ("guidellm/benchmarks.json", "guidellm"))
+    ("aiperf/profile_export.jsonl", "AIPerf"), ("guidellm/benchmarks.json", "guidellm"),
+    ("vllm/vllm_bench_result.json", "vLLM bench serve"))
     if (FIXTURES / name).exists()]
 
 
@@ -74,6 +75,20 @@ def test_vllm_detailed_keeps_each_request_in_ms_on_one_clock(tmp_path) -> None:
     assert not failed.ok and failed.ttft_ms is None
     names = {f["name"] for f in document["imported"]["runs"]["c1"]["summary"]}
     assert {"p99_tpot_ms", "median_itl_ms", "duration"} <= names
+
+
+def test_a_real_vllm_file_keeps_the_order_vllm_sent_its_request_ids_in(tmp_path) -> None:
+    """vLLM 0.34 sends X-Request-Id PREFIX-i and saves no id: its i-th request is the i-th
+    entry, so it joins the server's record by index."""
+    records = saved_session(_imported(tmp_path, "vllm/vllm_bench_result.json")[0]).records
+    served = {r["id"].rsplit("-", 1)[1]: r
+              for r in read_document(FIXTURES / "vllm" / "served-vllm.json")["requests"]}
+    assert [r.id for r in records] == [f"vllm-{i}" for i in range(len(served))]
+    for index, record in enumerate(records):
+        server = served[str(index)]
+        assert record.input_tokens == server["input_tokens"]
+        assert record.latency_ms >= server["latency_ms"]
+        assert record.ttft_ms is not None and record.ttft_ms >= server["ttft_ms"]
 
 
 def test_inference_perf_ttft_and_tpot_come_from_its_token_times(tmp_path) -> None:
