@@ -87,7 +87,52 @@ class _Schedule:
         return self.total is not None and seq >= self.total
 
 
-class OpenLoopReplayer:
+class ReplayerBase:
+    """What every replayer shares: its clock, how many requests it has dispatched and of how
+    many (None: no end), and a pause switch held under `_lock`; a subclass says what else a
+    pause or a resume changes (`_switched`). A finished request frees nothing by default: open
+    loop arrivals keep their times whatever the engine finishes."""
+
+    def __init__(self, total: int | None, clock: Clock) -> None:
+        self._total = total
+        self._clock = clock
+        self._lock = threading.Condition()
+        self._paused = False
+        self._dispatched = 0
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def dispatched(self) -> int:
+        return self._dispatched
+
+    @property
+    def total(self) -> int | None:
+        """Requests this run will dispatch; None when it has no end (looping forever)."""
+        return self._total
+
+    def pause(self) -> None:
+        self._switch(True)
+
+    def resume(self) -> None:
+        self._switch(False)
+
+    def _switch(self, paused: bool) -> None:
+        with self._lock:
+            self._paused = paused
+            self._switched(paused)
+            self._lock.notify_all()
+
+    def _switched(self, paused: bool) -> None:
+        """What a pause or a resume changes beyond the switch (called holding the lock)."""
+
+    def request_done(self) -> None:
+        pass
+
+
+class OpenLoopReplayer(ReplayerBase):
     """Requests arrive at their trace times whatever the engine does, so queueing is visible.
 
     Pausing stops the trace clock: requests due during a pause arrive after resume, shifted by
@@ -112,14 +157,12 @@ class OpenLoopReplayer:
         if not speed > 0:
             raise file_error(f"--speed: must be > 0, got {speed:g}")
         self._schedule = _Schedule(trace, rate, loop, max_requests)
-        self._clock = clock
+        super().__init__(self._schedule.total, clock)
         self._wake = threading.Event()
         self._sleep = sleep or self._interruptible_sleep
-        self._lock = threading.Lock()
         self._speed = speed
-        self._paused = False
         self._vclock: VirtualClock | None = None
-        self._dispatched = 0        # the next position of the replay
+        # _dispatched (the base's): the next position of the replay, thinned or not
         self._keep = keep
         self._sent = 0              # requests submitted
         self._first_position = first_position   # thinning's position of this trace's first
@@ -127,15 +170,6 @@ class OpenLoopReplayer:
     @property
     def speed(self) -> float:
         return self._speed
-
-    @property
-    def paused(self) -> bool:
-        return self._paused
-
-    @property
-    def dispatched(self) -> int:
-        """The next position of the replay (the requests dispatched, when nothing is thinned)."""
-        return self._dispatched
 
     @property
     def keep(self) -> float:
@@ -174,22 +208,10 @@ class OpenLoopReplayer:
                 self._vclock.set_speed(self._clock(), speed)
         self._wake.set()
 
-    def pause(self) -> None:
-        with self._lock:
-            self._paused = True
-            if self._vclock is not None:
-                self._vclock.pause(self._clock())
+    def _switched(self, paused: bool) -> None:
+        if self._vclock is not None:
+            (self._vclock.pause if paused else self._vclock.resume)(self._clock())
         self._wake.set()
-
-    def resume(self) -> None:
-        with self._lock:
-            self._paused = False
-            if self._vclock is not None:
-                self._vclock.resume(self._clock())
-        self._wake.set()
-
-    def request_done(self) -> None:
-        pass    # arrivals keep their trace times whatever the engine finishes
 
     def run(self, submit: Submit, stop: threading.Event) -> None:
         """Dispatch until the trace (or --requests) is done or `stop` is set."""
@@ -222,7 +244,7 @@ class OpenLoopReplayer:
         self._wake.clear()
 
 
-class ClosedLoopReplayer:
+class ClosedLoopReplayer(ReplayerBase):
     """Fixed concurrency for batch work: keeps `concurrency` requests outstanding.
 
     A request is due the moment a slot is free, so `scheduled_s` is that moment. The engine
@@ -241,51 +263,27 @@ class ClosedLoopReplayer:
         if concurrency < 1:
             raise file_error(f"--concurrency: must be >= 1, got {concurrency}")
         self._schedule = _Schedule(trace, None, loop, max_requests)
+        super().__init__(self._schedule.total, clock)
         self.concurrency = concurrency
-        self._clock = clock
-        self._slots = threading.Condition()
         self._outstanding = 0
-        self._paused = False
-        self._dispatched = 0
-
-    @property
-    def paused(self) -> bool:
-        return self._paused
-
-    @property
-    def dispatched(self) -> int:
-        return self._dispatched
 
     @property
     def outstanding(self) -> int:
         return self._outstanding
 
-    @property
-    def total(self) -> int | None:
-        return self._schedule.total
-
-    def pause(self) -> None:
-        with self._slots:
-            self._paused = True
-
-    def resume(self) -> None:
-        with self._slots:
-            self._paused = False
-            self._slots.notify_all()
-
     def request_done(self) -> None:
-        with self._slots:
+        with self._lock:
             if self._outstanding == 0:
                 raise RuntimeError("request_done() called more often than requests were submitted")
             self._outstanding -= 1
-            self._slots.notify_all()
+            self._lock.notify_all()
 
     def run(self, submit: Submit, stop: threading.Event) -> None:
         seq = self._dispatched
         while not stop.is_set() and not self._schedule.done(seq):
-            with self._slots:
+            with self._lock:
                 if self._paused or self._outstanding >= self.concurrency:
-                    self._slots.wait(MAX_WAIT_S)
+                    self._lock.wait(MAX_WAIT_S)
                     continue
                 self._outstanding += 1
             request, _ = self._schedule.at(seq)

@@ -1,10 +1,14 @@
-"""The bench's progress line on stderr: experiment, config, phase, elapsed and time left.
+"""The bench's progress line on stderr, for a study run here or spread over a cluster: what
+runs (experiment, config, phase; on a cluster, tasks queued, running on which node, done and
+failed), elapsed and time left.
 
-Time left comes from a per-run estimate (compiles expected × seconds per compile + tokens ×
-seconds per token), scaled by how the finished runs of the same kind (compiled or eager)
-compared with their estimates, and shown through probe/bench/eta.py: it moves smoothly, and
-says "unknown" where it cannot know. On a terminal the line redraws in place; otherwise one
-line is printed per phase.
+Time left is the work not done — each run's estimate (compiles expected × seconds per compile
++ tokens × seconds per token), scaled by how the finished runs of the same kind (compiled or
+eager) compared with their estimates, less what the running ones have done — spread over the
+slots that run at once, and never less than the longest running run still needs; shown
+through probe/bench/eta.py: it moves smoothly, and says "unknown" where it cannot know. On a
+terminal the line redraws in place (a cluster's once a second); otherwise one line is printed
+per phase.
 """
 
 from __future__ import annotations
@@ -12,12 +16,15 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence, TextIO
+from typing import TYPE_CHECKING, Callable, Hashable, Sequence, TextIO
 
 from probe.bench.eta import Eta, Projection
 from probe.common.units import fmt_clock
 from probe.runs.plan import RunSpec
 from workloads.buckets import bucket_for
+
+if TYPE_CHECKING:
+    from probe.bench.tasks import BenchTask  # tasks imports the study, which imports this
 
 # Rough costs on a 2-core CPU; the progress line corrects them as runs finish.
 COST = {
@@ -30,6 +37,7 @@ COST = {
 # VM, issue 49): its scale, ×24, rescaled the compiled runs after it, which erred ×6.
 START_S = {"t5-tiny": 10.0, "t5-small": 15.0}
 UNCACHED_COMPILES = 9   # the uncached step recompiles per prefix length up to the limit
+REDRAW_S = 1.0          # a cluster's line redraws at most once a second
 
 
 def estimate_s(spec: RunSpec, *, model: str, passes: int, start: bool = True) -> float:
@@ -65,7 +73,17 @@ def _work_s(spec: RunSpec, *, model: str, passes: int) -> float:
 class _Run:
     estimate: float
     kind: str = ""                  # runs of one kind share a scale: "compiled" or "eager"
+    state: str = "queued"           # then "running", "done" or "failed"
+    since: float = 0.0
+    fraction: float | None = None   # of its work done, where the run reports it
     actual: float | None = None
+
+    def left(self, scale: float, now: float) -> float:
+        """Its estimate × its kind's scale, less what it has done (by its fraction done or
+        the time it has spent, whichever leaves more)."""
+        current, spent = self.estimate * scale, now - self.since
+        done = current * (1 - self.fraction) if self.fraction is not None else 0.0
+        return max(done, current - spent, 0.0)
 
 
 class StatusLine:
@@ -96,20 +114,25 @@ class StatusLine:
 
 
 class Progress(StatusLine):
-    def __init__(self, estimates: list[float], stream: TextIO | None = None,
-                 width: int = 20, *, kinds: Sequence[str] | None = None,
+    """The line of runs in order here (start_run/request_done/finish_run), or, made by
+    `ClusterProgress`, of tasks on `slots` at once (task_started/task_phase/task_finished)."""
+
+    def __init__(self, estimates: Sequence[float] | dict[Hashable, float],
+                 stream: TextIO | None = None, width: int = 20, *,
+                 kinds: Sequence[str] | None = None, slots: int = 1,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         super().__init__(stream)
-        self.runs = [_Run(e, k) for e, k in zip(estimates, kinds or [""] * len(estimates))]
+        keyed = estimates if isinstance(estimates, dict) else dict(enumerate(estimates))
+        kinds = kinds or [""] * len(keyed)
+        self.runs = {key: _Run(e, k) for (key, e), k in zip(keyed.items(), kinds)}
         self.width = width
+        self.slots = max(1, slots)
         self._clock = clock
         self.started = clock()
         self.index = -1
-        self.run_started = self.started
         self.title = ""
         self.last_phase = ""
         self.phase_name = ""
-        self.fraction = 0.0
         self.eta = Eta()
         self._shown_fraction: float | None = None
 
@@ -118,39 +141,47 @@ class Progress(StatusLine):
         """Actual over estimated seconds of the finished runs of `kind` (a compile's estimate
         errs apart from a token's: one slow compile must not rescale every eager run), else of
         every finished run; 1 before any finished."""
-        finished = [r for r in self.runs if r.actual is not None]
+        finished = [r for r in self.runs.values() if r.state == "done" and r.actual is not None]
         done = [r for r in finished if r.kind == kind] or finished
         estimated = sum(r.estimate for r in done)
         return (sum(r.actual or 0.0 for r in done) / estimated) if estimated > 0 else 1.0
 
     def remaining_s(self) -> float:
-        """The raw figure: each run left at its estimate × its kind's scale, the current one
-        less what it has done."""
-        left = sum(r.estimate * self._scale(r.kind) for r in self.runs[self.index + 1:])
-        if 0 <= self.index < len(self.runs):
-            run = self.runs[self.index]
-            current = run.estimate * self._scale(run.kind)
-            spent = self._clock() - self.run_started
-            left += max(current * (1 - self.fraction), current - spent, 0.0)
-        return left
+        """The raw figure: the runs left, over the slots, never under the longest running."""
+        now = self._clock()
+        queued = sum(r.estimate * self._scale(r.kind) for r in self.runs.values()
+                     if r.state == "queued")
+        running = [r.left(self._scale(r.kind), now) for r in self.runs.values()
+                   if r.state == "running"]
+        return max((queued + sum(running)) / self.slots, max(running, default=0.0))
+
+    def counts(self) -> dict[str, int]:
+        out = {"queued": 0, "running": 0, "done": 0, "failed": 0}
+        for run in self.runs.values():
+            out[run.state] += 1
+        return out
 
     def projection(self) -> Projection:
         """What the line shows: the raw figure through Eta (it does not jump; unknown where
         the runs outran every estimate)."""
-        finished = sum(r.actual is not None for r in self.runs)
-        return self.eta.update(self._clock() - self.started, self.remaining_s(), finished,
-                               guess=finished == 0)
+        counts = self.counts()
+        return self.eta.update(self._clock() - self.started, self.remaining_s(),
+                               counts["done"] + counts["failed"], guess=counts["done"] == 0)
 
     def done_fraction(self, left_s: float | None = None) -> float:
         elapsed = self._clock() - self.started
         left = self.remaining_s() if left_s is None else left_s
         return elapsed / (elapsed + left) if elapsed + left > 0 else 1.0
 
-    def line(self) -> str:
-        projection = self.projection()
+    def shown_fraction(self, projection: Projection) -> float:
+        """The share done the line shows; where the time left is unknown, it stays put."""
         if projection.left_s is not None or self._shown_fraction is None:
             self._shown_fraction = self.done_fraction(projection.left_s)
-        fraction = self._shown_fraction      # unknown: the bar stays where it was
+        return self._shown_fraction
+
+    def line(self) -> str:
+        projection = self.projection()
+        fraction = self.shown_fraction(projection)
         filled = int(round(fraction * self.width))
         bar = "#" * filled + "-" * (self.width - filled)
         elapsed = self._clock() - self.started
@@ -160,22 +191,79 @@ class Progress(StatusLine):
     # -- events ------------------------------------------------------------------------------
     def start_run(self, index: int, experiment: str, label: str) -> None:
         self.index = index
-        self.run_started = self._clock()
+        self.runs[index].state, self.runs[index].since = "running", self._clock()
+        self.runs[index].fraction = 0.0
         self.title = f"{experiment} [{index + 1}/{len(self.runs)}] {label}"
         self.last_phase = self.phase_name = "starting"
-        self.fraction = 0.0
         self._emit(force=True)
 
     def request_done(self, phase: str, done: int, total: int, fraction: float) -> None:
         changed = phase != self.phase_name
         self.phase_name = phase
         self.last_phase = f"{phase} {done}/{total}"
-        self.fraction = fraction
+        self.runs[self.index].fraction = fraction
         self._emit(force=changed and not self.tty)
 
-    def finish_run(self) -> None:
-        if 0 <= self.index < len(self.runs):
-            self.runs[self.index].actual = self._clock() - self.run_started
+    def finish_run(self, key: Hashable | None = None, error: str | None = None) -> None:
+        run = self.runs.get(self.index if key is None else key)
+        if run is not None:
+            if run.state == "running":
+                run.actual = self._clock() - run.since
+            run.state = "failed" if error else "done"
 
     def _emit(self, *, force: bool = False) -> None:
         self.draw(self.line(), force=force)
+
+
+class ClusterProgress(Progress):
+    """The line of a study spread over a cluster: tasks by state, each running one's node and
+    phase; a task's worker lost is said, and its retry counted."""
+
+    def __init__(self, tasks: Sequence[BenchTask], slots: int, stream: TextIO | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        super().__init__({t.id: t.estimate_s for t in tasks}, stream, slots=slots, clock=clock)
+        self.titles = {t.id: t.title for t in tasks}
+        self.node: dict[str, str] = {}
+        self.phase: dict[str, str] = {}
+        self.attempts: dict[str, int] = {}
+        self._drawn = 0.0
+
+    def task_started(self, task_id: str, hostname: str) -> None:
+        self.attempts[task_id] = self.attempts.get(task_id, 0) + 1
+        if self.attempts[task_id] > 1:
+            self.message(f"retrying {self.titles[task_id]} on {hostname} (its worker or node "
+                         f"was lost on {self.node.get(task_id, '?')})")
+        run = self.runs[task_id]
+        run.state, run.since, self.node[task_id] = "running", self._clock(), hostname
+        self.phase[task_id] = "starting"
+        self._emit(force=True)
+
+    def task_phase(self, task_id: str, phase: str) -> None:
+        self.phase[task_id] = phase
+        self._emit()
+
+    def task_finished(self, task_id: str, error: str | None = None) -> None:
+        self.finish_run(task_id, error)
+        if error:
+            self.message(f"failed: {self.titles[task_id]}: {error}")
+        self._emit(force=True)
+
+    def tick(self) -> None:
+        self._emit()
+
+    def line(self) -> str:
+        counts, projection = self.counts(), self.projection()
+        elapsed = self._clock() - self.started
+        fraction = self.shown_fraction(projection)
+        running = "; ".join(f"{self.node[t]}: {self.titles[t]} · {self.phase.get(t, '')}"
+                            for t in self.titles if self.runs[t].state == "running")
+        return (f"[{100 * fraction:3.0f}%] {counts['queued']} queued · {counts['running']} "
+                f"running{f' ({running})' if running else ''} · {counts['done']} done · "
+                f"{counts['failed']} failed · {fmt_clock(elapsed)} elapsed · "
+                f"{projection.text()}")
+
+    def _emit(self, *, force: bool = False) -> None:
+        now = self._clock()
+        if force or now - self._drawn >= REDRAW_S:
+            self.draw(self.line(), force=force)
+            self._drawn = now

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Union
 
-from probe.bench.cluster_progress import REDRAW_S, ClusterProgress
 from probe.bench.experiments import EXPERIMENTS, measures_machine
 from probe.bench.experiments.base import OpenLoopExperiment
 from probe.bench.matrix import write_index
 from probe.bench.nodes import NodeInfo, Placement, nodes_summary, place_runs
+from probe.bench.progress import REDRAW_S, ClusterProgress
 from probe.bench.report import report_document, write_report
 from probe.bench.study import Study
 from probe.bench.study_setup import calibration_spread, measuring, prepare_study, print_written

@@ -17,7 +17,6 @@ from probe.engine.workload_setup import prepare_workload
 from probe.runs.device_busy import DeviceBusy
 from probe.runs.plan import Plan
 from probe.runs.runs import RunContext, make_engine
-from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer
 
 KEEPS_UP = 0.9                           # served ≥ 90% of the offered rate
 MAX_BATCH = 8                            # dynamic: rows per batch; continuous: slots
@@ -82,7 +81,7 @@ def replay(context: RunContext, options: OptConfig, workload, *, rate: float, re
     session it leaves (records, segments), and how busy the device was (device_busy.py)."""
     engine = make_engine(context, options, bucket_edges=workload.bucket_edges,
                          max_new_tokens=workload.max_new_tokens, max_batch=MAX_BATCH, **settings)
-    return _served(engine, OpenLoopReplayer(workload.trace, rate=rate, max_requests=requests))
+    return _served(engine, workload, rate=rate, max_requests=requests)
 
 
 def full_load(context: RunContext, options: OptConfig, workload, *, slots: int,
@@ -93,17 +92,15 @@ def full_load(context: RunContext, options: OptConfig, workload, *, slots: int,
     engine = make_engine(context, options, bucket_edges=workload.bucket_edges,
                          max_new_tokens=workload.max_new_tokens, max_batch=slots)
     outstanding = 2 * engine.settings.max_batch         # the slots, sized where 0
-    return _served(engine, ClosedLoopReplayer(workload.trace, concurrency=outstanding,
-                                              max_requests=requests))
+    return _served(engine, workload, concurrency=outstanding, max_requests=requests)
 
 
-def _served(engine, replayer) -> tuple[SessionData, float | None]:
-    """The replayer's requests through the serving loop, the device sampled meanwhile; the
-    engine closed after."""
-    from probe.engine.serving import ServingLoop
+def _served(engine, workload, **replay) -> tuple[SessionData, float | None]:
+    """The workload through headless.replay_loop, the device sampled; the engine closed."""
+    from probe.engine.process.headless import replay_loop
     try:
         with DeviceBusy(engine.device) as busy:
-            ServingLoop(engine, replayer).run(threading.Event())
+            replay_loop(engine, workload, **replay).run(threading.Event())
     finally:
         engine.close()
     return engine.session.freeze(), busy.mean_pct

@@ -9,32 +9,18 @@ import threading
 import time
 from typing import Callable
 
-from workloads.replayer import MAX_WAIT_S, ScheduledRequest, Submit
+from workloads.replayer import MAX_WAIT_S, ReplayerBase, ScheduledRequest, Submit
 from workloads.trace_records import TraceRequest
 
 
-class LiveArrivals:
+class LiveArrivals(ReplayerBase):
     """The Replayer of `infertop serve`: open loop (an arrival waits for nothing), no end
-    until `close` (a drain), never paused."""
+    until `close` (a drain); paused, it holds what arrives until resumed."""
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
-        self._clock = clock
+        super().__init__(None, clock)
         self._inbox: queue.SimpleQueue[ScheduledRequest] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._seq = 0
         self._closed = threading.Event()
-
-    @property
-    def paused(self) -> bool:
-        return False
-
-    @property
-    def total(self) -> int | None:
-        return None
-
-    @property
-    def dispatched(self) -> int:
-        return self._seq
 
     @property
     def backlog(self) -> int:
@@ -45,8 +31,9 @@ class LiveArrivals:
         """A request arrived `at` (this clock's time; default now): the loop takes it at
         once, and its queue time starts there."""
         with self._lock:
-            scheduled = ScheduledRequest(self._seq, request, self._clock() if at is None else at)
-            self._seq += 1
+            scheduled = ScheduledRequest(self._dispatched, request,
+                                         self._clock() if at is None else at)
+            self._dispatched += 1
         self._inbox.put(scheduled)
         return scheduled
 
@@ -54,11 +41,11 @@ class LiveArrivals:
         """No more arrivals: `run` returns once it has handed over what came."""
         self._closed.set()
 
-    def request_done(self) -> None:
-        pass
-
     def run(self, submit: Submit, stop: threading.Event) -> None:
         while not stop.is_set():
+            if self._paused:
+                stop.wait(MAX_WAIT_S)
+                continue
             try:
                 submit(self._inbox.get(timeout=MAX_WAIT_S))
             except queue.Empty:

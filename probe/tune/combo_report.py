@@ -1,7 +1,7 @@
-"""tune.json and tune.md of `tune --search quick|exhaustive`, rewritten (atomically) before and
-after every trial: every trial with its constraints, the Pareto frontier of goodput against
-p95 (each relative to the default, so the machine's drift between trials cancels) and its
-knee, and the chosen config's gain over the default with its interval."""
+"""What tune's report holds (report.py writes it) for `tune --search quick|exhaustive`, before
+and after every trial: every trial with its constraints, the Pareto frontier of goodput
+against p95 (each relative to the default, so the machine's drift between trials cancels) and
+its knee, and the chosen config's gain over the default with its interval."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from probe.common.atomic import write_atomic, write_json_atomic
 from probe.common.units import fmt_fraction, fmt_ms, fmt_num
 from probe.report_charts.canvas import (
     Caption,
@@ -19,13 +18,13 @@ from probe.report_charts.canvas import (
     save,
     warnings_to_log,
 )
-from probe.report_charts.html_report import html_document
 from probe.report_charts.tune_charts import FRONTIER_CHART, TunePoint, frontier_chart
 from probe.session_store.tables import table
 from probe.tune.candidates import opt_line
 from probe.tune.combo import ComboState
 from probe.tune.confirm import confirmation_markdown
 from probe.tune.frontier import frontier, knee
+from probe.tune.report import write_report
 from probe.tune.trials import DONE, ENERGY, FIGURES, Ratio, Trial, best
 from probe.tune.tuned_settings import rerun_flags
 
@@ -198,35 +197,21 @@ def frontier_chart_entry(state: ComboState, document: dict) -> dict:
     return {"file": f"{FRONTIER_CHART}.svg"}
 
 
-def write_frontier_chart(out: Path, state: ComboState, document: dict) -> dict:
-    """tune_frontier.svg beside tune.md: {"file": name}, or why it was not drawn."""
-    entry = frontier_chart_entry(state, document)
-    if not entry.get("file"):
-        return entry
+def write_frontier_chart(out: Path, state: ComboState, document: dict) -> None:
+    """tune_frontier.svg beside tune.md, where tune.json's `frontier_chart` names its file."""
+    name = document["frontier_chart"].get("file")
+    if not name:
+        return
     settings = document["settings"]
     caption = Caption(str(settings.get("device", "device not recorded")),
                       str(settings.get("model", "?")), str(settings.get("trace", "?")),
                       date_text(time.time()))
     with warnings_to_log("tune frontier chart"):
-        chart = frontier_chart(chart_points(state, document), caption)
-        save(chart, out / entry["file"])
-    return entry
+        save(frontier_chart(chart_points(state, document), caption), out / name)
 
 
 def write_combo(out: Path, state: ComboState, **context) -> None:
-    """tune.json first — the summary, so that a chart that cannot be written (a full disk)
-    never leaves a finished trial marked interrupted, nor --resume measuring it again — then
-    the frontier chart, tune.md with the chart inline, and report.html (the bench report's
-    page), one file to open or send. A chart that fails names its failure in tune.json."""
     document = combo_document(state, **context)
     document["frontier_chart"] = frontier_chart_entry(state, document)
-    write_json_atomic(out / "tune.json", document)
-    try:
-        write_frontier_chart(out, state, document)
-    except OSError as exc:
-        document["frontier_chart"] = {"unavailable": f"not written: {exc.strerror or exc}"}
-        write_json_atomic(out / "tune.json", document)
-        raise
-    markdown = combo_markdown(document, state)
-    write_atomic(out / "tune.md", [markdown])
-    write_atomic(out / "report.html", [html_document(markdown, out, "infertop tune")])
+    write_report(out, document, lambda d: combo_markdown(d, state),
+                 lambda folder, d: write_frontier_chart(folder, state, d))

@@ -1,7 +1,7 @@
 """One config measured for `tune`: a few warm open-loop replays at the rate (or a capacity
 search) on fresh engines, alternated run by run with the config it would replace, every
 session saved. The same function runs here and, with `tune --ray`, as a Ray task on a node
-(probe/tune/ray_steps.py): what it needs crosses as one frozen `Job`, and what it measured
+(probe/tune/ray_pool.py): what it needs crosses as one frozen `Job`, and what it measured
 comes back as `Measured`."""
 
 from __future__ import annotations

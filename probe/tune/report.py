@@ -1,12 +1,15 @@
-"""DIR/tune.json and DIR/tune.md, rewritten (atomically) after every step: an interrupted or
-killed tune leaves the steps it finished."""
+"""DIR/tune.json, tune.md and report.html, by one writer for both searches (`write_report`),
+rewritten (atomically) after every step or trial: an interrupted or killed tune leaves what it
+finished. The hill-climb's content is here; the combo search's in combo_report.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from probe.common.atomic import write_atomic, write_json_atomic
 from probe.contract.objective import Slo
+from probe.report_charts.html_report import html_document
 from probe.session_store.tables import text_table
 from probe.tune.candidates import opt_line
 from probe.tune.search import TuneState, step_row
@@ -68,8 +71,24 @@ def saturation(state: TuneState, capacity: bool) -> str:
             "them, raise `--rate` or search with `--find-capacity`.")
 
 
-def write_tune(out: Path, state: TuneState, **context) -> None:
-    capacity = context["capacity"]
-    document = tune_document(state, **context)
+def write_report(out: Path, document: dict, markdown: Callable[[dict], str],
+                 chart: Callable[[Path, dict], object] | None = None) -> None:
+    """tune.json first (a chart that cannot be written, a full disk, never leaves a finished
+    trial marked interrupted, and names its failure in `frontier_chart`), then `chart`, tune.md
+    and report.html (the bench report's page), one file to open or send."""
     write_json_atomic(out / "tune.json", document)
-    write_atomic(out / "tune.md", [tune_markdown(document, state, capacity)])
+    if chart is not None:
+        try:
+            chart(out, document)
+        except OSError as exc:
+            document["frontier_chart"] = {"unavailable": f"not written: {exc.strerror or exc}"}
+            write_json_atomic(out / "tune.json", document)
+            raise
+    text = markdown(document)
+    write_atomic(out / "tune.md", [text])
+    write_atomic(out / "report.html", [html_document(text, out, "infertop tune")])
+
+
+def write_tune(out: Path, state: TuneState, **context) -> None:
+    write_report(out, tune_document(state, **context),
+                 lambda document: tune_markdown(document, state, context["capacity"]))

@@ -31,8 +31,7 @@ from probe.tune.combo_report import write_combo
 from probe.tune.confirm import ArmRun, arms_for, confirm
 from probe.tune.doctor_seed import doctor_advice, doctor_seed
 from probe.tune.evaluate import Job, arm_run, evaluate
-from probe.tune.ray_steps import RaySteps, nothing_measured
-from probe.tune.ray_trials import RayTrials
+from probe.tune.ray_pool import RayPool, nothing_measured
 from probe.tune.report import saturation, write_tune
 from probe.tune.saved_search import saved_search
 from probe.tune.search import Measured, TuneState, run_tune
@@ -80,8 +79,8 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
     stop = threading.Event()
     steps = None
     if args.ray is not None:        # a cluster that cannot be joined is refused before any file
-        steps = RaySteps.connect(args.ray, args.device, context, args.trace, args.threads,
-                                 out / "runs", stop, say)
+        steps = RayPool.connect(args.ray, args.device, context, args.trace, args.threads,
+                                out / "runs", stop, say)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     # a resumed search's runs are named after every run already in runs/, never over them
     counter = iter(range(1 + max((int(p.name.split("_")[0]) for p in (out / "runs").glob("*_*")
@@ -135,7 +134,7 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         report["settings"]["argv"] = list(getattr(args, "argv", sys.argv[1:]))
         report["edges_for"] = lambda k: tuple(plan_buckets(workload.trace.input_lengths(),
                                                            k).edges)
-        pool = None if steps is None else RayTrials(steps, setup_job, found)
+        pool = None if steps is None else replace(steps, job_of=setup_job, arrived=found)
 
         def confirm_once(setup: Setup, role: str, repeat: int) -> ArmRun:
             name = f"{next(counter):02d}_confirm-{role}_{args.rate:.4g}rps.json"

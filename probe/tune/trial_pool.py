@@ -1,6 +1,6 @@
 """Where `tune --search quick|exhaustive` measures its trials: here, one at a time
 (`SerialPool`), or with `--ray` several at once, each a Ray task on a node slot of its own
-(probe/tune/ray_trials.py). The search starts a trial and hears it finish, with its
+(probe/tune/ray_pool.py). The search starts a trial and hears it finish, with its
 `Measured` or the exception that ended it; with several in flight it merges each result as it
 arrives (Optuna's ask/tell keeps several trials asked and not yet told)."""
 

@@ -14,13 +14,12 @@ import time
 from dataclasses import replace
 from io import StringIO
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from infertop.cli import main
-from probe.bench.cluster_progress import ClusterProgress
 from probe.bench.nodes import NodeInfo, Placement, nodes_markdown, nodes_summary
+from probe.bench.progress import ClusterProgress
 from probe.bench.tasks import BenchTask, Measured, TaskOutcome, UnitWork, run_task
 from probe.common.errors import BadInput
 from probe.contract.options import OptConfig
@@ -130,13 +129,11 @@ def test_a_task_runs_in_process_and_sends_its_snapshot_back() -> None:
                                             "RuntimeError: worker died", "")
 
 
-def test_the_progress_line_counts_tasks_by_state_with_the_time_left(monkeypatch) -> None:
-    import probe.bench.cluster_progress as cluster_progress
+def test_the_progress_line_counts_tasks_by_state_with_the_time_left() -> None:
     now = [0.0]         # the progress's clock, moved by the test alone (no load can move it)
-    monkeypatch.setattr(cluster_progress, "time", SimpleNamespace(perf_counter=lambda: now[0]))
     stream = StringIO()
     progress = ClusterProgress([task("a", 10), task("b", 10), task("c", 40), task("d", 40)],
-                               slots=2, stream=stream)
+                               slots=2, stream=stream, clock=lambda: now[0])
     progress.task_started("a", "node-1")
     now[0] = 0.5
     progress.task_finished("a")

@@ -103,10 +103,10 @@ def joined(args, baseline):
     import threading
     from pathlib import Path
     from probe.runs.runs import RunContext
-    from probe.tune.ray_steps import RaySteps
+    from probe.tune.ray_pool import RayPool
     context = RunContext(model=args.model, device="cpu", loaded=None, max_input=512, repeats=1)
-    steps = RaySteps.connect(args.ray, args.device, context, args.trace, 1, Path("."),
-                             threading.Event(), runner.say)
+    steps = RayPool.connect(args.ray, args.device, context, args.trace, 1, Path("."),
+                            threading.Event(), runner.say)
     steps.close()
     return 0
 runner.run_tune_command = joined

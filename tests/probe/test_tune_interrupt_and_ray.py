@@ -82,7 +82,7 @@ def table_measured(options: OptConfig, control: OptConfig | None = None) -> Meas
 def fake_job(job: Job, context: RunContext, trace: str, threads, named_dir: str):
     """A node's run without an engine. The first step's two candidates meet at a barrier (a
     file each, in the test's folder): it returns only if both ran at the same time."""
-    from probe.tune.ray_steps import JobOutcome
+    from probe.tune.ray_pool import JobOutcome
     barrier = Path(os.environ["HOME"]) / BARRIER
     if job.label in PAIR:
         (barrier / job.label).touch()
@@ -112,12 +112,12 @@ def two_slot_steps(tmp_path, said: list[str], runner):
     """The local Ray instance as a two-slot cluster, its jobs run by `runner`."""
     import threading
 
-    from probe.tune.ray_steps import RaySteps
+    from probe.tune.ray_pool import RayPool
     context = RunContext(model="t5-tiny", device="cpu", loaded=None, max_input=512, repeats=2,
                          compile_backend="eager", slo=parse_slo("latency=1s"))
     cluster = Cluster("local", "cpu", {"num_cpus": 1, "resources": {SLOT: 1}}, 2, 1, "2.x")
-    return RaySteps(cluster, context, "chat", 1, tmp_path, threading.Event(), said.append,
-                    runner=runner)
+    return RayPool(cluster, context, "chat", 1, tmp_path, threading.Event(), said.append,
+                   runner=runner)
 
 
 def seed_order(segment):
@@ -177,7 +177,7 @@ TRIAL_PAIR = ("trial 1", "trial 2")                 # the first two trials: each
 def fake_trial_job(job: Job, context: RunContext, trace: str, threads, named_dir: str):
     """A node's trial without an engine; the first two trials meet at a barrier (both must
     be in flight at once) and the second ends first."""
-    from probe.tune.ray_steps import JobOutcome
+    from probe.tune.ray_pool import JobOutcome
     barrier = Path(os.environ["HOME"]) / BARRIER
     if job.label in TRIAL_PAIR:
         (barrier / job.label).touch()
@@ -196,8 +196,9 @@ def fake_trial_job(job: Job, context: RunContext, trace: str, threads, named_dir
 @pytest.mark.timeout(300)
 def test_tune_quick_on_ray_keeps_two_trials_in_flight_and_merges_each_as_it_ends(
         ray_two_slots, tmp_path):
+    from dataclasses import replace
+
     from probe.tune.combo import QUICK, run_combo
-    from probe.tune.ray_trials import RayTrials
     from probe.tune.space import dimensions
     from probe.tune.trials import DONE, Bounds
     said: list[str] = []
@@ -216,7 +217,7 @@ def test_tune_quick_on_ray_keeps_two_trials_in_flight_and_merges_each_as_it_ends
     state = run_combo(OptConfig(kv_cache="off"), None, mode=QUICK,
                       dims=dimensions("cpu", ("kv_cache", "decode", "batching")), trials=4,
                       objectives=("goodput",), bounds=Bounds(), seeds=lambda *given: [],
-                      pool=RayTrials(steps, job_of), on_trial=on_trial)
+                      pool=replace(steps, job_of=job_of), on_trial=on_trial)
     assert any("2 trials in flight on Ray" in line for line in said)
     assert [t.status for t in state.trials] == [DONE] * 5
     # trial 2 merged (and the next trial started on its slot) while trial 1 still ran

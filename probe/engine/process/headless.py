@@ -17,15 +17,17 @@ from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer
 
 
 def replay_loop(engine: Engine, workload: PreparedWorkload, *, speed: float = 1.0,
-                max_requests: int | None = None, concurrency: int | None = None,
+                rate: float | None = None, max_requests: int | None = None,
+                concurrency: int | None = None,
                 on_records: Callable[[list[RequestRecord]], None] | None = None) -> ServingLoop:
-    """Open loop at the trace's times (× speed), or closed loop with `concurrency` outstanding."""
+    """Every replay's loop: open at the trace's times (× speed, or at `rate`), or closed."""
     replayer: ClosedLoopReplayer | OpenLoopReplayer
     if concurrency:
         replayer = ClosedLoopReplayer(workload.trace, concurrency=concurrency,
                                       max_requests=max_requests)
     else:
-        replayer = OpenLoopReplayer(workload.trace, speed=speed, max_requests=max_requests)
+        replayer = OpenLoopReplayer(workload.trace, speed=speed, rate=rate,
+                                    max_requests=max_requests)
     return ServingLoop(engine, replayer, on_records=on_records)
 
 

@@ -1,7 +1,11 @@
-"""`tune --ray`: one step's candidates measured at once, each a Ray task that owns a node slot
-(a whole CPU node or a GPU, as bench's runs do: probe/runs/cluster.py), every one the same
-`evaluate` a local tune runs. The sessions each task wrote come back and land in --out/runs;
-the search (search.py) then judges the step exactly as it judges one change."""
+"""`tune --ray`: configs measured as Ray tasks, each owning a node slot (a whole CPU node or a
+GPU, as bench's runs do: probe/runs/cluster.py), as many in flight as the cluster has slots,
+every one the same `evaluate` a local tune runs (its candidate alternated with its control on
+one node, so every ratio is of two configs measured on one machine). The sessions each task
+wrote come back and land in --out/runs. The combo search keeps trials in flight and merges
+each as it ends (a `TrialPool`: probe/tune/trial_pool.py); the hill-climb measures one step's
+candidates at once (`measure`, through the same two calls) and judges the step exactly as it
+judges one change (search.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +13,9 @@ import socket
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from probe.engine.workload_setup import prepare_workload
 from probe.runs.cluster import RETRIES, Cluster, connect, require_ray
@@ -20,6 +24,8 @@ from probe.runs.spread import Spread
 from probe.runs.workers import loaded_model, physical_cores
 from probe.tune.evaluate import Job, evaluate
 from probe.tune.search import Measured
+from probe.tune.trial_pool import Outcome
+from probe.tune.tuned_settings import Setup
 
 POLL_S = 1.0
 
@@ -66,8 +72,8 @@ def run_job(job: Job, context: RunContext, trace: str, threads: int | None,
 
 
 @dataclass
-class RaySteps:
-    """The cluster tune's steps run on: `width` candidates at once, one per slot."""
+class RayPool:
+    """The cluster tune measures on: `width` configs at once, one per slot."""
     cluster: Cluster
     context: RunContext
     trace: str
@@ -76,15 +82,19 @@ class RaySteps:
     stop: threading.Event
     say: Callable[[str], None]
     runner: Callable[..., JobOutcome] = run_job      # a test swaps in a fake engine
+    # a trial's job (the combo search's `start`), and what a result passes through on arrival
+    job_of: Callable[[Setup, str, Setup | None], Job] | None = None
+    arrived: Callable[[Measured], Measured] = lambda measured: measured
+    _in_flight: dict[Any, tuple[int, Job]] = field(default_factory=dict, init=False)
 
     @classmethod
     def connect(cls, target: str, device: str, context: RunContext, trace: str,
                 threads: int | None, runs_dir: Path, stop: threading.Event,
-                say: Callable[[str], None]) -> RaySteps:
+                say: Callable[[str], None]) -> RayPool:
         """Join (or start) the cluster; `device` as given (auto: its GPUs if it has any)."""
         cluster = connect(target, device)
         say(f"ray at {cluster.address}: {cluster.slots} slot(s) on {cluster.nodes} node(s): up "
-            f"to {cluster.slots} candidate(s) of a step at once, each asking for "
+            f"to {cluster.slots} config(s) at once, each asking for "
             + ", ".join(f"{k}={v}" for k, v in cluster.asks.items()))
         # what crosses to a node: the model is loaded there, the files come back here
         shipped = replace(context, device=cluster.device, loaded=None, out_dir=None)
@@ -94,35 +104,59 @@ class RaySteps:
     def width(self) -> int:
         return max(1, self.cluster.slots)
 
-    def submit(self, job: Job):
-        """One job as a Ray task on a slot of its own; its object ref."""
+    def submit(self, ticket: int, job: Job) -> None:
+        """One job as a Ray task on a slot of its own, in flight under `ticket`."""
         ray = require_ray()
         remote = ray.remote(**self.cluster.asks)(self.runner).options(
             max_retries=RETRIES, retry_exceptions=False)
-        return remote.remote(job, self.context, self.trace, self.threads, str(self.runs_dir))
+        ref = remote.remote(job, self.context, self.trace, self.threads, str(self.runs_dir))
+        self._in_flight[ref] = (ticket, job)
+
+    def start(self, ticket: int, setup: Setup, label: str, control: Setup | None) -> None:
+        assert self.job_of is not None, "a trial pool needs job_of"
+        self.submit(ticket, self.job_of(setup, label, control))
+        if len(self._in_flight) > 1:
+            self.say(f"{len(self._in_flight)} trials in flight on Ray: "
+                     + ", ".join(j.label for _, j in self._in_flight.values()))
+
+    def finished(self) -> list[tuple[int, Outcome]]:
+        """At least one job ended: each (ticket, its Measured or TaskFailed); [] when a stop
+        came first (what was in flight is cancelled: an unfinished run proves nothing)."""
+        ray = require_ray()
+        while self._in_flight:
+            if self.stop.is_set():
+                for ref in self._in_flight:
+                    ray.cancel(ref, force=True)
+                self._in_flight.clear()
+                return []
+            ready, _ = ray.wait(list(self._in_flight), num_returns=1, timeout=POLL_S)
+            if ready:
+                return [self._merged(ray, ref) for ref in ready]
+        return []
 
     def measure(self, jobs: list[Job]) -> list[Measured]:
-        """Every job as its own task, gathered in order; [] when a stop signal came first
-        (what had not finished is cancelled: an unfinished step proves nothing)."""
-        ray = require_ray()
+        """One step's candidates at once, in order (a failed task: nothing measured); [] when
+        a stop signal came first."""
         if len(jobs) > 1:
             self.say(f"step: {len(jobs)} candidates at once on Ray: "
                      + ", ".join(j.label for j in jobs))
-        refs = [self.submit(job) for job in jobs]
-        pending = list(refs)
-        while pending:
-            if self.stop.is_set():
-                for ref in pending:
-                    ray.cancel(ref, force=True)
+        for ticket, job in enumerate(jobs):
+            self.submit(ticket, job)
+        ended: dict[int, Outcome] = {}
+        while len(ended) < len(jobs):
+            arrived = self.finished()
+            if not arrived:
                 return []
-            _, pending = ray.wait(pending, num_returns=len(pending), timeout=POLL_S)
-        return [self._gathered(ray, job, ref) for job, ref in zip(jobs, refs)]
+            ended.update(arrived)
+        return [m if isinstance(m, Measured) else nothing_measured()
+                for m in (ended[t] for t in range(len(jobs)))]
 
-    def _gathered(self, ray, job: Job, ref) -> Measured:
+    def _merged(self, ray, ref) -> tuple[int, Outcome]:
+        ticket, job = self._in_flight.pop(ref)
         try:
-            return self.outcome(ray, job, ref)
-        except TaskFailed:                     # lost twice, or it raised: nothing measured
-            return nothing_measured()
+            return ticket, self.arrived(self.outcome(ray, job, ref))
+        except TaskFailed as exc:
+            return ticket, exc
 
     def outcome(self, ray, job: Job, ref) -> Measured:
         """A finished task's measurement, its sessions written into the runs folder;
