@@ -196,9 +196,9 @@ def saved_trial(raw: object, where: str) -> Trial:
         _settings(raw.get(name), f"{where}.{name}")
     for name in ("vs_control", "vs_default"):
         for key, ratio in _object_of(raw.get(name), f"{where}.{name}").items():
-            _ratio(ratio, f"{where}.{name}.{key}")
+            _ratio(ratio, f"{where}.{name}[{shown(key)}]")
     for key, constraint in _object_of(raw.get("constraints"), f"{where}.constraints").items():
-        _constraint(constraint, f"{where}.constraints.{key}")
+        _constraint(constraint, f"{where}.constraints[{shown(key)}]")
     measured = raw.get("measured")
     if measured is not None:
         sessions = _object_of(measured, f"{where}.measured").get("sessions", [])

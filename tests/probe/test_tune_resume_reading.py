@@ -157,3 +157,14 @@ def test_any_damage_to_a_real_tune_json_resumes_or_is_one_bad_input_line(tmp_pat
         assert str(folder) in str(exc)
     else:
         assert args.search in ("quick", "exhaustive")
+
+
+@pytest.mark.parametrize("section", ["constraints", "vs_control"])
+def test_a_key_with_a_control_character_is_named_escaped(tmp_path, section):
+    """Found by the property above: a damaged trial's own key reached the line raw."""
+    from probe.tune.trials import saved_trial
+    raw = json.loads(_real_tune_json())["trials"][0]
+    raw[section] = {"p95\x9b\x1b[2J": "not an object"}
+    with pytest.raises(BadInput) as caught:
+        saved_trial(raw, "tune.json: trials[0]")
+    _one_line_or_nothing(str(caught.value))
