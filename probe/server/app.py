@@ -39,6 +39,7 @@ from probe.server.seam import STOPPED, Ask, Done, Refused, ServedEngine, Tokens
 BODY_TIMEOUT_S = 30.0       # a client that sends its body slower than this is cut off
 MAX_REQUEST_ID = 128
 POLL_DISCONNECT_S = 0.5     # how often a non-streaming request checks its client is there
+REPLACEMENT = "\ufffd"      # what a byte-level tokenizer decodes an incomplete character to
 
 
 def make_app(engine: ServedEngine, *, api_key: str | None = None) -> Starlette:
@@ -174,7 +175,7 @@ class _Api:
                 if not item.record.ok:
                     yield _event(_server_error(item).body())
                 else:
-                    yield _event(reply.chunk("", finish="length"))
+                    yield _event(reply.chunk(reply.rest(), finish="length"))
                     if reply.body.include_usage:
                         yield _event(reply.usage_chunk(item))
                 yield "data: [DONE]\n\n"
@@ -203,18 +204,26 @@ class _Reply:
 
     def pieces(self, ids: tuple[int, ...]) -> list[str]:
         """Each token's text: the whole text so far decoded again, less what was sent (a
-        SentencePiece token's leading space shows only in context)."""
+        SentencePiece token's leading space shows only in context). A character split over
+        byte tokens decodes as U+FFFD until its last byte comes, so a trailing U+FFFD is held
+        back, as vLLM's incremental detokenizer does, and sent with the byte that completes it."""
         pieces = []
         for token in ids:
             self._ids.append(token)
-            text = self.engine.decode(tuple(self._ids))
+            text = self.engine.decode(tuple(self._ids)).rstrip(REPLACEMENT)
             pieces.append(text[len(self._text):] if text.startswith(self._text) else "")
             self._text = text
         return pieces
 
+    def rest(self) -> str:
+        """What the whole text holds beyond what was sent: bytes that never completed a
+        character, sent with the last chunk so the stream adds up to the whole reply."""
+        text = self.engine.decode(tuple(self._ids))
+        return text[len(self._text):] if text.startswith(self._text) else ""
+
     def chunk(self, piece: str, finish: str | None = None) -> dict:
         if self.chat:
-            delta: dict = {} if finish else {"content": piece}
+            delta: dict = {"content": piece} if piece or not finish else {}
             if self._first and not finish:
                 delta["role"] = "assistant"
                 self._first = False

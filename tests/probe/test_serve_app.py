@@ -136,3 +136,24 @@ def test_health_and_requests_wait_for_the_engine_to_be_warm(served):
         assert refused.value.status_code == 503
     finally:
         engine.state = "ready"
+
+
+class _ByteTokens:
+    """A byte-level tokenizer's decode: token i is byte i, bad sequences become U+FFFD."""
+
+    def decode(self, ids: tuple[int, ...]) -> str:
+        return bytes(ids).decode("utf-8", errors="replace")
+
+
+@pytest.mark.parametrize("text", ["Grüße", "日本", "a€b", "x\N{GRINNING FACE}"])
+def test_a_character_split_over_tokens_streams_whole_and_adds_up(text):
+    from probe.server.app import _Reply
+    from probe.server.asks import CompletionBody
+    body = CompletionBody(model="m", prompt="p", prompt_tokens=1, max_tokens=1, stream=True,
+                          include_usage=False)
+    reply = _Reply(_ByteTokens(), "r1", body, chat=False)        # type: ignore[arg-type]
+    ids = tuple(text.encode())
+    pieces = [piece for token in ids for piece in reply.pieces((token,))]
+    pieces.append(reply.rest())
+    assert "\ufffd" not in "".join(pieces)
+    assert "".join(pieces) == text
