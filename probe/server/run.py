@@ -145,13 +145,12 @@ def _save(host: EngineHost, args, document, served: list[int], signum: int | Non
         host.exporter.close()
     data = engine.session.freeze()
     served[0] = len(data.records)
-    print(run_summary(data.records))
-    for line in energy_lines(data) + fallback_lines(data.events):
-        print(line)
+    summary = [run_summary(data.records), *energy_lines(data), *fallback_lines(data.events)]
     journal = host.journal
-    try:
+    try:    # saved before anything is printed: a pipe gone under the same Ctrl-C costs nothing
         path = write_json_atomic(args.out, document(engine))
     except OSError as exc:
+        print("\n".join(summary))
         print(f"infertop: error: --out {args.out}: cannot write: {exc.strerror or exc}; "
               + kept_in(journal.path if journal else None, len(data.records),
                         journal.error if journal else None), file=sys.stderr)
@@ -160,6 +159,7 @@ def _save(host: EngineHost, args, document, served: list[int], signum: int | Non
         engine.close()
     if journal is not None:
         remove_journal(journal)
+    print("\n".join(summary))
     print(outcome(data.records, True, signum).summary(path))
     return exit_status(signum)
 

@@ -111,21 +111,19 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
         interrupt.saving = True
         data = engine.session.freeze()
         records = data.records
-        if before_summary is not None:
-            before_summary()
-        print(run_summary(records))
-        for line in energy_lines(data):
-            print(line)
-        for line in fallback_lines(data.events):    # every fallback, whole (contract/fallbacks)
-            print(line)
+        # every fallback, whole (contract/fallbacks); printed after the save, so a terminal
+        # or pipe that is gone (`| tee` under the same Ctrl-C) cannot cost the session
+        summary = [run_summary(records), *energy_lines(data), *fallback_lines(data.events)]
         note("saving")
         try:
             path = write_json_atomic(out, document())
             note("saved")
         except OSError as exc:
+            _print_summary(before_summary, summary)
             print(f"infertop: error: --out {out}: cannot write: {exc.strerror or exc}; "
                   + kept_in(journal, len(records)), file=sys.stderr)
             return outcome(records, interrupted, signum, saved=False)
+        _print_summary(before_summary, summary)
     if journal is not None:
         remove_journal(journal)
     result = outcome(records, interrupted, signum)
@@ -192,3 +190,10 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
         if journal is not None:
             journal.close()
     return result.exit_status
+
+
+def _print_summary(before_summary: Callable[[], None] | None, lines: list[str]) -> None:
+    if before_summary is not None:
+        before_summary()
+    for line in lines:
+        print(line)
