@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
+from contextlib import nullcontext
 from typing import Sequence
 
 from infertop.commands import SUBCOMMANDS, add_command, dashboard
 from infertop.endings import EXIT_BAD_INPUT, EXIT_FAILED, closed_pipe, ending  # noqa: F401
+from probe.checks.interrupts import signals_as_interrupt
 from probe.common.argtypes import OneLineParser
 from probe.common.errors import BadInput, TraceError
 from probe.common.terminal_stream import escaped_output
@@ -38,8 +41,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)   # what `tune --resume` reruns
     if args.func is dashboard.main:     # the dashboard owns its terminal
         return _run(args)
-    with escaped_output():      # every line a command prints, whoever forgot to escape it
-        return _run(args)
+    # every line a command prints escaped, whoever forgot to; and SIGTERM and SIGHUP end it
+    # as Ctrl-C does, from its first moment (128 + the signal, never a kill by the default
+    # handler), until a command installs its own stop handling (bench, replay, tune, doctor)
+    try:
+        with escaped_output(), (signals_as_interrupt()
+                                if threading.current_thread() is threading.main_thread()
+                                else nullcontext()):
+            return _run(args)
+    except KeyboardInterrupt as exc:    # one that came as the command ended
+        return ending(exc)
 
 
 def _run(args: argparse.Namespace) -> int:

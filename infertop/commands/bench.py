@@ -14,6 +14,7 @@ from probe.bench.runner import run_bench
 from probe.checks.bench_checks import check_compile_backend, check_ray_address
 from probe.checks.engine_inputs import check_engine_inputs
 from probe.checks.inductor_cache import usable_inductor_cache
+from probe.checks.interrupts import WRITING_REPORT, stop_signals
 from probe.checks.output_lock import OutputLock
 from probe.common.argtypes import (
     note_fewer_requests,
@@ -109,8 +110,11 @@ def main(args: argparse.Namespace) -> int:
     for trace in names(args.trace):
         check_trace(trace, args.requests)
     usable_inductor_cache()
-    with OutputLock(args.out, "--out"), third_party_output_to_engine_log():
-        return run_bench(args)
+    # one handler of the stop signals from here to the end, torch's import included: no moment
+    # of the run falls back to the default handler, which would kill it with no report
+    with OutputLock(args.out, "--out"), third_party_output_to_engine_log(), \
+            stop_signals(WRITING_REPORT) as stops:
+        return run_bench(args, stops)
 
 
 def check_trace(name: str, requests: int | None) -> None:

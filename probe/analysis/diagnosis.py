@@ -62,6 +62,7 @@ class DoctorContext:
     cpu_count: int | None = None
     saved: str | None = None            # where the session is saved (None: not yet)
     load: Load | None = None            # the live view's offered load and capacity (live only)
+    asked: int | None = None            # requests the run was asked to serve (trace.asked)
 
 
 def context_from_document(document: Mapping[str, Any],
@@ -74,7 +75,11 @@ def context_from_document(document: Mapping[str, Any],
     sample, roofline = live_parts
     cpu_count = document.get("environment", {}).get("cpu_count")
     max_batch = settings.get("max_batch", 1)
+    trace = document.get("trace")
+    asked = trace.get("asked") if isinstance(trace, Mapping) else None
     return DoctorContext(
+        asked=asked if isinstance(asked, int) and not isinstance(asked, bool) and asked >= 0
+        else None,
         bucket_edges=tuple(e for e in edges if isinstance(e, int)) if isinstance(edges, list)
         else (), max_batch=max_batch if isinstance(max_batch, int) and max_batch > 0 else 1,
         device_sample=sample, roofline=roofline,

@@ -28,6 +28,7 @@ from probe.bench.tasks import (
     run_task,
 )
 from probe.bench.torch_trace import TraceFolder, run_tlparse
+from probe.checks.interrupts import StopSignals
 from probe.runs.cluster import RETRIES, Cluster, connect, require_ray
 from probe.runs.plan import BenchSettings
 from probe.runs.results import FailedRun
@@ -42,7 +43,7 @@ Gathered = Union[TaskOutcome, TaskLost]
 MACHINE_ESTIMATE_S = 30.0           # the roofline's bandwidth and GEMM measurement
 
 
-def run_on_ray(settings: BenchSettings, started: float) -> int:
+def run_on_ray(settings: BenchSettings, started: float, stops: StopSignals | None = None) -> int:
     from probe.engine.model.loading import load_model
 
     cells = settings.cells()
@@ -59,7 +60,7 @@ def run_on_ray(settings: BenchSettings, started: float) -> int:
                          f"node(s), {cluster.slots} at a time, each asking for "
                          + ", ".join(f"{k}={v}" for k, v in cluster.asks.items()))
         dispatch = Dispatch(tasks, cluster, progress)
-        with measuring(progress, None) as stop:
+        with measuring(progress, None, stops) as stop:
             dispatch.run()
     finally:
         cluster.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import nullcontext
 
 from probe.bench.experiments import measures_machine, select_experiments
 from probe.bench.experiments.roofline import measure_machine
@@ -20,19 +21,28 @@ from probe.bench.study_setup import (
     print_written,
 )
 from probe.bench.torch_trace import TorchTrace, run_tlparse
-from probe.checks.interrupts import exit_status, signals_wait
+from probe.checks.interrupts import WRITING_REPORT, StopSignals, exit_status, stop_signals
 from probe.common.errors import BadInput
 from probe.runs.plan import BenchSettings
 
 
-def run_bench(args: argparse.Namespace) -> int:
+def run_bench(args: argparse.Namespace, stops: StopSignals | None = None) -> int:
+    """The study; `stops`: the command's one handler of the stop signals, installed before
+    torch is imported (none: one of its own)."""
+    with nullcontext(stops) if stops is not None else stop_signals(WRITING_REPORT) as signals:
+        return _run_bench(args, signals)
+
+
+def _run_bench(args: argparse.Namespace, stops: StopSignals) -> int:
     started = time.perf_counter()
     settings = BenchSettings.from_args(args, select_experiments(args.experiments))
     if settings.ray is not None:
-        return run_on_ray(settings, started)
+        return run_on_ray(settings, started, stops)
     if settings.matrix:
         raise BadInput("a list of models or traces is a matrix of studies, spread with "
                           "--ray (`--ray local` runs it on this machine)")
+    # a stop from here to the output folder: 128 + the signal, nothing written (the study
+    # had not begun); from the folder on, every stop writes the report
     import torch
 
     from probe.engine.model.loading import load_model
@@ -44,20 +54,29 @@ def run_bench(args: argparse.Namespace) -> int:
     loaded = load_model(settings.model)
     study = prepare_study(settings, str(device), loaded)
     out = settings.out
-    out.mkdir(parents=True, exist_ok=True)      # only now: the model and trace are good
-    environment = bench_environment(device)
-    if measures_machine(settings.experiments):
-        print("measuring memory bandwidth and GEMM throughput for the roofline…", file=sys.stderr)
-        environment["roofline"] = measure_machine(loaded, device)
-    torch_trace = TorchTrace(out / "torch_trace") if settings.torch_trace else None
-    if torch_trace:
-        study.after_engine = torch_trace.attach
     progress = study.progress()
-    with measuring(progress, torch_trace) as stop:
-        study.run(progress, environment)
-    with signals_wait("writing the report of the runs that finished") as received:
-        status = _write(settings, study, environment, torch_trace, stop, started)
-    return status or (exit_status(received[0]) if received else 0)
+    environment: dict = {"device": str(device)}
+    torch_trace: TorchTrace | None = None
+    stops.armed = False     # a signal until `measuring` only flags; checked first thing there
+    out.mkdir(parents=True, exist_ok=True)      # only now: the model and trace are good
+    with measuring(progress, None, stops) as stop:
+        stops.check()
+        environment.update(bench_environment(device))
+        if measures_machine(settings.experiments):
+            print("measuring memory bandwidth and GEMM throughput for the roofline…",
+                  file=sys.stderr)
+            environment["roofline"] = measure_machine(loaded, device)
+        if settings.torch_trace:
+            torch_trace = TorchTrace(out / "torch_trace")
+            study.after_engine = torch_trace.attach
+        try:
+            study.run(progress, environment, check=stops.check)
+        finally:
+            if torch_trace:
+                torch_trace.close()
+    # disarmed: a signal while the report is written only waits for it
+    status = _write(settings, study, environment, torch_trace, stop, started)
+    return status or (exit_status(stops.received[0]) if stops.received else 0)
 
 
 def _write(settings: BenchSettings, study, environment: dict, torch_trace, stop,

@@ -104,14 +104,18 @@ class Study:
             label += f" [{specs[0].requests_name}]"
         return ", ".join(sorted(users, key=list(EXPERIMENTS).index)), label
 
-    def run(self, progress: Progress, environment: dict) -> None:
+    def run(self, progress: Progress, environment: dict,
+            check: Callable[[], None] = lambda: None) -> None:
         """Each unit on a fresh engine, then the open-loop experiments. A run that fails is
-        recorded and the study goes on; Ctrl-C stops it with what finished kept."""
+        recorded and the study goes on; Ctrl-C stops it with what finished kept. `check`,
+        between runs: raises a stop whose raise was lost (interrupts.StopSignals.check)."""
         for index, unit in enumerate(self.units):
+            check()
             self._run_unit(index, unit, progress)
         study = OpenLoopStudy(self.context, self.plan, environment, progress.message)
         for name in self.experiments:
             if isinstance(EXPERIMENTS[name], OpenLoopExperiment):
+                check()
                 try:
                     self.open_loop[name] = measure_open_loop(name, study)
                 except KeyboardInterrupt as exc:   # its finished runs stay in the report

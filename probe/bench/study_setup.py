@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
@@ -17,7 +17,13 @@ from probe.bench.profile import PROFILE
 from probe.bench.progress import StatusLine
 from probe.bench.study import Study
 from probe.bench.torch_trace import TlparseReport, TorchTrace, TraceFolder
-from probe.checks.interrupts import exit_status, signal_of, signals_as_interrupt
+from probe.checks.interrupts import (
+    WRITING_REPORT,
+    StopSignals,
+    exit_status,
+    signal_of,
+    stop_signals,
+)
 from probe.engine.process.environment import environment
 from probe.runs.plan import MAX_INPUT, BenchSettings, make_plan
 from probe.runs.results import RunResult
@@ -77,23 +83,32 @@ class Stop:
 
 
 @contextmanager
-def measuring(progress: StatusLine, torch_trace: TorchTrace | None) -> Iterator[Stop]:
+def measuring(progress: StatusLine, torch_trace: TorchTrace | None,
+              stops: StopSignals | None = None) -> Iterator[Stop]:
     """Warnings muted (torch and transformers warn about their own internals while compiling;
     none of it changes a measurement, and it would bury the progress line), Ctrl-C, SIGTERM
     and SIGHUP turned into a report of what finished, and the progress line and the trace log
-    closed either way."""
+    closed either way. `stops`: the run's one handler (`stop_signals`), armed here and
+    disarmed on the way out, so that a signal while the report is written only waits (none:
+    one of its own, for the duration)."""
     stop = Stop()
-    with warnings.catch_warnings(), signals_as_interrupt():
+    with warnings.catch_warnings(), \
+            (nullcontext(stops) if stops is not None else stop_signals(WRITING_REPORT)) as signals:
         warnings.simplefilter("ignore")
+        signals.armed = True
         try:
             yield stop
         except KeyboardInterrupt as exc:
+            signals.armed, signals.taken = False, True
             stop.interrupted, stop.signum = True, signal_of(exc)
             progress.message("interrupted: writing the report of the runs that finished")
         finally:
+            signals.armed = False
             progress.close()
             if torch_trace:
                 torch_trace.close()
+        if signals.signum is not None and not stop.interrupted:    # its raise was swallowed
+            stop.interrupted, stop.signum = True, signals.signum
 
 
 def bench_environment(device) -> dict:

@@ -12,9 +12,11 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+WRITING_REPORT = "writing the report of the runs that finished"    # bench's, while it waits
 
 
 class Interrupted(KeyboardInterrupt):
@@ -123,3 +125,51 @@ def signals_wait(doing: str) -> Iterator[list[int]]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+@dataclass
+class StopSignals:
+    """One handler of Ctrl-C, SIGTERM and SIGHUP for a whole run (`bench`), so that no moment
+    of it falls back to the default handler (which kills the process, "Terminated", and writes
+    nothing). Flag, then check: every signal is recorded in `received` first; only while
+    `armed` (the run's work, whose `except KeyboardInterrupt` writes what finished and sets
+    `taken`) does it also raise, Interrupted for SIGTERM and SIGHUP, KeyboardInterrupt for
+    Ctrl-C. Disarmed (the output of what finished is being written) it says so and waits.
+    `check()`, where raising is safe (between runs): a signal not yet taken — one that came
+    while disarmed, or whose raise something swallowed — raises there."""
+    doing: str
+    armed: bool = True
+    taken: bool = False
+    received: list[int] = field(default_factory=list)
+
+    def handle(self, signum: int, frame) -> None:
+        self.received.append(signum)
+        if self.armed:
+            raise _interrupt_of(signum)
+        say(f"infertop: {signal.Signals(signum).name}: {self.doing}; a moment")
+
+    def check(self) -> None:
+        if self.received and not self.taken:
+            raise _interrupt_of(self.received[0])
+
+    @property
+    def signum(self) -> int | None:
+        return self.received[0] if self.received else None
+
+
+def _interrupt_of(signum: int) -> KeyboardInterrupt:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Interrupted(signum)
+
+
+@contextmanager
+def stop_signals(doing: str) -> Iterator[StopSignals]:
+    """`StopSignals` installed for the duration (armed), raises never lost
+    (`interrupts_never_lost`); the handlers before are given back after."""
+    stops = StopSignals(doing)
+    with interrupts_never_lost():
+        previous = {s: signal.signal(s, stops.handle) for s in STOP_SIGNALS}
+        try:
+            yield stops
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)

@@ -210,6 +210,7 @@ def show(path: str) -> str:
         for b in sorted(data.breaks, key=lambda b: -b.count)[:10]:
             lines.append(f"  {b.config_id} ×{b.count} {b.location}: {b.reason[:100]}")
     lines += ledger_lines(data.compile_ledger)
+    lines += notice_lines(data)
     return "\n".join(lines + imported_lines(document))
 
 
@@ -225,6 +226,20 @@ def visit_lines(data: SessionData, config_id: str) -> list[str]:
     if side is not None:
         lines.append(f"compiled beside the serving config (warm switch): {side.text()}")
     return lines
+
+
+NOTICES_SHOWN = 10
+
+
+def notice_lines(data: SessionData) -> list[str]:
+    """The session's warnings and errors (an interrupted replay, a fallback, a fault), the
+    latest `NOTICES_SHOWN`; its info notices are the dashboard's feed."""
+    said = [n for n in data.notices if n.level in ("warning", "error")]
+    if not said:
+        return []
+    more = len(said) - NOTICES_SHOWN
+    return (["", "notices:"] + [f"  {n.level}: {n.text}" for n in said[-NOTICES_SHOWN:]]
+            + ([f"  (and {more} earlier)"] if more > 0 else []))
 
 
 def ledger_lines(entries: tuple[LedgerEntry, ...]) -> list[str]:

@@ -196,3 +196,104 @@ def test_verify_progress_never_says_no_slo_for_a_session_with_one():
     _rate_measured(_Side(OptConfig(), "A"), said.append, slo=False)
     assert "no SLO" not in said[0] and "no goodput" in said[0]
     assert said[1].endswith("no SLO, so no goodput")
+
+
+# -- Ctrl-C on a replay: the session records it ---------------------------------------------------
+
+class _Clock:
+    def now_s(self) -> float:
+        return 100.0
+
+
+class _Engine:
+    """What serve_and_save reads of an engine: its session and clock."""
+    def __init__(self) -> None:
+        from probe.contract.session import Session
+        self.session = Session()
+        self.clock = _Clock()
+
+
+class _Loop:
+    """Serves `served` requests, then the user presses Ctrl-C; ends at the stop, as the
+    serving loop does."""
+    def __init__(self, engine: _Engine, served: int, signum: int) -> None:
+        self.engine, self.served, self.signum = engine, served, signum
+
+    def run(self, stop: threading.Event) -> None:
+        from tests.conftest import synthetic_record
+        config = self.engine.session.config_id(OptConfig())
+        for i in range(self.served):
+            self.engine.session.add_record(synthetic_record(f"r{i}", i, latency_ms=50.0,
+                                                                config_id=config))
+        os.kill(os.getpid(), self.signum)
+        assert stop.is_set()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_replay_is_recorded_in_its_session(tmp_path, capsys, signum):
+    from infertop.commands.doctor import diagnosis_of
+    from probe.engine.process.replay_and_save import serve_and_save
+    from probe.session_store.snapshot import read_document, saved_session, snapshot_document
+    from probe.session_store.snapshot_report import show
+
+    engine, out = _Engine(), tmp_path / "run.json"
+    document = lambda: snapshot_document(  # noqa: E731
+        engine.session.freeze(), environment={"device": "cpu"},
+        model={"name": "t5-tiny"}, trace={"name": "chat", "requests": 400, "asked": 40})
+    result = serve_and_save(engine, _Loop(engine, 8, signum), out, document, asked=40)
+    assert result.exit_status == 128 + signum
+    data = saved_session(read_document(out))
+    (notice,) = data.notices
+    assert notice.level == "warning" and "8 of 40 asked" in notice.text
+    assert "interrupted by" in notice.text
+    assert notice.text in show(str(out))                         # snapshot show says it
+    _, report = diagnosis_of(str(out))
+    traffic = report.checklist[0]
+    assert traffic.evidence.startswith("8 of 40 requests served")  # of asked, not of 20
+
+
+# -- gpu-check stops the same way (planted: no GPU here) ------------------------------------------
+
+GPU_STUBBORN = """
+import json, signal, sys, tempfile, time
+from pathlib import Path
+import probe.engine.gpu_check.check as check
+
+def stubborn(args):
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gpu-check.json").write_text(json.dumps({"nvml": {"idle": "ok"}}))   # a section
+    tempfile.mkdtemp(prefix="gpu-decode-")          # as the decode matrix makes its own
+    print("planted: a section that cannot be cut short", file=sys.stderr, flush=True)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
+    while True:                 # a compile in C: no Python handler runs until it returns
+        time.sleep(0.05)
+
+check._check = stubborn
+sys.argv = ["check", "--out", sys.argv[1]]
+sys.exit(check.main())
+"""
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_gpu_check_stops_with_128_plus_the_signal_keeping_its_sections(tmp_path, signum):
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    out = tmp_path / "gpu-out"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1",
+           "TMPDIR": str(temporary)}
+    child = subprocess.Popen([sys.executable, "-c", GPU_STUBBORN, str(out)], env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    for line in child.stderr:
+        if "planted" in line:
+            break
+    child.send_signal(signum)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode == 128 + signum, err
+    report = json.loads((out / "gpu-check.json").read_text())
+    assert report["nvml"] == {"idle": "ok"}
+    assert report["stopped"] == f"interrupted by {signal.Signals(signum).name}"
+    assert "holds the sections that finished" in err
+    assert list(temporary.iterdir()) == []          # no scratch, no gpu-decode-* left

@@ -33,11 +33,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from probe.checks.interrupts import signal_of, signals_as_interrupt
+from probe.checks.stop_supervisor import run_supervised
 from probe.common.atomic import write_atomic
 from probe.engine.gpu_check.budget import DEFAULT_BUDGET_S, PLAN, Budget
 from probe.engine.gpu_check.decode_matrix import run_matrix
 from probe.engine.gpu_check.energy import expectations
 from probe.engine.gpu_check.sigterm import sigterm_during_compile
+from probe.engine.gpu_check.stops import ending as stopped_ending
+from probe.engine.gpu_check.stops import salvage, scratch_folder, stopped_text
 
 SMI_FIELDS = ("utilization.gpu", "memory.used", "memory.reserved", "memory.total", "power.draw",
               "temperature.gpu")
@@ -226,6 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     if problem is not None:
         print(f"gpu-check: {problem}", file=sys.stderr)
         return 2
+    # stops as every command that runs an engine (gpu_check/stops.py): from the command line
+    # in a child of its own, supervised; every temporary folder inside one scratch folder
+    with signals_as_interrupt(), scratch_folder():
+        if argv is not None:
+            return _check(args)
+        return run_supervised(lambda note: _check(args), stopped_ending,
+                              lambda stopped: salvage(stopped, args.out))
+
+
+def _check(args: argparse.Namespace) -> int:
     import torch
     if not torch.cuda.is_available():
         print("gpu-check: no CUDA device here; nothing to check (run it on a GPU machine)")
@@ -255,6 +269,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         _run_sections(args, sections, device, report, log, save)
+    except KeyboardInterrupt as exc:    # the sections that finished are kept, marked stopped
+        report["stopped"] = stopped_text(signal_of(exc))
+        raise
     finally:
         save()
         for name, ok in report["promises"].items():

@@ -57,18 +57,20 @@ def engine_for(workload: PreparedWorkload, *, model: str, device: str, options: 
 
 
 def document_for(engine: Engine, workload: PreparedWorkload, trace_name: str,
-                 replay: dict | None = None) -> dict:
+                 replay: dict | None = None, asked: int | None = None) -> dict:
     """The session JSON of a running engine. Besides the raw records it keeps what the
     dashboard's panels show that records cannot give back (the device at save time, the
     roofline, the batching slots; `replay`: its speed and queue at save time), so `--load`
-    redraws every panel as it was."""
+    redraws every panel as it was. `asked`: how many of the trace's requests the run was
+    asked to serve (`replay --requests`), kept as trace.asked: a stopped run's count of
+    served against asked (the doctor's)."""
     roofline = engine.roofline_status()
     settings = engine.settings
     return snapshot_document(
         engine.session.freeze(), environment=environment(engine.device),
         model=engine.loaded.info.as_dict(engine.options.precision),
         trace={"name": trace_name, "requests": len(workload.trace.requests),
-               "fit": workload.fit.summary()},
+               "fit": workload.fit.summary(), **({} if asked is None else {"asked": asked})},
         settings={"bucket_edges": list(workload.bucket_edges),
                   "bucket_source": workload.bucket_source,
                   "max_new_tokens": workload.max_new_tokens,

@@ -27,11 +27,11 @@ def dispatch_of(engine: Engine, scheduled: ScheduledRequest) -> Dispatch:
 
 
 def write_header(writer: JournalWriter, engine: Engine, workload: PreparedWorkload,
-                 trace_name: str) -> None:
+                 trace_name: str, asked: int | None = None) -> None:
     """The session's start on the wall clock, and where it runs, as its JSON says it."""
     from probe.engine.process.headless import document_for
 
-    document = document_for(engine, workload, trace_name)
+    document = document_for(engine, workload, trace_name, asked=asked)
     writer.header(time.time() - engine.clock.now_s(),
                   {name: document[name] for name in CONTEXT_SECTIONS})
 
@@ -73,7 +73,8 @@ class JournaledReplayer:
 
 
 def open_headless_journal(engine: Engine, workload: PreparedWorkload, trace_name: str,
-                          options: OptConfig) -> tuple[JournalWriter | None, str | None]:
+                          options: OptConfig, asked: int | None = None
+                          ) -> tuple[JournalWriter | None, str | None]:
     """The run's journal writer, the engine already serving into it; or None and why (no
     journal is no reason not to serve: the run says so and goes on)."""
 
@@ -82,7 +83,7 @@ def open_headless_journal(engine: Engine, workload: PreparedWorkload, trace_name
     except OSError as exc:
         return None, f"no session journal: {state_folder_problem(exc)}"
     journal_engine(engine, writer, options)
-    write_header(writer, engine, workload, trace_name)
+    write_header(writer, engine, workload, trace_name, asked)
     return writer, writer.error
 
 

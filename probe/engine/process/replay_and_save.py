@@ -25,6 +25,7 @@ from probe.checks.interrupts import (
 )
 from probe.common.atomic import write_json_atomic
 from probe.contract.options import OptConfig
+from probe.contract.records import Notice
 from probe.engine.engine import Engine
 from probe.engine.process.headless_journal import (
     JournaledReplayer,
@@ -94,10 +95,13 @@ class GracefulInterrupt:
 def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[], dict],
                    journal: JournalWriter | None = None,
                    before_summary: Callable[[], None] | None = None,
-                   note: Callable[[str], None] = lambda text: None) -> ReplayOutcome:
+                   note: Callable[[str], None] = lambda text: None,
+                   asked: int | None = None) -> ReplayOutcome:
     """Run the replay under GracefulInterrupt and always save what was served. A snapshot
     that cannot be written (a full disk) is one line naming the journal that keeps it.
-    `note`: tells a supervising parent (stop_supervisor) when the save starts and ends."""
+    `note`: tells a supervising parent (stop_supervisor) when the save starts and ends. A
+    stop is recorded in the session itself (a warning notice: which signal, how many of the
+    `asked` requests were served), so the snapshot, `snapshot show` and the doctor say so."""
     from probe.engine.process.headless import run_replay
 
     interrupted, signum = False, int(signal.SIGINT)
@@ -109,6 +113,10 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
         if interrupt.signum is not None:
             interrupted, signum = True, interrupt.signum
         interrupt.saving = True
+        if interrupted:
+            served = sum(1 for r in engine.session.freeze().records if r.ok)
+            engine.session.add_notice(interruption_notice(engine.clock.now_s(), signum,
+                                                          served, asked))
         data = engine.session.freeze()
         records = data.records
         # every fallback, whole (contract/fallbacks); printed after the save, so a terminal
@@ -131,6 +139,14 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
     return result
 
 
+def interruption_notice(t_s: float, signum: int, served: int, asked: int | None) -> Notice:
+    """The session's own record of a replay a signal stopped."""
+    name = "Ctrl-C (SIGINT)" if signum == signal.SIGINT else signal.Signals(signum).name
+    of = f" of {asked} asked" if asked is not None else ""
+    return Notice(t_s, "warning", f"replay interrupted by {name}: {served}{of} request(s) "
+                                  f"served; the rest were never served")
+
+
 def kept_in(journal: JournalWriter | None, served: int) -> str:
     """Where the requests served are kept when the snapshot is not."""
     if journal is None:
@@ -151,7 +167,9 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
                         max_batch=args.max_batch, kv_budget_bytes=args.kv_budget,
                         drift_every=args.drift_every,
                         batch_window_ms=getattr(args, "batch_window", None))
-    journal, problem = open_headless_journal(engine, workload, args.trace, options)
+    total = len(workload.trace.requests)
+    asked = min(args.requests, total) if args.requests else total
+    journal, problem = open_headless_journal(engine, workload, args.trace, options, asked)
     engine.session.set_slo(args.slo)      # the journaled session's, so a recovery keeps it
     if journal is not None:
         note(f"journal {journal.path}")     # what a supervising parent salvages from
@@ -160,9 +178,7 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
     elif not any(said in (problem or "") for said in SAID):   # one warning per folder
         print(f"infertop: warning: {problem}: a run killed before it saves loses what it "
               f"served", file=sys.stderr)
-    total = len(workload.trace.requests)
-    progress = ReplayProgress(min(args.requests, total) if args.requests else total,
-                              events=engine.session.events)
+    progress = ReplayProgress(asked, events=engine.session.events)
     journal_said = [journal is None]
 
     def on_records(records) -> None:
@@ -181,8 +197,9 @@ def serve_replay(args, options: OptConfig, workload: PreparedWorkload,
     exporter = metrics_exporter(args.metrics_port, engine.session, lambda: loop.queue_depth)
     try:
         result = serve_and_save(engine, loop, args.out,
-                                lambda: document_for(engine, workload, args.trace),
-                                journal=journal, before_summary=progress.close, note=note)
+                                lambda: document_for(engine, workload, args.trace, asked=asked),
+                                journal=journal, before_summary=progress.close, note=note,
+                                asked=asked)
     finally:
         if exporter is not None:
             exporter.close()
