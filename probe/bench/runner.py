@@ -37,7 +37,8 @@ def _run_bench(args: argparse.Namespace, stops: StopSignals) -> int:
     started = time.perf_counter()
     settings = BenchSettings.from_args(args, select_experiments(args.experiments))
     if settings.ray is not None:
-        return run_on_ray(settings, started, stops)
+        status = run_on_ray(settings, started, stops)
+        return status or (exit_status(stops.received[0]) if stops.received else 0)
     if settings.matrix:
         raise BadInput("a list of models or traces is a matrix of studies, spread with "
                           "--ray (`--ray local` runs it on this machine)")
