@@ -141,13 +141,21 @@ def replay_run(model: str, device: torch.device, *, max_batch: int, requests: in
     sampler.join()
     result: dict = {"max_batch": max_batch or "sized", "options": options, "rc": process.returncode,
                     "stopped_at_limit": stopped.is_set()}
-    if not out.exists():
+    document = read_document(out) if out.exists() else None
+    data = session_data(document) if document is not None else None
+    records = data.records if data is not None else ()
+    served = [r for r in records if r.ok]
+    if stopped.is_set() and process.returncode == 128 + signal.SIGTERM and not served:
+        # its limit came while it was still starting (a busy host): nothing to measure, and
+        # nothing went wrong
+        result["unmeasured"] = (f"stopped at its {timeout_s:.0f} s limit before it served "
+                                f"a request")
+        log(f"  slots {result['max_batch']!s:>5} {','.join(options)}: not measured: "
+            f"{result['unmeasured']}")
+        return result
+    if document is None or data is None:
         result["crashed"] = "".join(lines[-8:])[-800:]
         return result
-    document = read_document(out)
-    data = session_data(document)
-    records = data.records
-    served = [r for r in records if r.ok]
     window = (served_at[0], served_at[-1]) if len(served_at) > 1 else (started, time.monotonic())
     result.update({
         "slots": document.get("settings", {}).get("max_batch"),
