@@ -13,7 +13,7 @@ from typing import Sequence
 
 from infertop.commands import SUBCOMMANDS, add_command, dashboard
 from infertop.endings import EXIT_BAD_INPUT, EXIT_FAILED, closed_pipe, ending  # noqa: F401
-from probe.checks.interrupts import signals_as_interrupt
+from probe.checks.interrupts import default_stop_signals, signals_as_interrupt
 from probe.common.argtypes import OneLineParser
 from probe.common.errors import BadInput, TraceError
 from probe.common.terminal_stream import escaped_output
@@ -39,8 +39,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # in, so that a stop ends within seconds even during a compile (stop_supervisor)
     args.supervised = argv is None
     args.argv = list(sys.argv[1:] if argv is None else argv)   # what `tune --resume` reruns
-    if args.func is dashboard.main:     # the dashboard owns its terminal
-        return _run(args)
+    if args.func is dashboard.main:     # the dashboard owns its terminal, and its signals
+        with default_stop_signals():
+            return _run(args)
     # every line a command prints escaped, whoever forgot to; and SIGTERM and SIGHUP end it
     # as Ctrl-C does, from its first moment (128 + the signal, never a kill by the default
     # handler), until a command installs its own stop handling (bench, replay, tune, doctor)

@@ -109,6 +109,22 @@ def signals_as_interrupt() -> Iterator[None]:
 
 
 @contextmanager
+def default_stop_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP back to the default (the process ends) for the duration: the
+    dashboard's, which `python -m infertop` would otherwise enter with its early handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_DFL) for s in STOP_SIGNALS
+                if s != signal.SIGINT}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+@contextmanager
 def signals_wait(doing: str) -> Iterator[list[int]]:
     """While the output of what finished is being written (a report that takes a second), a
     stop signal only says so and waits: that output is what every stop asks for, and a signal

@@ -297,3 +297,28 @@ def test_gpu_check_stops_with_128_plus_the_signal_keeping_its_sections(tmp_path,
     assert report["stopped"] == f"interrupted by {signal.Signals(signum).name}"
     assert "holds the sections that finished" in err
     assert list(temporary.iterdir()) == []          # no scratch, no gpu-decode-* left
+
+
+# -- python -m infertop: from its first moment ----------------------------------------------------
+
+@pytest.mark.parametrize("after_s", [0.2, 0.8])
+def test_a_sigterm_while_infertop_imports_ends_it_with_143(after_s):
+    """While its modules import (about 2 s on a busy machine) and before a command runs."""
+    child = subprocess.Popen([sys.executable, "-m", "infertop", "trace", "stats", "chat"],
+                             env={**os.environ, "PYTHONPATH": str(REPO)}, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(after_s)
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=120)
+    assert child.returncode in (0, 143), err        # finished first, or stopped: never -15
+    if child.returncode == 143:
+        assert err.strip().splitlines()[-1] == "infertop: stopped by SIGTERM"
+
+
+def test_the_dashboard_keeps_the_default_stop_signals():
+    from probe.checks.interrupts import default_stop_signals
+    with signals_as_interrupt():
+        with default_stop_signals():
+            assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL
+        assert signal.getsignal(signal.SIGTERM) != signal.SIG_DFL
