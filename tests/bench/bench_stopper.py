@@ -1,7 +1,8 @@
 """A bench run stopped by SIGTERM at chosen moments, many times, cheaply: this process imports
 torch and the study once, then forks one bench per moment (as the shell would start it:
 default signal handlers, nothing run yet) and sends it SIGTERM that many seconds after it
-started (a moment `f2.5`) or after its study began, its first progress line (`s2.5`).
+started (a moment `f2.5`), after its study began, its first progress line (`s2.5`), or at a
+fraction of the study's length (`r0.4`), measured by a first try `m` that is never signalled.
 Prints one JSON line per try: the moment, the exit status, whether report.json and
 report.md were written, the output folder's state and the tail of its stderr.
 
@@ -44,6 +45,9 @@ def _wait(child: int, seconds: float, until=lambda: False) -> int | None:
     return None
 
 
+STUDY_S: list[float] = []       # the `m` try's study, first progress line to exit
+
+
 def _one(out: Path, moment: str, argv: list[str]) -> dict:
     log = out.with_suffix(".err")
     child = os.fork()
@@ -67,10 +71,16 @@ def _one(out: Path, moment: str, argv: list[str]) -> dict:
         sys.stderr.flush()
         os._exit(status)
     status, signalled = None, False
-    if moment.startswith("s"):          # after the study began: its first progress line
+    began = time.monotonic()
+    if moment[0] in "smr":              # after the study began: its first progress line
         status = _wait(child, 600, lambda: "% E" in _text(log))
-    if status is None:
-        status = _wait(child, float(moment[1:]))
+        began = time.monotonic()
+    if status is None and moment == "m":    # measured: never signalled
+        status = _wait(child, 1200)
+        STUDY_S.append(time.monotonic() - began)
+    if status is None and moment != "m":
+        at = float(moment[1:]) * (STUDY_S[0] if moment[0] == "r" and STUDY_S else 1.0)
+        status = _wait(child, at)
     if status is None:
         signalled = True
         os.kill(child, signal.SIGTERM)
