@@ -24,12 +24,17 @@ def signed_text(name: str, value: float | None) -> str:
 
 
 def comparison_lines(c: Comparison) -> list[str]:
-    lines = [f"  {'':<14}{'A':>10}{'B':>10}{'B − A':>11}  95% interval of B − A"]
+    rows = [("", "A", "B", "B − A", "95% interval of B − A")]
     for name, m in c.metrics.items():
         interval = ("— (per engine, not per request)" if m.ci95 is None else
                     f"[{signed_text(name, m.ci95[0])}, {signed_text(name, m.ci95[1])}]")
-        lines.append(f"  {name:<14}{figure_text(name, m.a):>10}{figure_text(name, m.b):>10}"
-                     f"{signed_text(name, m.delta):>11}  {interval}")
+        rows.append((name, figure_text(name, m.a), figure_text(name, m.b),
+                     signed_text(name, m.delta), interval))
+    # columns as wide as their widest cell, two spaces apart: "6.96 req/s" fills ten
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  " + "  ".join([row[0].ljust(widths[0])]
+                              + [row[i].rjust(widths[i]) for i in (1, 2, 3)] + [row[4]])
+             for row in rows]
     tell = (f"; about {c.requests_to_tell} requests an arm would tell"
             if c.requests_to_tell is not None else "")
     lines.append(f"  verdict (p95): {c.verdict} ({c.requests_a} requests in A, {c.requests_b} "

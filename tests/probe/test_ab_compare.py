@@ -115,3 +115,16 @@ def test_passes_laid_end_to_end_add_their_spans_and_keep_each_latency():
     assert math.isclose(serving_span_s(laid), serving_span_s(first) + serving_span_s(second))
     assert [r.latency_ms for r in laid] == [r.latency_ms for r in first + second]
     assert all(r.start_s >= max(f.end_s for f in first) - 1e-9 for r in laid[2:])
+
+
+@given(st.lists(st.floats(0, 1e6, allow_nan=False) | st.none(), min_size=3, max_size=3))
+def test_the_ab_table_keeps_every_figure_apart(values):
+    """`doctor --verify` printed "6.96 req/s28.3 req/s": a figure as wide as its column."""
+    from probe.analysis.ab_compare import Comparison, MetricDelta
+    from probe.analysis.ab_table import comparison_lines, figure_text
+    a, b, _ = values
+    metrics = {name: MetricDelta(a, b) for name in ("goodput_rps", "kv_peak_bytes", "p95_ms")}
+    lines = comparison_lines(Comparison(3, 3, metrics, "no difference yet", None))
+    for name in metrics:
+        line = next(line for line in lines if line.strip().startswith(name))
+        assert f"{figure_text(name, a)}  " in line and f"  {figure_text(name, b)}" in line
