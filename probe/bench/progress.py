@@ -16,15 +16,22 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Hashable, Sequence, TextIO
+from typing import Callable, Hashable, Protocol, Sequence, TextIO
 
 from probe.bench.eta import Eta, Projection
 from probe.common.units import fmt_clock
 from probe.runs.plan import RunSpec
 from workloads.buckets import bucket_for
 
-if TYPE_CHECKING:
-    from probe.bench.tasks import BenchTask  # tasks imports the study, which imports this
+
+class Task(Protocol):
+    """What the cluster's line reads of a task (probe/bench/tasks.py's BenchTask)."""
+    @property
+    def id(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def estimate_s(self) -> float: ...
 
 # Rough costs on a 2-core CPU; the progress line corrects them as runs finish.
 COST = {
@@ -219,7 +226,7 @@ class ClusterProgress(Progress):
     """The line of a study spread over a cluster: tasks by state, each running one's node and
     phase; a task's worker lost is said, and its retry counted."""
 
-    def __init__(self, tasks: Sequence[BenchTask], slots: int, stream: TextIO | None = None,
+    def __init__(self, tasks: Sequence[Task], slots: int, stream: TextIO | None = None,
                  clock: Callable[[], float] = time.perf_counter) -> None:
         super().__init__({t.id: t.estimate_s for t in tasks}, stream, slots=slots, clock=clock)
         self.titles = {t.id: t.title for t in tasks}
