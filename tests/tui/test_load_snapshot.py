@@ -154,3 +154,12 @@ def test_a_loaded_session_keeps_its_saved_speed_and_queue_and_reads_saved(tmp_pa
     from tui.widgets.status_bar import first_line
     line = first_line(loaded, "loaded", "", False, loaded.replay.speed, None, 160).plain
     assert "×0.125" in line and "queue 195" in line
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_the_first_line_draws_while_the_rate_is_still_auto(width):
+    """`make run` died at its first frame: the opening's rate is None (×auto) until it is
+    calibrated, and the thinning check compared None with the clock's floor."""
+    from tui.widgets.status_bar import first_line
+    line = first_line(None, "starting", "trace azure-conv", False, None, None, width).plain
+    assert "starting the engine" in line and "×auto" in line and len(line) <= width

@@ -59,12 +59,13 @@ def state_text(state: str, note: str, paused: bool) -> tuple[Text, Text]:
 
 
 def first_line(view: LiveView | None, state: str, note: str, paused: bool,
-               speed: float, compiling_s: float | None, width: int) -> Text:
-    """`compiling_s`: the waiting request's compile stall so far (CompileClock.stall_s)."""
+               speed: float | None, compiling_s: float | None, width: int) -> Text:
+    """`speed`: None while the opening calibrates it (×auto). `compiling_s`: the waiting
+    request's compile stall so far (CompileClock.stall_s)."""
     full, short = state_text(state, note, paused)
     parts = [Part(full, short, 5), Part(Text(fmt_speed(speed), style="bold"),
                                         Text(fmt_speed(speed), style="bold"), 9)]
-    if speed < CLOCK_FLOOR:     # below the trace clock's floor, arrivals are thinned
+    if speed is not None and speed < CLOCK_FLOOR:   # below the clock's floor: arrivals thinned
         parts.append(Part(Text(f"{clock_and_keep(speed)[1]:.0%} of arrivals kept"), None, 1))
     if view is not None:
         config = Text(f"{view.config_id} ", style="bold")
