@@ -27,8 +27,8 @@ from probe.checks.interrupts import STOP_SIGNALS, exit_status, say
 from probe.common.atomic import write_json_atomic
 from probe.common.errors import BadInput
 from probe.engine.process.headless_journal import remove_journal
-from probe.server.engine_host import EngineHost
-from probe.server.seam import Ask, Limits, Listener
+from probe.server.engine_host import EngineHost, failed_record
+from probe.server.seam import STOPPED, Ask, Done, Limits, Listener, Tokens
 from probe.session_store.run_summary import run_summary
 
 if TYPE_CHECKING:
@@ -40,6 +40,8 @@ INSTALL_HINT = "pip install 'infertop[serve-ray]'"
 APP_NAME = "infertop"
 REPLICA_HEADER = "X-Infertop-Replica"   # which replica answered: r0, r1, …
 POLL_S = 0.2                # a replica's look at the board; this process's too
+TERMINAL_SIGNALS = (signal.SIGINT, signal.SIGHUP)    # what a terminal sends its process group
+SHUTDOWN_S = 20.0           # Serve's wait for replies to leave a replica, drained and saved
 SAVE_MARGIN_S = 60.0        # past --drain-s, how long a replica may take to save
 
 
@@ -104,6 +106,8 @@ class _AllReady:
         self.host = host
         self.limits: Limits = host.limits
         self.all_ready = False
+        self._lock = threading.Lock()
+        self._waiting: dict[str, Listener] = {}     # submitted, no Done heard yet
 
     @property
     def state(self) -> str:
@@ -114,7 +118,29 @@ class _AllReady:
         return self.host.count_prompt(prompt)
 
     def submit(self, ask: Ask, listener: Listener) -> None:
-        self.host.submit(ask, listener)
+        def heard(item: Tokens | Done) -> None:
+            if isinstance(item, Done):
+                with self._lock:
+                    if self._waiting.pop(ask.request_id, None) is None:
+                        return      # told already by stopped()
+            listener(item)
+
+        with self._lock:
+            self._waiting[ask.request_id] = listener
+        try:
+            self.host.submit(ask, heard)
+        except BaseException:
+            with self._lock:
+                self._waiting.pop(ask.request_id, None)
+            raise
+
+    def stopped(self) -> None:
+        """The engine stopped with requests held: each client hears it (a 500, or an error
+        event closing its stream), as no uvicorn of ours cancels their handlers here."""
+        with self._lock:
+            waiting, self._waiting = self._waiting, {}
+        for request_id, listener in waiting.items():
+            listener(Done(failed_record(request_id, STOPPED)))
 
     def cancel(self, request_id: str, why: str | None = None) -> None:
         self.host.cancel(request_id, why)
@@ -188,10 +214,8 @@ class Replica:
             time.sleep(POLL_S)
         self.host.drain()
         deadline = time.monotonic() + (0.0 if stop.now else self.args.drain_s)
-        while time.monotonic() < deadline and not stop.now:
-            loop = self.host.loop
-            if loop is None or loop.replay_done.wait(POLL_S):
-                break
+        while time.monotonic() < deadline and not stop.now and self.host.held():
+            time.sleep(POLL_S)
             stop = ray.get(self.board.report.remote(self.index, self.host.state))[1] or stop
         self._finish()
 
@@ -203,6 +227,7 @@ class Replica:
                 return
             self._finished = True
             self.host.finish(0)
+            self.view.stopped()
             ray.get(self.board.done.remote(self.index, self._save()))
 
     def _save(self) -> dict | None:
@@ -272,6 +297,10 @@ def serve_ray(args: Any, options: OptConfig, workload: PreparedWorkload) -> int:
         args.threads = max(1, cpus // replicas)
     signals = _Signals()
     previous = {s: signal.signal(s, signals) for s in STOP_SIGNALS}
+    # Ray's processes inherit a blocked SIGINT and SIGHUP (a blocked signal stays blocked
+    # across exec): Ctrl-C and a closed terminal reach the whole process group, and would
+    # kill Serve's proxy mid-drain; this process alone decides when they stop.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, TERMINAL_SIGNALS)
     try:
         ray.init(address="local", num_cpus=cpus, include_dashboard=False,
                  log_to_driver=False, logging_level=logging.WARNING)
@@ -279,6 +308,8 @@ def serve_ray(args: Any, options: OptConfig, workload: PreparedWorkload) -> int:
         for s, handler in previous.items():
             signal.signal(s, handler)
         raise BadInput(f"--ray {replicas}: cannot start Ray on this machine: {exc}") from None
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
     for s in STOP_SIGNALS:              # ray.init puts its own SIGTERM handler in
         signal.signal(s, signals)
     try:
@@ -288,7 +319,7 @@ def serve_ray(args: Any, options: OptConfig, workload: PreparedWorkload) -> int:
         deployment = serve.deployment(serve.ingress()(Replica)).options(
             name="replica", num_replicas=replicas, ray_actor_options={"num_cpus": share},
             max_ongoing_requests=args.max_queue + (args.max_batch or 8) + 8,
-            graceful_shutdown_timeout_s=args.drain_s + SAVE_MARGIN_S,
+            graceful_shutdown_timeout_s=SHUTDOWN_S,
             graceful_shutdown_wait_loop_s=POLL_S, health_check_period_s=2.0)
         if args.host not in LOOPBACK:
             print(f"infertop: serving on {args.host}, not loopback: any machine that reaches "
@@ -333,7 +364,13 @@ def _stop(ray: Any, serve: Any, board: Any, signals: _Signals, args: Any,
             told_now = True
         signals.changed.clear()
         signals.changed.wait(POLL_S)
-    serve.shutdown()        # a replica not yet saved saves in its __del__
+    # the app first: each replica waits for its replies to reach the proxy (and one not yet
+    # saved saves in its __del__); then the proxy and the controller
+    try:
+        serve.delete(APP_NAME)
+    except (RuntimeError, TimeoutError) as exc:     # the controller's wait: the proxy goes
+        print(f"infertop: Ray Serve: {exc}", file=sys.stderr)
+    serve.shutdown()
     states, saved = ray.get(board.view.remote())
     for index in sorted(states):
         result = saved.get(index)
