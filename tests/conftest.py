@@ -45,7 +45,7 @@ def varied_tiny_model(seed: int = 1) -> LoadedModel:
 
 # Files that start a local Ray: under `make test`'s workers they run in one, one after another
 # (two Ray instances at once on two cores time out starting).
-RAY_FILES = frozenset({"test_bench_ray.py", "test_tune_interrupt_and_ray.py"})
+RAY_FILES = frozenset({"test_bench_ray.py", "test_tune_interrupt_and_ray.py", "test_serve_ray.py"})
 
 
 def worker_group(relative: str) -> str:

@@ -24,6 +24,7 @@ from probe.contract.options import parse_opts
 from probe.engine.process.third_party_output import third_party_output_to_engine_log
 from probe.engine.workload_setup import prepare_workload
 from probe.server.from_file import read_start
+from probe.server.ray_serve import replica_path, require_serve, serve_ray
 
 NAME = "serve"
 HELP = "serve a configuration behind an OpenAI-compatible HTTP API, saving the session"
@@ -50,6 +51,10 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key", default=None, metavar="KEY",
                         help=f"require `Authorization: Bearer KEY` on every endpoint but "
                              f"/health (default: ${API_KEY_ENV} if set)")
+    parser.add_argument("--ray", type=whole_number(1, 64), default=None, metavar="N",
+                        help="serve through Ray Serve, N replicas on this machine, each its "
+                             "own engine, saving its session to --out's name with .rK "
+                             "(S.r0.json, …); needs infertop[serve-ray]")
     add_compile_backend_argument(parser)
     add_slo_argument(parser)
 
@@ -70,12 +75,19 @@ def main(args: argparse.Namespace) -> int:
     args.api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
     check_compile_backend(args.compile_backend)
     check_output_file(args.out, "--out", inputs=(args.trace, args.model))
+    if args.ray is not None:
+        require_serve()
+        for index in range(args.ray):
+            check_output_file(replica_path(args.out, index), "--out",
+                              inputs=(args.trace, args.model))
     check_engine_inputs(args.model, args.device, positions=args.max_input + args.max_output)
     usable_inductor_cache()
     with signals_as_interrupt(), OutputLock(args.out, "--out"):
         workload = prepare_workload(args.trace, buckets=args.buckets, max_input=args.max_input,
                                     max_output=args.max_output)
         with third_party_output_to_engine_log() as log:
+            if args.ray is not None:
+                return serve_ray(args, options, workload)
             from probe.server.run import serve, uvicorn_logs_to  # uvicorn: half a second
             with uvicorn_logs_to(log):
                 return serve(args, options, workload)

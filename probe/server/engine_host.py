@@ -116,6 +116,11 @@ class EngineHost:
     def metrics(self) -> bytes:
         return b"" if self.exporter is None else self.exporter.exposition()
 
+    def held(self) -> int:
+        """Requests taken and not yet answered with their record."""
+        with self._lock:
+            return len(self._listeners)
+
     # -- the engine's thread ----------------------------------------------------------------
     def _main(self) -> None:
         try:
@@ -198,7 +203,7 @@ class EngineHost:
         with self._lock:
             listeners, self._listeners = self._listeners, {}
         for request_id, listener in listeners.items():
-            listener(Done(_failed_record(request_id, error)))
+            listener(Done(failed_record(request_id, error)))
 
     # -- the end ------------------------------------------------------------------------------
     def drain(self) -> None:
@@ -246,7 +251,7 @@ def warm(engine: Engine) -> None:
                        arrival_s=now) for i, width in enumerate(widths)], per_join=1)
 
 
-def _failed_record(request_id: str, error: str) -> RequestRecord:
+def failed_record(request_id: str, error: str) -> RequestRecord:
     return RequestRecord(id=request_id, seq=-1, config_id="", input_tokens=0, padded_tokens=0,
                          arrival_s=0.0, start_s=0.0, queue_ms=0.0, compile_stall_ms=0.0,
                          output_tokens=0, first_token_s=None, end_s=0.0, encoder_ms=0.0,

@@ -33,6 +33,7 @@ from probe.session_store.run_summary import energy_lines, run_summary
 
 if TYPE_CHECKING:
     from probe.contract.prepared_workload import PreparedWorkload
+    from probe.contract.settings import EngineSettings
     from probe.engine.engine import Engine
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -78,26 +79,13 @@ class _Server(uvicorn.Server):
 
 def serve(args, options: OptConfig, workload: PreparedWorkload) -> int:
     """The command once its input is checked; returns the exit status."""
-    from probe.engine.process.headless import document_for
-
-    settings = replace(workload.engine_settings(
-        model=args.model, device=args.device, max_input=args.max_input,
-        compile_backend=args.compile_backend, keep_tokens=True, threads=args.threads,
-        max_batch=args.max_batch, kv_budget_bytes=args.kv_budget, drift_every=args.drift_every,
-        **({} if args.batch_window is None else {"batch_window_ms": args.batch_window})),
-        max_new_tokens=args.max_output)
-    limits = Limits(model=args.model, max_prompt_tokens=args.max_input,
-                    max_tokens=args.max_output, max_queue=args.max_queue)
+    settings, limits = engine_setup(args, workload)
     sock = bind(args.host, args.port)
-    url = f"http://{_url_host(args.host)}:{sock.getsockname()[1]}"
+    url = f"http://{url_host(args.host)}:{sock.getsockname()[1]}"
     served = [0]
 
     def document(engine: Engine) -> dict:
-        doc = document_for(engine, workload, args.trace)
-        doc["trace"] = {"name": f"served at {url}", "requests": served[0],
-                        "fit": f"bucket edges planned on {args.trace}"}
-        doc["settings"]["max_queue"] = args.max_queue
-        return doc
+        return served_document(engine, workload, args, url, served[0])
 
     failed: list[BaseException] = []
     server: _Server | None = None
@@ -112,6 +100,9 @@ def serve(args, options: OptConfig, workload: PreparedWorkload) -> int:
     config = uvicorn.Config(
         make_app(host, api_key=args.api_key), host=args.host, port=args.port,
         log_config=None, access_log=False, lifespan="off",
+        # h11 and asyncio whatever else is installed (ray[serve] brings httptools and uvloop,
+        # which uvicorn would pick): the header-size bound below is h11's
+        http="h11", loop="asyncio",
         timeout_keep_alive=KEEP_ALIVE_S, timeout_graceful_shutdown=max(1, math.ceil(args.drain_s)),
         limit_concurrency=max(64, 4 * (args.max_queue + (args.max_batch or 8))),
         h11_max_incomplete_event_size=64 * 1024)
@@ -134,6 +125,30 @@ def serve(args, options: OptConfig, workload: PreparedWorkload) -> int:
         print("infertop: the engine was still busy (a compile?) at the end of the drain",
               file=sys.stderr)
     return _save(host, args, document, served, server.signum)
+
+
+def engine_setup(args, workload: PreparedWorkload) -> tuple[EngineSettings, Limits]:
+    """The engine's settings and what a request may ask, from the command's flags."""
+    settings = replace(workload.engine_settings(
+        model=args.model, device=args.device, max_input=args.max_input,
+        compile_backend=args.compile_backend, keep_tokens=True, threads=args.threads,
+        max_batch=args.max_batch, kv_budget_bytes=args.kv_budget, drift_every=args.drift_every,
+        **({} if args.batch_window is None else {"batch_window_ms": args.batch_window})),
+        max_new_tokens=args.max_output)
+    return settings, Limits(model=args.model, max_prompt_tokens=args.max_input,
+                            max_tokens=args.max_output, max_queue=args.max_queue)
+
+
+def served_document(engine: Engine, workload: PreparedWorkload, args, url: str,
+                    served: int) -> dict:
+    """The session JSON of a served engine: `replay`'s, its trace the server's address."""
+    from probe.engine.process.headless import document_for
+
+    doc = document_for(engine, workload, args.trace)
+    doc["trace"] = {"name": f"served at {url}", "requests": served,
+                    "fit": f"bucket edges planned on {args.trace}"}
+    doc["settings"]["max_queue"] = args.max_queue
+    return doc
 
 
 def _save(host: EngineHost, args, document, served: list[int], signum: int | None) -> int:
@@ -164,7 +179,7 @@ def _save(host: EngineHost, args, document, served: list[int], signum: int | Non
     return exit_status(signum)
 
 
-def _url_host(host: str) -> str:
+def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
