@@ -111,7 +111,7 @@ def _bad_rate(document):
     (_bad_value, "trials[0].options: option compile='fast' is not valid; choose one of: "),
     (_negative, "trials[1].goodput_rps: expected a rate per second from 0 to 1e+12, got -3"),
     (_attainment, "trials[1].slo_attainment: expected a share from 0 to 1, got 7"),
-    (_ratio, "trials[1].vs_default.goodput.ratio: expected a finite number, got 'x'"),
+    (_ratio, "trials[1].vs_default['goodput'].ratio: expected a finite number, got 'x'"),
     (_setting, "trials[1].settings.max_batch: expected a whole number from 1 to 4,096, "
                "got 1000000000"),
     (_mode, "search.mode: expected one of quick, exhaustive (greedy cannot resume), got "
