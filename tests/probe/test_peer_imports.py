@@ -17,6 +17,7 @@ from probe.analysis.diagnosis import context_from_document
 from probe.analysis.session_diagnosis import diagnose_session
 from probe.common.errors import BadInput, TraceError
 from probe.session_store.peer_imports import import_peer_file, read_peer_file
+from probe.session_store.peer_imports.agreement import agreement
 from probe.session_store.snapshot import read_document, saved_session
 from probe.session_store.snapshot_report import compare, show
 
@@ -28,7 +29,7 @@ FUZZ = settings(max_examples=40, deadline=None,
 CASES = [
     ("vllm_bench_detailed.json", "vLLM bench serve", True, 4, 1),
     ("vllm_bench_summary.json", "vLLM bench serve", False, 0, 0),
-    ("inference_perf_lifecycle.json", "inference-perf", True, 3, 1),
+    ("inference_perf/per_request_lifecycle_metrics.json", "inference-perf", True, 6, 1),
 ]
 CASES += [(name, tool, True, None, None) for name, tool in (
     ("aiperf/profile_export.jsonl", "AIPerf"), ("guidellm/benchmarks.json", "guidellm"),
@@ -91,14 +92,47 @@ def test_a_real_vllm_file_keeps_the_order_vllm_sent_its_request_ids_in(tmp_path)
         assert record.ttft_ms is not None and record.ttft_ms >= server["ttft_ms"]
 
 
-def test_inference_perf_ttft_and_tpot_come_from_its_token_times(tmp_path) -> None:
-    raw = json.loads((FIXTURES / "inference_perf_lifecycle.json").read_text())
-    records = saved_session(_imported(tmp_path, "inference_perf_lifecycle.json")[0]).records
-    times = raw[0]["info"]["response_metrics"]["output_token_times"]
-    assert records[0].ttft_ms == pytest.approx((times[0] - raw[0]["start_time"]) * 1e3)
-    assert records[0].tpot_ms == pytest.approx((times[-1] - times[0]) * 1e3 / (len(times) - 1))
-    assert records[0].input_tokens == 20 and records[0].output_tokens == 6
-    assert records[2].error is not None and "ClientResponseError" in records[2].error
+def test_inference_perf_figures_are_the_ones_it_computed_itself(tmp_path) -> None:
+    """The fixture was written with per_request_fields.computed_metrics on: each figure read
+    from the raw times equals inference-perf's own for the same request."""
+    name = "inference_perf/per_request_lifecycle_metrics.json"
+    raw = json.loads((FIXTURES / name).read_text())
+    records = saved_session(_imported(tmp_path, name)[0]).records
+    assert len(records) == len(raw)
+    for record, entry in zip(records, raw):
+        assert record.latency_ms == pytest.approx((entry["end_time"] - entry["start_time"]) * 1e3)
+        computed = entry.get("computed_metrics")
+        if computed is None:
+            assert not record.ok and "HTTP Error 400" in (record.error or "")
+            continue
+        for figure, theirs in ((record.ttft_ms, computed["time_to_first_token"]),
+                               (record.tpot_ms, computed["time_per_output_token"]),
+                               (record.latency_ms, computed["request_latency"])):
+            assert figure == (None if theirs is None else pytest.approx(theirs * 1e3))
+        assert record.input_tokens == computed["input_tokens"]
+        assert record.output_tokens == computed["output_tokens"]
+
+
+def test_inference_perf_joins_the_server_by_the_id_in_its_saved_reply(tmp_path) -> None:
+    """inference-perf keeps no request id, but saves the raw reply, whose `id` is the one
+    `infertop serve` gave the request: every request served joins, each client figure
+    brackets the server's, and the refused one is the client's alone."""
+    name = "inference_perf/per_request_lifecycle_metrics.json"
+    records = saved_session(_imported(tmp_path, name)[0]).records
+    served_document = read_document(FIXTURES / "inference_perf" / "served-inference-perf.json")
+    served = {r["id"]: r for r in served_document["requests"]}
+    joined = [(r, served[r.id]) for r in records if r.id in served]
+    assert [r.id for r in records if r.id not in served] == ["inference-perf-4"]
+    assert len(joined) == 5 and all(r.ok for r, _ in joined)
+    for record, server in joined:
+        assert record.input_tokens == server["input_tokens"]
+        assert record.latency_ms >= server["latency_ms"]
+        assert record.ttft_ms is None or record.ttft_ms >= server["ttft_ms"]
+    joined_by_check = agreement(read_peer_file(FIXTURES / name),
+                                saved_session(served_document).records)
+    assert joined_by_check.joined == 5 and joined_by_check.holds
+    assert joined_by_check.client_only == ("inference-perf-4",)
+    assert len(joined_by_check.e2e.values) == 5
 
 
 @pytest.mark.parametrize("text, problem", [
