@@ -99,13 +99,8 @@ def signals_as_interrupt() -> Iterator[None]:
     def handle(signum, frame) -> None:
         raise Interrupted(signum)
 
-    with interrupts_never_lost():
-        previous = {s: signal.signal(s, handle) for s in STOP_SIGNALS if s != signal.SIGINT}
-        try:
-            yield
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
+    with interrupts_never_lost(), _stop_handlers(handle):
+        yield
 
 
 @contextmanager
@@ -115,13 +110,20 @@ def default_stop_signals() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.signal(s, signal.SIG_DFL) for s in STOP_SIGNALS
-                if s != signal.SIGINT}
+    with _stop_handlers(signal.SIG_DFL):
+        yield
+
+
+@contextmanager
+def _stop_handlers(handler) -> Iterator[None]:
+    """SIGTERM and SIGHUP (Ctrl-C's SIGINT keeps Python's own) go to `handler` for the
+    duration; the handlers before are put back after."""
+    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS if s != signal.SIGINT}
     try:
         yield
     finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        for s, before in previous.items():
+            signal.signal(s, before)
 
 
 @contextmanager
