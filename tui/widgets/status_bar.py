@@ -164,7 +164,7 @@ class StatusBar(Static):
     # Only whether it is None: None means nothing was asked since the engine started (it then
     # serves the options it was started with); what the engine received it says itself.
     options_sent_s: reactive[float | None] = reactive(None)
-    speed: reactive[float] = reactive(1.0)
+    speed: reactive[float | None] = reactive(1.0)    # None: ×auto, until calibrated
     paused: reactive[bool] = reactive(False)
     engine_state: reactive[str] = reactive("starting")
     engine_note: reactive[str] = reactive("")
