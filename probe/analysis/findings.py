@@ -9,6 +9,7 @@ from typing import Sequence
 from probe.analysis.attribution import failures
 from probe.analysis.load_figures import Load, arrivals_rps, records_load
 from probe.analysis.stats import summarize
+from probe.analysis.steady_state import warm_service_s
 from probe.common.units import fmt_bytes, fmt_clock, fmt_fraction, fmt_ms
 from probe.contract.device_sample import DeviceSample
 from probe.contract.figures import EnergyStats, SegmentStats
@@ -18,6 +19,7 @@ DRIFT_TOLERANCE = 0.99          # token agreement with the fp32 eager reference
 SATURATION = 1.0                # offered / capacity at or above this: saturated
 QUEUE_GROWTH = 2.0              # the last third's mean queue wait over the first third's …
 QUEUE_GROWTH_MIN_MS = 100.0     # … and at least this much longer
+QUEUE_FORMED = 1.0              # a request waited at least this many median service times
 CONTENTION_CORES = 0.5          # other processes' cores on a machine at least …
 CONTENTION_BUSY = 0.8           # … this busy
 MEMORY_FREE_MIN = 0.1           # of the machine's memory
@@ -59,6 +61,13 @@ def queue_growth(records: Sequence[RequestRecord]) -> tuple[float, float] | None
             summarize(r.queue_ms for r in ok[-third:]).mean or 0.0)
 
 
+def queue_formed(records: Sequence[RequestRecord]) -> bool:
+    """Some served request waited in the queue at least QUEUE_FORMED median service times."""
+    service_ms = summarize(1000 * s for s in warm_service_s(records)).p50
+    waits = [r.queue_ms for r in records if r.ok]
+    return bool(waits and service_ms and max(waits) >= QUEUE_FORMED * service_ms)
+
+
 def saturation(records: Sequence[RequestRecord], load: Load | None = None) -> Finding | None:
     """`load`: the figures to judge by (the live view's, which count the queued requests too);
     None: the set's own (load_figures.records_load)."""
@@ -66,7 +75,10 @@ def saturation(records: Sequence[RequestRecord], load: Load | None = None) -> Fi
         load = records_load(records, _scope(records))
     growth = queue_growth(records)
     share = load.share
-    over = bool(share is not None and share >= SATURATION)
+    # Arrivals at or above capacity saturate only once a queue forms: a closed loop (each
+    # request sent as one ends) arrives at exactly the rate it is served, share ≈ 1 either
+    # side of the line by noise alone, and nothing ever waits.
+    over = bool(share is not None and share >= SATURATION and queue_formed(records))
     growing = bool(growth and growth[1] >= QUEUE_GROWTH * growth[0]
                    and growth[1] - growth[0] >= QUEUE_GROWTH_MIN_MS)
     if not (over or growing):

@@ -67,24 +67,31 @@ def interrupts_never_lost() -> Iterator[None]:
     to the hook as before. Not from the hook itself: a handler run inside the hook would be
     swallowed the same way."""
     previous = sys.unraisablehook
+    active = threading.Event()
+    active.set()
 
     def hook(unraisable) -> None:
         exc = unraisable.exc_value
         if not isinstance(exc, KeyboardInterrupt):
             previous(unraisable)
             return
-        threading.Thread(target=_deliver_again, args=(signal_of(exc),), daemon=True,
+        threading.Thread(target=_deliver_again, args=(signal_of(exc), active), daemon=True,
                          name="infertop-interrupt-again").start()
 
     sys.unraisablehook = hook
     try:
         yield
     finally:
+        active.clear()
         sys.unraisablehook = previous
 
 
-def _deliver_again(signum: int) -> None:
+def _deliver_again(signum: int, active: threading.Event) -> None:
+    """Not once the run has left `interrupts_never_lost`: it has stopped already, and a
+    late Ctrl-C would land in whatever the process does next."""
     time.sleep(REDELIVER_S)
+    if not active.is_set():
+        return
     try:
         _thread.interrupt_main(signal.Signals(signum))   # its handler, if any
     except (ValueError, OSError, RuntimeError):

@@ -11,6 +11,7 @@ from probe.analysis.diagnosis import DoctorContext, diagnose
 from probe.analysis.doctor_live import live_doctor, overload_finding
 from probe.analysis.doctor_text import report_text
 from probe.analysis.findings import cpu_contention, peak_concurrency, saturation
+from probe.analysis.load_figures import records_load
 from probe.analysis.session_diagnosis import diagnose_session
 from probe.analysis.stats import session_segments
 from probe.contract.device_sample import DeviceSample
@@ -114,6 +115,25 @@ def test_the_next_segment_says_whether_the_prediction_held():
 def test_saturation_needs_offered_above_capacity_or_a_growing_queue():
     assert saturation(calm()) is None
     assert saturation(serial([(0.01, 0.5)] * 30)) is not None
+
+
+def closed_loop(services: list[float]):
+    """One outstanding request: each arrives as the one before ends, nothing waits."""
+    out, t = [], 0.0
+    for i, service in enumerate(services):
+        out.append(record(i, arrival_s=t, encode_s=service * 0.1, decode_s=service * 0.9))
+        t = out[-1].end_s
+    return out
+
+
+def test_a_closed_loop_arriving_at_its_own_service_rate_is_not_saturated():
+    # the last request slower than the rest: offered (over the first n−1 services) is above
+    # the capacity (over all n) although nothing ever queued
+    records = closed_loop([0.03] * 9 + [0.06])
+    assert records_load(records, "c1").share > 1.0
+    assert saturation(records) is None
+    d = diagnose(session(records), "c1")
+    assert d.healthy and d.next_step is None
 
 
 def test_cpu_contention_is_the_machine_busy_beyond_the_engine():

@@ -108,6 +108,16 @@ def test_any_other_unraisable_exception_goes_to_the_hook_as_before(monkeypatch):
     assert sys.unraisablehook is not None and not isinstance(seen[0], KeyboardInterrupt)
 
 
+def test_a_delivery_pending_when_the_run_ends_is_dropped():
+    """A stop swallowed just before the run left `interrupts_never_lost` must not reach
+    whatever the process does next (a late Ctrl-C once landed in a gc callback)."""
+    from types import SimpleNamespace
+    with signals_as_interrupt():
+        sys.unraisablehook(SimpleNamespace(exc_value=KeyboardInterrupt(), exc_type=None,
+                                           exc_traceback=None, err_msg=None, object=None))
+    time.sleep(0.2)          # a delivery would raise KeyboardInterrupt in here
+
+
 # -- tune: trials, and the summary before the chart ------------------------------------------------
 
 def _combo_state(tmp_path: Path, stop_at: int | None = None):
