@@ -45,7 +45,8 @@ HEAVY = ("torch", "transformers", "torchao", "triton", "textual", "textual_plote
          "ray", "matplotlib", "ctranslate2", "pynvml", "prometheus_client", "safetensors",
          "pyarrow", "pandas", "scipy", "optuna", "zeus", "uvicorn", "starlette")
 PROJECT = ("infertop", "probe", "workloads", "tui")
-SEAM = {"probe.contract", "probe.contract.device_sample", "probe.contract.figures",
+SEAM = {"probe.contract", "probe.contract.device_sample", "probe.contract.engine_link",
+        "probe.contract.figures",
         "probe.contract.live", "probe.contract.objective", "probe.contract.options",
         "probe.contract.prepared_workload", "probe.contract.protocol", "probe.contract.records",
         "probe.contract.session", "probe.contract.settings"}
