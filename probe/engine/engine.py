@@ -7,6 +7,7 @@ engine process (probe/engine/process/engine_process.py) runs it away from the da
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import replace
 from typing import Callable, Sequence, TypedDict, TypeVar
@@ -64,7 +65,11 @@ class _RecordStart(TypedDict):
 
 class Engine:
     def __init__(self, settings: EngineSettings, options: OptConfig | None = None, *,
-                 clock: SessionClock | None = None, loaded: LoadedModel | None = None) -> None:
+                 clock: SessionClock | None = None, loaded: LoadedModel | None = None,
+                 beside: bool = False) -> None:
+        """`beside`: built in a process where another engine serves (a server's warm switch):
+        dynamo is not reset (that would drop the serving engine's compiled code, and its next
+        request would wait on compiling it again), and only this thread's compiles are its."""
         self.settings = settings
         self.clock = clock or SessionClock()
         if settings.threads:
@@ -81,7 +86,10 @@ class Engine:
         self.session = self.ledger_session = Session()    # the ledgers' config ids: session_swap
         self.probe = CompileProbe(self.clock)
         self.probe.install()
-        self.probe.reset_dynamo()
+        if beside:
+            self.probe.watch_only(threading.get_ident())
+        else:
+            self.probe.reset_dynamo()
         self.device_probe = DeviceProbe(self.device)
         self.energy = EnergyLedger(self.device_probe.energy_counter())
         # the compile ledger: every timed call of the switchboard's callables, per config

@@ -42,6 +42,7 @@ class ServingLoop:
         # After each continuous step (`infertop serve`): stream the tokens made so far and
         # take out the requests whose client left; returns the records of those it took out.
         self.after_step: Callable[[ContinuousScheduler], list[RequestRecord]] | None = None
+        self._pending_swap: Callable[[Engine], Engine] | None = None
 
     # -- called from other threads -------------------------------------------------------------
     def request_options(self, options: OptConfig) -> None:
@@ -49,6 +50,20 @@ class ServingLoop:
         with self._lock:
             self._pending_options = options
             self.last_requested = options
+
+    def request_engine(self, swap: Callable[[Engine], Engine]) -> None:
+        """A warm switch's cut over (`infertop serve`): at the next boundary with no request
+        running (continuous batching finishes its slots first, taking no new request),
+        `swap(engine)` is called on the serving thread and returns the engine that serves from
+        then on."""
+        with self._lock:
+            self._pending_swap = swap
+
+    def withdraw_engine(self) -> bool:
+        """The cut over asked for is given up; False if it already happened."""
+        with self._lock:
+            pending, self._pending_swap = self._pending_swap, None
+        return pending is not None
 
     @property
     def options_pending(self) -> bool:
@@ -112,6 +127,9 @@ class ServingLoop:
         start too, before the first request)."""
         with self._lock:
             options, self._pending_options = self._pending_options, None
+            swap, self._pending_swap = self._pending_swap, None
+        if swap is not None:
+            self.engine = swap(self.engine)
         changed = options is not None and options != self.engine.options
         if options is not None and changed:
             self.engine.set_options(options)
@@ -218,8 +236,8 @@ class ServingLoop:
 
     def _options_pending(self) -> bool:
         with self._lock:
-            pending = self._pending_options
-        return pending is not None and pending != self.engine.options
+            pending, swap = self._pending_options, self._pending_swap
+        return swap is not None or (pending is not None and pending != self.engine.options)
 
     def _finished(self, records: list[RequestRecord]) -> None:
         self.completed += sum(r.ok for r in records)

@@ -34,6 +34,8 @@ from probe.server.asks import (
     completion_body,
     parse_json,
 )
+from probe.server.attach.hub import Hub
+from probe.server.attach.routes import attach_routes
 from probe.server.seam import STOPPED, Ask, Done, Refused, ServedEngine, Tokens
 
 BODY_TIMEOUT_S = 30.0       # a client that sends its body slower than this is cut off
@@ -42,9 +44,13 @@ POLL_DISCONNECT_S = 0.5     # how often a non-streaming request checks its clien
 REPLACEMENT = "\ufffd"      # what a byte-level tokenizer decodes an incomplete character to
 
 
-def make_app(engine: ServedEngine, *, api_key: str | None = None) -> Starlette:
+def make_app(engine: ServedEngine, *, api_key: str | None = None,
+             hub: Hub | None = None) -> Starlette:
+    """`hub`: the attach endpoints too (dashboards watching and steering this server), behind
+    the same key."""
     api = _Api(engine, api_key)
-    return Starlette(routes=[
+    attach = [] if hub is None else attach_routes(hub, api._denied)
+    return Starlette(routes=[*attach,
         Route("/v1/completions", api.completions, methods=["POST"]),
         Route("/v1/chat/completions", api.chat_completions, methods=["POST"]),
         Route("/v1/models", api.models, methods=["GET"]),

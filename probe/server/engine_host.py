@@ -68,6 +68,11 @@ class EngineHost:
 
     # -- the seam, called from the event loop ---------------------------------------------
     @property
+    def settings(self) -> EngineSettings:
+        """As the command gave them (an engine sizes its own slots from them)."""
+        return self._settings
+
+    @property
     def state(self) -> str:
         return self._state
 
@@ -143,6 +148,8 @@ class EngineHost:
         from probe.monitoring.prometheus import PrometheusExporter
 
         engine = self.engine = Engine(self._settings, self._options)
+        # its compiles only: a warm switch compiles another engine beside it (attach/hub.py)
+        engine.probe.watch_only(threading.get_ident())
         self._state = "warming"
         warm(engine)
         try:

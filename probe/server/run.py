@@ -26,6 +26,7 @@ from probe.common.errors import Busy
 from probe.contract.options import OptConfig
 from probe.engine.process.headless_journal import remove_journal
 from probe.server.app import make_app
+from probe.server.attach.hub import Hub
 from probe.server.engine_host import EngineHost
 from probe.server.seam import Limits
 from probe.session_store.replay_outcome import kept_in, outcome
@@ -97,8 +98,11 @@ def serve(args, options: OptConfig, workload: PreparedWorkload) -> int:
 
     host = EngineHost(settings, options, limits, document=document, on_failed=on_failed,
                       slo=args.slo)
+    hub = Hub(host, trace_name=f"served at {url}",
+              document=lambda engine: served_document(engine, workload, args, url,
+                                                      len(engine.session.freeze().records)))
     config = uvicorn.Config(
-        make_app(host, api_key=args.api_key), host=args.host, port=args.port,
+        make_app(host, api_key=args.api_key, hub=hub), host=args.host, port=args.port,
         log_config=None, access_log=False, lifespan="off",
         # h11 and asyncio whatever else is installed (ray[serve] brings httptools and uvloop,
         # which uvicorn would pick): the header-size bound below is h11's
@@ -114,7 +118,9 @@ def serve(args, options: OptConfig, workload: PreparedWorkload) -> int:
     print(f"infertop serve: {url}/v1 (model {args.model}, {options.label()}); /health is "
           f"ready once warm", file=sys.stderr)
     host.start()
+    hub.start()
     server.run(sockets=[sock])
+    hub.stop()
     if failed and not isinstance(failed[0], Exception):
         raise failed[0]
     drained = host.finish(0 if server.force_exit else

@@ -184,6 +184,7 @@ class CompileProbe:
         self._frame_functions: dict[str, str] = {}   # dynamo frame id → function compiled
         self._handler = _ArtifactHandler(self)
         self._installed = False
+        self._thread: int | None = None     # only this thread's compiles (watch_only)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def install(self) -> None:
@@ -213,6 +214,17 @@ class CompileProbe:
             callback_handler.register_start_callback(self._on_start)
             callback_handler.register_end_callback(self._on_end)
 
+    def watch_only(self, thread_id: int | None) -> None:
+        """Hear only the compiles run on `thread_id` (None: every thread's). dynamo's callbacks
+        and loggers are process-wide: where two engines share a process (a server's warm
+        switch compiles a config beside the serving one), each hears its own thread, and the
+        side compile is no serving request's compile stall."""
+        with self._lock:
+            self._thread = thread_id
+
+    def _other_thread(self) -> bool:
+        return self._thread is not None and threading.get_ident() != self._thread
+
     def uninstall(self) -> None:
         if not self._installed:
             return
@@ -223,7 +235,8 @@ class CompileProbe:
         for name in (_RECOMPILES_LOGGER, _GRAPH_BREAKS_LOGGER, _CONVERT_FRAME_LOGGER):
             logging.getLogger(name).removeHandler(self._handler)
         for name in (_RECOMPILES_LOGGER, _GRAPH_BREAKS_LOGGER):
-            logging.getLogger(name).propagate = True
+            logger = logging.getLogger(name)    # another engine's probe still hears them
+            logger.propagate = not any(isinstance(h, _ArtifactHandler) for h in logger.handlers)
         self._installed = False
 
     def rekey(self, mapping: Mapping[str, str | None]) -> None:
@@ -282,6 +295,8 @@ class CompileProbe:
 
     # -- callbacks (run on the thread that compiles) -------------------------------------------
     def _on_start(self, args: CallbackArgs) -> None:
+        if self._other_thread():
+            return
         with self._lock:
             pending = _Pending(args.compile_id, args.callback_trigger, time.perf_counter(),
                                self._request_id, self._config_id, _unique_graphs(),
@@ -294,6 +309,8 @@ class CompileProbe:
             self._open = pending
 
     def _on_end(self, args: CallbackArgs) -> None:
+        if self._other_thread():
+            return
         with self._lock:
             pending = self._pending.get(args.compile_id) or self._open
             if pending is None:
@@ -306,6 +323,8 @@ class CompileProbe:
             self._open = None
 
     def _on_log(self, logger_name: str, message: str) -> None:
+        if self._other_thread():
+            return
         if logger_name == _RECOMPILES_LOGGER:
             with self._lock:
                 self._recompile_reason = parse_recompile_message(message)

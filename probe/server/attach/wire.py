@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from functools import cache
 from typing import Any, get_args
 
 from pydantic import TypeAdapter, ValidationError
@@ -34,9 +33,13 @@ class WireError(BadInput):
     """A document that is not an Ask or a Heard: unknown kind, or a field that does not fit."""
 
 
-@cache
+_ADAPTERS: dict[Any, TypeAdapter] = {}
+
+
 def _adapter(kind: Any) -> TypeAdapter:
-    return TypeAdapter(kind)
+    if kind not in _ADAPTERS:
+        _ADAPTERS[kind] = TypeAdapter(kind)
+    return _ADAPTERS[kind]
 
 
 def encode_view(view: LiveView) -> dict:

@@ -1,0 +1,199 @@
+"""A dashboard's link to a running `infertop serve` (issue 53), at the link level: one t5-tiny
+server (continuous batching, bucketing, eager backend, an API key) on a free loopback port for
+the whole file, its requests sent by the official `openai` client, spoken to through
+ServerLink. The links hear the served requests in their live views; the first steers and the
+second watches (its asks refused); a SetOptions compiles the new config beside the serving one
+and cuts over with no request waiting on that compile; a server stopped is heard once."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import openai
+import pytest
+
+from probe.contract.engine_link import (
+    CutOverDone,
+    EngineFailed,
+    EngineLive,
+    Role,
+    SaveSnapshot,
+    SetOptions,
+    SnapshotSaved,
+    Steer,
+    WarmFailed,
+)
+from probe.contract.options import OptConfig
+from probe.server.attach.link import ServerLink
+
+REPO = Path(__file__).resolve().parents[2]
+MODEL, KEY = "t5-tiny", "attach-key"
+SERVED = OptConfig(bucketing="on", batching="continuous")
+COMPILED = SERVED.with_option("compile", "default")     # dynamo traces (eager backend)
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("attach")
+    command = [sys.executable, "-m", "infertop", "serve", "--model", MODEL, "--device", "cpu",
+               "--opt", "batching=continuous", "--opt", "bucketing=on",
+               "--compile-backend", "eager", "--max-batch", "2", "--max-input", "64",
+               "--max-output", "32", "--drift-every", "0", "--threads", "1", "--port", "0",
+               "--api-key", KEY, "--out", str(folder / "served.json")]
+    child = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert child.stderr is not None
+    port = None
+    for line in child.stderr:
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/v1", line)
+        if found:
+            port = int(found[1])
+            break
+    assert port, "the server never said where it listens"
+    threading.Thread(target=lambda: list(child.stderr or ()), daemon=True).start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=5) as response:
+                if json.load(response)["status"] == "ready":
+                    break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        child.kill()
+        pytest.fail("the server was not ready within 180 s")
+    yield child, url, folder
+    if child.poll() is None:
+        child.kill()
+        child.wait()
+
+
+class Load:
+    """Requests sent back to back by the openai client, on a thread, until stopped."""
+
+    def __init__(self, url: str, prefix: str) -> None:
+        self.client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0,
+                                    timeout=120)
+        self.prefix, self.done = prefix, []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            request_id = f"{self.prefix}{len(self.done)}"
+            self.client.completions.create(
+                model=MODEL, prompt="translate English to German: the house is small",
+                max_tokens=6, extra_headers={"X-Request-Id": request_id})
+            self.done.append(request_id)
+
+    def end(self) -> list[str]:
+        self.stop.set()
+        self.thread.join(timeout=60)
+        return self.done
+
+
+def hear(link: ServerLink, until, seconds: float = 60):
+    """What the link hears until `until(heard)` is true (returned last), or fail."""
+    heard, deadline = [], time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        event = link.poll(0.2)
+        if event is not None:
+            heard.append(event)
+            if until(event):
+                return heard
+    pytest.fail(f"not heard within {seconds} s; heard {[type(h).__name__ for h in heard]}")
+
+
+@pytest.fixture(scope="module")
+def links(server):
+    _, url, _ = server
+    first, second = ServerLink(url, KEY), ServerLink(url, KEY)
+    first.open()
+    hear(first, lambda h: isinstance(h, Role))
+    second.open()
+    yield first, second
+    for link in (first, second):
+        link.close()
+
+
+def test_the_first_link_steers_and_hears_the_served_requests(server, links):
+    first, second = links
+    assert first.steering and first.facts().remote
+    role = hear(second, lambda h: isinstance(h, Role))[-1]
+    assert not role.steering and "dashboard 1 steers" in role.text
+    load = Load(server[1], "live-")
+    while len(load.done) < 3:
+        time.sleep(0.05)
+    sent = set(load.end())
+    live = hear(first, lambda h: isinstance(h, EngineLive)
+                and sent <= {r.id for r in h.view.recent})[-1]
+    assert live.view.options.compile == "off" and live.view.model == MODEL
+
+
+def test_a_watchers_ask_is_refused_and_a_switch_serves_no_request_a_compile(server, links):
+    _, url, folder = server
+    first, second = links
+    second.send(SetOptions(COMPILED))
+    refused = hear(second, lambda h: isinstance(h, Role))[-1]
+    assert not refused.steering and "refused" in refused.text
+    load = Load(url, "switch-")
+    first.send(SetOptions(COMPILED))
+    heard = hear(first, lambda h: isinstance(h, (CutOverDone, WarmFailed)), 180)
+    assert isinstance(heard[-1], CutOverDone), heard[-1]
+    while not any(isinstance(h, EngineLive) and h.view.options.compile == "default"
+               for h in heard):
+        heard += hear(first, lambda h: isinstance(h, EngineLive))
+    load.end()
+    path = str(folder / "so-far.json")
+    first.send(SaveSnapshot(path))
+    hear(first, lambda h: isinstance(h, SnapshotSaved) and h.path == path)
+    saved = json.loads(Path(path).read_text())
+    records = saved["requests"]
+    side = [e for e in saved["compile_events"] if e.get("beside")]
+    assert side, "the side compile is charged to the new config, marked beside the old one"
+    compiled_id = side[0]["config_id"]
+    during = [r for r in records
+              if r["end_s"] >= min(e["start_s"] for e in side) and r["config_id"] != compiled_id]
+    assert during, "requests were served while the side engine compiled"
+    assert all(r["compile_stall_ms"] == 0 for r in records)
+    assert any(r["config_id"] == compiled_id for r in records)
+    assert any("cut over" in n["text"] for n in saved["notices"])
+    assert not any(isinstance(h, WarmFailed) for h in hear(second, lambda h: isinstance(
+        h, CutOverDone)))      # every dashboard hears the switch
+
+
+def test_a_watcher_steers_once_the_steering_link_leaves(links):
+    first, second = links
+    first.close()
+    role = hear(second, lambda h: isinstance(h, Role) and "nobody steers" in h.text)[-1]
+    assert not role.steering
+    second.send(Steer())
+    assert hear(second, lambda h: isinstance(h, Role))[-1].steering
+
+
+def test_a_wrong_key_and_a_stopped_server_are_heard_once(server, links):
+    child, url, _ = server
+    wrong = ServerLink(url, "not-the-key")
+    wrong.open()
+    failed = hear(wrong, lambda h: isinstance(h, EngineFailed))[-1]
+    assert "API key" in failed.error
+    wrong.close()
+    _, second = links
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=120) == 128 + signal.SIGTERM
+    heard = hear(second, lambda h: isinstance(h, EngineFailed))
+    assert "stopped answering" in heard[-1].error
+    assert second.poll(1.0) is None     # said once
