@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 from types import ModuleType
 
-from infertop.commands import bench, doctor, replay, serve, snapshot, trace, tune
+from infertop.commands import attach, bench, doctor, replay, serve, snapshot, trace, tune
 
-SUBCOMMANDS: tuple[ModuleType, ...] = (replay, serve, bench, tune, trace, doctor, snapshot)
+SUBCOMMANDS: tuple[ModuleType, ...] = (replay, serve, attach, bench, tune, trace, doctor, snapshot)
 
 
 def add_command(subparsers: argparse._SubParsersAction, command: ModuleType

@@ -21,6 +21,8 @@ from pathlib import Path
 import openai
 import pytest
 
+from infertop import cli
+from infertop.commands.attach import server_url
 from probe.contract.engine_link import (
     CutOverDone,
     EngineFailed,
@@ -182,6 +184,24 @@ def test_a_watcher_steers_once_the_steering_link_leaves(links):
     assert not role.steering
     second.send(Steer())
     assert hear(second, lambda h: isinstance(h, Role))[-1].steering
+
+
+@pytest.mark.parametrize("given, says", [
+    ("ftp://host", "expected http://HOST[:PORT]"),
+    ("http://127.0.0.1:8000/v1/models", "expected http://HOST[:PORT]"),
+    ("http://host:99999", "Port out of range"),
+    ("127.0.0.1:1", "nothing answers there"),
+])
+def test_attach_refuses_a_bad_url_in_one_line(given, says, capsys):
+    assert cli.main(["attach", given]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+def test_attach_refuses_a_wrong_key_before_the_dashboard_opens(server, capsys):
+    assert server_url(server[1] + "/v1/") == server[1]
+    assert cli.main(["attach", server[1] + "/v1", "--api-key", "nope"]) == 2
+    assert "--api-key: the server at" in capsys.readouterr().err
 
 
 def test_a_wrong_key_and_a_stopped_server_are_heard_once(server, links):
