@@ -199,6 +199,12 @@ class Hub:
             self.board.publish(WarmProgress(f"loading {host.settings.model} for "
                                             f"{side.options.label()} beside the serving config"))
             engine = side.engine = Engine(host.settings, side.options, beside=True)
+            serving = host.engine
+            if serving is not None and engine.options == serving.options:
+                # the options as served (resolved): nothing would change
+                self._failed(side, f"the server already serves {engine.options.label()}",
+                             "info")
+                return
             side.shapes = len(engine.bucket_edges) or 1
             self.board.publish(WarmProgress(
                 f"prewarming {side.shapes} shape{'s' * (side.shapes != 1)} beside the serving "
@@ -247,7 +253,9 @@ class Hub:
         self.board.publish(CutOverDone(side.shapes, side.seconds))
         return new
 
-    def _failed(self, side: _Side, error: str) -> None:
+    def _failed(self, side: _Side, error: str, level: str = "error") -> None:
+        """The switch ends without a cut over: said on every dashboard, and (but an "info"
+        that changes nothing) in the journal, as a notice of the serving engine."""
         with self._lock:
             if side.over:
                 return
@@ -255,9 +263,10 @@ class Hub:
         if side.engine is not None:
             side.engine.close()
         serving = self.host.engine
-        if serving is not None:     # in the journal: the served session keeps its notices
-            serving.notify("error", f"warm switch to {side.options.label()} failed ({error}); "
-                                    f"{serving.options.label()} serves on")
+        if serving is not None and level != "info":
+            serving.notify(level, f"warm switch to {side.options.label()} "
+                                  f"{'failed' if level == 'error' else 'given up'} ({error}); "
+                                  f"{serving.options.label()} serves on")
         self.board.publish(WarmFailed(error))
 
     def _too_long(self, side: _Side) -> None:
@@ -276,7 +285,7 @@ class Hub:
             return
         if loop is not None:
             loop.withdraw_engine()
-        self._failed(side, "given up from the dashboard")
+        self._failed(side, "given up from the dashboard", "warning")
 
 
 _WHY_NOT = {

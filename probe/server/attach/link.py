@@ -14,11 +14,12 @@ from __future__ import annotations
 import queue
 import threading
 import time
+from collections import deque
 from urllib.parse import urlsplit
 
 import httpx2
 
-from probe.contract.engine_link import Ask, EngineFailed, Heard, LinkFacts, Role
+from probe.contract.engine_link import Ask, EngineFailed, EngineLive, Heard, LinkFacts, Role
 from probe.server.attach.routes import PREFIX
 from probe.server.attach.wire import WireError, decode_heard, encode_ask
 
@@ -42,7 +43,8 @@ class ServerLink:
         self._client = httpx2.Client(base_url=self.url, headers=headers,
                                      timeout=httpx2.Timeout(WAIT_S + 10.0, connect=2.0),
                                      trust_env=parts.hostname not in LOOPBACK)
-        self._heard: queue.SimpleQueue[Heard] = queue.SimpleQueue()
+        self._heard: deque[Heard] = deque()
+        self._arrived = threading.Condition()
         self._asks: queue.SimpleQueue[Ask] = queue.SimpleQueue()
         self._stop = threading.Event()
         self._link_id: str | None = None
@@ -61,10 +63,20 @@ class ServerLink:
             self._asks.put(ask)
 
     def poll(self, timeout: float) -> Heard | None:
-        try:
-            return self._heard.get(timeout=max(timeout, 0.0))
-        except queue.Empty:
-            return None
+        with self._arrived:
+            if not self._heard:
+                self._arrived.wait(max(timeout, 0.0))
+            return self._heard.popleft() if self._heard else None
+
+    def _hear(self, heard: Heard) -> None:
+        """Queued for `poll`; a live view replaces the one not polled yet (a dashboard that
+        falls behind skips views, never another event)."""
+        with self._arrived:
+            if isinstance(heard, EngineLive) and any(isinstance(h, EngineLive)
+                                                     for h in self._heard):
+                self._heard = deque(h for h in self._heard if not isinstance(h, EngineLive))
+            self._heard.append(heard)
+            self._arrived.notify()
 
     def facts(self) -> LinkFacts:
         return LinkFacts(source=f"server {self._where}",
@@ -113,11 +125,11 @@ class ServerLink:
                                         f"({exc})") from None
                     if isinstance(heard, Role):
                         self.steering = heard.steering
-                    self._heard.put(heard)
+                    self._hear(heard)
         except LinkEnded as exc:
             if not self._stop.is_set():
                 self._stop.set()
-                self._heard.put(EngineFailed(str(exc)))
+                self._hear(EngineFailed(str(exc)))
 
     def _attach(self) -> None:
         while not self._stop.is_set():
