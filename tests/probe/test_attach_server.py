@@ -24,6 +24,12 @@ import pytest
 from infertop import cli
 from infertop.commands.attach import server_url
 from probe.contract.engine_link import (
+    ABEnd,
+    ABEnded,
+    ABSplit,
+    ABStart,
+    ArmLive,
+    ArmStarted,
     CutOverDone,
     EngineFailed,
     EngineLive,
@@ -89,21 +95,27 @@ class Load:
         self.client = openai.OpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0,
                                     timeout=120)
         self.prefix, self.done = prefix, []
+        self.error: openai.OpenAIError | None = None
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
-        while not self.stop.is_set():
-            request_id = f"{self.prefix}{len(self.done)}"
-            self.client.completions.create(
-                model=MODEL, prompt="translate English to German: the house is small",
-                max_tokens=6, extra_headers={"X-Request-Id": request_id})
-            self.done.append(request_id)
+        try:
+            while not self.stop.is_set():
+                request_id = f"{self.prefix}{len(self.done)}"
+                self.client.completions.create(
+                    model=MODEL, prompt="translate English to German: the house is small",
+                    max_tokens=6, extra_headers={"X-Request-Id": request_id})
+                self.done.append(request_id)
+        except openai.OpenAIError as exc:
+            self.error = exc
 
     def end(self) -> list[str]:
+        """The ids served, every one answered 200 (none lost, none refused)."""
         self.stop.set()
         self.thread.join(timeout=60)
+        assert self.error is None, self.error
         return self.done
 
 
@@ -184,6 +196,26 @@ def test_a_watcher_steers_once_the_steering_link_leaves(links):
     assert not role.steering
     second.send(Steer())
     assert hear(second, lambda h: isinstance(h, Role))[-1].steering
+
+
+def test_a_live_ab_splits_real_arrivals_and_adopting_b_serves_on(server, links):
+    _, second = links          # it steers now
+    load = Load(server[1], "ab-")
+    second.send(ABStart(SERVED))
+    heard = hear(second, lambda h: isinstance(h, (ABSplit, WarmFailed)), 120)
+    assert isinstance(heard[-1], ABSplit), heard[-1]
+    started = next(h for h in heard if isinstance(h, ArmStarted))
+    hear(second, lambda h: isinstance(h, ArmLive) and h.view.config_id == started.config_id
+         and any(r.id.startswith("ab-") and r.config_id == started.config_id
+                 for r in h.view.recent))
+    second.send(ABEnd(adopt=True))
+    heard = hear(second, lambda h: isinstance(h, ABEnded), 120)
+    assert heard[-1].how == "adopt", heard[-1]
+    served = load.end()
+    view = hear(second, lambda h: isinstance(h, EngineLive) and h.view.options.compile == "off"
+                and served[-1] in {r.id for r in h.view.recent})[-1].view
+    by_config = {r.config_id for r in view.recent if r.id.startswith("ab-")}
+    assert started.config_id in by_config and len(by_config) == 2   # both arms served
 
 
 @pytest.mark.parametrize("given, says", [

@@ -14,8 +14,11 @@ compiled code stays. A side compile that fails, falls back to eager or passes WA
 leaves the serving config untouched: said on every dashboard (WarmFailed) and in the journal
 (a notice of the serving engine), and the server goes on.
 
+The live A/B (ABStart) warms arm B the same way, then splits the arrivals between the two
+engines until ABEnd adopts or drops it (live_ab.py).
+
 Not offered on a live server, each answered with a Role saying so: pausing, the rate factor
-(the clients set the load), restarting the engine and the live A/B."""
+(the clients set the load) and restarting the engine."""
 
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ from typing import TYPE_CHECKING, Any
 from probe.analysis.side_compile_cost import side_compiles
 from probe.common.atomic import write_json_atomic
 from probe.contract.engine_link import (
+    ABEnd,
+    ABStart,
     Ask,
     CutOverDone,
     EngineFailed,
@@ -50,6 +55,7 @@ from probe.contract.options import OptConfig
 from probe.engine.process.view_publisher import publish_views
 from probe.engine.session_swap import carry_side_compiles
 from probe.server.attach.board import Board
+from probe.server.attach.live_ab import ArmB
 from probe.server.engine_host import warm
 
 if TYPE_CHECKING:
@@ -70,6 +76,9 @@ class _Side:
     shapes: int = 0
     seconds: float = 0.0
     over: bool = False          # given up, failed or cut over: nothing more happens to it
+    ab: bool = False            # a live A/B's arm B, not a switch
+    warmed: bool = False
+    arm: ArmB | None = None     # the A/B's arm B, once it serves
 
 
 class Hub:
@@ -141,10 +150,12 @@ class Hub:
                                                  f"dashboard watches; the one that steers "
                                                  f"must leave first"))
             return
-        if isinstance(ask, (SetOptions, WarmSwitch)):
-            self._switch_to(link_id, ask.options)
+        if isinstance(ask, (SetOptions, WarmSwitch, ABStart)):
+            self._switch_to(link_id, ask.options, ab=isinstance(ask, ABStart))
         elif isinstance(ask, StopSide):
             self._give_up(link_id)
+        elif isinstance(ask, ABEnd):
+            self._end_ab(link_id, ask.adopt)
         elif isinstance(ask, SaveSnapshot):
             threading.Thread(target=self._save, args=(link_id, ask.path), name="attach-save",
                              daemon=True).start()
@@ -168,7 +179,7 @@ class Hub:
         self.board.tell(link_id, SnapshotSaved(path))
 
     # -- the warm switch -----------------------------------------------------------------------
-    def _switch_to(self, link_id: str, options: OptConfig) -> None:
+    def _switch_to(self, link_id: str, options: OptConfig, ab: bool = False) -> None:
         engine, loop = self.host.engine, self.host.loop
         if engine is None or loop is None or self.host.state != "ready":
             self.board.tell(link_id, Role(True, f"no switch: the server is {self.host.state}"))
@@ -179,11 +190,11 @@ class Hub:
             return
         with self._lock:
             if self._side is not None and not self._side.over:
-                self.board.tell(link_id, Role(True, f"a warm switch to "
-                                                    f"{self._side.options.label()} is under "
-                                                    f"way: give it up first"))
+                what = "an A/B against" if self._side.ab else "a warm switch to"
+                self.board.tell(link_id, Role(True, f"{what} {self._side.options.label()} is "
+                                                    f"under way: end it first"))
                 return
-            side = self._side = _Side(options, time.perf_counter())
+            side = self._side = _Side(options, time.perf_counter(), ab=ab)
         threading.Thread(target=self._warm, args=(side,), name="warm-side",
                          daemon=True).start()
         timer = threading.Timer(WARM_LIMIT_S, self._too_long, args=(side,))
@@ -219,11 +230,23 @@ class Hub:
             traceback.print_exc()
             self._failed(side, f"{type(exc).__name__}: {exc}")
             return
+        side.warmed = True
         if side.over:       # given up meanwhile
             engine.close()
             return
         assert host.loop is not None
-        host.loop.request_engine(lambda serving: self._cut_over(serving, side))
+        if not side.ab:
+            host.loop.request_engine(lambda serving: self._cut_over(serving, side))
+            return
+        arm = ArmB(host, engine, self.board.publish, self._trace_name)
+        try:
+            arm.start(side.shapes, side.seconds)
+        except Exception as exc:  # arm A serves on, alone
+            traceback.print_exc()
+            host.loop.divert = None
+            self._failed(side, f"arm B could not join: {type(exc).__name__}: {exc}")
+            return
+        side.arm = arm
 
     def _cut_over(self, serving: Engine, side: _Side) -> Engine:
         """On the serving thread, no request running: the side engine continues the session."""
@@ -270,7 +293,7 @@ class Hub:
         self.board.publish(WarmFailed(error))
 
     def _too_long(self, side: _Side) -> None:
-        if side.over:
+        if side.over or side.warmed:
             return
         loop = self.host.loop
         if loop is not None:
@@ -283,9 +306,44 @@ class Hub:
         if side is None or side.over:
             self.board.tell(link_id, Role(True, "no warm switch to give up"))
             return
+        if side.arm is not None:        # an A/B under way: arm A keeps serving
+            self._end_ab(link_id, adopt=False)
+            return
         if loop is not None:
             loop.withdraw_engine()
         self._failed(side, "given up from the dashboard", "warning")
+
+
+    # -- the live A/B --------------------------------------------------------------------------
+    def _end_ab(self, link_id: str, adopt: bool) -> None:
+        side = self._side
+        if side is None or side.over or not side.ab:
+            self.board.tell(link_id, Role(True, "no A/B is running"))
+            return
+        if side.arm is None:            # arm B still warming: nothing to adopt yet
+            if adopt:
+                self.board.tell(link_id, Role(True, "arm B is still warming: nothing to "
+                                                    "adopt yet"))
+                return
+            loop = self.host.loop
+            if loop is not None:
+                loop.withdraw_engine()
+            self._failed(side, "A/B given up before arm B served", "warning")
+            return
+        arm = side.arm
+
+        def end() -> None:
+            arm.end(adopt, self._adopted)
+            side.over = True
+
+        threading.Thread(target=end, name="ab-end", daemon=True).start()
+
+    def _adopted(self, serving: Engine, arm: Engine) -> None:
+        """On the serving thread: arm B serves everything from now on."""
+        self.host.engine = arm
+        serving.close()
+        arm.notify("info", f"A/B: {arm.config_id} ({arm.options.label()}) adopted; it serves "
+                           f"every arrival from now on")
 
 
 _WHY_NOT = {
@@ -293,6 +351,4 @@ _WHY_NOT = {
     "SetSpeed": "the clients set the rate",
     "Restart": "the server's engine is restarted by restarting `infertop serve`",
     "GiveUp": "a switch's compile runs beside the serving config: give up the switch instead",
-    "ABStart": "the live A/B on a server's arrivals is not built yet",
-    "ABEnd": "the live A/B on a server's arrivals is not built yet",
 }
