@@ -102,34 +102,42 @@ class ServerLink:
 
     # -- the threads ----------------------------------------------------------------------------
     def _events(self) -> None:
-        after = 0
         try:
-            while not self._stop.is_set():
-                if self._link_id is None:
-                    self._attach()
-                    after = 0
-                answer = self._call("GET", f"{PREFIX}/events",
-                                    params={"link": self._link_id, "after": after,
-                                            "wait": WAIT_S})
-                if answer is None:
-                    continue
-                if answer.status_code == 404:       # dropped by the server: attach again
-                    self._link_id = None
-                    continue
-                for item in _body(answer)["events"]:
-                    after = max(after, int(item["seq"]))
-                    try:
-                        heard = decode_heard(item["event"])
-                    except WireError as exc:    # another version of infertop serves
-                        raise LinkEnded(f"the server sent what this dashboard cannot read "
-                                        f"({exc})") from None
-                    if isinstance(heard, Role):
-                        self.steering = heard.steering
-                    self._hear(heard)
+            self._fetch_events()
         except LinkEnded as exc:
-            if not self._stop.is_set():
-                self._stop.set()
-                self._hear(EngineFailed(str(exc)))
+            self._end(str(exc))
+        except Exception as exc:  # the link's own fault: said once, never printed over the UI
+            self._end(f"the link to the server failed ({type(exc).__name__}: {exc})")
+
+    def _end(self, why: str) -> None:
+        if not self._stop.is_set():     # closed meanwhile: nobody listens
+            self._stop.set()
+            self._hear(EngineFailed(why))
+
+    def _fetch_events(self) -> None:
+        after = 0
+        while not self._stop.is_set():
+            if self._link_id is None:
+                self._attach()
+                after = 0
+            answer = self._call("GET", f"{PREFIX}/events",
+                                params={"link": self._link_id, "after": after,
+                                        "wait": WAIT_S})
+            if answer is None:
+                continue
+            if answer.status_code == 404:       # dropped by the server: attach again
+                self._link_id = None
+                continue
+            for item in _body(answer)["events"]:
+                after = max(after, int(item["seq"]))
+                try:
+                    heard = decode_heard(item["event"])
+                except WireError as exc:    # another version of infertop serves
+                    raise LinkEnded(f"the server sent what this dashboard cannot read "
+                                    f"({exc})") from None
+                if isinstance(heard, Role):
+                    self.steering = heard.steering
+                self._hear(heard)
 
     def _attach(self) -> None:
         while not self._stop.is_set():
@@ -151,8 +159,8 @@ class ServerLink:
             try:
                 self._call("POST", f"{PREFIX}/asks",
                            json={"link": self._link_id, "ask": encode_ask(ask)})
-            except LinkEnded:
-                return      # the events thread says why
+            except Exception:  # LinkEnded, or the client closed under it: the events
+                return         # thread says why
 
     def _call(self, method: str, path: str, **kwargs) -> httpx2.Response | None:
         """One request, tried again while the server does not answer, up to DEAD_AFTER_S;
