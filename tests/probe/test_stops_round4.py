@@ -267,7 +267,7 @@ def test_an_interrupted_replay_is_recorded_in_its_session(tmp_path, capsys, sign
 GPU_STUBBORN = """
 import json, signal, sys, tempfile, time
 from pathlib import Path
-import probe.engine.gpu_check.check as check
+import tools.gpu_check.check as check
 
 def stubborn(args):
     out = Path(args.out)
