@@ -59,7 +59,7 @@ charts: $(STAMP)
 	$(VENV)/bin/infertop snapshot compare screenshots/sessions/1-baseline.json \
 		screenshots/sessions/3-bucketing.json --plot docs/charts/compare_cdf.svg > /dev/null
 
-# The GPU acceptance (probe/engine/gpu_check/check.py), on the GPU machine's own python3 and
+# The GPU acceptance (tools/gpu_check/check.py), on the GPU machine's own python3 and
 # torch: no venv, no download. The pure-Python dependencies its image lacks come from .whl/
 # (`make gpu-wheels` fills it where a registry is reachable), installed into .gpu-site/.
 GPU_PYTHON ?= python3
@@ -67,7 +67,7 @@ gpu-check:
 	$(if $(wildcard .whl/*.whl),$(GPU_PYTHON) -m pip install -q --no-index --no-deps \
 		--no-compile --upgrade --target .gpu-site .whl/*.whl)
 	PYTHONPATH=$(CURDIR)/.gpu-site:$(CURDIR) PYTHONUNBUFFERED=1 \
-		$(GPU_PYTHON) -m probe.engine.gpu_check.check $(ARGS)
+		$(GPU_PYTHON) -m tools.gpu_check.check $(ARGS)
 
 gpu-wheels:
 	$(GPU_PYTHON) -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \

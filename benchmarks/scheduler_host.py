@@ -18,9 +18,9 @@ import platform
 import time
 from pathlib import Path
 
-from probe.engine.gpu_check.host_cost import loop_host_us
 from probe.engine.model.loading import load_model
 from probe.engine.observe.energy_counter import EnergyReading
+from tools.gpu_check.host_cost import loop_host_us
 
 
 class RisingCounter:

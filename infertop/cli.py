@@ -12,7 +12,7 @@ from contextlib import nullcontext
 from typing import Sequence
 
 from infertop.commands import SUBCOMMANDS, add_command, dashboard
-from infertop.endings import EXIT_BAD_INPUT, EXIT_FAILED, closed_pipe, ending  # noqa: F401
+from infertop.endings import ending
 from probe.checks.interrupts import default_stop_signals, signals_as_interrupt
 from probe.common.argtypes import OneLineParser
 from probe.common.errors import BadInput, TraceError

@@ -1,6 +1,6 @@
 """The product's import graph, drawn from the source with `ast` (nothing is imported): every
 import of a project module, at the top of a file or inside a function, with the module it
-resolves to. Imports under `if TYPE_CHECKING:` are left out: they never run."""
+resolves to. Imports under `if TYPE_CHECKING:` are left out (they never run) unless asked for."""
 
 from __future__ import annotations
 
@@ -52,11 +52,14 @@ def _resolve(name: str, modules: dict[str, Path]) -> str | None:
     return None
 
 
-def imports_of(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
+def imports_of(module: str, path: Path, modules: dict[str, Path],
+               typing: bool = False) -> set[str]:
+    """`typing`: the imports under `if TYPE_CHECKING:` too."""
     is_package = path.name == "__init__.py"
     package = module if is_package else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in (ast.walk(tree) if typing else _runtime_nodes(tree)):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -76,9 +79,9 @@ def imports_of(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return found
 
 
-def import_graph(root: Path = REPO) -> dict[str, set[str]]:
+def import_graph(root: Path = REPO, typing: bool = False) -> dict[str, set[str]]:
     modules = module_files(root)
-    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+    return {name: imports_of(name, path, modules, typing) for name, path in modules.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -22,7 +22,9 @@ HEAVY_IMPORTS = ("torch", "transformers", "textual", "probe.engine", "probe.runs
                  "probe.bench.runner", "probe.bench.study", "probe.bench.ray_executor", "ray",
                  "tui.app", "tui.launch", "engine_targets", "import_check", "subprocess",
                  "multiprocessing", "infertop.cli", "tests.engine_targets", "tests.import_check",
-                 "tools.report_look")     # the last: headless Chromium
+                 "tools.report_look",     # headless Chromium
+                 "tools.gpu_check",       # runs engines and GPU sections
+                 "probe.checks.stop_supervisor")  # forks the command into a child
 # Fixtures that start an engine or a dashboard, or run the CLI.
 HEAVY_FIXTURES = frozenset({"make_engine", "make_app", "read_screen", "until", "gil_hog",
                             "snap_compare", "cli"})

@@ -100,7 +100,7 @@ LIBRARIES = ("probe/contract", "probe/analysis", "probe/session_store", "probe/r
 def test_every_package_says_what_it_holds_and_the_libraries_what_they_export() -> None:
     """architecture.md promises that each package's __init__ says what it holds; the packages
     others import from also name what they export, and each exported module exists."""
-    packages = sorted(p.parent for root in ("infertop", "probe", "tui", "workloads")
+    packages = sorted(p.parent for root in ("infertop", "probe", "tui", "workloads", "tools")
                       for p in (REPO / root).rglob("__init__.py"))
     silent = [str(p.relative_to(REPO)) for p in packages
               if not ast.get_docstring(ast.parse((p / "__init__.py").read_text()))]
@@ -108,7 +108,27 @@ def test_every_package_says_what_it_holds_and_the_libraries_what_they_export() -
     for library in LIBRARIES:
         doc = ast.get_docstring(ast.parse((REPO / library / "__init__.py").read_text())) or ""
         assert "Exports" in doc, library
-        named = re.findall(r"`([a-z_]+)` \(", doc.split("Exports", 1)[1])
+        named = re.findall(r"`([a-z_]+)`\s+\(([^)]*)\)", doc.split("Exports", 1)[1])
         assert named, library
-        missing = [m for m in named if not (REPO / library / f"{m}.py").exists()]
+        missing = [m for m, _ in named if not (REPO / library / f"{m}.py").exists()]
         assert missing == [], (library, missing)
+        assert export_problems(library, named) == []
+
+
+def export_problems(library: str, named: list[tuple[str, str]]) -> list[str]:
+    """Each module's parenthesis names what it exports, `(name, name: what they are)`: every
+    name before the colon is defined in that module, so the face cannot go stale."""
+    problems = []
+    for module, inside in named:
+        names = [n.strip() for n in inside.split(":", 1)[0].split(",")]
+        defined = _defined(REPO / library / f"{module}.py")
+        problems += [f"{library}/{module}.py: {n!r} is not defined there" for n in names
+                     if not n.isidentifier() or n not in defined]
+    return problems
+
+
+def test_an_export_the_module_does_not_define_is_named() -> None:
+    assert export_problems("probe/analysis", [("stats", "session_segments, gone: prose"),
+                                              ("slo", "the goodput")]) == [
+        "probe/analysis/stats.py: 'gone' is not defined there",
+        "probe/analysis/slo.py: 'the goodput' is not defined there"]

@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("probe.report_charts",),                           # their charts and reports
     ("probe.runs",),                                    # runs that bench and tune share
     ("probe.server",),                                  # `infertop serve`: the HTTP API
-    ("probe.engine.process", "probe.engine.gpu_check"),     # the engine's processes
+    ("probe.engine.process",),                          # the engine's processes
     ("probe.monitoring",),                              # the Prometheus exporter they start
     ("probe.engine",),                                  # the engine that chooses a decode path
     ("probe.engine.decode",),                           # the decode paths

@@ -35,10 +35,6 @@ class BucketPlan:
     def waste_pct(self) -> float:
         return 100.0 * self.waste_fraction
 
-    @property
-    def padding_tokens(self) -> int:
-        return self.padded_tokens - self.real_tokens
-
 
 def bucket_for(length: int, edges: Sequence[int]) -> int:
     """The smallest edge >= length; a length above every edge is returned unchanged."""

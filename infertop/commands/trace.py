@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from infertop.endings import EXIT_BAD_INPUT, EXIT_FAILED
 from probe.common.argtypes import arrival_rate, real_number, whole_number
 from probe.common.atomic import check_output_file
 from probe.common.errors import TraceError
@@ -21,7 +22,6 @@ from workloads.rows import MAX_LENGTH
 from workloads.trace import BUILTIN_TRACES, GENERATED_TRACES, load_trace_with_report, write_trace
 from workloads.trace_stats import format_stats, trace_stats
 
-EXIT_FAILED, EXIT_BAD_INPUT = 1, 2
 # requests `trace generate` writes at most: ~16 µs of CPU each here, so ~20 s and 80 MB of
 # JSONL (10,000,000 did not finish in 120 s: refused rather than left to run for minutes)
 MAX_GENERATED = 1_000_000

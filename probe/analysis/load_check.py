@@ -1,5 +1,6 @@
-"""Whether the figures can be trusted right now: the offered load against the live capacity
-(the calibration's 50% is measured once; the machine and the config change), and contention —
+"""Whether the figures can be trusted right now: the offered load near the live capacity
+(`NEAR_CAPACITY`, against load_figures' `Load.share`: the calibration's 50% is measured once;
+the machine and the config change), and contention —
 the machine's CPU busy beyond the engine's own share (another process takes the cores the
 engine's threads wait on: on two cores that doubles a token's time)."""
 
@@ -7,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probe.analysis.load_figures import LIVE_SCOPE, Load
 from probe.contract.device_sample import DeviceSample
 
 CONTENTION_CORES = 0.5      # other processes' CPU, in cores, above which figures are unreliable
@@ -28,9 +28,3 @@ def contention(sample: DeviceSample | None) -> Contention | None:
         return None
     others = sample.util_pct / 100 * sample.cpu_cores - sample.process_cpu_pct / 100
     return Contention(others, sample.cpu_cores) if others > CONTENTION_CORES else None
-
-
-def load_share(offered_rps: float | None, capacity_rps: float | None) -> float | None:
-    """The offered load as a share of the live (warm) capacity: 0.5 is what calibration aims
-    at; re-read at every live view."""
-    return Load(offered_rps, capacity_rps, LIVE_SCOPE).share   # the one definition

@@ -91,10 +91,6 @@ def cold_chain(records: Sequence[RequestRecord], events: Sequence[CompileEvent])
     return ColdChain(frozenset(cold), source)
 
 
-def warm_records(records: Sequence[RequestRecord], chain: ColdChain) -> list[RequestRecord]:
-    return [r for r in records if chain.is_warm(r)]
-
-
 def warm_stats(records: Sequence[RequestRecord], chain: ColdChain) -> WarmStats:
     ok = [r for r in records if r.ok]
     warm = [r for r in ok if chain.is_warm(r)]

@@ -3,7 +3,7 @@ and records what each one cost, in a process of its own under the dashboard.
 
 Layered, each layer importing only those below it (tests/test_import_graph.py keeps it so):
 - `process/` (the engine in a process of its own, the warm switch's side engine, headless
-  `replay`, their logs and journals) and `gpu_check/` (the GPU acceptance, `make gpu-check`);
+  `replay`, their logs and journals);
 - the engine itself, the modules here: `engine` (one request under the current OptConfig),
   `serving` (the loop that puts the trace's requests on a queue at their arrival times),
   `continuous_scheduler` (continuous batching's loop), `switchboard` (an OptConfig turned into

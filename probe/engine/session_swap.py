@@ -14,12 +14,37 @@ ledger held the graphs)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Mapping, Protocol
 
+from probe.common.clock import SessionClock
+from probe.contract.options import OptConfig
 from probe.contract.session import Session, SessionData
 
-if TYPE_CHECKING:
-    from probe.engine.engine import Engine
+
+class _Rekeyed(Protocol):
+    def rekey(self, mapping: Mapping[str, str | None]) -> None: ...
+
+
+class Engine(Protocol):
+    """What a session swap reads and sets of an engine: `probe.engine.engine.Engine` is one;
+    declared here so that this module, which the engine imports, does not import it back."""
+    session: Session
+    ledger_session: Session         # the session whose config ids the ledgers are keyed by
+
+    @property
+    def ledger(self) -> _Rekeyed: ...
+    @property
+    def graph_timer(self) -> _Rekeyed: ...
+    @property
+    def energy(self) -> _Rekeyed: ...
+    @property
+    def probe(self) -> _Rekeyed: ...
+    @property
+    def clock(self) -> SessionClock: ...
+    @property
+    def options(self) -> OptConfig: ...
+
+    def set_options(self, requested: OptConfig) -> str: ...
 
 
 def _new_ids(engine: Engine, before: Session) -> dict[str, str | None]:

@@ -5,5 +5,6 @@ contract it reads (a test keeps it so): the dashboard, the engine, the bench and
 all read and write sessions through it.
 
 Exports, by module: `snapshot` (read_document, saved_session, snapshot_document), `journal`
-(JournalWriter, JournaledSession, Dispatch), `journal_reader`, `recover` (recover), `tables`
-(text_table), `ledger_table` (ledger_rows, ledger_text), `snapshot_report` (show, compare)."""
+(JournalWriter, JournaledSession, Dispatch), `journal_reader` (read_journal, Journal),
+`recover` (recover), `tables` (text_table), `ledger_table` (ledger_rows, ledger_text),
+`snapshot_report` (show, compare)."""

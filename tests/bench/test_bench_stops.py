@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from probe.checks.interrupts import Interrupted
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = ["--quick", "--experiments", "E5", "--requests", "2", "--repeats", "1",
@@ -61,3 +64,13 @@ def test_sigterm_at_random_moments_always_ends_143_with_the_report_written(tmp_p
             assert len(report["runs"]) <= 4, said     # E5's four runs at most, each whole
     # the moments after the study began must have found the folder there
     assert all(t["folder"] for t in signalled if t["moment"].startswith("r")), replay
+
+
+# -- a signal keeps an open-loop experiment's finished runs ------------------------------------
+
+def test_an_open_loop_experiment_keeps_its_finished_runs_on_a_signal():
+    from probe.bench.study import interrupted_open_loop
+    results, section = interrupted_open_loop("E7", Interrupted(signal.SIGTERM),
+                                             {"chat/1x/off": {"served": 40}})
+    assert results["runs"] == {"chat/1x/off": {"served": 40}} and results["interrupted"]
+    assert "1 finished run" in section["error"]

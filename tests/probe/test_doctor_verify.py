@@ -107,3 +107,14 @@ def test_a_device_this_machine_lacks_is_refused_in_one_line(tmp_path, capsys):
     assert captured.out == ""
     (line,) = captured.err.strip().splitlines()
     assert "session's device (cuda:0)" in line
+
+
+# -- progress says what is true (issue 50) -----------------------------------------------------
+
+def test_verify_progress_never_says_no_slo_for_a_session_with_one():
+    from probe.tune.evaluate import _rate_measured, _Side
+    said: list[str] = []
+    _rate_measured(_Side(OptConfig(), "B"), said.append, slo=True)
+    _rate_measured(_Side(OptConfig(), "A"), said.append, slo=False)
+    assert "no SLO" not in said[0] and "no goodput" in said[0]
+    assert said[1].endswith("no SLO, so no goodput")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probe.analysis.load_check import CONTENTION_CORES, contention, load_share
+from probe.analysis.load_check import CONTENTION_CORES, contention
+from probe.analysis.load_figures import LIVE_SCOPE, Load
 from probe.contract.device_sample import DeviceSample
 from tui.widgets.device import device_detail, device_headline
 
@@ -38,5 +39,7 @@ def test_the_device_panel_says_when_figures_are_unreliable():
 
 
 def test_the_offered_share_is_read_against_the_live_capacity():
+    def load_share(offered_rps, capacity_rps):
+        return Load(offered_rps, capacity_rps, LIVE_SCOPE).share
     assert load_share(0.33, 0.26) > 1.0 and load_share(0.5, 1.0) == 0.5
     assert load_share(None, 1.0) is None and load_share(0.5, None) is None

@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
+from infertop.cli import main
 from probe.checks.output_lock import OutputLock
 from probe.common.errors import BadInput
+from tests.probe.saved_sessions import journal_of, one_error_line, saved
 
 HOLD = """
 import sys, time
@@ -49,3 +51,27 @@ def test_a_lock_left_by_a_killed_run_is_taken(tmp_path):
 def test_two_outputs_in_one_folder_do_not_block_each_other(tmp_path):
     with OutputLock(tmp_path / "a.json"), OutputLock(tmp_path / "b.json"):
         pass
+
+
+# -- every writer of an output takes the lock (issue 37) ---------------------------------------
+
+def test_snapshot_export_takes_the_output_lock(tmp_path, capsys):
+    path = saved(tmp_path)
+    with OutputLock(tmp_path / "e", "--out"):
+        assert main(["snapshot", "export", str(path), "--csv", "-o", str(tmp_path / "e")]) == 2
+    assert "another infertop" in one_error_line(capsys.readouterr().err)
+
+
+def test_snapshot_recover_takes_the_output_lock(tmp_path, capsys):
+    path = journal_of(tmp_path)
+    with OutputLock(tmp_path / "r.json", "-o"):
+        assert main(["snapshot", "recover", path, "-o", str(tmp_path / "r.json")]) == 2
+    assert "another infertop" in one_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_tune_takes_the_output_lock(tmp_path, capsys):
+    with OutputLock(tmp_path / "t", "--out"):
+        assert main(["tune", "--model", "t5-tiny", "--slo", "latency=8s", "--rate", "1",
+                     "--out", str(tmp_path / "t")]) == 2
+    assert "another infertop" in one_error_line(capsys.readouterr().err)

@@ -19,7 +19,7 @@ from infertop.cli import main
 from probe.common.errors import BadInput
 from probe.session_store.journal_reader import read_journal
 from probe.session_store.snapshot import read_document, saved_session
-from tests.probe.test_reliability_round3 import journal_of, saved
+from tests.probe.saved_sessions import journal_of, saved
 
 FUZZ = settings(max_examples=40, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

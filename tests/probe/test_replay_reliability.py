@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -20,6 +21,8 @@ import pytest
 
 from infertop.cli import main
 from probe.checks.output_lock import OutputLock
+from probe.contract.options import OptConfig
+from probe.session_store.snapshot import read_document, saved_session
 
 REPO = Path(__file__).resolve().parents[2]
 REPLAY = [sys.executable, "-m", "infertop", "replay", "--model", "t5-tiny", "--device", "cpu",
@@ -153,3 +156,57 @@ def test_a_closed_pipe_ends_quietly(tmp_path, argv):
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     os.close(write)
     assert (done.returncode, done.stderr) == (0, "")
+
+
+# -- Ctrl-C on a replay: the session records it ------------------------------------------------
+
+class _Clock:
+    def now_s(self) -> float:
+        return 100.0
+
+
+class _Engine:
+    """What serve_and_save reads of an engine: its session and clock."""
+    def __init__(self) -> None:
+        from probe.contract.session import Session
+        self.session = Session()
+        self.clock = _Clock()
+
+
+class _Loop:
+    """Serves `served` requests, then the user presses Ctrl-C; ends at the stop, as the
+    serving loop does."""
+    def __init__(self, engine: _Engine, served: int, signum: int) -> None:
+        self.engine, self.served, self.signum = engine, served, signum
+
+    def run(self, stop: threading.Event) -> None:
+        from tests.conftest import synthetic_record
+        config = self.engine.session.config_id(OptConfig())
+        for i in range(self.served):
+            self.engine.session.add_record(synthetic_record(f"r{i}", i, latency_ms=50.0,
+                                                                config_id=config))
+        os.kill(os.getpid(), self.signum)
+        assert stop.is_set()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_replay_is_recorded_in_its_session(tmp_path, capsys, signum):
+    from infertop.commands.doctor import diagnosis_of
+    from probe.engine.process.replay_and_save import serve_and_save
+    from probe.session_store.snapshot import snapshot_document
+    from probe.session_store.snapshot_report import show
+
+    engine, out = _Engine(), tmp_path / "run.json"
+    document = lambda: snapshot_document(  # noqa: E731
+        engine.session.freeze(), environment={"device": "cpu"},
+        model={"name": "t5-tiny"}, trace={"name": "chat", "requests": 400, "asked": 40})
+    result = serve_and_save(engine, _Loop(engine, 8, signum), out, document, asked=40)
+    assert result.exit_status == 128 + signum
+    data = saved_session(read_document(out))
+    (notice,) = data.notices
+    assert notice.level == "warning" and "8 of 40 asked" in notice.text
+    assert "interrupted by" in notice.text
+    assert notice.text in show(str(out))                         # snapshot show says it
+    _, report = diagnosis_of(str(out))
+    traffic = report.checklist[0]
+    assert traffic.evidence.startswith("8 of 40 requests served")  # of asked, not of 20

@@ -10,11 +10,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from infertop.cli import main
+from probe.common.terminal_stream import escaped
 from probe.common.terminal_text import terminal_text
+from tests.probe.saved_sessions import saved
 from tests.probe.test_snapshot_reading import valid_document
 from tui.launch import saved_view
 
@@ -123,3 +126,56 @@ def test_trace_stats_of_a_hostile_trace_prints_nothing_raw(tmp_path: Path, capsy
     main(["trace", "stats", str(path)])
     out = capsys.readouterr()
     assert not RAW.search(out.out) and not RAW.search(out.err)
+
+
+# -- nothing raw: hostile names and reasons (issue 37) -----------------------------------------
+
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\x9b\u202e"
+
+
+def raw(text: str) -> bool:
+    return any(c in text for c in "\x1b\x07\x9b\u202e")
+
+
+def test_doctor_escapes_a_failure_reason_and_json_escapes_c1_and_bidi(tmp_path, capsys):
+    path = saved(tmp_path, name=f"s{HOSTILE}.json", error=f"boom {HOSTILE}", output_tokens=0,
+                 ttft_ms=None, tpot_ms=None, first_token_s=None)
+    assert main(["doctor", str(path)]) == 0
+    assert not raw(capsys.readouterr().out)
+    assert main(["doctor", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert not raw(out) and "\\u009b" in out and "\\u202e" in out
+    assert any(HOSTILE in text for text in strings(json.loads(out)))   # the same string back
+
+
+def strings(value) -> list[str]:
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in strings(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in strings(v)]
+    return [value] if isinstance(value, str) else []
+
+
+@pytest.mark.parametrize("name", ["a\x1b[2Jb.jsonl", "a\nb.jsonl"])
+def test_trace_generate_prints_an_output_name_escaped_on_one_line(tmp_path, capsys, name):
+    assert main(["trace", "generate", "--profile", "chat", "-n", "3",
+                 "-o", str(tmp_path / name)]) == 0
+    out = capsys.readouterr().out
+    wrote = [line for line in out.splitlines() if line.startswith("wrote ")]
+    assert len(wrote) == 1 and not raw(out) and "\\x" in wrote[0]
+
+
+def test_every_line_a_command_prints_passes_the_terminal_text_function():
+    assert escaped(f"ok\t{HOSTILE}\r\x1b[2Kdone\n") == \
+        "ok\t\\x1b]0;owned\\x07\\x1b[2J\\x9b\\u202e\r\x1b[2Kdone\n"
+
+
+def test_matplotlib_warnings_go_to_the_log_escaped(tmp_path, caplog, capsys):
+    pytest.importorskip("matplotlib")
+    import warnings
+
+    from probe.report_charts.canvas import warnings_to_log
+    with warnings_to_log("chart x"):
+        warnings.warn(f"Glyph 27 ({HOSTILE}) missing from font", UserWarning, stacklevel=1)
+    assert not raw(capsys.readouterr().err)
+    assert any("Glyph 27" in r.getMessage() and not raw(r.getMessage()) for r in caplog.records)

@@ -133,3 +133,25 @@ def test_tune_ray_keeps_rays_token_warning_off_the_terminal(tmp_path):
     assert lines and all(line.startswith("tune: ") for line in lines), done.stderr
     (log,) = (tmp_path / "state" / "infertop").glob("engine-*.log")
     assert "Token authentication" in log.read_text()
+
+
+# -- infertop's own log records are for the log (issue 50) -------------------------------------
+
+def test_a_charts_glyph_warning_never_reaches_stderr_outside_any_log():
+    """No handler configured (a plain command): logging's last resort would print it."""
+    script = ("import warnings\n"
+              "from probe.report_charts.canvas import warnings_to_log\n"
+              "with warnings_to_log('chart x'):\n"
+              "    warnings.warn('Glyph 27 (\\x1b) missing from font(s) DejaVu Sans.')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    assert done.returncode == 0 and done.stderr == ""
+
+
+def test_in_a_headless_command_the_projects_records_go_to_the_engine_log(tmp_path, capfd):
+    import logging
+    log = tmp_path / "engine.log"
+    with third_party_output_to(str(log)):
+        logging.getLogger("probe.report_charts.canvas").warning("chart x: Glyph 27 missing")
+    assert "Glyph 27" not in capfd.readouterr().err
+    assert "chart x: Glyph 27 missing" in log.read_text()

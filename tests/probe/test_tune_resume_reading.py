@@ -22,8 +22,8 @@ from probe.contract.objective import parse_slo
 from probe.tune.combo import QUICK
 from probe.tune.combo_report import write_combo
 from probe.tune.saved_search import saved_search
+from tests.probe.saved_sessions import one_error_line
 from tests.probe.test_reader_fuzz import _mutated, _one_line_or_nothing
-from tests.probe.test_reliability_round3 import one_error_line
 from tests.probe.test_tune_combo import fake, search, settings_for_report
 
 

@@ -263,3 +263,20 @@ def test_a_kept_config_that_meets_the_slo_for_every_request_says_the_rate_caps_g
     markdown = (tmp_path / "tune.md").read_text()
     assert ("bounded by the offered rate" in markdown) is said
     assert ("with decode=fullgraph (attainment 100%)" in markdown) is said
+
+
+# -- a signal keeps finished work --------------------------------------------------------------
+
+def test_tune_never_counts_a_baseline_a_signal_cut_short():
+    stop = threading.Event()
+    seen = []
+
+    def evaluate(options, label, control):
+        stop.set()                       # the signal arrives while the baseline runs
+        return object()
+
+    state = run_tune(OptConfig(), evaluate, lambda segment: [], capacity=False, max_drift=0.05,
+                     budget_s=60, stop=stop, on_step=lambda step, st: seen.append(step))
+    assert state.stopped == "interrupted"
+    assert [s.kept for s in state.steps] == [False] and state.steps[0].measured is None
+    assert "not counted" in state.steps[0].why and seen

@@ -263,11 +263,6 @@ class CompileProbe:
             self._request_id, self._config_id = request_id, config_id
 
     @property
-    def context_request(self) -> str | None:
-        with self._lock:
-            return self._request_id
-
-    @property
     def compile_seconds(self) -> float:
         """Total seconds spent inside compiles so far (a request's stall is this value's growth)."""
         with self._lock:

@@ -37,13 +37,7 @@ from probe.engine.process.replay_progress import ReplayProgress
 from probe.engine.state_files import SAID
 from probe.engine.workload_setup import PreparedWorkload
 from probe.session_store.journal import JournalWriter
-from probe.session_store.replay_outcome import (  # noqa: F401 - the run's outcome, as before
-    EXIT_FAILED,
-    EXIT_SERVED,
-    ReplayOutcome,
-    outcome,
-)
-from probe.session_store.replay_outcome import kept_in as kept_in_journal
+from probe.session_store.replay_outcome import ReplayOutcome, kept_in, outcome
 from probe.session_store.run_summary import energy_lines, run_summary
 
 EXIT_INTERRUPTED = exit_status(signal.SIGINT)
@@ -129,7 +123,8 @@ def serve_and_save(engine: Engine, loop, out: str | Path, document: Callable[[],
         except OSError as exc:
             _print_summary(before_summary, summary)
             print(f"infertop: error: --out {out}: cannot write: {exc.strerror or exc}; "
-                  + kept_in(journal, len(records)), file=sys.stderr)
+                  + kept_in(journal.path if journal else None, len(records),
+                            journal.error if journal else None), file=sys.stderr)
             return outcome(records, interrupted, signum, saved=False)
         _print_summary(before_summary, summary)
     if journal is not None:
@@ -145,13 +140,6 @@ def interruption_notice(t_s: float, signum: int, served: int, asked: int | None)
     of = f" of {asked} asked" if asked is not None else ""
     return Notice(t_s, "warning", f"replay interrupted by {name}: {served}{of} request(s) "
                                   f"served; the rest were never served")
-
-
-def kept_in(journal: JournalWriter | None, served: int) -> str:
-    """Where the requests served are kept when the snapshot is not."""
-    if journal is None:
-        return kept_in_journal(None, served)
-    return kept_in_journal(journal.path, served, journal.error)
 
 
 def serve_replay(args, options: OptConfig, workload: PreparedWorkload,

@@ -17,17 +17,17 @@ from probe.contract.figures import ConfigEnergy
 from probe.contract.options import OptConfig
 from probe.contract.records import EnergyPhases
 from probe.contract.session import ConfigEntry, SessionData
-from probe.engine.gpu_check.check import promises
-from probe.engine.gpu_check.energy import (
+from probe.session_store.snapshot import session_data, snapshot_document
+from probe.session_store.snapshot_report import show
+from tests.conftest import synthetic_record
+from tools.gpu_check.check import promises
+from tools.gpu_check.energy import (
     NO_SERVED,
     energy_text,
     expectations,
     session_energy,
     timed_energy,
 )
-from probe.session_store.snapshot import session_data, snapshot_document
-from probe.session_store.snapshot_report import show
-from tests.conftest import synthetic_record
 
 NVML = "NVML energy counter"
 
@@ -155,9 +155,9 @@ def test_a_decode_config_reports_j_per_token_through_the_engines_nvml_reader(
     NVML's counter) over a fake pynvml: batch 1 reads the counter the same number of times
     a request, so the timed window's joules are that count × the timed requests, and
     J/token is the requests' share of them over the tokens asked for."""
-    from probe.engine.gpu_check import decode_run
     from probe.engine.observe.device_probe import DeviceProbe
     from probe.engine.observe.energy_counter import open_counter
+    from tools.gpu_check import decode_run
 
     nvml = CountingNvml()
     opening: list[int] = []

@@ -1,4 +1,4 @@
-"""gpu-check's time budget (probe/engine/gpu_check/budget.py): the sections share it in
+"""gpu-check's time budget (tools/gpu_check/budget.py): the sections share it in
 order, time one leaves goes to the next, a section that cannot fit is skipped and said,
 and a replay that reaches its limit is stopped and measured on what it served."""
 
@@ -9,8 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probe.engine.gpu_check import check
-from probe.engine.gpu_check.budget import MINIMUM, PLAN, Budget, plan
+from tools.gpu_check import check
+from tools.gpu_check.budget import MINIMUM, PLAN, Budget, plan
 
 
 class Clock:
@@ -116,7 +116,7 @@ def test_a_replay_at_its_limit_is_stopped_and_measured_on_what_it_served(tmp_pat
     take what the machine's load makes them take, and a limit that came before the first
     request would measure nothing. 3,000 requests of azure-conv at 4 slots are minutes of
     work, so 5 s after the first one the replay is still serving, however fast the machine."""
-    import probe.engine.gpu_check.batching as batching
+    import tools.gpu_check.batching as batching
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))      # the replay's journal: here
     real_stop = batching._stop_at_limit
@@ -141,7 +141,7 @@ def test_the_batching_runs_share_their_allowance_and_each_gets_a_measurable_limi
         monkeypatch):
     """The default plan's batching share, four runs: each replay's limit is an equal part of
     what is left less its stop, and none falls below what a run needs."""
-    import probe.engine.gpu_check.batching as batching
+    import tools.gpu_check.batching as batching
 
     limits: list[float] = []
     clock = Clock()
@@ -155,8 +155,8 @@ def test_the_batching_runs_share_their_allowance_and_each_gets_a_measurable_limi
         return {"max_batch": max_batch, "options": options}
     monkeypatch.setattr(batching, "replay_run", replay)
     monkeypatch.setattr(check, "time", FakeTime)
-    import probe.engine.gpu_check.layouts as layouts
     import probe.engine.model.loading as loading
+    import tools.gpu_check.layouts as layouts
     monkeypatch.setattr(loading, "load_model", lambda name: None)
     monkeypatch.setattr(layouts, "layouts_agree", lambda loaded, device: {
         "requests": 32, "slots": 8, "equal": True, "differ": []})

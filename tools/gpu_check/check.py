@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING
 from probe.checks.interrupts import signal_of, signals_as_interrupt
 from probe.checks.stop_supervisor import run_supervised
 from probe.common.atomic import write_atomic
-from probe.engine.gpu_check.budget import DEFAULT_BUDGET_S, PLAN, Budget
-from probe.engine.gpu_check.decode_matrix import run_matrix
-from probe.engine.gpu_check.energy import expectations
-from probe.engine.gpu_check.sigterm import sigterm_during_compile
-from probe.engine.gpu_check.stops import ending as stopped_ending
-from probe.engine.gpu_check.stops import salvage, scratch_folder, stopped_text
+from tools.gpu_check.budget import DEFAULT_BUDGET_S, PLAN, Budget
+from tools.gpu_check.decode_matrix import run_matrix
+from tools.gpu_check.energy import expectations
+from tools.gpu_check.sigterm import sigterm_during_compile
+from tools.gpu_check.stops import ending as stopped_ending
+from tools.gpu_check.stops import salvage, scratch_folder, stopped_text
 
 SMI_FIELDS = ("utilization.gpu", "memory.used", "memory.reserved", "memory.total", "power.draw",
               "temperature.gpu")
@@ -195,7 +195,7 @@ def argument_problem(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m probe.engine.gpu_check.check",
+    parser = argparse.ArgumentParser(prog="python -m tools.gpu_check.check",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="t5-small")
@@ -317,8 +317,8 @@ def _nvml(args, device, report: dict, log, save, allowed_s: float | None) -> Non
 
 
 def _host(args, device, report: dict, log, save, allowed_s: float | None) -> None:
-    from probe.engine.gpu_check.host_cost import host_costs
     from probe.engine.model.loading import load_model
+    from tools.gpu_check.host_cost import host_costs
     log("the batching loop's host work, the model's step replaced by nothing:")
     report["host"] = host_costs(load_model(args.model), device, HOST_SLOTS, log=log)
 
@@ -349,7 +349,7 @@ def _decode(args, device, report: dict, log, save, allowed_s: float | None) -> N
 
 
 def _batching(args, device, report: dict, log, save, allowed_s: float | None) -> None:
-    from probe.engine.gpu_check.batching import replay_run
+    from tools.gpu_check.batching import replay_run
     runs: list[dict] = []
     nvml = report.setdefault("nvml", {})
     started = time.monotonic()
@@ -359,8 +359,8 @@ def _batching(args, device, report: dict, log, save, allowed_s: float | None) ->
         nvml["load_memory_agrees"] = memory_agrees(load)
         log(f"NVML under load, infertop vs nvidia-smi: {json.dumps(load)}")
 
-    from probe.engine.gpu_check.layouts import layouts_agree
     from probe.engine.model.loading import load_model
+    from tools.gpu_check.layouts import layouts_agree
     report["layouts"] = layouts = layouts_agree(load_model(args.model), device)
     log(f"paged against static, {layouts['requests']} azure-conv requests at "
         f"{layouts['slots']} slots: tokens {'equal' if layouts['equal'] else 'DIFFER'}"

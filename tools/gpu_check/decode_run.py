@@ -1,5 +1,5 @@
 """One decode config of `make gpu-check`, in a process of its own: `python -m
-probe.engine.gpu_check.decode_run --decode fullgraph --precision fp16 --compile
+tools.gpu_check.decode_run --decode fullgraph --precision fp16 --compile
 reduce-overhead --lock FILE --out FILE.json`.
 
 Configs compile side by side (compiling is host work: the machine's cores). Each then says it
@@ -20,7 +20,7 @@ from pathlib import Path
 from probe.common.percentile import median
 from probe.contract.options import OptConfig, parse_opts
 from probe.contract.records import RequestRecord
-from probe.engine.gpu_check.energy import timed_energy
+from tools.gpu_check.energy import timed_energy
 
 
 def warm_tpot_ms(served: list[RequestRecord]) -> float | None:
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m probe.engine.gpu_check.decode_run")
+    parser = argparse.ArgumentParser(prog="python -m tools.gpu_check.decode_run")
     parser.add_argument("--model", default="t5-small")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--decode", default="fullgraph")

@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 
 from probe.analysis.stats import tokens_per_s
-from probe.engine.gpu_check.energy import energy_text, session_energy
 from probe.session_store.snapshot import read_document, session_data
+from tools.gpu_check.energy import energy_text, session_energy
 
 
 def _sampler(device: torch.device, stop: threading.Event, into: list[tuple[float, float]],

@@ -3,9 +3,9 @@ are read from its report, so what makes it exit 1 is tested here on made-up repo
 
 import torch
 
-from probe.engine.gpu_check.check import judge_decode, main, memory_agrees, promises
-from probe.engine.gpu_check.decode_matrix import matrix
 from probe.engine.measure.kernel_profile import closer_bound
+from tools.gpu_check.check import judge_decode, main, memory_agrees, promises
+from tools.gpu_check.decode_matrix import matrix
 
 
 def test_without_a_gpu_it_says_so_and_writes_nothing(tmp_path, capsys):
@@ -19,8 +19,8 @@ def test_without_a_gpu_it_says_so_and_writes_nothing(tmp_path, capsys):
 def test_the_warm_ms_per_token_is_the_median_of_the_served_requests():
     """One output token each leaves every tpot None: the median is None, not a TypeError from
     sorting Nones; a failed request is not counted."""
-    from probe.engine.gpu_check.decode_run import warm_tpot_ms
     from tests.conftest import synthetic_record
+    from tools.gpu_check.decode_run import warm_tpot_ms
 
     one_token = [synthetic_record(f"g{i}", i, latency_ms=10.0, output_tokens=1) for i in range(4)]
     assert warm_tpot_ms(one_token) is None
@@ -44,8 +44,8 @@ def test_the_matrix_covers_every_mode_and_precision_for_both_paths():
 
 def test_a_configs_extra_options_reach_its_engine():
     """What decode_matrix passes (--opts) is what decode_run's engine is given."""
-    from probe.engine.gpu_check.decode_matrix import LEAN, DecodeConfig
-    from probe.engine.gpu_check.decode_run import config_options, parser
+    from tools.gpu_check.decode_matrix import LEAN, DecodeConfig
+    from tools.gpu_check.decode_run import config_options, parser
 
     config = DecodeConfig("fullgraph", "bf16", "default", extra=LEAN)
     args = parser().parse_args(["--precision", "bf16", "--compile", "default",
@@ -121,7 +121,7 @@ def test_each_config_is_placed_against_both_floors():
 def test_the_matrix_times_its_configs_only_once_every_one_compiled(tmp_path):
     """The orchestration on a CPU (eager, t5-tiny): each config in its own process, timing
     released when all are ready, tokens compared with fp32 eager's."""
-    from probe.engine.gpu_check.decode_matrix import run_matrix
+    from tools.gpu_check.decode_matrix import run_matrix
     lines: list[str] = []
     results = run_matrix("t5-tiny", 2, 4, ready_s=120, timeout_s=240, log=lines.append,
                          modes=("off",), paths=("fullgraph",), device="cpu")
@@ -136,10 +136,10 @@ def test_the_host_section_times_the_loop_at_each_slot_count():
     """gpu-check's `host` section, run on this CPU: the loop's own µs a step at each slot
     count (the model's step replaced by nothing) and each piece it reads a step; without a
     counter, the reason in the counter's place."""
-    from probe.engine.gpu_check.host_cost import host_costs
     from probe.engine.model.loading import load_model
     from probe.engine.observe.device_probe import DeviceProbe
     from probe.engine.observe.energy_counter import Unavailable
+    from tools.gpu_check.host_cost import host_costs
 
     lines: list[str] = []
     report = host_costs(load_model("t5-tiny"), torch.device("cpu"), (2, 6), steps=6,
@@ -160,8 +160,8 @@ def test_the_host_section_times_the_loop_at_each_slot_count():
 def test_the_paged_layout_is_held_to_the_static_layouts_tokens():
     """gpu-check's layout comparison on this CPU (t5-tiny, a few azure-conv requests), and
     its promise read from made-up reports."""
-    from probe.engine.gpu_check.layouts import layouts_agree
     from probe.engine.model.loading import load_model
+    from tools.gpu_check.layouts import layouts_agree
 
     found = layouts_agree(load_model("t5-tiny"), torch.device("cpu"), requests=6, slots=3,
                           max_new_tokens=8)

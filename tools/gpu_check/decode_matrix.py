@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from probe.engine.gpu_check.energy import energy_text
+from tools.gpu_check.energy import energy_text
 
 MODES = ("off", "default", "reduce-overhead", "max-autotune")
 PRECISIONS = ("fp32", "fp16", "bf16")
@@ -74,7 +74,7 @@ def run_matrix(model: str, requests: int, output_tokens: int, *, ready_s: float,
 
     def one(config: DecodeConfig) -> tuple[str, dict]:
         out = folder / (config.name.replace(" ", "_").replace("=", "-") + ".json")
-        command = [sys.executable, "-m", "probe.engine.gpu_check.decode_run",
+        command = [sys.executable, "-m", "tools.gpu_check.decode_run",
                    "--device", device, "--model", model, "--decode", config.decode, "--precision", config.precision,
                    "--compile", config.compile, "--tf32", config.tf32, "--blas", config.blas,
                    "--opts", ",".join(config.extra),
