@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable
 
 from probe.contract.options import OptConfig
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from probe.monitoring.prometheus import PrometheusExporter
 
 RETRY_AFTER_S = 1
+MAX_SERVED_SHAPES = 8   # a warm switch's prewarm without bucketing: the widths met most
 STOP_WAIT_S = 1.0       # a stop's wait for the records of what it cancels (a step or two)
 
 
@@ -238,24 +241,39 @@ class EngineHost:
         return not self.thread.is_alive()
 
 
-def warm(engine: Engine) -> None:
+def warm(engine: Engine, served: Sequence[int] = ()) -> int:
     """Compile the configured shapes before the first request: every bucket edge, through the
     path the config serves with (a continuous batch's join and step, or the whole-request
-    decode). Its records go to the session the journal then replaces: the served session
-    holds only what clients asked for."""
+    decode). Without bucketing, the input widths `served` so far (a warm switch's: the shapes
+    the server has met), else one. Its records go to a session the served one replaces: the
+    served session holds only what clients asked for. Returns the shapes warmed."""
     from probe.engine.continuous_scheduler import ContinuousScheduler
     from probe.engine.model.requests import EngineRequest
 
     if not engine.options.compiled:
-        return
-    if engine.options.batching != "continuous":
-        engine.prewarm()
-        return
-    widths = engine.bucket_edges or (min(64, engine.settings.max_input_tokens),)
+        return 0
+    widths = engine.bucket_edges or tuple(sorted(set(served))) or (
+        min(64, engine.settings.max_input_tokens),)
     now = engine.clock.now_s()
-    ContinuousScheduler(engine).serve_all(
-        [EngineRequest(id=f"warm-{i}", seq=-(i + 1), input_length=width, output_length=2,
-                       arrival_s=now) for i, width in enumerate(widths)], per_join=1)
+    requests = [EngineRequest(id=f"warm-{i}", seq=-(i + 1), input_length=width,
+                              output_length=2, arrival_s=now)
+                for i, width in enumerate(widths)]
+    if engine.options.batching == "continuous":
+        ContinuousScheduler(engine).serve_all(requests, per_join=1)
+    elif engine.bucket_edges or not served:
+        engine.prewarm()
+    else:
+        for request in requests:
+            engine.rehearse([request])
+    return len(widths)
+
+
+def served_widths(records: Sequence[RequestRecord], most: int = MAX_SERVED_SHAPES
+                  ) -> tuple[int, ...]:
+    """The input widths the server has met, the `most` most frequent: what a warm switch's
+    engine prewarms without bucketing."""
+    counts = Counter(r.padded_tokens for r in records if r.ok and r.padded_tokens > 0)
+    return tuple(width for width, _ in counts.most_common(most))
 
 
 def failed_record(request_id: str, error: str) -> RequestRecord:

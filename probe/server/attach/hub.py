@@ -56,7 +56,7 @@ from probe.engine.process.view_publisher import publish_views
 from probe.engine.session_swap import carry_side_compiles
 from probe.server.attach.board import Board
 from probe.server.attach.live_ab import ArmB
-from probe.server.engine_host import warm
+from probe.server.engine_host import served_widths, warm
 
 if TYPE_CHECKING:
     from probe.engine.engine import Engine
@@ -216,12 +216,13 @@ class Hub:
                 self._failed(side, f"the server already serves {engine.options.label()}",
                              "info")
                 return
-            side.shapes = len(engine.bucket_edges) or 1
+            served = served_widths(serving.session.freeze().records if serving else ())
+            side.shapes = len(engine.bucket_edges) or len(served) or 1
             self.board.publish(WarmProgress(
                 f"prewarming {side.shapes} shape{'s' * (side.shapes != 1)} beside the serving "
                 f"config", side.shapes))
             started = time.perf_counter()
-            warm(engine)
+            side.shapes = warm(engine, served) or side.shapes
             side.seconds = time.perf_counter() - started
             errors = [n.text for n in engine.session.freeze().notices if n.level == "error"]
             if errors:      # a compile that failed: the engine would serve it eager
