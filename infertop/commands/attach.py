@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from probe.common.errors import BadInput
@@ -21,6 +22,8 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 API_KEY_ENV = "INFERTOP_API_KEY"
 CHECK_S = 5.0           # the checks' wait for the server's answer
 READER_STOP_WAIT_S = 3.0
+FIRST_VIEW_S = 5.0      # a ready server's first view comes within a publish interval
+WARMING_S = 3600.0      # a server still warming: its compiles before /health is ready
 
 
 def add_cli_args(parser: argparse.ArgumentParser) -> None:
@@ -94,14 +97,22 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _dashboard(url: str, api_key: str | None, snapshot_dir: Path) -> int:
-    """The dashboard over a ServerLink, as the replay's is over a LocalLink (tui/launch.py)."""
+    """The dashboard over a ServerLink, as the replay's is over a LocalLink (tui/launch.py),
+    starting from the server's first live view: the options it serves are the ones its keys
+    change."""
     from probe.server.attach.link import ServerLink
     from tui.app import InfertopApp
 
     link = ServerLink(url, api_key)
-    # the options the server serves come with its first live view
-    app = InfertopApp(link, options=OptConfig(), snapshot_dir=snapshot_dir,  # type: ignore[arg-type]
-                      speed=None)
+    link.open()
+    view = link.first_view(FIRST_VIEW_S)
+    if view is None:
+        print(f"infertop attach: {url} is still warming; waiting for its first view "
+              f"(Ctrl-C to stop)", file=sys.stderr)
+        view = link.first_view(WARMING_S)
+    app = InfertopApp(link, initial=view,  # type: ignore[arg-type]
+                      options=view.options if view is not None else OptConfig(),
+                      snapshot_dir=snapshot_dir, speed=None)
     adopt_terminal_size()
     try:
         app.run()

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import httpx2
 
 from probe.contract.engine_link import Ask, EngineFailed, EngineLive, Heard, LinkFacts, Role
+from probe.contract.live import LiveView
 from probe.server.attach.routes import PREFIX
 from probe.server.attach.wire import WireError, decode_heard, encode_ask
 
@@ -53,6 +54,8 @@ class ServerLink:
 
     # -- EngineLink ---------------------------------------------------------------------------
     def open(self) -> None:
+        if self._threads:       # opened already (to read the first view): once is enough
+            return
         for target, name in ((self._events, "attach-events"), (self._sender, "attach-asks")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             thread.start()
@@ -67,6 +70,21 @@ class ServerLink:
             if not self._heard:
                 self._arrived.wait(max(timeout, 0.0))
             return self._heard.popleft() if self._heard else None
+
+    def first_view(self, timeout: float) -> LiveView | None:
+        """The server's live view, once it has sent one, left to `poll` with everything heard
+        before it (the dashboard starts from it: the options it serves); None when the link
+        ended or `timeout` passed first."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while True:
+                views = [h.view for h in self._heard if isinstance(h, EngineLive)]
+                if views:
+                    return views[-1]
+                left = deadline - time.monotonic()
+                if left <= 0 or any(isinstance(h, EngineFailed) for h in self._heard):
+                    return None
+                self._arrived.wait(left)
 
     def _hear(self, heard: Heard) -> None:
         """Queued for `poll`; a live view replaces the one not polled yet (a dashboard that
