@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from probe.engine.process.engine_process import EngineClient, launch_from_args
+from probe.engine.process.local_link import LocalLink
 
 
 async def _walk(model: str, out: Path, seconds: float, log) -> dict:
@@ -23,7 +24,7 @@ async def _walk(model: str, out: Path, seconds: float, log) -> dict:
     launch = launch_from_args(args)
     engine = EngineClient(launch)
     engine.open_journal()
-    app = InfertopApp(engine, options=launch.options, snapshot_dir=out, speed=launch.speed)
+    app = InfertopApp(LocalLink(engine), options=launch.options, snapshot_dir=out, speed=launch.speed)
     shots: list[str] = []
     started = time.monotonic()
     try:

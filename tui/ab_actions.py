@@ -1,11 +1,10 @@
 """The live A/B's keys and events (tui/live_ab.py says what it is): `v` runs the doctor's next
 step against the served config, `V` makes the next option change an A/B instead of a switch,
-`Enter` adopts arm B, `Esc` keeps arm A. The engine reader ends it (tui/engine_reader.py);
-the comparison is computed on a thread, as `doctor --verify` computes it."""
+`Enter` adopts arm B, `Esc` keeps arm A (asks to the engine link, which ends it below the
+seam); the comparison is computed on a thread, as `doctor --verify` computes it."""
 
 from __future__ import annotations
 
-import queue
 from dataclasses import replace
 
 from textual import work
@@ -13,18 +12,11 @@ from textual.message import Message
 
 from probe.analysis.ab_compare import Comparison, compare
 from probe.analysis.next_step import NextStep
+from probe.contract.engine_link import ABEnd, ABEnded, ABSplit, ABStart, ArmLive, ArmStarted
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
-from probe.contract.protocol import ArmLive, ArmStarted, WarmFailed, WarmReady
 from tui.key_actions import KeyActions
-from tui.live_ab import (
-    AB_MODE_KEY,
-    ABEnded,
-    ABEvent,
-    LiveAB,
-    result_text,
-    step_target,
-)
+from tui.live_ab import AB_MODE_KEY, LiveAB, result_text, step_target
 
 
 class ABCompared(Message):
@@ -38,13 +30,6 @@ class ABCompared(Message):
 class ABActions(KeyActions):
     ab_mode = False                     # V: the next option change runs as an A/B
     _ab_comparing = False
-
-    def ab_end_asked(self) -> str | None:
-        """The engine reader's side of Enter/Esc: the ask, once."""
-        try:
-            return self._ab_ends.get_nowait()
-        except queue.Empty:
-            return None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("ab_adopt", "ab_keep"):
@@ -72,9 +57,9 @@ class ABActions(KeyActions):
 
     def start_ab(self, target: OptConfig, step: NextStep | None = None) -> None:
         """Arm B on `target` beside the served config, or why it cannot, said."""
-        view, engine = self.view, self.engine
+        view, facts = self.view, self.facts()
         why = None
-        if engine is None or view is None or self.engine_state != "live":
+        if facts is None or view is None or self.engine_state != "live":
             why = "the engine is not serving yet"
         elif self._ab is not None:
             why = "an A/B is running: Enter adopts B, Esc keeps A"
@@ -82,17 +67,15 @@ class ABActions(KeyActions):
             why = "a warm switch is under way"
         elif target == view.options:
             why = f"{target.label()} is the config served"
-        elif engine.journal_problem:
-            why = f"arm B records into the session's journal, and {engine.journal_problem}"
+        elif facts.journal_problem:
+            why = f"arm B records into the session's journal, and {facts.journal_problem}"
         if why is not None:
             self.say(f"no A/B: {why}", severity="warning")
             return
-        assert engine is not None and view is not None
-        while self.ab_end_asked() is not None:
-            pass                        # an Enter pressed twice in the last one
+        assert view is not None
         self._ab = LiveAB(target, view.config_id, self._engine_now_s(), step)
         self.ab_mode = False
-        engine.ab_start(target)
+        self._send(ABStart(target))
         self._show_switch()
         self.say(f"A/B: a second engine warms {target.label()} beside {view.config_id}; then "
                  f"they serve alternate requests, half the trace's rate each")
@@ -122,15 +105,20 @@ class ABActions(KeyActions):
         if not ab.split:
             self.say("arm B is still warming: Esc gives it up")
             return
-        self._ab_ends.put("adopt")
+        self._send(ABEnd(adopt=True))
 
     def action_ab_keep(self) -> None:
         if self._ab is not None:
-            self._ab_ends.put("keep")
+            self._send(ABEnd(adopt=False))
 
-    def _ab_over(self, how: str) -> None:
+    def _ab_over(self, how: str, error: str = "") -> None:
         ab, self._ab = self._ab, None
         if ab is None:
+            return
+        if how == "failed":
+            self.say(f"A/B ended: {error}; {ab.a_id} serves everything; both arms' requests "
+                     f"are in the session", severity="error")
+            self._show_switch()
             return
         result = result_text(ab) if ab.split else "not compared"
         if how == "adopt":
@@ -150,29 +138,21 @@ class ABActions(KeyActions):
             self._ab = self._ab.seen(view, "a")
             self._compare_when_stale()
 
-    def on_abevent(self, message: ABEvent) -> None:
-        event, ab = message.event, self._ab
+    def on_ab_event(self, event: ArmStarted | ArmLive | ABSplit | ABEnded) -> None:
+        ab = self._ab
         if isinstance(event, ABEnded):
-            self._ab_over(event.how)
+            self._ab_over(event.how, event.error)
             return
         if ab is None:
             return
         if isinstance(event, ArmStarted):
             self._ab = replace(ab, b_id=event.config_id)
-        elif isinstance(event, WarmReady):
+        elif isinstance(event, ABSplit):
             self._ab = replace(ab, split_s=self._engine_now_s())
         elif isinstance(event, ArmLive):
             self._ab = ab.seen(event.view, "b")
             self._compare_when_stale()
         self._show_switch()
-
-    def ab_side_failed(self, event: WarmFailed) -> None:
-        """Arm B's engine failed: the handle ended the A/B, A serves everything."""
-        ab, self._ab = self._ab, None
-        if ab is not None:
-            self.say(f"A/B: arm B ({ab.target.label()}) failed: {event.error}; {ab.a_id} "
-                     f"serves everything", severity="error")
-            self._show_switch()
 
     def _compare_when_stale(self) -> None:
         ab = self._ab

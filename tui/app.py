@@ -1,8 +1,9 @@
 """The infertop dashboard: one immutable LiveView in an app-level reactive, panels bound to
 it, keys that send commands to an engine running in another process.
 
-The event loop never waits on the engine: a worker thread owns the engine handle's start,
-poll and restart (tui/engine_reader.py), and posts what it reads as messages. The app puts
+The event loop never waits on the engine: a worker thread opens and polls the engine link
+(tui/engine_reader.py; the link is the seam, probe/contract/engine_link.py, whatever its
+transport), and posts what it hears as one message. The app puts
 its parts together: its state (tui/dashboard_state.py), what its keys do (tui/key_actions.py
 and the live A/B's tui/ab_actions.py, bound in tui/keys.py), what the engine's messages do
 (tui/engine_events.py) and its layout (tui/dashboard_layout.py).
@@ -34,9 +35,10 @@ class InfertopApp(EngineEvents, ABActions):
         yield from dashboard_widgets(self._clock)
 
     def on_mount(self) -> None:
-        if self.engine is not None:
-            if self.engine.journal_problem:
-                self.say(f"{self.engine.journal_problem}. Should the engine crash, what it "
+        facts = self.facts()
+        if facts is not None:
+            if facts.journal_problem:
+                self.say(f"{facts.journal_problem}. Should the engine crash, what it "
                          f"served cannot be saved: press s while it runs to keep it.",
                          severity="warning", timeout=20)
             self._read_engine()
@@ -54,10 +56,9 @@ class InfertopApp(EngineEvents, ABActions):
 
     @work(thread=True, exclusive=True, name="engine reader", group="engine", exit_on_error=False)
     def _read_engine(self) -> None:
-        engine, worker = self.engine, get_current_worker()
-        assert engine is not None
+        link, worker = self.link, get_current_worker()
+        assert link is not None
         try:
-            EngineReader(engine, self.post_message, self._stopping, self._restart,
-                         self.take_abandoned, self.ab_end_asked).run(worker)
+            EngineReader(link, self.post_message, self._stopping).run(worker)
         finally:
             self.reader_stopped.set()

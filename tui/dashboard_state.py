@@ -1,6 +1,6 @@
 """What the dashboard holds: the reactives its panels bind to (the live view, the options asked
-for, the replay's speed, the engine's state), the engine handle and the events its reader
-thread shares, the warm switch under way; and what its keys and its engine's events both use:
+for, the replay's speed, the engine's state), the engine link (probe/contract/engine_link.py:
+whatever the transport), the warm switch under way; and what its keys and its engine's events both use:
 a notification, a command sent, the engine's clock now, the warm switch's line.
 
 tui/key_actions.py (the keys) and tui/engine_events.py (what the engine says) build on it, and
@@ -8,25 +8,32 @@ tui/app.py puts the two together."""
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from textual.app import App
 from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.timer import Timer
 
+from probe.contract.engine_link import (
+    ABEnded,
+    ABSplit,
+    ArmLive,
+    ArmStarted,
+    Ask,
+    EngineLink,
+    LinkFacts,
+    Pause,
+    SetSpeed,
+)
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
-from probe.contract.protocol import EngineHandle, Pause, SetSpeed
-from probe.contract.records import CompileInProgress
 from tui.fit_line import Part
 from tui.live_ab import LiveAB, ab_line
-from tui.trace_shape import engine_trace_shape
-from tui.warm_switch import WarmSwitch, switch_on_parts, warm_parts
+from tui.warm_switch import SwitchUnderWay, switch_on_parts, warm_parts
 
 APPLY_DELAY_S = 1.0     # toggles are sent once no key has been pressed for this long
 
@@ -47,28 +54,25 @@ class DashboardState(App[int]):
     switch_note: reactive[str | tuple[Part, ...]] = reactive("", init=False)
     warming_beside: reactive[str] = reactive("", init=False)     # serving id while a side warms
 
-    def __init__(self, engine: EngineHandle | None, *, initial: LiveView | None = None,
+    def __init__(self, link: EngineLink | None, *, initial: LiveView | None = None,
                  options: OptConfig, snapshot_dir: Path, speed: float | None,
                  read_only: bool = False,
                  source: str = "", clock: Callable[[], float] = time.monotonic,
                  apply_delay_s: float = APPLY_DELAY_S) -> None:
         super().__init__()
-        self.engine = engine
-        self.read_only = read_only or engine is None
+        self.link = link
+        self.read_only = read_only or link is None
         self.snapshot_dir = Path(snapshot_dir)
         self._clock = clock
         self._apply_delay_s = apply_delay_s
         self._apply_timer: Timer | None = None
         self._view_at = clock()
-        self._restart = threading.Event()
-        self._abandoned: CompileInProgress | None = None     # the compile x gave up
-        self._abandoned_lock = threading.Lock()
         self._stopping = threading.Event()
         self.reader_stopped = threading.Event()
         self._notices_seen_s = float("-inf")
-        self._warm: WarmSwitch | None = None
+        self._warm: SwitchUnderWay | None = None
         self._ab: LiveAB | None = None          # the live A/B (tui/ab_actions.py)
-        self._ab_ends: queue.SimpleQueue[str] = queue.SimpleQueue()     # for the reader
+        self.steering = True                    # False: another dashboard steers this server
         self.set_reactive(DashboardState.view, initial)
         self.set_reactive(DashboardState.requested, options)
         self.set_reactive(DashboardState.speed, speed)
@@ -78,24 +82,15 @@ class DashboardState(App[int]):
         else:
             state = "live" if initial is not None else "starting"
         # something useful from the first frame: the trace's shape while the engine loads
-        self.trace_shape = "" if engine is None else engine_trace_shape(engine)
+        self.trace_shape = "" if link is None else link.facts().source
         self.set_reactive(DashboardState.engine_state, state)
         self.set_reactive(DashboardState.engine_note,
                           source or (self.trace_shape if state == "starting" else ""))
-        if engine is None:
+        if link is None:
             self.reader_stopped.set()
 
-    def give_up(self, compiling: CompileInProgress) -> None:
-        """Restart the engine, giving up `compiling` (the reader takes it at the restart)."""
-        with self._abandoned_lock:
-            self._abandoned = compiling
-        self._restart.set()
-
-    def take_abandoned(self) -> CompileInProgress | None:
-        """The compile given up, once (the reader thread's side of give_up)."""
-        with self._abandoned_lock:
-            abandoned, self._abandoned = self._abandoned, None
-        return abandoned
+    def facts(self) -> LinkFacts | None:
+        return None if self.link is None else self.link.facts()
 
     def _another_engine_serves(self) -> None:
         """A restarted, cut-over or adopted engine starts with its launch's speed, unpaused:
@@ -109,18 +104,8 @@ class DashboardState(App[int]):
     def ab_saw_a(self, view: LiveView) -> None:
         """Arm A's live view, for a live A/B (tui/ab_actions.py)."""
 
-    def ab_side_failed(self, event: Any) -> None:
-        """Arm B's engine failed: WarmFailed (tui/ab_actions.py)."""
-
-    def _ab_lost(self, why: str) -> None:
-        """The serving engine restarted or died: the A/B ends (the reader stops arm B; what it
-        held is carried across, dispatched and not recorded)."""
-        if self._ab is not None:
-            self._ab = None
-            self._ab_ends.put("keep")
-            self.say(f"A/B ended: {why}; both arms' requests are in the session",
-                     severity="warning")
-            self._show_switch()
+    def on_ab_event(self, event: ArmStarted | ArmLive | ABSplit | ABEnded) -> None:
+        """The live A/B's events (tui/ab_actions.py)."""
 
     def say(self, message: str, *, severity: SeverityLevel = "information",
             timeout: float | None = None) -> None:
@@ -128,9 +113,9 @@ class DashboardState(App[int]):
         a folder named `runs[/]` must not end the session."""
         self.notify(message, severity=severity, timeout=timeout, markup=False)
 
-    def _send(self, command: Any) -> None:
-        if self.engine is not None:
-            self.engine.send(command)
+    def _send(self, ask: Ask) -> None:
+        if self.link is not None:
+            self.link.send(ask)
 
     def _engine_now_s(self) -> float:
         """The engine's session clock now, from the latest live view and the time since."""

@@ -1,25 +1,35 @@
-"""What the engine says, as the dashboard takes it: each message the engine reader posts
-(tui/engine_reader.py) and the warm switch's progress, turned into the dashboard's state and
-its notifications."""
+"""What the engine says, as the dashboard takes it: each event the engine link hears (one
+message, tui/messages.py, dispatched here by its type), turned into the dashboard's state and
+its notifications. The live A/B's events are tui/ab_actions.py's."""
 
 from __future__ import annotations
+
+from typing import Any, Callable
 
 from textual import on
 from textual.notifications import SeverityLevel
 from textual.worker import Worker, WorkerState
 
-from probe.contract.protocol import CutOverDone, WarmFailed, WarmProgress
-from tui.dashboard_state import DashboardState
-from tui.messages import (
+from probe.contract.engine_link import (
+    ABEnded,
+    ABSplit,
+    ArmLive,
+    ArmStarted,
+    CutOverDone,
     EngineFailed,
     EngineLive,
     EngineLoading,
-    EngineRestarted,
     ReplayFinished,
+    Restarted,
+    Role,
     SnapshotFailed,
     SnapshotSaved,
+    WarmFailed,
+    WarmProgress,
 )
-from tui.warm_switch import WarmSwitchEvent, warm_line
+from tui.dashboard_state import DashboardState
+from tui.messages import EngineHeard
+from tui.warm_switch import warm_line
 
 SPEED_ECHO_S = 1.5      # a live view built before the engine took a new speed may still come
 NOTICE_SEVERITY: dict[str, SeverityLevel] = {"info": "information", "warning": "warning",
@@ -27,6 +37,20 @@ NOTICE_SEVERITY: dict[str, SeverityLevel] = {"info": "information", "warning": "
 
 
 class EngineEvents(DashboardState):
+    def on_engine_heard(self, message: EngineHeard) -> None:
+        handler = self._handlers().get(type(message.heard))
+        if handler is not None:
+            handler(message.heard)
+
+    def _handlers(self) -> dict[type, Callable[[Any], None]]:
+        return {EngineLive: self.on_engine_live, EngineLoading: self.on_engine_loading,
+                EngineFailed: self.on_engine_failed, Restarted: self.on_engine_restarted,
+                ReplayFinished: self.on_replay_finished, SnapshotSaved: self.on_snapshot_saved,
+                SnapshotFailed: self.on_snapshot_failed, Role: self.on_role,
+                WarmProgress: self.on_warm_switch_event, WarmFailed: self.on_warm_switch_event,
+                CutOverDone: self.on_warm_switch_event, ArmStarted: self.on_ab_event,
+                ArmLive: self.on_ab_event, ABSplit: self.on_ab_event, ABEnded: self.on_ab_event}
+
     def on_engine_live(self, message: EngineLive) -> None:
         previous, self.view = self.view, message.view
         self._view_at = self._clock()
@@ -51,17 +75,20 @@ class EngineEvents(DashboardState):
 
     def on_engine_failed(self, message: EngineFailed) -> None:
         self.engine_state, self.engine_note = "failed", message.error
-        self._ab_lost("the serving engine stopped")
-        promise = self.engine.journal_promise() if self.engine is not None else None
-        after = promise.after_crash() if promise is not None else ""
+        facts = self.facts()
+        after = facts.after_crash if facts is not None else ""
         self.say(f"the engine stopped: {message.error}. {after}", severity="error", timeout=15)
 
-    def on_engine_restarted(self, _: EngineRestarted) -> None:
+    def on_engine_restarted(self, _: Restarted) -> None:
         self._another_engine_serves()
-        self._ab_lost("the engine restarted")
         if self._warming():                 # a restart stops the side engine too
             self._warm = None
             self._show_switch()
+
+    def on_role(self, role: Role) -> None:
+        self.steering = role.steering
+        self.say(role.text, severity="information" if role.steering else "warning")
+        self.refresh_bindings()
 
     def on_replay_finished(self, _: ReplayFinished) -> None:
         self.engine_state = "finished"
@@ -83,11 +110,8 @@ class EngineEvents(DashboardState):
             self.engine_state, self.engine_note = "failed", f"reader: {event.worker.error}"
             self.say(f"lost the engine: {event.worker.error}", severity="error")
 
-    def on_warm_switch_event(self, message: WarmSwitchEvent) -> None:
-        event, switch = message.event, self._warm
-        if self._ab is not None and isinstance(event, WarmFailed):
-            self.ab_side_failed(event)
-            return
+    def on_warm_switch_event(self, event: WarmProgress | WarmFailed | CutOverDone) -> None:
+        switch = self._warm
         if switch is None:
             return
         if isinstance(event, WarmProgress):

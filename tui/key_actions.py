@@ -5,21 +5,29 @@ reasons screens, giving up a compile, restarting a dead engine, quitting. On a s
 
 from __future__ import annotations
 
-from textual import work
-
 from probe.common.atomic import write_atomic
-from probe.contract.protocol import Pause, ResetWindow, Resume, SaveSnapshot, SetOptions, SetSpeed
+from probe.contract.engine_link import (
+    GiveUp,
+    Pause,
+    ResetWindow,
+    Restart,
+    Resume,
+    SaveSnapshot,
+    SetOptions,
+    SetSpeed,
+    StopSide,
+    WarmSwitch,
+)
 from tui import derive
 from tui.dashboard_state import DashboardState
 from tui.doctor_screen import DoctorScreen
 from tui.help_screen import HelpScreen
 from tui.keys import KEYS
 from tui.live_ab import ab_report
-from tui.messages import SnapshotFailed, SnapshotSaved
 from tui.pending_wait import GIVE_UP_KEY, fallback_label, fallback_options
 from tui.reasons_screen import ReasonsScreen
 from tui.snapshot_files import snapshot_folder_problem, snapshot_paths
-from tui.warm_switch import SWITCH_KEY, WarmSwitch, wants_warm
+from tui.warm_switch import SWITCH_KEY, SwitchUnderWay, wants_warm
 from workloads.thinning import CLOCK_FLOOR, bounded_factor, factor_text
 
 GIVE_UP_CONFIRM_S = 5.0     # x pressed again within this: go ahead although it loses work
@@ -28,7 +36,8 @@ GIVE_UP_CONFIRM_S = 5.0     # x pressed again within this: go ahead although it 
 class KeyActions(DashboardState):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "restart_engine":
-            return self.engine is not None and self.engine_state == "failed"
+            facts = self.facts()
+            return facts is not None and not facts.remote and self.engine_state == "failed"
         return True
 
     def _read_only_says_so(self) -> bool:
@@ -60,11 +69,11 @@ class KeyActions(DashboardState):
 
     def _send_options(self) -> None:
         self._apply_timer = None
-        if self._warming() and self.engine is not None:
-            self.engine.stop_side()         # asked for something else: that warm-up is moot
+        if self._warming() and self.link is not None:
+            self._send(StopSide())          # asked for something else: that warm-up is moot
             self._warm = None
             self._show_switch()
-        if self.switch_kind == "warm" and self.engine is not None and wants_warm(
+        if self.switch_kind == "warm" and self.link is not None and wants_warm(
                 self.requested, self.view) and self.engine_state == "live":
             self._start_warm_switch()
             return
@@ -85,10 +94,10 @@ class KeyActions(DashboardState):
         self._show_switch()
 
     def _start_warm_switch(self) -> None:
-        assert self.engine is not None and self.view is not None
-        self._warm = WarmSwitch(self.requested, self.view.config_id, self._engine_now_s())
+        assert self.link is not None and self.view is not None
+        self._warm = SwitchUnderWay(self.requested, self.view.config_id, self._engine_now_s())
         self.options_sent_s = self._engine_now_s()  # pending (asked) until the cut over
-        self.engine.warm_switch(self.requested)
+        self._send(WarmSwitch(self.requested))
         self._show_switch()
         self.say(f"warm switch to {self.requested.label()}: a second engine compiles it beside "
                  f"{self.view.config_id}, which serves until it is ready")
@@ -137,33 +146,14 @@ class KeyActions(DashboardState):
         if problem is not None:
             self.say(problem, severity="error")
             return
-        if not self.read_only:
-            if self.engine_state == "failed" or self._ab is not None:
-                # down, or two engines serving: the journal holds what both served
-                self._save_without_engine(str(json_path), serving=self._ab is not None)
-            else:
-                self._send(SaveSnapshot(str(json_path)))
+        if not self.read_only:     # the engine's, or (down, or an A/B) from its journal
+            self._send(SaveSnapshot(str(json_path)))
         try:
             write_atomic(svg_path, [self.export_screenshot()])
         except OSError as exc:
             self.say(f"cannot write {svg_path}: {exc.strerror or exc}", severity="error")
         else:
             self.say(f"screenshot saved: {svg_path}")
-
-    @work(thread=True, name="save from the journal", group="save", exit_on_error=False)
-    def _save_without_engine(self, path: str, *, serving: bool = False) -> None:
-        """The engine is down, or two engines serve a live A/B (`serving`): the session JSON is
-        written here from its journal, on a thread (a long session's journal takes a moment
-        to read)."""
-        assert self.engine is not None
-        try:
-            self.engine.write_snapshot(path, serving=serving)
-        except OSError as exc:
-            self.post_message(SnapshotFailed(path, f"{exc.strerror or exc}"))
-        except Exception as exc:  # an unreadable journal: said, never a crash
-            self.post_message(SnapshotFailed(path, f"{exc}"))
-        else:
-            self.post_message(SnapshotSaved(path))
 
     # -- screens -----------------------------------------------------------------------------
     def action_help(self) -> None:
@@ -186,11 +176,8 @@ class KeyActions(DashboardState):
                                            view.compile_ledger if view else ()))
 
     def log_line(self) -> str:
-        if self.engine is None:
-            return "engine log: none (no engine: a saved session)"
-        if self.engine.log_path:
-            return f"engine log: {self.engine.log_path}"
-        return f"engine log: none ({self.engine.log_problem or 'not started yet'})"
+        facts = self.facts()
+        return "engine log: none (no engine: a saved session)" if facts is None else facts.log
 
     # -- the engine --------------------------------------------------------------------------
     async def action_quit(self) -> None:
@@ -203,7 +190,7 @@ class KeyActions(DashboardState):
         """Abandon the running compile: the previous config is asked for (the engine process
         keeps it for its restart) and the engine restarts; a compile holds the GIL in the
         engine and cannot be interrupted there safely."""
-        if self._read_only_says_so() or self.engine is None:
+        if self._read_only_says_so() or self.link is None:
             return
         view = self.view
         if view is None or view.compiling is None or self.engine_state != "live":
@@ -217,10 +204,9 @@ class KeyActions(DashboardState):
             self._apply_timer.stop()
             self._apply_timer = None
         self.requested = options
-        self._send(SetOptions(options))
         self.options_sent_s = None          # the restarted engine starts with these
         self.engine_state, self.engine_note = "starting", ""
-        self.give_up(view.compiling)
+        self._send(GiveUp(view.compiling, options))
         queued = view.replay.queue_depth
         carried = (f"the {queued} queued request(s) are carried across and served under it"
                    if queued else "no request is lost")
@@ -231,13 +217,9 @@ class KeyActions(DashboardState):
         """With a session journal nothing is lost (the queue is carried across the restart).
         Without one the restarted engine starts a new session: the key asks first, saying
         what would be lost, and a second press within GIVE_UP_CONFIRM_S goes ahead."""
-        assert self.engine is not None
-        # a journal the engine writes: the restart continues the session from it (its header
-        # follows the first configs, so journal_promise's first-line check does not apply)
-        path = getattr(self.engine, "journal_path", None)
-        if path and not getattr(self.engine, "journal_problem", None):
+        facts = self.facts()
+        if facts is None or facts.continues:
             return True
-        promise = self.engine.journal_promise()
         now = self._clock()
         asked = getattr(self, "_give_up_asked_at", None)
         if asked is not None and now - asked <= GIVE_UP_CONFIRM_S:
@@ -246,14 +228,15 @@ class KeyActions(DashboardState):
         self._give_up_asked_at = now
         served = view.replay.completed
         self.say(f"{GIVE_UP_KEY} restarts the engine, and this session has no journal "
-                 f"({promise.why}): the restarted engine would start a new session, losing the "
+                 f"({facts.journal_problem or 'no session journal'}): the restarted engine "
+                 f"would start a new session, losing the "
                  f"{served} request(s) served so far and the {view.replay.queue_depth} queued "
                  f"from it. Press {GIVE_UP_KEY} again within {GIVE_UP_CONFIRM_S:.0f} s to give "
                  f"up the compile anyway", severity="warning", timeout=GIVE_UP_CONFIRM_S)
         return False
 
     def action_restart_engine(self) -> None:
-        if self.engine is None or self.engine_state != "failed":
+        if not self.check_action("restart_engine", ()):
             return
         self.engine_state, self.engine_note = "starting", ""
-        self._restart.set()
+        self._send(Restart())

@@ -19,6 +19,7 @@ from probe.contract.live import LiveView, ReplayStatus
 from probe.contract.options import OptConfig
 from probe.contract.session import SessionData
 from probe.engine.process.engine_process import EngineClient, launch_from_args
+from probe.engine.process.local_link import LocalLink
 from probe.session_store.snapshot import (
     read_document,
     saved_live_parts,
@@ -27,6 +28,7 @@ from probe.session_store.snapshot import (
 )
 from tui.snapshot_files import snapshot_folder_problem
 from tui.terminal_size import adopt_terminal_size
+from tui.trace_shape import trace_shape
 
 READER_STOP_WAIT_S = 3.0
 
@@ -54,7 +56,8 @@ def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
     from tui.app import InfertopApp
     engine = EngineClient(engine_launch)
     engine.open_journal()               # a state folder that takes none is said at the start
-    app = InfertopApp(engine, options=engine_launch.options, snapshot_dir=snapshot_dir,
+    link = LocalLink(engine, source=trace_shape(engine_launch.workload))
+    app = InfertopApp(link, options=engine_launch.options, snapshot_dir=snapshot_dir,
                       speed=engine_launch.speed)
     adopt_terminal_size()
     try:
@@ -62,7 +65,7 @@ def _run_live(args: argparse.Namespace, snapshot_dir: Path) -> int:
     finally:
         # The reader thread polls the engine; let it finish before the pipe closes.
         app.reader_stopped.wait(READER_STOP_WAIT_S)
-        engine.stop()
+        link.close()
     return app.return_code or 0
 
 

@@ -7,9 +7,7 @@ until `Enter` adopts B or `Esc` keeps A. Both arms stay in the session as segmen
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping
-
-from textual.message import Message
+from typing import Iterable, Mapping
 
 from probe.analysis.ab_compare import HEADLINE, Comparison
 from probe.analysis.ab_table import comparison_lines, signed_text
@@ -24,21 +22,6 @@ from tui.pending_wait import fmt_wait
 AB_MODE_KEY = "V"           # the next option change runs as an A/B
 AB_STEP_KEY = "v"           # A/B the doctor's next step now
 ADOPT_KEY, KEEP_KEY = "enter", "escape"
-
-
-@dataclass(frozen=True)
-class ABEnded:
-    """The reader adopted B ("adopt") or kept A ("keep"), as the user asked."""
-    how: str
-
-
-class ABEvent(Message):
-    """Arm B's ArmStarted, WarmReady (it is warm: the reader split the requests) or ArmLive,
-    or ABEnded, posted by the engine reader."""
-
-    def __init__(self, event: Any) -> None:
-        super().__init__()
-        self.event = event
 
 
 @dataclass(frozen=True)

@@ -1,59 +1,25 @@
-"""Messages the engine reader thread posts to the app (thread-safe `post_message`).
+"""The one message the engine reader thread posts to the app (thread-safe `post_message`):
+what the engine link heard, a frozen value of probe.contract.engine_link's `Heard`, carried
+as is. The app dispatches on its type in one place (tui/engine_events.py); nothing is
+re-declared here.
 
-They are defined here, not in a widget, because their sender is a worker thread.
-"""
+Defined here, not in a widget, because its sender is a worker thread."""
 
 from __future__ import annotations
 
 from textual.message import Message
 
-from probe.contract.live import LiveView
+from probe.contract.engine_link import EngineLive, EngineLoading, Heard
+
+COALESCED = (EngineLive, EngineLoading)     # only the newest of these matters
 
 
-class EngineLive(Message):
-    """A new live view. Coalesces: a queued older one is dropped for the newest."""
-
-    def __init__(self, view: LiveView) -> None:
+class EngineHeard(Message):
+    def __init__(self, heard: Heard) -> None:
         super().__init__()
-        self.view = view
+        self.heard = heard
 
     def can_replace(self, message: Message) -> bool:
-        return isinstance(message, EngineLive)
-
-
-class EngineLoading(Message):
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, EngineLoading)
-
-
-class EngineFailed(Message):
-    """The engine process died or could not start; the dashboard keeps what it has."""
-
-    def __init__(self, error: str) -> None:
-        super().__init__()
-        self.error = error
-
-
-class EngineRestarted(Message):
-    pass
-
-
-class ReplayFinished(Message):
-    pass
-
-
-class SnapshotSaved(Message):
-    def __init__(self, path: str) -> None:
-        super().__init__()
-        self.path = path
-
-
-class SnapshotFailed(Message):
-    def __init__(self, path: str, error: str) -> None:
-        super().__init__()
-        self.path = path
-        self.error = error
+        """A queued older live view (or loading line) is dropped for the newest."""
+        return (isinstance(message, EngineHeard) and isinstance(self.heard, COALESCED)
+                and type(message.heard) is type(self.heard))

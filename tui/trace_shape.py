@@ -24,9 +24,3 @@ def trace_shape(workload: Any) -> str:
     return (f"trace {trace.name}: {len(requests)} requests over {minutes}:{seconds:02d}{rate}; "
             f"inputs p50 {inputs.p50:.0f} (max {inputs.max:.0f}) tokens, outputs p50 "
             f"{outputs.p50:.0f}")
-
-
-def engine_trace_shape(engine: Any) -> str:
-    """The shape of the workload an engine handle was launched with ("" when it has none)."""
-    launch = getattr(engine, "launch", None)
-    return trace_shape(getattr(launch, "workload", None))

@@ -1,14 +1,11 @@
 """The warm switch, as the dashboard runs it: with `S` on, an option change that needs a compile
 starts a side engine on the new config that compiles and prewarms beside the serving one; when
-it is ready the session cuts over to it (the engine handle's `warm_switch`/`cut_over`), so no
+it is ready the session cuts over to it (the link's WarmSwitch ask; the link cuts over), so no
 request waits on the compile. `S` again: the cold switch (requests wait on the compile)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
-
-from textual.message import Message
 
 from probe.analysis.side_compile_cost import SideCompileCost, side_compile_cost
 from probe.contract.live import LiveView
@@ -20,7 +17,7 @@ SWITCH_KEY = "S"
 
 
 @dataclass(frozen=True)
-class WarmSwitch:
+class SwitchUnderWay:
     target: OptConfig
     serving_id: str             # the config that keeps serving meanwhile
     started_s: float            # session time the side engine was asked for
@@ -29,11 +26,11 @@ class WarmSwitch:
     seconds: float | None = None    # the side compile's wall time, once ready
     cost: SideCompileCost | None = None
 
-    def progressed(self, shapes: int) -> WarmSwitch:
+    def progressed(self, shapes: int) -> SwitchUnderWay:
         return replace(self, shapes=shapes)
 
     def done(self, at_s: float, seconds: float, shapes: int,
-             view: LiveView | None) -> WarmSwitch:
+             view: LiveView | None) -> SwitchUnderWay:
         return replace(self, cut_over_s=at_s, seconds=seconds, shapes=shapes,
                        cost=self.cost_in(view, at_s))
 
@@ -47,7 +44,7 @@ def shapes_text(shapes: int) -> str:
     return f"{shapes} shape{'s' * (shapes != 1)}" if shapes else "its shapes"
 
 
-def warm_parts(switch: WarmSwitch, view: LiveView | None, now_s: float) -> tuple[Part, ...]:
+def warm_parts(switch: SwitchUnderWay, view: LiveView | None, now_s: float) -> tuple[Part, ...]:
     """The `⇄` line's parts, shortened by meaning where the line is narrow (tui/fit_line.py):
     what the switch is doing stays, its detail shortens, the pointer to the notice goes first.
     "warm switch to compile=default: prewarming 4 shapes beside c2, 35 s so far · serving
@@ -85,7 +82,7 @@ def switch_on_parts() -> tuple[Part, ...]:
             part(f"{SWITCH_KEY}: cold switch", None, 1))
 
 
-def warm_line(switch: WarmSwitch, view: LiveView | None, now_s: float) -> str:
+def warm_line(switch: SwitchUnderWay, view: LiveView | None, now_s: float) -> str:
     """The same, whole, as one sentence (the notification at the cut over)."""
     return " — ".join(p.full.plain for p in warm_parts(switch, view, now_s))
 
@@ -94,11 +91,3 @@ def wants_warm(requested: OptConfig, view: LiveView | None) -> bool:
     """A warm switch only where there is something to prewarm: a compiled config that differs
     from the one served (eager configs switch between requests without a stall anyway)."""
     return view is not None and requested.compiled and requested != view.options
-
-
-class WarmSwitchEvent(Message):
-    """A side engine's WarmProgress/WarmFailed, or CutOverDone once the reader cut over."""
-
-    def __init__(self, event: Any) -> None:
-        super().__init__()
-        self.event = event

@@ -123,6 +123,7 @@ class LinkFacts:
     log: str                    # "engine log: PATH", or why there is none
     journal_problem: str | None = None  # why what is served cannot be saved after a crash
     after_crash: str = ""       # what `s` and `R` can still do once the engine has died
+    continues: bool = True      # a restart continues the session (a journal holds it)
     remote: bool = False        # a server: `q` leaves it serving; no restart from here
 
 

@@ -24,6 +24,7 @@ from workloads.trace_records import TraceRequest
 class EngineHandle(Protocol):
     log_path: str | None                  # the running engine's log (a fresh one per start)
     log_problem: str | None               # why there is no log, when there is none
+    journal_path: str | None              # the session's journal, once made
     journal_problem: str | None           # why the session has no journal, when it has none
 
     def start(self) -> None: ...          # spawn the engine process (returns at once)

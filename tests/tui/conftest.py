@@ -15,6 +15,7 @@ from rich.console import Console
 
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
+from probe.engine.process.local_link import LocalLink
 from tests.fake_engine import FakeEngine
 from tests.tui.synthetic import ASKED, STAGES, stage
 from tui.app import InfertopApp
@@ -37,14 +38,15 @@ def still_compile_clock(monkeypatch) -> None:
 @pytest.fixture
 def make_app(tmp_path: Path, stages) -> Callable[..., InfertopApp]:
     def make(engine: FakeEngine | None = None, *, at: str | None = "baseline",
-             options: OptConfig | None = None, **kwargs) -> InfertopApp:
+             options: OptConfig | None = None, source: str = "", **kwargs) -> InfertopApp:
         initial = stages[at] if at else None
         if options is None:
             options = ASKED.get(at or "", initial.options if initial else OptConfig())
         kwargs.setdefault("snapshot_dir", tmp_path / "snapshots")
         kwargs.setdefault("speed", 1.0)
         kwargs.setdefault("clock", lambda: 0.0)
-        return InfertopApp(engine, initial=initial, options=options, **kwargs)
+        link = None if engine is None else LocalLink(engine, source)
+        return InfertopApp(link, initial=initial, options=options, **kwargs)
 
     return make
 

@@ -12,7 +12,7 @@ from probe.contract import protocol
 from probe.contract.protocol import Pause, SetSpeed
 from probe.contract.records import Notice
 from tests.fake_engine import FakeEngine
-from tui.messages import EngineLive, EngineLoading
+from tui.messages import EngineHeard
 
 
 def status(app) -> str:
@@ -43,9 +43,12 @@ async def test_the_engine_is_started_and_its_snapshots_reach_every_panel(make_ap
 
 
 async def test_live_messages_coalesce_to_the_newest():
-    older, newer = EngineLive(object()), EngineLive(object())  # type: ignore[arg-type]
+    older, newer = (EngineHeard(protocol.EngineLive(object())),  # type: ignore[arg-type]
+                    EngineHeard(protocol.EngineLive(object())))  # type: ignore[arg-type]
     assert newer.can_replace(older)
-    assert not newer.can_replace(EngineLoading("x"))
+    assert not newer.can_replace(EngineHeard(protocol.EngineLoading("x")))
+    failed = EngineHeard(protocol.EngineFailed("x"))
+    assert not failed.can_replace(EngineHeard(protocol.EngineFailed("y")))   # each is said
 
 
 async def test_a_dead_engine_is_said_its_data_kept_and_R_restarts_it(make_app, stages, until,

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from probe.engine.process.engine_process import EngineClient, launch_from_args
+from probe.engine.process.local_link import LocalLink
 from tui.app import InfertopApp
 
 
@@ -37,7 +38,7 @@ async def test_a_live_ab_serves_alternate_arrivals_compares_and_keeps_a(tmp_path
     launch = launch_from_args(args)
     client = EngineClient(launch)
     snapshots = tmp_path / "snapshots"
-    app = InfertopApp(client, options=launch.options, snapshot_dir=snapshots, speed=4.0,
+    app = InfertopApp(LocalLink(client), options=launch.options, snapshot_dir=snapshots, speed=4.0,
                       apply_delay_s=0)
     try:
         async with app.run_test(size=(200, 45)) as pilot:

@@ -89,7 +89,7 @@ def test_launch_load_runs_the_app_read_only(saved, monkeypatch):
     monkeypatch.setattr(InfertopApp, "run", lambda self, **kw: ran.append(self))
     assert launch(_args(load=str(saved))) == 0
     (app,) = ran
-    assert app.read_only and app.engine is None and app.view.config_id == "c3"
+    assert app.read_only and app.link is None and app.view.config_id == "c3"
 
 
 def test_launch_live_builds_the_engine_from_args_and_stops_it(monkeypatch):
@@ -100,6 +100,7 @@ def test_launch_live_builds_the_engine_from_args_and_stops_it(monkeypatch):
         def __init__(self, args):
             from probe.contract.options import parse_opts
             self.options, self.speed = parse_opts(args.opt), args.speed
+            self.workload = None
 
     def client(config):
         engines.append(FakeEngine())

@@ -10,6 +10,7 @@ from probe.analysis.steady_state import capacity_rps
 from probe.contract.live import ReplayStatus
 from probe.contract.options import OptConfig
 from probe.contract.session import ConfigEntry, SessionData
+from probe.engine.process.local_link import LocalLink
 from tests.fake_engine import FakeEngine
 from tests.probe.test_steady_state import request
 from tui.app import InfertopApp
@@ -44,7 +45,7 @@ def backlog_view():
 async def test_the_panels_name_the_backlog_and_show_warm_figures_beside_all(tmp_path, read_screen):
     view = backlog_view()
     assert view.backlog is not None and view.window.backlog_dominated
-    app = InfertopApp(FakeEngine(), initial=view, options=view.options, speed=1.0,
+    app = InfertopApp(LocalLink(FakeEngine()), initial=view, options=view.options, speed=1.0,
                       clock=lambda: 0.0, snapshot_dir=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
@@ -62,7 +63,7 @@ async def test_the_panels_name_the_backlog_and_show_warm_figures_beside_all(tmp_
 
 async def test_the_compact_layout_keeps_a_warm_p50(tmp_path, read_screen):
     view = backlog_view()
-    app = InfertopApp(FakeEngine(), initial=view, options=view.options, speed=1.0,
+    app = InfertopApp(LocalLink(FakeEngine()), initial=view, options=view.options, speed=1.0,
                       clock=lambda: 0.0, snapshot_dir=tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()

@@ -24,9 +24,7 @@ def test_the_shape_in_one_line():
 
 
 async def test_the_status_bar_shows_it_while_the_engine_starts(make_app):
-    engine = FakeEngine()
-    engine.launch = SimpleNamespace(workload=_workload())
-    app = make_app(engine, at=None)
+    app = make_app(FakeEngine(), at=None, source=trace_shape(_workload()))
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         top = screen_text(app).splitlines()[0]

@@ -90,10 +90,10 @@ def test_the_warm_switch_line_shortens_by_meaning_and_keeps_what_the_switch_did(
     """At 80 columns the `⇄` line was dropped whole (a plain line with no short form): its
     parts shorten instead, what the switch is doing kept, the detail shortened first."""
     from probe.contract.options import OptConfig
-    from tui.warm_switch import WarmSwitch, switch_on_parts, warm_parts
+    from tui.warm_switch import SwitchUnderWay, switch_on_parts, warm_parts
     from tui.widgets.status_bar import switch_line
 
-    switch = WarmSwitch(OptConfig(compile="default", bucketing="on"), "c2", 10.0, shapes=4)
+    switch = SwitchUnderWay(OptConfig(compile="default", bucketing="on"), "c2", 10.0, shapes=4)
     warming = warm_parts(switch, None, 45.0)
     done = warm_parts(switch.done(60.0, 50.0, 4, None), None, 60.0)
     for width in (80, 120, 200):
