@@ -110,7 +110,7 @@ def _dashboard(url: str, api_key: str | None, snapshot_dir: Path) -> int:
         print(f"infertop attach: {url} is still warming; waiting for its first view "
               f"(Ctrl-C to stop)", file=sys.stderr)
         view = link.first_view(WARMING_S)
-    app = InfertopApp(link, initial=view,  # type: ignore[arg-type]
+    app = InfertopApp(link, initial=view,
                       options=view.options if view is not None else OptConfig(),
                       snapshot_dir=snapshot_dir, speed=None)
     adopt_terminal_size()

@@ -218,6 +218,45 @@ def test_a_live_ab_splits_real_arrivals_and_adopting_b_serves_on(server, links):
     assert started.config_id in by_config and len(by_config) == 2   # both arms served
 
 
+async def test_the_dashboard_attached_fills_switches_with_no_stall_and_q_leaves_it_serving(
+        server, links, tmp_path):
+    from tui.app import InfertopApp
+
+    _, url, _ = server
+    links[1].close()            # nobody steers now: the dashboard will
+    link = ServerLink(url, KEY)
+    link.open()
+    view = link.first_view(30)
+    assert view is not None and view.options.compile == "off"
+    app = InfertopApp(link, initial=view, options=view.options, snapshot_dir=tmp_path,
+                      speed=None)
+    load = Load(url, "tui-")
+
+    async def until(what, seconds: float = 60) -> None:
+        deadline = time.monotonic() + seconds
+        while not what():
+            assert time.monotonic() < deadline, "not seen in time"
+            await pilot.pause(0.1)
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(lambda: app.view is not None and any(
+            r.id.startswith("tui-") for r in app.view.recent))
+        assert app.steering and app.engine_state == "live"
+        await pilot.press("c")          # compile=default: compiled beside, then cut over
+        await until(lambda: app.view.options.compile == "default", 180)
+        served = len(load.done)
+        await until(lambda: len(load.done) > served + 3)
+        await pilot.pause(1.0)
+        switched = [r for r in app.view.recent if r.id.startswith("tui-")]
+        await pilot.press("q")
+    load.end()
+    link.close()
+    assert len({r.config_id for r in switched}) == 2, "requests of both configs are shown"
+    assert all(r.compile_stall_ms == 0 for r in switched)
+    with urllib.request.urlopen(url + "/health", timeout=5) as response:
+        assert json.load(response)["status"] == "ready"     # q left the server serving
+
+
 @pytest.mark.parametrize("given, says", [
     ("ftp://host", "expected http://HOST[:PORT]"),
     ("http://127.0.0.1:8000/v1/models", "expected http://HOST[:PORT]"),
@@ -236,16 +275,19 @@ def test_attach_refuses_a_wrong_key_before_the_dashboard_opens(server, capsys):
     assert "--api-key: the server at" in capsys.readouterr().err
 
 
-def test_a_wrong_key_and_a_stopped_server_are_heard_once(server, links):
+def test_a_wrong_key_and_a_stopped_server_are_heard_once(server):
     child, url, _ = server
     wrong = ServerLink(url, "not-the-key")
     wrong.open()
     failed = hear(wrong, lambda h: isinstance(h, EngineFailed))[-1]
     assert "API key" in failed.error
     wrong.close()
-    _, second = links
+    last = ServerLink(url, KEY)
+    last.open()
+    hear(last, lambda h: isinstance(h, EngineLive))
     child.send_signal(signal.SIGTERM)
     assert child.wait(timeout=120) == 128 + signal.SIGTERM
-    heard = hear(second, lambda h: isinstance(h, EngineFailed))
+    heard = hear(last, lambda h: isinstance(h, EngineFailed))
     assert "stopped answering" in heard[-1].error
-    assert second.poll(1.0) is None     # said once
+    assert last.poll(1.0) is None       # said once
+    last.close()
