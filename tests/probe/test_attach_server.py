@@ -1,9 +1,11 @@
-"""A dashboard's link to a running `infertop serve` (issue 53), at the link level: one t5-tiny
+"""A dashboard attached to a running `infertop serve` (issue 53): one t5-tiny
 server (continuous batching, bucketing, eager backend, an API key) on a free loopback port for
 the whole file, its requests sent by the official `openai` client, spoken to through
 ServerLink. The links hear the served requests in their live views; the first steers and the
 second watches (its asks refused); a SetOptions compiles the new config beside the serving one
-and cuts over with no request waiting on that compile; a server stopped is heard once."""
+and cuts over with no request waiting on that compile; a live A/B splits the arrivals; the
+dashboard itself (under Pilot) fills, switches with no stall and leaves the server serving on
+`q`; a server stopped is said once, the dashboard keeping what it showed."""
 
 from __future__ import annotations
 
@@ -119,6 +121,25 @@ class Load:
         return self.done
 
 
+async def until(pilot, what, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not what():
+        assert time.monotonic() < deadline, "not seen in time"
+        await pilot.pause(0.1)
+
+
+def dashboard(url: str, folder: Path):
+    """The dashboard over a ServerLink, as `infertop attach` builds it."""
+    from tui.app import InfertopApp
+
+    link = ServerLink(url, KEY)
+    link.open()
+    view = link.first_view(30)
+    assert view is not None
+    return InfertopApp(link, initial=view, options=view.options, snapshot_dir=folder,
+                       speed=None), link
+
+
 def hear(link: ServerLink, until, seconds: float = 60):
     """What the link hears until `until(heard)` is true (returned last), or fail."""
     heard, deadline = [], time.monotonic() + seconds
@@ -220,32 +241,20 @@ def test_a_live_ab_splits_real_arrivals_and_adopting_b_serves_on(server, links):
 
 async def test_the_dashboard_attached_fills_switches_with_no_stall_and_q_leaves_it_serving(
         server, links, tmp_path):
-    from tui.app import InfertopApp
-
     _, url, _ = server
     links[1].close()            # nobody steers now: the dashboard will
-    link = ServerLink(url, KEY)
-    link.open()
-    view = link.first_view(30)
-    assert view is not None and view.options.compile == "off"
-    app = InfertopApp(link, initial=view, options=view.options, snapshot_dir=tmp_path,
-                      speed=None)
+    app, link = dashboard(url, tmp_path)
+    assert app.view is not None and app.view.options.compile == "off"
     load = Load(url, "tui-")
 
-    async def until(what, seconds: float = 60) -> None:
-        deadline = time.monotonic() + seconds
-        while not what():
-            assert time.monotonic() < deadline, "not seen in time"
-            await pilot.pause(0.1)
-
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(lambda: app.view is not None and any(
+        await until(pilot, lambda: app.view is not None and any(
             r.id.startswith("tui-") for r in app.view.recent))
         assert app.steering and app.engine_state == "live"
         await pilot.press("c")          # compile=default: compiled beside, then cut over
-        await until(lambda: app.view.options.compile == "default", 180)
+        await until(pilot, lambda: app.view.options.compile == "default", 180)
         served = len(load.done)
-        await until(lambda: len(load.done) > served + 3)
+        await until(pilot, lambda: len(load.done) > served + 3)
         await pilot.pause(1.0)
         switched = [r for r in app.view.recent if r.id.startswith("tui-")]
         await pilot.press("q")
@@ -275,19 +284,25 @@ def test_attach_refuses_a_wrong_key_before_the_dashboard_opens(server, capsys):
     assert "--api-key: the server at" in capsys.readouterr().err
 
 
-def test_a_wrong_key_and_a_stopped_server_are_heard_once(server):
+async def test_a_wrong_key_is_heard_and_a_stopped_server_said_with_what_was_shown_kept(
+        server, tmp_path):
     child, url, _ = server
     wrong = ServerLink(url, "not-the-key")
     wrong.open()
     failed = hear(wrong, lambda h: isinstance(h, EngineFailed))[-1]
     assert "API key" in failed.error
     wrong.close()
-    last = ServerLink(url, KEY)
-    last.open()
-    hear(last, lambda h: isinstance(h, EngineLive))
-    child.send_signal(signal.SIGTERM)
-    assert child.wait(timeout=120) == 128 + signal.SIGTERM
-    heard = hear(last, lambda h: isinstance(h, EngineFailed))
-    assert "stopped answering" in heard[-1].error
-    assert last.poll(1.0) is None       # said once
-    last.close()
+    app, link = dashboard(url, tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.engine_state == "live")
+        shown = app.view
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=120) == 128 + signal.SIGTERM
+        await until(pilot, lambda: app.engine_state == "failed", 30)
+        assert "stopped answering" in app.engine_note
+        assert app.view is not None and shown is not None
+        # no request was sent since: what it showed is what it still shows
+        assert {r.id for r in shown.recent} <= {r.id for r in app.view.recent}
+        await pilot.press("q")
+    assert link.poll(1.0) is None       # said once
+    link.close()
