@@ -40,6 +40,7 @@ from probe.contract.engine_link import (
     SetOptions,
     SnapshotSaved,
     Steer,
+    StopSide,
     WarmFailed,
 )
 from probe.contract.options import OptConfig
@@ -217,6 +218,17 @@ def test_a_watcher_steers_once_the_steering_link_leaves(links):
     assert not role.steering
     second.send(Steer())
     assert hear(second, lambda h: isinstance(h, Role))[-1].steering
+
+
+def test_a_switch_given_up_leaves_the_serving_config_untouched(links):
+    _, second = links          # it steers now
+    second.send(SetOptions(SERVED))
+    second.send(StopSide())     # x: while the side engine still loads
+    given_up = hear(second, lambda h: isinstance(h, (WarmFailed, CutOverDone)))[-1]
+    assert isinstance(given_up, WarmFailed) and "given up" in given_up.error
+    view = hear(second, lambda h: isinstance(h, EngineLive))[-1].view
+    assert view.options.compile == "default"
+    assert any("given up" in n.text for n in view.notices)     # the journal keeps it
 
 
 def test_a_live_ab_splits_real_arrivals_and_adopting_b_serves_on(server, links):
