@@ -23,11 +23,11 @@ from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
 from probe.contract.session import Session
 from probe.contract.settings import EngineSettings
-from probe.engine.process.headless_journal import JournaledReplayer, dispatch_of, journal_engine
+from probe.engine.process.headless_journal import JournaledReplayer, dispatch_of
 from probe.engine.state_files import new_replay_journal, state_folder_problem
 from probe.server.arrivals import LiveArrivals
 from probe.server.seam import CANCELLED, STOPPED, Ask, Done, Limits, Listener, Refused, Tokens
-from probe.session_store.journal import CONTEXT_SECTIONS, JournalWriter
+from probe.session_store.journal import CONTEXT_SECTIONS, JournaledSession, JournalWriter
 from workloads.trace_records import TraceRequest
 
 if TYPE_CHECKING:
@@ -160,12 +160,16 @@ class EngineHost:
         except OSError as exc:
             self.journal_problem = f"no session journal: {state_folder_problem(exc)}"
         if self.journal is not None:
-            journal_engine(engine, self.journal, self._options)   # a fresh session: served only
+            # a fresh session, served requests only; counted per visit as the dashboard's is
+            # (a dashboard attached may switch the config back: a return opens a segment)
+            engine.session = JournaledSession(self.journal, per_visit=True)
+            engine.config_id = ""
+            engine.set_options(self._options)
             document = self._document(engine)
             self.journal.header(time.time() - engine.clock.now_s(),
                                 {name: document[name] for name in CONTEXT_SECTIONS})
         else:
-            engine.session, engine.config_id = Session(), ""
+            engine.session, engine.config_id = Session(per_visit=True), ""
             engine.set_options(self._options)
         engine.session.set_slo(self._slo)
         replayer: Any = self.arrivals
