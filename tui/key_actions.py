@@ -31,13 +31,16 @@ from tui.warm_switch import SWITCH_KEY, SwitchUnderWay, wants_warm
 from workloads.thinning import CLOCK_FLOOR, bounded_factor, factor_text
 
 GIVE_UP_CONFIRM_S = 5.0     # x pressed again within this: go ahead although it loses work
+NOT_ON_A_SERVER = frozenset({"pause", "speed", "give_up_compile"})
 
 
 class KeyActions(DashboardState):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        facts = self.facts()
         if action == "restart_engine":
-            facts = self.facts()
             return facts is not None and not facts.remote and self.engine_state == "failed"
+        if facts is not None and facts.remote and action in NOT_ON_A_SERVER:
+            return False        # its clients set the arrivals; the engine is the server's
         return True
 
     def _read_only_says_so(self) -> bool:
