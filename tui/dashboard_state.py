@@ -88,6 +88,8 @@ class DashboardState(App[int]):
                           source or (self.trace_shape if state == "starting" else ""))
         if link is None:
             self.reader_stopped.set()
+        elif link.facts().remote:
+            self.set_reactive(DashboardState.switch_kind, "warm")
 
     def facts(self) -> LinkFacts | None:
         return None if self.link is None else self.link.facts()

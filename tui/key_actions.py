@@ -31,7 +31,7 @@ from tui.warm_switch import SWITCH_KEY, SwitchUnderWay, wants_warm
 from workloads.thinning import CLOCK_FLOOR, bounded_factor, factor_text
 
 GIVE_UP_CONFIRM_S = 5.0     # x pressed again within this: go ahead although it loses work
-NOT_ON_A_SERVER = frozenset({"pause", "speed", "give_up_compile"})
+NOT_ON_A_SERVER = frozenset({"pause", "speed"})
 
 
 class KeyActions(DashboardState):
@@ -76,8 +76,11 @@ class KeyActions(DashboardState):
             self._send(StopSide())          # asked for something else: that warm-up is moot
             self._warm = None
             self._show_switch()
-        if self.switch_kind == "warm" and self.link is not None and wants_warm(
-                self.requested, self.view) and self.engine_state == "live":
+        facts = self.facts()
+        remote = facts is not None and facts.remote     # a server switches every change warm
+        if self.switch_kind == "warm" and self.link is not None and self.engine_state == "live" \
+                and (wants_warm(self.requested, self.view) or remote and self.view is not None
+                     and self.requested != self.view.options):
             self._start_warm_switch()
             return
         self.options_sent_s = self._engine_now_s()
@@ -86,6 +89,10 @@ class KeyActions(DashboardState):
     # -- the warm switch ---------------------------------------------------------------------
     def action_toggle_switch(self) -> None:
         if self._read_only_says_so():
+            return
+        facts = self.facts()
+        if facts is not None and facts.remote:
+            self.say("a server always switches warm: no request waits on a compile there")
             return
         self.switch_kind = "cold" if self.switch_kind == "warm" else "warm"
         if self.switch_kind == "warm":
@@ -195,6 +202,10 @@ class KeyActions(DashboardState):
         engine and cannot be interrupted there safely."""
         if self._read_only_says_so() or self.link is None:
             return
+        facts = self.facts()
+        if facts is not None and facts.remote:
+            self._give_up_switch()
+            return
         view = self.view
         if view is None or view.compiling is None or self.engine_state != "live":
             self.say(f"no compile is running: {GIVE_UP_KEY} gives up a running compile")
@@ -215,6 +226,20 @@ class KeyActions(DashboardState):
                    if queued else "no request is lost")
         self.say(f"gave up {view.config_id}'s compile ({who} waited): restarting the engine "
                  f"on {label}; {carried}; the session continues")
+
+    def _give_up_switch(self) -> None:
+        """On a server no request waits on a compile: `x` gives the switch under way up, and
+        the serving config serves on."""
+        switch = self._warm
+        if switch is None or not self._warming():
+            self.say(f"no switch is under way: {GIVE_UP_KEY} gives one up")
+            return
+        self._send(StopSide())
+        self._warm = None
+        if self.view is not None:
+            self.requested = self.view.options
+        self._show_switch()
+        self.say(f"gave up the switch to {switch.target.label()}; {switch.serving_id} serves on")
 
     def _give_up_confirmed(self, view) -> bool:
         """With a session journal nothing is lost (the queue is carried across the restart).
