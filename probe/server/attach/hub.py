@@ -22,9 +22,9 @@ Not offered on a live server, each answered with a Role saying so: pausing, the 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from probe.engine.process.live_reporter import LiveReporter
     from probe.server.engine_host import EngineHost
 
+log = logging.getLogger(__name__)   # the engine log (serve routes "probe" there)
 WARM_LIMIT_S = 900.0        # a side compile still running after this is given up
 WAIT_S = 0.2                # how often the publisher looks for a dashboard or a ready engine
 
@@ -228,7 +229,7 @@ class Hub:
             if errors:      # a compile that failed: the engine would serve it eager
                 raise RuntimeError(errors[0])
         except Exception as exc:  # the serving config is untouched
-            traceback.print_exc()
+            log.exception("the side engine failed")
             self._failed(side, f"{type(exc).__name__}: {exc}")
             return
         side.warmed = True
@@ -243,7 +244,7 @@ class Hub:
         try:
             arm.start(side.shapes, side.seconds)
         except Exception as exc:  # arm A serves on, alone
-            traceback.print_exc()
+            log.exception("the side engine failed")
             host.loop.divert = None
             self._failed(side, f"arm B could not join: {type(exc).__name__}: {exc}")
             return
@@ -265,7 +266,7 @@ class Hub:
             new.bandwidth = serving.bandwidth
             carry_side_compiles(new, side_session, side_start, serving.config_id)
         except Exception as exc:  # the serving engine goes on
-            traceback.print_exc()
+            log.exception("the side engine failed")
             side.over = False
             self._failed(side, f"the cut over failed: {type(exc).__name__}: {exc}")
             return serving

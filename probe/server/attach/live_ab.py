@@ -11,9 +11,9 @@ dispatched is lost."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from probe.engine.serving import ServingLoop
     from probe.server.engine_host import EngineHost
 
+log = logging.getLogger(__name__)   # the engine log (serve routes "probe" there)
 END_WAIT_S = 120.0          # arm B's wait for what it holds, once the A/B ends
 DRAINED_CHECK_S = 0.02
 
@@ -98,7 +99,7 @@ class ArmB:
         try:
             self._loop.run(self._stop)
         except Exception as exc:  # arm A serves on, and what B held
-            traceback.print_exc()
+            log.exception("the side engine failed")
             self.error = f"{type(exc).__name__}: {exc}"
             threading.Thread(target=self.end, args=(False, lambda a, b: None),
                              name="arm-b-end", daemon=True).start()
