@@ -35,6 +35,7 @@ class InfertopApp(EngineEvents, ABActions):
         yield from dashboard_widgets(self._clock)
 
     def on_mount(self) -> None:
+        self._show_switch()
         facts = self.facts()
         if facts is not None:
             if facts.journal_problem:

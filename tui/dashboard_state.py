@@ -136,6 +136,7 @@ class DashboardState(App[int]):
         elif switch is not None:
             self.switch_note = warm_parts(switch, self.view, self._engine_now_s())
         elif self.switch_kind == "warm":
-            self.switch_note = switch_on_parts()
+            facts = self.facts()
+            self.switch_note = switch_on_parts(server=facts is not None and facts.remote)
         else:
             self.switch_note = ""

@@ -75,8 +75,12 @@ def warm_parts(switch: SwitchUnderWay, view: LiveView | None, now_s: float) -> t
             part(f"its compiles and what they cost {serving}: the engine's notice", None, 1))
 
 
-def switch_on_parts() -> tuple[Part, ...]:
-    """The `⇄` line while the warm switch is on and no switch runs."""
+def switch_on_parts(*, server: bool = False) -> tuple[Part, ...]:
+    """The `⇄` line while the warm switch is on and no switch runs (`server`: attached to
+    one, where every change is a warm switch and `S` changes nothing)."""
+    if server:
+        return (part("a server switches warm: a changed config is prewarmed beside the "
+                     "serving one, then cut over; x gives a switch up", "warm switch", 9),)
     return (part("warm switch on: a config that compiles is prewarmed beside the serving one, "
                  "then cut over", "warm switch on", 9),
             part(f"{SWITCH_KEY}: cold switch", None, 1))
