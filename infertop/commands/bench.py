@@ -31,6 +31,7 @@ from probe.runs.capacity import DEFAULT_TARGET
 from probe.runs.cluster import INSTALL_HINT as RAY_HINT
 from probe.runs.cluster import require_ray
 from probe.runs.plan import names
+from probe.runs.stopping import SEQUENTIAL, STOPPING
 from workloads.trace import load_trace
 
 MAX_REPEATS = 1000   # warm passes per config
@@ -68,6 +69,11 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
                        help="which requests of the trace are replayed (a fixed-seed sample)")
     bench.add_argument("--threads", type=thread_count, default=None,
                        help="torch CPU threads (default: torch's own choice)")
+    bench.add_argument("--stopping", choices=STOPPING, default=SEQUENTIAL,
+                       help="sequential (default): a run stops once its verdict against the "
+                            "runs it is compared with is settled (an always-valid confidence "
+                            "sequence; --repeats stays the cap); fixed: every run serves "
+                            "--repeats passes")
     add_compile_backend_argument(bench)
     bench.add_argument("--torch-trace", action="store_true",
                        help="keep a TORCH_TRACE folder for tlparse in DIR/torch_trace")

@@ -14,6 +14,7 @@ from probe.bench.experiments import EXPERIMENTS, acceptance_checks, left_out
 from probe.bench.goodput_section import goodput_markdown
 from probe.bench.ledger_section import ledger_by_run, ledger_markdown
 from probe.bench.nodes import nodes_markdown
+from probe.bench.runs_section import runs_markdown
 from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder
 from probe.common.atomic import write_atomic, write_json_atomic
 from probe.common.units import NO_DATA, fmt_s
@@ -45,7 +46,8 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
                      "bucket_count": settings.bucket_count, "seed": settings.seed,
                      "experiments": list(settings.experiments),
                      "compile_backend": settings.compile_backend,
-                     "torch_trace": settings.torch_trace, "profile": settings.profile},
+                     "torch_trace": settings.torch_trace, "profile": settings.profile,
+                     "stopping": getattr(settings, "stopping", "sequential")},
         "environment": environment,
         "executor": executor or {"name": "local"},
         # --slo: what every run's goodput_rps, goodput_tokens_per_s, slo_attainment are against
@@ -179,10 +181,14 @@ def render_markdown(report: dict) -> str:
             "How to read the numbers: **cold start** is the first request a fresh config "
             "served — it includes every compile it waited on, and is one sample. **Warm** "
             "figures come from the passes after a warm-up pass over the same requests: the "
-            "median of the repeated passes, with their range (min–max) in brackets. Two configs "
-            "whose ranges overlap are reported **within noise**; with a single repeat the noise "
-            "is not measured and the report says so. Requests are served back to back, so a "
-            "latency is the request's service time.", ""]
+            "median of the repeated passes, with their range (min–max) in brackets. A verdict "
+            "on latency pairs each request with the same request in the other run: **faster** "
+            "or **slower** when an always-valid 95% interval of the ratio lies beyond ±5%, "
+            "**within noise** when it lies inside ±5%, **no difference yet** otherwise (with the "
+            "requests it would need); where requests cannot be paired, two configs whose ranges "
+            "overlap are reported within noise, and with a single repeat the noise is not "
+            "measured and the report says so. Requests are served back to back, so a latency "
+            "is the request's service time.", ""]
     plan = report.get("plan", {})
     if plan:
         out.append(f"Replayed input lengths: {', '.join(str(r['input_length']) for r in plan.get('requests', []))}; "
@@ -199,6 +205,7 @@ def render_markdown(report: dict) -> str:
     across = figure_lines(figures, ACROSS_RUNS)
     if across:
         out += ["## Across runs", ""] + across
+    out += runs_markdown(report)
     out += doctor_markdown(report)
     out += ledger_markdown(report)
     if report.get("left_out"):

@@ -46,11 +46,13 @@ def _run_bench(args: argparse.Namespace, stops: StopSignals) -> int:
     # had not begun); from the folder on, every stop writes the report
     import torch
 
+    from probe.engine.compile_cache import share_inductor_cache
     from probe.engine.model.loading import load_model
     from probe.engine.observe.device_probe import resolve_device
 
     if settings.threads:
         torch.set_num_threads(settings.threads)
+    share_inductor_cache()      # compile once: every run and the next study read its graphs
     device = resolve_device(settings.device)
     loaded = load_model(settings.model)
     study = prepare_study(settings, str(device), loaded)

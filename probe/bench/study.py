@@ -13,8 +13,9 @@ from probe.bench.experiments.base import Experiment, OpenLoopExperiment
 from probe.bench.progress import Progress, estimate_s
 from probe.runs.openloop import OpenLoopStudy
 from probe.runs.plan import Plan, RunSpec
-from probe.runs.results import FailedRun, RunOutcome
+from probe.runs.results import FailedRun, RunOutcome, RunResult
 from probe.runs.runs import Extra, RunContext, RunHooks, execute_group
+from probe.runs.stopping import SEQUENTIAL, StopRule, medians
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +25,7 @@ class PlannedRun:
     spec: RunSpec
     extras: frozenset[Extra] = frozenset()
     users: list[tuple[str, str]] = field(default_factory=list)     # (experiment, role)
+    partners: set[str] = field(default_factory=set)    # the runs a verdict judges it against
 
 
 def collect_runs(plan: Plan, experiments: tuple[str, ...]
@@ -52,6 +54,10 @@ def collect_runs(plan: Plan, experiments: tuple[str, ...]
             planned = runs[spec.key]
             planned.extras |= experiment.extras(plan).get(role, frozenset())
             planned.users.append((name, role))
+        for role, control in experiment.pairs(plan):
+            if role in specs and control in specs and specs[role].key != specs[control].key:
+                runs[specs[role].key].partners.add(specs[control].key)
+                runs[specs[control].key].partners.add(specs[role].key)
     return runs, units
 
 
@@ -134,12 +140,24 @@ class Study:
 
         outcomes = run_unit([self.runs[key].spec for key in unit], self.context,
                             RunHooks(on_request, self.after_engine),
-                            {key: self.runs[key].extras for key in unit})
+                            {key: self.runs[key].extras for key in unit},
+                            self.stop_rule(unit))
         self.results.update(outcomes)
         failed = next((o for o in outcomes.values() if isinstance(o, FailedRun)), None)
         if failed is not None:
             progress.message(f"run {' + '.join(unit)} failed: {failed.error}")
         progress.finish_run()
+
+    def stop_rule(self, unit: tuple[str, ...]) -> StopRule | None:
+        """A run of its own, under --stopping sequential, against its partners that finished
+        (each request's median warm latency there); None: it serves its cap."""
+        if len(unit) != 1 or self.context.stopping != SEQUENTIAL:
+            return None
+        planned = self.runs[unit[0]]
+        partners = {key: medians(outcome.steady_records) for key in sorted(planned.partners)
+                    if isinstance(outcome := self.results.get(key), RunResult)
+                    and not outcome.failed and outcome.steady_records}
+        return StopRule(partners, min_requests=len(planned.spec.requests))
 
     def sections(self, environment: dict) -> dict[str, dict]:
         sections = {}
@@ -166,10 +184,11 @@ class Study:
 
 
 def run_unit(specs: list[RunSpec], context: RunContext, hooks: RunHooks,
-             extras: dict[str, frozenset[Extra]]) -> dict[str, RunOutcome]:
+             extras: dict[str, frozenset[Extra]],
+             rule: StopRule | None = None) -> dict[str, RunOutcome]:
     """One unit on a fresh engine; a unit that raises is recorded as failed runs."""
     try:
-        return dict(execute_group(specs, context, hooks, extras=extras))
+        return dict(execute_group(specs, context, hooks, extras=extras, rule=rule))
     except Exception as exc:  # one run's failure is reported; the study goes on
         log.debug("run %s failed", [s.key for s in specs], exc_info=True)
         return failed_runs(specs, exc, traceback.format_exc()[-2000:])

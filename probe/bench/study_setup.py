@@ -46,7 +46,7 @@ def prepare_study(settings: BenchSettings, device: str, loaded: LoadedModel | No
                          compile_backend=settings.compile_backend,
                          trace_info={"name": settings.trace, "seed": settings.seed},
                          keep_tokens=settings.tokens, slo=settings.slo,
-                         slo_target=settings.slo_target)
+                         slo_target=settings.slo_target, stopping=settings.stopping)
     return Study.of(plan, settings.experiments, context,
                     profile=PROFILE if settings.profile else None)
 

@@ -104,8 +104,10 @@ def run_task(task: BenchTask, board=None) -> TaskOutcome:
     wrote. `board` (a Ray actor) hears when it starts, where, and each phase."""
     import torch
 
+    from probe.engine.compile_cache import share_inductor_cache
     from probe.engine.observe.device_probe import resolve_device
 
+    share_inductor_cache()      # the node's runs compile each graph once, for later studies too
     started = time.perf_counter()
     device = resolve_device(task.context.device)
     # Ray sets OMP_NUM_THREADS to the task's num_cpus; a CPU run owns its node, and torch's own

@@ -90,6 +90,29 @@ def use_own_inductor_folder(root: Path) -> None:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder)
 
 
+# inductor's and AOTAutograd's on-disk caches, as torch counts their lookups in this process
+CACHE_COUNTERS = (("inductor", "fxgraph_cache_hit"), ("inductor", "fxgraph_cache_miss"),
+                  ("inductor", "fxgraph_cache_bypass"), ("aot_autograd", "autograd_cache_hit"),
+                  ("aot_autograd", "autograd_cache_miss"),
+                  ("aot_autograd", "autograd_cache_bypass"))
+
+
+def share_inductor_cache() -> str:
+    """One inductor folder for every run of a bench study and the studies after it: the FX
+    graph and AOTAutograd caches (on in torch by default) then serve a graph compiled once to
+    every later engine of the same config and shapes, and a /tmp wiped at reboot does not lose
+    them. The user's TORCHINDUCTOR_CACHE_DIR is kept. Returns the folder used."""
+    use_own_inductor_folder(cache_root())
+    return os.environ["TORCHINDUCTOR_CACHE_DIR"]
+
+
+def inductor_cache_counts() -> dict[str, int]:
+    """How many lookups of inductor's FX graph cache and AOTAutograd's cache hit, missed or
+    bypassed in this process so far (torch's own counters); a run's are the difference."""
+    from torch._dynamo.utils import counters
+    return {name: int(counters[group][name]) for group, name in CACHE_COUNTERS}
+
+
 def write_entry(path: Path, payload: bytes) -> None:
     """MAGIC, the payload's sha256 and the payload, written whole or not at all."""
     digest = hashlib.sha256(payload).hexdigest().encode()

@@ -44,6 +44,7 @@ class BenchSettings:
     ray: str | None = None              # --ray: "local", an address, or "" (RAY_ADDRESS or local)
     slo: Slo | None = None              # --slo: every run's goodput, and capacity's objective
     slo_target: float = 0.9             # --slo-target: the attainment capacity keeps
+    stopping: str = "sequential"        # --stopping: sequential or fixed (probe/runs/stopping.py)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, experiments: tuple[str, ...]) -> BenchSettings:
@@ -63,7 +64,8 @@ class BenchSettings:
             torch_trace=bool(getattr(args, "torch_trace", False)),
             profile=bool(getattr(args, "profile", False)),
             tokens=bool(getattr(args, "tokens", False)), ray=getattr(args, "ray", None),
-            slo=getattr(args, "slo", None), slo_target=getattr(args, "slo_target", 0.9))
+            slo=getattr(args, "slo", None), slo_target=getattr(args, "slo_target", 0.9),
+            stopping=getattr(args, "stopping", None) or "sequential")
         if min(settings.requests, settings.repeats, settings.bucket_count) < 1:
             raise BadInput("--requests, --repeats and --bucket-count must be at least 1")
         return settings

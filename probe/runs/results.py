@@ -19,6 +19,7 @@ from probe.contract.options import OptConfig
 from probe.contract.records import CompileEvent, RequestRecord
 from probe.runs.cold_start import ColdStartFigures
 from probe.runs.spread import NO_SPREAD, Spread
+from probe.runs.stopping import Stopping
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,12 @@ class RunResult:
     # the run's session segment's energy (probe/analysis/energy.py): J/token over every request
     # it served, warm-up included, or why no counter was read
     energy: EnergyStats | None = None
-    # the warm passes' records, for figures that need them (E1's break-even); not serialised
+    # how its warm passes ended: requests served of the cap, and why (probe/runs/stopping.py)
+    stopping: Stopping | None = None
+    # what inductor's on-disk caches served it: {"fxgraph_cache_hit": n, …} (counted here)
+    cache: Mapping[str, int] | None = None
+    # the warm passes' records (a pass a stopping rule ended early included), for the figures
+    # that need them (E1's break-even, the paired verdict); not serialised
     steady_records: tuple[RequestRecord, ...] = field(default=(), repr=False, compare=False)
 
     def spread(self, name: str) -> Spread:
@@ -216,7 +222,8 @@ class RunResult:
         out["throughput_rps"] = self.throughput_rps
         out.update(self.goodput.as_dict())
         out["energy"] = None if self.energy is None else self.energy.as_dict()
-        for name in ("snapshot", "observer", "profile", "cold_start"):  # present only when made
+        out["cache"] = None if self.cache is None else dict(self.cache)
+        for name in ("snapshot", "observer", "profile", "cold_start", "stopping"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value if isinstance(value, str) else value.as_dict()

@@ -21,6 +21,7 @@ from probe.contract.session import SessionData
 from probe.engine.process.environment import environment
 from probe.runs.plan import RunSpec
 from probe.runs.results import ExtraFigures, PassResult, RunResult, summarize_run, with_extra
+from probe.runs.stopping import FIXED, SEQUENTIAL, Stopping, StopRule
 from probe.session_store.snapshot import snapshot_document
 
 if TYPE_CHECKING:   # the engine's types only: the bench's plan and results load no torch
@@ -49,6 +50,8 @@ class RunContext:
     keep_tokens: bool = False            # every request's token ids in the run snapshots
     slo: Slo | None = None               # what each run's goodput is measured against
     slo_target: float = 0.9              # the attainment capacity at the SLO keeps
+    stopping: str = SEQUENTIAL           # --stopping: SEQUENTIAL (probe/runs/stopping.py) or
+                                         # FIXED (every run serves --repeats passes)
 
     def require_model(self) -> LoadedModel:
         """The loaded model, for what reads it directly (an engine loads its own without)."""
@@ -84,10 +87,12 @@ def make_engine(context: RunContext, options: OptConfig, *, max_new_tokens: int,
 
 def serve_pass(engine: Engine, spec: RunSpec, pass_index: int, label: str,
                on_request: Callable[[str, int, int], None], *,
-               seq_stride: int | None = None) -> PassResult:
+               seq_stride: int | None = None,
+               stop: Callable[[Sequence[RequestRecord]], bool] | None = None) -> PassResult:
     """Every request of the spec, back to back; arrival = the moment it is handed over.
     Request i of pass p gets seq p·stride + i: unique in the session, and the same input ids
-    for the same request in every config."""
+    for the same request in every config. `stop`, asked after each request with the pass's
+    records so far: True ends the pass there (a stopping rule settled)."""
     from probe.engine.model.requests import EngineRequest
     records: list[RequestRecord] = []
     count = len(spec.requests)
@@ -100,6 +105,8 @@ def serve_pass(engine: Engine, spec: RunSpec, pass_index: int, label: str,
             arrival_s=engine.clock.now_s(), text=request.text)
         records.extend(engine.serve([engine_request]))
         on_request(label, i + 1, count)
+        if stop is not None and i + 1 < count and stop(records):
+            break
     return PassResult(tuple(records), time.perf_counter() - start)
 
 
@@ -137,25 +144,32 @@ def group_key(specs: Sequence[RunSpec]) -> str:
 
 
 def execute(spec: RunSpec, context: RunContext, hooks: RunHooks, *,
-            extras: frozenset[Extra] = frozenset()) -> RunResult:
+            extras: frozenset[Extra] = frozenset(), rule: StopRule | None = None) -> RunResult:
     """Run one spec; returns its result and writes its session snapshot."""
-    return execute_group([spec], context, hooks, extras={spec.key: extras})[spec.key]
+    return execute_group([spec], context, hooks, extras={spec.key: extras}, rule=rule)[spec.key]
 
 
 def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks, *,
-                  extras: dict[str, frozenset[Extra]] | None = None) -> dict[str, RunResult]:
+                  extras: dict[str, frozenset[Extra]] | None = None,
+                  rule: StopRule | None = None) -> dict[str, RunResult]:
     """Run specs on one engine with their passes interleaved (A B B A …), so a change in the
     machine's load hits every config of the group alike. Only eager configs can share an engine
-    this way: a compiled config must start cold, and switching configs resets dynamo."""
+    this way: a compiled config must start cold, and switching configs resets dynamo.
+    `rule` (a single spec only): its warm passes stop once it settles (probe/runs/stopping.py);
+    the `repeats` passes stay the cap."""
     extras = extras or {}
+    if rule is not None and len(specs) > 1:
+        raise ValueError("a stopping rule applies to a run of its own")
     if len(specs) > 1 and any(s.options.compiled for s in specs):
         raise ValueError("only eager configs can be interleaved on one engine")
     if len({s.edges for s in specs}) > 1:
         raise ValueError("interleaved configs must share their bucket edges")
     if len(specs) > 1 and any(extras.get(s.key) for s in specs):
         raise ValueError("observer and profile passes need a run of their own")
+    from probe.engine.compile_cache import inductor_cache_counts
     started = time.perf_counter()
     first = specs[0]
+    cache_before = inductor_cache_counts()
     calibration = [calibrate_ms()]
     engine = make_engine(context, first.options, bucket_edges=first.edges,
                          max_new_tokens=max(s.max_new_tokens for s in specs))
@@ -165,21 +179,33 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
     config_ids: dict[str, str] = {}
     suffix = {s.key: (f" [{s.options.label()}]" if len(specs) > 1 else "") for s in specs}
 
-    def run_pass(spec: RunSpec, label: str) -> PassResult:
+    steady: dict[str, list[PassResult]] = {s.key: [] for s in specs}
+    settled = [False]
+
+    def stop(records: Sequence[RequestRecord]) -> bool:
+        if rule is None:
+            return False
+        served = [r for p in steady[first.key] for r in p.records] + list(records)
+        settled[0] = rule.settled(served)
+        return settled[0]
+
+    def run_pass(spec: RunSpec, label: str, *, stoppable: bool = False) -> PassResult:
         engine.set_options(spec.options)
         config_ids[spec.key] = engine.config_id
         result = serve_pass(engine, spec, passes[0], label + suffix[spec.key], hooks.on_request,
-                            seq_stride=count)
+                            seq_stride=count, stop=stop if stoppable else None)
         passes[0] += 1
         return result
 
     try:
         warmup = {s.key: run_pass(s, "warm-up") for s in specs}
-        steady: dict[str, list[PassResult]] = {s.key: [] for s in specs}
         for i in range(context.repeats):
             calibration.append(calibrate_ms())   # a load change inside the run shows up too
             for spec in (specs if i % 2 == 0 else list(reversed(specs))):
-                steady[spec.key].append(run_pass(spec, f"pass {i + 1}/{context.repeats}"))
+                steady[spec.key].append(run_pass(spec, f"pass {i + 1}/{context.repeats}",
+                                                 stoppable=rule is not None))
+            if settled[0] or (rule is not None and stop(())):
+                break
         measured = [extra.measure(engine, first, context, hooks)
                     for extra in sorted(extras.get(first.key, ()), key=lambda e: e.name)]
         calibration.append(calibrate_ms())
@@ -189,8 +215,11 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
         results = {}
         for spec in specs:
             cid = config_ids[spec.key]
+            whole = [p for p in steady[spec.key] if len(p.records) == len(spec.requests)]
             result = replace(
-                summarize_run(spec, _only(data, cid), warmup[spec.key], steady[spec.key]),
+                summarize_run(spec, _only(data, cid), warmup[spec.key], whole),
+                steady_records=tuple(r for p in steady[spec.key] for r in p.records),
+                stopping=_stopping(spec, context, rule, steady[spec.key], settled[0]),
                 weight_bytes=_weight_bytes(engine, data.configs[cid].options),
                 served_options=data.configs[cid].options, calibration_ms=tuple(calibration),
                 group=group_key(specs) if len(specs) > 1 else None, snapshot=snapshot)
@@ -200,7 +229,21 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
     finally:
         engine.close()
     wall = (time.perf_counter() - started) / len(specs)
-    return {key: replace(result, run_wall_s=wall) for key, result in results.items()}
+    after = inductor_cache_counts()
+    cache = {name: after[name] - cache_before.get(name, 0) for name in after}
+    return {key: replace(result, run_wall_s=wall, cache=cache) for key, result in results.items()}
+
+
+def _stopping(spec: RunSpec, context: RunContext, rule: StopRule | None,
+              passes: Sequence[PassResult], settled: bool) -> Stopping:
+    records = [r for p in passes for r in p.records]
+    cap = len(spec.requests) * context.repeats
+    if context.stopping == FIXED:
+        return Stopping(FIXED, len(records), cap, "fixed size")
+    if rule is None or not rule.partners:
+        return Stopping(SEQUENTIAL, len(records), cap, "nothing to pair")
+    return Stopping(SEQUENTIAL, len(records), cap, "settled" if settled else "cap",
+                    rule.against(records))
 
 
 def _write_snapshot(engine, data, specs: Sequence[RunSpec], context: RunContext) -> str | None:

@@ -1,15 +1,20 @@
-"""Every verdict the report gives, in one place: one spread against another ("within noise"
-when the repeats overlap or the machine itself moved more), why a run cannot be compared, its
-compile stability, and E6's keep / drop per step."""
+"""Every verdict the report gives, in one place: one run against another on a warm latency
+figure, paired by request with an always-valid interval (probe/runs/stopping.py: the same
+verdict its stopping rule settled), else one spread against another ("within noise" when the
+repeats overlap or the machine itself moved more); why a run cannot be compared, its compile
+stability, and E6's keep / drop per step."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Iterable
 
+from probe.analysis.sequential import FASTER, MARGIN, SLOWER, UNDECIDED, WITHIN, Interval, decide
 from probe.common.units import NO_DATA
 from probe.runs.results import Outcome, RunResult
 from probe.runs.spread import Spread
+from probe.runs.stopping import PER_REQUEST, medians, paired
 
 DRIFT_TOLERANCE = 1.5    # calibration moving less than this between runs is ignored
 
@@ -79,7 +84,9 @@ def versus(result: Outcome, control: Outcome, metric: str = "latency_p50_ms",
         return Versus(metric, None, "not comparable", run, None)
     if isinstance(against, str):
         return Versus(metric, None, "not comparable", against, None)
-    c = compare(run.spread(metric), against.spread(metric), lower_is_better=lower_is_better)
+    by_request = paired_verdict(run, against, metric) if lower_is_better else None
+    c = by_request or compare(run.spread(metric), against.spread(metric),
+                              lower_is_better=lower_is_better)
     same_group = bool(run.group and run.group == against.group)
     drift = None if same_group else machine_drift(run, against)
     if (c.verdict in ("faster", "slower") and c.ratio is not None and drift
@@ -88,6 +95,43 @@ def versus(result: Outcome, control: Outcome, metric: str = "latency_p50_ms",
                       f"within noise: the machine's own speed moved {drift:.2f}× between these "
                       f"runs ({c.text} by the medians)", drift)
     return Versus(metric, c.ratio, c.verdict, c.text, drift)
+
+
+def paired_verdict(run: RunResult, against: RunResult, metric: str) -> Comparison | None:
+    """`run` against `against` paired by request (probe/runs/stopping.py): the mean log ratio
+    of the later run's warm values over the earlier one's medians, as its stopping rule read it.
+    None where it cannot be paired (another request list, too few warm requests, a figure of
+    whole passes): the spreads' verdict then stands."""
+    attribute = PER_REQUEST.get(metric)
+    if (attribute is None or run.request_list != against.request_list
+            or not run.steady_records or not against.steady_records):
+        return None
+    observer_is_run = not (against.stopping and any(
+        p.partner == run.key for p in against.stopping.against))
+    if observer_is_run:
+        found = paired(against.key, run.steady_records,
+                       medians(against.steady_records, attribute), attribute)
+        interval = found.interval
+    else:                   # `against` ran later and was judged against `run`: turn it round
+        found = paired(run.key, against.steady_records,
+                       medians(run.steady_records, attribute), attribute)
+        i = found.interval
+        interval = None if i is None else Interval(i.n, -i.mean, -i.hi, -i.lo)
+    if interval is None or not math.isfinite(interval.lo):
+        return None
+    verdict = decide(interval, MARGIN)
+    ratio = math.exp(interval.mean)
+    lo, hi = math.exp(interval.lo), math.exp(interval.hi)
+    said = (f"paired over {interval.n} requests: ×{ratio:.2f}, always-valid 95% interval "
+            f"×{lo:.2f}–×{hi:.2f}")
+    factor = _factor_text(1 / ratio, "faster", "slower")
+    if verdict in (FASTER, SLOWER):
+        return Comparison(ratio, verdict, f"{factor} ({said})")
+    if verdict == WITHIN:
+        return Comparison(ratio, WITHIN, f"within noise (under ±{MARGIN:.0%}; {said})")
+    # the distance to the margin is the same either way round: so is the count
+    more = f"; needs ~{found.requests_to_tell} requests" if found.requests_to_tell else ""
+    return Comparison(ratio, UNDECIDED, f"{UNDECIDED} ({factor} by the mean; {said}{more})")
 
 
 def usable(outcome: Outcome) -> RunResult | str:
@@ -123,7 +167,8 @@ def stability(outcome: Outcome) -> str:
     return "stable: no compiles after warm-up"
 
 
-STEP_WORDS = {"faster": "keep", "slower": "drop", "within noise": "no measurable gain"}
+STEP_WORDS = {"faster": "keep", "slower": "drop", "within noise": "no measurable gain",
+              UNDECIDED: "no difference yet"}
 
 
 def step_verdict(result: Outcome, previous: Outcome) -> dict:

@@ -134,3 +134,18 @@ def test_progress_eta_and_lines(capsys) -> None:
     assert len(lines) == 2 and "E1 [1/2] baseline" in lines[1] and "left" in lines[1]
     assert 0 < progress.done_fraction() < 1
     assert isinstance(Plan, type)
+
+
+def test_a_run_stops_mid_pass_once_its_rule_settles(tiny, tmp_path) -> None:
+    from probe.runs.stopping import StopRule
+    requests = tuple(BenchRequest(f"s{i}", 8 + i, 2) for i in range(8))
+    spec = RunSpec(OptConfig(decode="fullgraph"), requests, "replayed")
+    far_slower = {r.id: 1e7 for r in requests}          # a partner this run is surely faster than
+    rule = StopRule({"slow": far_slower}, min_requests=len(requests))
+    run = execute(spec, _context(tiny, tmp_path, repeats=4), RunHooks(), rule=rule)
+    assert isinstance(run, RunResult) and run.stopping is not None
+    # the interval starts after 20 warm requests: two whole passes and 4 of the third
+    assert (run.stopping.served, run.stopping.cap, run.stopping.reason) == (20, 32, "settled")
+    assert len(run.steady_passes) == 2 and len(run.steady_records) == 20
+    assert run.stopping.against[0].verdict == "faster"
+    assert run.as_dict()["stopping"]["text"] == "settled: faster vs slow"

@@ -88,6 +88,9 @@ class Experiment:
     checks: Checks = no_checks
     # what a role's run measures beyond its passes (e.g. E1's cold-start pair), by plan
     extras: Callable[[Plan], Mapping[str, frozenset[Extra]]] = lambda plan: {}
+    # (role, the role it is judged against) for each verdict it gives: the pairs a run's
+    # stopping rule settles (probe/runs/stopping.py); a run in no pair serves its cap
+    pairs: Callable[[Plan], list[tuple[str, str]]] = lambda plan: []
     # roles whose runs share one engine with interleaved passes (eager configs only)
     groups: Callable[[Plan], list[tuple[str, ...]]] = lambda plan: []
     left_out: LeftOut = lambda plan: ()

@@ -257,5 +257,12 @@ def extras(plan: Plan) -> dict[str, frozenset[Extra]]:
     return {} if plan.quick else {"default": frozenset({COLD_START})}
 
 
-EXPERIMENT = Experiment(TEMPLATE, runs, build, extras=extras, left_out=left_out,
+def pairs(plan: Plan) -> list[tuple[str, str]]:
+    """Every mode against eager; the other modes against default too."""
+    modes = compile_modes(plan)
+    return ([(mode, "off") for mode in modes]
+            + [(mode, "default") for mode in modes if mode != "default"])
+
+
+EXPERIMENT = Experiment(TEMPLATE, runs, build, extras=extras, left_out=left_out, pairs=pairs,
                         figures=lambda charts: [charts.timeline, charts.cdf])

@@ -111,4 +111,5 @@ def checks(section: dict) -> dict:
             "e2_ok": bool((hf_breaks or 0) > 0 and fg_breaks == 0)}
 
 
-EXPERIMENT = Experiment(TEMPLATE, runs, build, checks)
+EXPERIMENT = Experiment(TEMPLATE, runs, build, checks,
+                        pairs=lambda plan: [("fullgraph", "hf-generate")])

@@ -129,4 +129,5 @@ def checks(section: dict) -> dict:
 
 
 EXPERIMENT = Experiment(TEMPLATE, runs, build, checks, left_out=left_out,
+                        pairs=lambda plan: [("on", "off")],
                         figures=lambda charts: [charts.timeline, charts.cdf])

@@ -131,4 +131,5 @@ def checks(section: dict) -> dict:
 
 
 EXPERIMENT = Experiment(TEMPLATE, runs, build, checks, left_out=left_out,
+                        pairs=lambda plan: [("planner", "none")],
                         figures=lambda charts: [charts.cdf, charts.of(padding_waste)])

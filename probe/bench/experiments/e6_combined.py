@@ -211,5 +211,12 @@ def checks(section: dict) -> dict:
             "e6_ok": not empty and not failed and len(table.get("rows", [])) > 0}
 
 
-EXPERIMENT = Experiment(TEMPLATE, runs, build, checks, left_out=left_out,
+def pairs(plan: Plan) -> list[tuple[str, str]]:
+    """Each step against the one before (its keep / drop) and against the baseline."""
+    names = [name for name, _ in steps(plan)]
+    return ([(name, previous) for previous, name in zip(names, names[1:])]
+            + [(name, "baseline") for name in names[2:]])
+
+
+EXPERIMENT = Experiment(TEMPLATE, runs, build, checks, left_out=left_out, pairs=pairs,
                         figures=lambda charts: [charts.cdf, charts.of(e6_waterfall)])

@@ -292,7 +292,13 @@ left_out = TEMPLATE.when_quick(
     "grid")
 
 
+def pairs(plan: Plan) -> list[tuple[str, str]]:
+    """Each lever against its precision's compiled step without it."""
+    return [(f"{precision}{name}", precision) for precision in PRECISIONS
+            for name in levers_for(plan, precision) if name]
+
+
 EXPERIMENT = Experiment(
-    TEMPLATE, runs, build, left_out=left_out, measures_machine=True,
+    TEMPLATE, runs, build, left_out=left_out, measures_machine=True, pairs=pairs,
     figures=lambda c: [c.of(roofline_bars)] if c.section["configs"].get("roofline_ms_per_token")
     else [])

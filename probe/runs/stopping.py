@@ -1,0 +1,158 @@
+"""When a run has served enough: its stopping rule, and the paired verdict it rests on.
+
+The figure a bench verdict rests on is a run's warm latency against another run's on the same
+request list. Paired by request, it is the mean of log(latency here / that request's median
+warm latency in the other run) over this run's warm requests: the request's own size cancels,
+what is left is the configs' difference plus the machine's noise. probe/analysis/sequential.py
+gives that mean an always-valid confidence sequence (Robbins' normal mixture with the running
+variance: an asymptotic confidence sequence) and the verdict: faster or slower beyond the
+stated margin (MARGIN, 5%), within noise (inside ±margin), or no difference yet.
+
+The rule (`StopRule`): after the run's first full warm pass, checked after every request, the
+run stops once its verdict against every partner that has already finished is settled; the old
+request count (`--repeats` passes) stays the cap. A run no partner has finished before (a
+control, the first of a pair) serves to the cap. A run that reaches the cap unsettled says "no
+difference yet" with the requests it would need (ab_compare.requests_to_tell, as `doctor
+--verify` says it). The other run's medians are taken as exact: its noise is the smaller part
+(it is a median of several passes), and it is the same for both of its partners.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+from probe.analysis.ab_compare import MetricDelta, requests_to_tell
+from probe.analysis.sequential import (
+    ALPHA,
+    MARGIN,
+    UNDECIDED,
+    Interval,
+    decide,
+    distance_to_decide,
+    last_interval,
+)
+from probe.common.percentile import median
+from probe.contract.records import RequestRecord
+
+SEQUENTIAL, FIXED = "sequential", "fixed"
+STOPPING = (SEQUENTIAL, FIXED)
+# what each paired figure reads of a record (the verdict's metric → a per-request value)
+PER_REQUEST = {"latency_p50_ms": "latency_ms", "latency_p95_ms": "latency_ms",
+               "tpot_ms": "tpot_ms"}
+
+
+def request_of(record: RequestRecord) -> str:
+    """The request list's id of a served record ("r12@pass 2/3" → "r12")."""
+    return record.id.split("@", 1)[0]
+
+
+def medians(records: Sequence[RequestRecord], attribute: str = "latency_ms"
+            ) -> dict[str, float]:
+    """Each request's median warm value over the passes that served it."""
+    by_request: dict[str, list[float]] = {}
+    for record in records:
+        value = getattr(record, attribute)
+        if record.ok and value:
+            by_request.setdefault(request_of(record), []).append(float(value))
+    return {request: found for request, values in by_request.items()
+            if (found := median(values)) is not None}
+
+
+def log_ratios(records: Sequence[RequestRecord], reference: Mapping[str, float],
+               attribute: str = "latency_ms") -> list[float]:
+    """log(value here / the reference's for the same request), in serving order."""
+    out = []
+    for record in records:
+        value, other = getattr(record, attribute), reference.get(request_of(record))
+        if record.ok and value and other:
+            out.append(math.log(float(value) / other))
+    return out
+
+
+@dataclass(frozen=True)
+class Paired:
+    """This run against one other on one figure: the interval on the mean log ratio, the
+    verdict it gives, and the requests it would need when unsettled."""
+    partner: str
+    interval: Interval | None
+    verdict: str
+    requests_to_tell: int | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.interval is None else math.exp(self.interval.mean)
+
+    def ratio_range(self) -> tuple[float, float] | None:
+        i = self.interval
+        if i is None or not (math.isfinite(i.lo) and math.isfinite(i.hi)):
+            return None
+        return math.exp(i.lo), math.exp(i.hi)
+
+    def as_dict(self) -> dict:
+        return {"partner": self.partner, "verdict": self.verdict,
+                "interval": None if self.interval is None else self.interval.as_dict(),
+                "ratio": self.ratio, "ratio_range": self.ratio_range(),
+                "requests_to_tell": self.requests_to_tell}
+
+
+def paired(partner: str, records: Sequence[RequestRecord], reference: Mapping[str, float],
+           attribute: str = "latency_ms", margin: float = MARGIN,
+           alpha: float = ALPHA) -> Paired:
+    interval = last_interval(log_ratios(records, reference, attribute), alpha=alpha)
+    verdict = decide(interval, margin)
+    needed = None
+    if verdict == UNDECIDED and interval is not None and math.isfinite(interval.lo):
+        distance = distance_to_decide(interval, margin)
+        needed = requests_to_tell(MetricDelta(0.0, distance, (interval.lo, interval.hi)),
+                                  interval.n)
+    return Paired(partner, interval, verdict, needed)
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """Stop once settled against every finished partner (key → its per-request medians),
+    not before `min_requests` warm requests (the first full pass)."""
+    partners: Mapping[str, Mapping[str, float]]
+    min_requests: int
+    margin: float = MARGIN
+
+    def settled(self, records: Sequence[RequestRecord]) -> bool:
+        if not self.partners or len(records) < self.min_requests:
+            return False
+        return all(paired(key, records, reference, margin=self.margin).verdict != UNDECIDED
+                   for key, reference in self.partners.items())
+
+    def against(self, records: Sequence[RequestRecord]) -> tuple[Paired, ...]:
+        return tuple(paired(key, records, reference, margin=self.margin)
+                     for key, reference in sorted(self.partners.items()))
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """How a run ended, for report.md: warm requests served of its cap, and why it stopped."""
+    rule: str                           # SEQUENTIAL or FIXED
+    served: int                         # warm requests served
+    cap: int                            # the old count: --repeats passes
+    reason: str                         # "settled", "cap", "fixed size", "nothing to pair"
+    against: tuple[Paired, ...] = field(default_factory=tuple)
+
+    def text(self) -> str:
+        if self.reason == "settled":
+            said = "; ".join(f"{p.verdict} vs {p.partner}" for p in self.against)
+            return f"settled: {said}"
+        if self.reason == "cap" and self.against:
+            open_ = [p for p in self.against if p.verdict == UNDECIDED]
+            return "cap: " + "; ".join(
+                f"no difference yet vs {p.partner}"
+                + (f" (needs ~{p.requests_to_tell} requests)" if p.requests_to_tell else "")
+                for p in open_)
+        return {"fixed size": "fixed size (--stopping fixed)",
+                "nothing to pair": "cap: no finished run to compare with yet"}.get(
+                    self.reason, self.reason)
+
+    def as_dict(self) -> dict:
+        return {"rule": self.rule, "served": self.served, "cap": self.cap,
+                "reason": self.reason, "text": self.text(),
+                "against": [p.as_dict() for p in self.against]}

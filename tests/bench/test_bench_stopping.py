@@ -1,0 +1,79 @@
+"""A run's stopping rule and the paired verdict it settles, on synthetic records."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+from probe.bench.runs_section import run_rows
+from probe.runs.stopping import SEQUENTIAL, StopRule, Stopping, medians, paired
+from probe.runs.verdict import versus
+
+COUNT = 40
+
+
+def _latencies(scale: float, passes: int, seed: int, noise: float = 0.03) -> list[list[float]]:
+    """Per-request sizes that differ 20× across the list, the same in every run, times a
+    config's scale and a little noise."""
+    sizes = [50.0 * (1 + 19 * i / COUNT) for i in range(COUNT)]
+    rng = random.Random(seed)
+    return [[s * scale * (1 + rng.gauss(0, noise)) for s in sizes] for _ in range(passes)]
+
+
+def test_a_clear_difference_settles_within_one_pass(make_result) -> None:
+    control = make_result(pass_latencies=_latencies(1.0, 3, 0))
+    treated = make_result(pass_latencies=_latencies(0.5, 3, 1))
+    rule = StopRule({"control": medians(control.steady_records)}, min_requests=COUNT)
+    assert not rule.settled(treated.steady_records[:COUNT - 1])    # not before a full pass
+    assert rule.settled(treated.steady_records[:COUNT])
+    (found,) = rule.against(treated.steady_records[:COUNT])
+    assert found.verdict == "faster" and 0.45 < (found.ratio or 0) < 0.55
+
+
+def test_the_same_config_settles_within_noise_and_a_small_one_asks_for_more(
+        make_result) -> None:
+    control = make_result(pass_latencies=_latencies(1.0, 3, 0, noise=0.01))
+    same = make_result(pass_latencies=_latencies(1.0, 3, 2, noise=0.01))
+    reference = medians(control.steady_records)
+    assert paired("c", same.steady_records, reference).verdict == "within noise"
+    near_margin = make_result(pass_latencies=_latencies(1.05, 1, 3, noise=0.08))
+    found = paired("c", near_margin.steady_records, reference)
+    assert found.verdict == "no difference yet"
+    assert found.requests_to_tell is not None and found.requests_to_tell >= COUNT
+
+
+def test_versus_gives_the_paired_verdict_either_way_round(make_result) -> None:
+    control = make_result(pass_latencies=_latencies(1.0, 3, 0))
+    treated = make_result(pass_latencies=_latencies(2.0, 1, 1))
+    forward = versus(treated, control)
+    assert forward.verdict == "slower" and "paired over 40 requests" in forward.text
+    # the control ran later and was the one judged: the same verdict, from its side
+    judged = replace(control, stopping=Stopping(SEQUENTIAL, 120, 120, "cap", (
+        paired(treated.key, control.steady_records, medians(treated.steady_records)),)))
+    assert versus(treated, judged).verdict == "slower"
+    assert versus(judged, treated).verdict == "faster"
+
+
+def test_too_few_requests_to_pair_fall_back_to_the_spreads(make_result) -> None:
+    fast = make_result(pass_latencies=[[100.0], [101.0]])
+    slow = make_result(pass_latencies=[[160.0], [161.0]])
+    assert versus(fast, slow).verdict == "faster"
+    assert "paired" not in versus(fast, slow).text
+
+
+def test_the_report_row_says_served_why_and_what_the_cache_gave(make_result) -> None:
+    control = make_result(pass_latencies=_latencies(1.0, 3, 0))
+    rule = StopRule({"control": medians(control.steady_records)}, min_requests=COUNT)
+    treated = make_result(pass_latencies=_latencies(0.5, 1, 1))
+    run = replace(treated, run_wall_s=12.5,
+                  stopping=Stopping(SEQUENTIAL, COUNT, 3 * COUNT, "settled",
+                                    rule.against(treated.steady_records)),
+                  cache={"fxgraph_cache_hit": 4, "fxgraph_cache_miss": 1,
+                         "autograd_cache_hit": 4, "autograd_cache_miss": 1})
+    (row,) = run_rows({run.key: run.as_dict()})
+    assert row[1] == "40 of 120" and row[2] == "settled: faster vs control"
+    assert row[3] == "12.5 s" and row[4] == "4 / 1"
+    capped = Stopping(SEQUENTIAL, 120, 120, "cap", (
+        paired("control", make_result(pass_latencies=_latencies(1.05, 1, 3, 0.08))
+               .steady_records, medians(control.steady_records)),))
+    assert capped.text().startswith("cap: no difference yet vs control (needs ~")
