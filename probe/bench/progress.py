@@ -47,14 +47,14 @@ UNCACHED_COMPILES = 9   # the uncached step recompiles per prefix length up to t
 REDRAW_S = 1.0          # a cluster's line redraws at most once a second
 
 
-def estimate_s(spec: RunSpec, *, model: str, passes: int, start: bool = True) -> float:
+def estimate_s(spec: RunSpec, *, model: str, passes: float, start: bool = True) -> float:
     """A run's seconds; `start`: with its engine's start (runs interleaved on one engine
     share one)."""
     return (START_S.get(model, START_S["t5-small"]) if start else 0.0) + _work_s(
         spec, model=model, passes=passes)
 
 
-def _work_s(spec: RunSpec, *, model: str, passes: int) -> float:
+def _work_s(spec: RunSpec, *, model: str, passes: float) -> float:
     per_compile, hf_compile, eager_token, compiled_token = COST.get(model, COST["t5-small"])
     options = spec.options
     tokens = sum(r.output_length for r in spec.requests) * passes
@@ -210,6 +210,15 @@ class Progress(StatusLine):
         self.last_phase = f"{phase} {done}/{total}"
         self.runs[self.index].fraction = fraction
         self._emit(force=changed and not self.tty)
+
+    def reestimate(self, estimates: dict[Hashable, float]) -> None:
+        """New estimates for runs not yet started, and for finished ones the estimate of the
+        work they did (a run a stopping rule ended early): the scale then compares like with
+        like, the machine's speed against the costs, not the work left out."""
+        for key, estimate in estimates.items():
+            run = self.runs.get(key)
+            if run is not None and run.state in ("queued", "done"):
+                run.estimate = estimate
 
     def finish_run(self, key: Hashable | None = None, error: str | None = None) -> None:
         run = self.runs.get(self.index if key is None else key)

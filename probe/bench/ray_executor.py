@@ -110,6 +110,7 @@ def plan_tasks(cells: list[BenchSettings], studies: list[Study]) -> list[BenchTa
             measured_models.add(cell.model)
             tasks.append(make("machine", "roofline · bandwidth and GEMM throughput",
                               MACHINE_ESTIMATE_S, MachineWork(), shared=True))
+        study.paired_stops = False      # tasks run at once: no partner has finished first
         for unit in study.units:
             experiments, label = study.describe(unit)
             tasks.append(make("+".join(unit), f"{experiments} · {label}", study.estimate_s(unit),

@@ -8,6 +8,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable
 
+from probe.analysis.sequential import BURN_IN
 from probe.bench.experiments import EXPERIMENTS
 from probe.bench.experiments.base import Experiment, OpenLoopExperiment
 from probe.bench.progress import Progress, estimate_s
@@ -71,6 +72,7 @@ class Study:
     after_engine: Callable[[object], None] = lambda engine: None
     results: dict[str, RunOutcome] = field(default_factory=dict)
     open_loop: dict[str, tuple[dict, dict]] = field(default_factory=dict)
+    paired_stops: bool = True       # runs one after another: a later run stops against earlier
 
     @classmethod
     def of(cls, plan: Plan, experiments: tuple[str, ...], context: RunContext, *,
@@ -87,9 +89,37 @@ class Study:
                 runs[chosen].extras |= {profile}
         return cls(plan, experiments, context, runs, units, after_engine)
 
-    def passes(self, key: str) -> int:
+    def passes(self, key: str) -> float:
+        """The passes a run is expected to serve: its warm-up, the warm passes its stopping
+        rule is expected to need (once finished: those it served), and its extras'."""
         repeats = self.context.repeats
-        return repeats + 1 + sum(extra.passes(repeats) for extra in self.runs[key].extras)
+        return (1 + self.steady_passes(key)
+                + sum(extra.passes(repeats) for extra in self.runs[key].extras))
+
+    def steady_passes(self, key: str) -> float:
+        """Finished: the warm passes it served. Else the cap, for a run that will have no
+        finished partner to stop against (or under --stopping fixed); for one that will, the
+        share of their caps the finished runs with partners served (before any has: one
+        pass, or the BURN_IN requests the interval needs)."""
+        planned, repeats = self.runs[key], self.context.repeats
+        count = max(1, len(planned.spec.requests))
+        outcome = self.results.get(key)
+        if isinstance(outcome, RunResult) and outcome.stopping is not None:
+            return outcome.stopping.served / count
+        unit = self.unit_index(key)
+        if (self.context.stopping != SEQUENTIAL or not self.paired_stops
+                or len(self.units[unit]) > 1
+                or not any(self.unit_index(p) < unit for p in planned.partners)):
+            return float(repeats)
+        shares = [o.stopping.served / o.stopping.cap for o in self.results.values()
+                  if isinstance(o, RunResult) and o.stopping is not None
+                  and o.stopping.against and o.stopping.cap]
+        if shares:
+            return repeats * sum(shares) / len(shares)
+        return min(float(repeats), max(1.0, BURN_IN / count))
+
+    def unit_index(self, key: str) -> int:
+        return next(i for i, unit in enumerate(self.units) if key in unit)
 
     def estimate_s(self, unit: tuple[str, ...]) -> float:
         return sum(estimate_s(self.runs[k].spec, model=self.plan.model, passes=self.passes(k),
@@ -100,6 +130,10 @@ class Study:
         kinds = ["compiled" if any(self.runs[k].spec.options.compiled for k in unit)
                  else "eager" for unit in self.units]
         return Progress([self.estimate_s(unit) for unit in self.units], kinds=kinds)
+
+    def estimates(self) -> dict[int, float]:
+        """Every unit's estimate as the stopping rules now project it."""
+        return {i: self.estimate_s(unit) for i, unit in enumerate(self.units)}
 
     def describe(self, unit: tuple[str, ...]) -> tuple[str, str]:
         """The experiments that read a unit, and its configs' label."""
@@ -136,7 +170,7 @@ class Study:
 
         def on_request(phase: str, done: int, n: int) -> None:
             served[0] += 1
-            progress.request_done(phase, done, n, min(1.0, served[0] / total))
+            progress.request_done(phase, done, n, min(0.99, served[0] / total))
 
         outcomes = run_unit([self.runs[key].spec for key in unit], self.context,
                             RunHooks(on_request, self.after_engine),
@@ -147,11 +181,12 @@ class Study:
         if failed is not None:
             progress.message(f"run {' + '.join(unit)} failed: {failed.error}")
         progress.finish_run()
+        progress.reestimate(self.estimates())   # what it served, and what the rest will
 
     def stop_rule(self, unit: tuple[str, ...]) -> StopRule | None:
         """A run of its own, under --stopping sequential, against its partners that finished
         (each request's median warm latency there); None: it serves its cap."""
-        if len(unit) != 1 or self.context.stopping != SEQUENTIAL:
+        if len(unit) != 1 or self.context.stopping != SEQUENTIAL or not self.paired_stops:
             return None
         planned = self.runs[unit[0]]
         partners = {key: medians(outcome.steady_records) for key in sorted(planned.partners)

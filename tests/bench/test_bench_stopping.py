@@ -6,7 +6,7 @@ import random
 from dataclasses import replace
 
 from probe.bench.runs_section import run_rows
-from probe.runs.stopping import SEQUENTIAL, StopRule, Stopping, medians, paired
+from probe.runs.stopping import SEQUENTIAL, Stopping, StopRule, medians, paired
 from probe.runs.verdict import versus
 
 COUNT = 40
