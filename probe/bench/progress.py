@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, Hashable, Protocol, Sequence, TextIO
+from typing import Callable, Hashable, Mapping, Protocol, Sequence, TextIO
 
 from probe.bench.eta import Eta, Projection
 from probe.common.units import fmt_clock
@@ -211,7 +211,7 @@ class Progress(StatusLine):
         self.runs[self.index].fraction = fraction
         self._emit(force=changed and not self.tty)
 
-    def reestimate(self, estimates: dict[Hashable, float]) -> None:
+    def reestimate(self, estimates: Mapping[Hashable, float]) -> None:
         """New estimates for runs not yet started, and for finished ones the estimate of the
         work they did (a run a stopping rule ended early): the scale then compares like with
         like, the machine's speed against the costs, not the work left out."""

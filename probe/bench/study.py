@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Hashable
 
 from probe.analysis.sequential import BURN_IN
 from probe.bench.experiments import EXPERIMENTS
@@ -131,7 +131,7 @@ class Study:
                  else "eager" for unit in self.units]
         return Progress([self.estimate_s(unit) for unit in self.units], kinds=kinds)
 
-    def estimates(self) -> dict[int, float]:
+    def estimates(self) -> dict[Hashable, float]:
         """Every unit's estimate as the stopping rules now project it."""
         return {i: self.estimate_s(unit) for i, unit in enumerate(self.units)}
 

@@ -77,3 +77,27 @@ def test_the_report_row_says_served_why_and_what_the_cache_gave(make_result) -> 
         paired("control", make_result(pass_latencies=_latencies(1.05, 1, 3, 0.08))
                .steady_records, medians(control.steady_records)),))
     assert capped.text().startswith("cap: no difference yet vs control (needs ~")
+
+
+def test_the_projection_counts_the_passes_the_rules_expect(make_result) -> None:
+    from probe.bench.study import Study
+    from probe.runs.plan import make_plan
+    from probe.runs.runs import RunContext
+
+    plan = make_plan(model="t5-small", trace_name="chat", device="cpu", quick=False,
+                     requests=COUNT, bucket_count=4, seed=0)
+    context = RunContext(model="t5-small", device="cpu", loaded=None, max_input=512, repeats=3)
+    study = Study.of(plan, ("E1",), context)
+    off, default = study.units[0][0], study.units[1][0]
+    assert study.steady_passes(off) == 3            # the control runs first: nothing to pair
+    assert study.steady_passes(default) == 1        # paired with it: one pass expected
+    # once a paired run has finished, the rest are projected at the share it served
+    served = replace(make_result(pass_latencies=_latencies(0.5, 2, 1)),
+                     stopping=Stopping(SEQUENTIAL, 2 * COUNT, 3 * COUNT, "settled", (
+                         paired("x", make_result(pass_latencies=_latencies(0.5, 2, 1))
+                                .steady_records, {}),)))
+    study.results[default] = served
+    assert study.steady_passes(default) == 2        # finished: what it served
+    assert study.steady_passes(study.units[2][0]) == 2
+    fixed = Study.of(plan, ("E1",), replace(context, stopping="fixed"))
+    assert fixed.steady_passes(fixed.units[1][0]) == 3
