@@ -219,7 +219,8 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
             result = replace(
                 summarize_run(spec, _only(data, cid), warmup[spec.key], whole),
                 steady_records=tuple(r for p in steady[spec.key] for r in p.records),
-                stopping=_stopping(spec, context, rule, steady[spec.key], settled[0]),
+                stopping=_stopping(spec, context, rule, steady[spec.key], settled[0],
+                                   interleaved=len(specs) > 1),
                 weight_bytes=_weight_bytes(engine, data.configs[cid].options),
                 served_options=data.configs[cid].options, calibration_ms=tuple(calibration),
                 group=group_key(specs) if len(specs) > 1 else None, snapshot=snapshot)
@@ -235,11 +236,14 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
 
 
 def _stopping(spec: RunSpec, context: RunContext, rule: StopRule | None,
-              passes: Sequence[PassResult], settled: bool) -> Stopping:
+              passes: Sequence[PassResult], settled: bool, *,
+              interleaved: bool = False) -> Stopping:
     records = [r for p in passes for r in p.records]
     cap = len(spec.requests) * context.repeats
     if context.stopping == FIXED:
         return Stopping(FIXED, len(records), cap, "fixed size")
+    if interleaved:
+        return Stopping(SEQUENTIAL, len(records), cap, "interleaved")
     if rule is None or not rule.partners:
         return Stopping(SEQUENTIAL, len(records), cap, "nothing to pair")
     return Stopping(SEQUENTIAL, len(records), cap, "settled" if settled else "cap",

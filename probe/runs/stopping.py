@@ -135,7 +135,8 @@ class Stopping:
     rule: str                           # SEQUENTIAL or FIXED
     served: int                         # warm requests served
     cap: int                            # the old count: --repeats passes
-    reason: str                         # "settled", "cap", "fixed size", "nothing to pair"
+    reason: str                         # "settled", "cap", "fixed size", "nothing to pair",
+                                        # "interleaved"
     against: tuple[Paired, ...] = field(default_factory=tuple)
 
     def text(self) -> str:
@@ -149,7 +150,8 @@ class Stopping:
                 + (f" (needs ~{p.requests_to_tell} requests)" if p.requests_to_tell else "")
                 for p in open_)
         return {"fixed size": "fixed size (--stopping fixed)",
-                "nothing to pair": "cap: no finished run to compare with yet"}.get(
+                "nothing to pair": "cap: no finished run to compare with yet",
+                "interleaved": "cap: interleaved with other configs on one engine"}.get(
                     self.reason, self.reason)
 
     def as_dict(self) -> dict:
