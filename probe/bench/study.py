@@ -27,6 +27,7 @@ class PlannedRun:
     extras: frozenset[Extra] = frozenset()
     users: list[tuple[str, str]] = field(default_factory=list)     # (experiment, role)
     partners: set[str] = field(default_factory=set)    # the runs a verdict judges it against
+    whole: bool = False             # a verdict on its repeats' range reads it: serve the cap
 
 
 def collect_runs(plan: Plan, experiments: tuple[str, ...]
@@ -55,6 +56,9 @@ def collect_runs(plan: Plan, experiments: tuple[str, ...]
             planned = runs[spec.key]
             planned.extras |= experiment.extras(plan).get(role, frozenset())
             planned.users.append((name, role))
+        for role in experiment.whole(plan):
+            if role in specs:
+                runs[specs[role].key].whole = True
         for role, control in experiment.pairs(plan):
             if role in specs and control in specs and specs[role].key != specs[control].key:
                 runs[specs[role].key].partners.add(specs[control].key)
@@ -107,7 +111,7 @@ class Study:
         if isinstance(outcome, RunResult) and outcome.stopping is not None:
             return outcome.stopping.served / count
         unit = self.unit_index(key)
-        if (self.context.stopping != SEQUENTIAL or not self.paired_stops
+        if (self.context.stopping != SEQUENTIAL or not self.paired_stops or planned.whole
                 or len(self.units[unit]) > 1
                 or not any(self.unit_index(p) < unit for p in planned.partners)):
             return float(repeats)
@@ -189,6 +193,8 @@ class Study:
         if len(unit) != 1 or self.context.stopping != SEQUENTIAL or not self.paired_stops:
             return None
         planned = self.runs[unit[0]]
+        if planned.whole:
+            return StopRule({}, min_requests=0, whole=True)
         partners = {key: medians(outcome.steady_records) for key in sorted(planned.partners)
                     if isinstance(outcome := self.results.get(key), RunResult)
                     and not outcome.failed and outcome.steady_records}

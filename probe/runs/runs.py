@@ -244,6 +244,8 @@ def _stopping(spec: RunSpec, context: RunContext, rule: StopRule | None,
         return Stopping(FIXED, len(records), cap, "fixed size")
     if interleaved:
         return Stopping(SEQUENTIAL, len(records), cap, "interleaved")
+    if rule is not None and rule.whole:
+        return Stopping(SEQUENTIAL, len(records), cap, "whole passes")
     if rule is None or not rule.partners:
         return Stopping(SEQUENTIAL, len(records), cap, "nothing to pair")
     return Stopping(SEQUENTIAL, len(records), cap, "settled" if settled else "cap",

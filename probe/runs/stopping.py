@@ -39,8 +39,8 @@ from probe.contract.records import RequestRecord
 SEQUENTIAL, FIXED = "sequential", "fixed"
 STOPPING = (SEQUENTIAL, FIXED)
 # what each paired figure reads of a record (the verdict's metric → a per-request value)
-PER_REQUEST = {"latency_p50_ms": "latency_ms", "latency_p95_ms": "latency_ms",
-               "tpot_ms": "tpot_ms"}
+# (a p95 is a figure of whole passes, not of a request: its verdict keeps the repeats' ranges)
+PER_REQUEST = {"latency_p50_ms": "latency_ms", "tpot_ms": "tpot_ms"}
 
 
 def request_of(record: RequestRecord) -> str:
@@ -117,9 +117,10 @@ class StopRule:
     partners: Mapping[str, Mapping[str, float]]
     min_requests: int
     margin: float = MARGIN
+    whole: bool = False             # serve every pass: a verdict on the repeats' range reads it
 
     def settled(self, records: Sequence[RequestRecord]) -> bool:
-        if not self.partners or len(records) < self.min_requests:
+        if self.whole or not self.partners or len(records) < self.min_requests:
             return False
         return all(paired(key, records, reference, margin=self.margin).verdict != UNDECIDED
                    for key, reference in self.partners.items())
@@ -151,7 +152,8 @@ class Stopping:
                 for p in open_)
         return {"fixed size": "fixed size (--stopping fixed)",
                 "nothing to pair": "cap: no finished run to compare with yet",
-                "interleaved": "cap: interleaved with other configs on one engine"}.get(
+                "interleaved": "cap: interleaved with other configs on one engine",
+                "whole passes": "cap: a verdict on its repeats' range reads it"}.get(
                     self.reason, self.reason)
 
     def as_dict(self) -> dict:

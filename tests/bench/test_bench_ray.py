@@ -38,7 +38,10 @@ STUDY = ["bench", "--quick", "--experiments", "E4", "--requests", "2", "--repeat
          "--compile-backend", "eager", "--device", "cpu"]
 TIMINGS = {"cold_start_ms", "cold_start_compile_stall_ms", "warmup", "steady", "steady_passes",
            "curve", "calibration_ms", "compile_s", "compile_phases", "run_wall_s", "node",
-           "throughput_rps", "goodput_rps", "goodput_tokens_per_s", "slo_attainment"}
+           "throughput_rps", "goodput_rps", "goodput_tokens_per_s", "slo_attainment",
+           # how a run stopped depends on the executor (under Ray no partner finishes first),
+           # and what the inductor cache gave it on what the folder held before
+           "stopping", "cache"}
 
 
 def task(id: str, estimate_s: float = 10.0) -> BenchTask:

@@ -101,3 +101,18 @@ def test_the_projection_counts_the_passes_the_rules_expect(make_result) -> None:
     assert study.steady_passes(study.units[2][0]) == 2
     fixed = Study.of(plan, ("E1",), replace(context, stopping="fixed"))
     assert fixed.steady_passes(fixed.units[1][0]) == 3
+
+
+def test_a_run_a_p95_verdict_reads_serves_its_cap() -> None:
+    from probe.bench.study import Study
+    from probe.runs.plan import make_plan
+    from probe.runs.runs import RunContext
+
+    plan = make_plan(model="t5-small", trace_name="chat", device="cpu", quick=False,
+                     requests=COUNT, bucket_count=4, seed=0)
+    context = RunContext(model="t5-small", device="cpu", loaded=None, max_input=512, repeats=3)
+    study = Study.of(plan, ("E1", "E4"), context)
+    default = study.units[1][0]                 # E1's default is E4's planner run
+    assert study.runs[default].whole and study.steady_passes(default) == 3
+    rule = study.stop_rule((default,))
+    assert rule is not None and rule.whole and not rule.settled([])

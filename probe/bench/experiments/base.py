@@ -91,6 +91,8 @@ class Experiment:
     # (role, the role it is judged against) for each verdict it gives: the pairs a run's
     # stopping rule settles (probe/runs/stopping.py); a run in no pair serves its cap
     pairs: Callable[[Plan], list[tuple[str, str]]] = lambda plan: []
+    # roles a verdict on the repeats' range reads (a p95): they serve every pass of the cap
+    whole: Callable[[Plan], tuple[str, ...]] = lambda plan: ()
     # roles whose runs share one engine with interleaved passes (eager configs only)
     groups: Callable[[Plan], list[tuple[str, ...]]] = lambda plan: []
     left_out: LeftOut = lambda plan: ()
