@@ -5,6 +5,7 @@ with the saved sessions. No assertion rests on a measured speed."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import numpy as np
@@ -31,14 +32,27 @@ RATE = 0.5      # the cached config keeps up with it; the uncached one queues be
 @pytest.fixture
 def planted_missing_kv_cache(monkeypatch):
     """kv_cache=off made slow beyond any load: each token of an uncached generate() sleeps
-    PLANTED_S first (HF generate's streamer hears every token as it is made)."""
+    PLANTED_S first (HF generate's streamer hears every token as it is made). Not in a run's
+    warm-up rehearsal (Engine.rehearse), which records nothing a figure reads: the sleeps
+    there would only add two requests' worth of waiting to every uncached run."""
     from probe.engine.decode import hf_generate
+    from probe.engine.engine import Engine
 
     real = hf_generate.generate
+    real_rehearse = Engine.rehearse
+    rehearsing = threading.Event()
+
+    def rehearse(self, requests):
+        rehearsing.set()
+        try:
+            return real_rehearse(self, requests)
+        finally:
+            rehearsing.clear()
+    monkeypatch.setattr(Engine, "rehearse", rehearse)
 
     def generate(generate_fn, model, input_ids, attention_mask, new_tokens, use_cache,
                  stops=frozenset()):
-        if use_cache:
+        if use_cache or rehearsing.is_set():
             return real(generate_fn, model, input_ids, attention_mask, new_tokens, use_cache,
                         stops)
 
