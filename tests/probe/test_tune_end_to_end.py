@@ -27,6 +27,9 @@ PLANTED_S = 0.2
 # two `yes` besides, the capacity search found no rate at which the cached config met it.)
 SLO = f"latency={900 * OUTPUT * PLANTED_S:.0f}ms"
 RATE = 0.5      # the cached config keeps up with it; the uncached one queues besides
+# The planted tests replay 2 requests a run: enough for a rate (one gap), a queue behind the
+# uncached first one and the capacity search's "alone"; each uncached one sleeps OUTPUT ×
+# PLANTED_S, in every run of two searches, so a third would only add waiting.
 
 
 @pytest.fixture
@@ -83,7 +86,7 @@ def test_tune_fixes_a_planted_missing_kv_cache(tmp_path, planted_missing_kv_cach
     out = tmp_path / "tune"
     slo, rate = SLO, RATE
     code = main(["tune", "--model", "t5-tiny", "--trace", str(trace), "--device", "cpu",
-                 "--slo", slo, "--rate", f"{rate:.4g}", "--requests", "3", "--repeats", "2",
+                 "--slo", slo, "--rate", f"{rate:.4g}", "--requests", "2", "--repeats", "2",
                  "--threads", "1", "--budget", "0.01", "--opt", "kv_cache=off",
                  "--compile-backend", "eager", "--out", str(out)])
     assert code == 0
@@ -119,7 +122,7 @@ def test_tune_by_capacity_brackets_each_config_and_keeps_the_kv_cache(
     slo = SLO
     code = main(["tune", "--model", "t5-tiny", "--trace", str(trace), "--device", "cpu",
                  "--slo", slo, "--find-capacity", "--slo-target", "0.6",
-                 "--requests", "3", "--threads", "1", "--budget", "0.01",
+                 "--requests", "2", "--threads", "1", "--budget", "0.01",
                  "--opt", "kv_cache=off", "--compile-backend", "eager", "--out", str(out)])
     assert code == 0
     document = json.loads((out / "tune.json").read_text())
