@@ -68,8 +68,12 @@ def test_a_failed_pair_is_said_and_nothing_else_breaks(make_result) -> None:
 
 @pytest.mark.slow
 def test_the_pair_restarts_from_the_cache_in_a_fresh_process() -> None:
+    """On dynamo's eager backend (the bench's `--compile-backend eager` passes it too), whose
+    graphs save as well: the pair's two processes, cache and figures without inductor's
+    minute of code generation (tests/probe/test_compile_cache.py restarts inductor's)."""
     options = "compile=default decode=fullgraph compile_cache=on"
-    figures = measure_pair("t5-tiny", options, input_length=12, output_length=4, threads=1)
+    figures = measure_pair("t5-tiny", options, input_length=12, output_length=4, threads=1,
+                           backend="eager")
     assert figures.error is None
     assert figures.tokens_equal
     assert figures.loaded >= 3 and figures.compiled_on_restart == 0
