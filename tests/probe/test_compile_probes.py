@@ -30,9 +30,12 @@ def test_fullgraph_has_no_breaks_and_matches_hf_tokens(make_engine):
 
 
 def test_dynamic_off_recompiles_for_every_new_length(make_engine):
+    """And, on the eager backend, which runs neither AOTAutograd nor inductor, each compile is
+    all dynamo's tracing and the segment adds up the split."""
     lengths = [8, 11, 14, 17]
     engine = make_engine("decode=fullgraph", "compile=default", "dynamic=off")
     records = serve(engine, [(n, 3) for n in lengths])
+    assert all(r.ok for r in records)
     recompiles = compiles(engine, "recompile", "encode")
     assert len(recompiles) >= len(lengths) - 1
     for event in recompiles:
@@ -43,6 +46,18 @@ def test_dynamic_off_recompiles_for_every_new_length(make_engine):
         waited = sum(e.duration_s for e in compiles(engine) if e.request_id == record.id)
         assert record.compile_stall_ms == pytest.approx(waited * 1000, rel=1e-6, abs=1e-6)
     assert records[1].compile_stall_ms > 0
+
+    metrics = {str(m.compile_id): m for m in torch._dynamo.utils.get_compilation_metrics()}
+    events = compiles(engine, "compile") + compiles(engine, "recompile")
+    assert len(events) >= 4
+    for event in events:
+        assert event.inductor_s == 0 and event.aot_s < 0.01 * event.tracing_s
+        assert event.tracing_s + event.aot_s == pytest.approx(
+            metrics[event.compile_id].duration_us / 1e6)
+    (segment,) = session_segments(engine.session.freeze())
+    assert segment.compile_phases.tracing_s == pytest.approx(sum(e.tracing_s for e in events))
+    assert segment.compile_phases.total_s == pytest.approx(segment.compile_s, rel=0.2)
+    assert segment.as_dict()["compile_phases"]["tracing_s"] == segment.compile_phases.tracing_s
 
 
 def test_dynamic_on_compiles_each_function_once_for_all_lengths(make_engine):
@@ -111,19 +126,3 @@ def test_inductor_fullgraph_decode_matches_eager_tokens(make_engine):
         assert event.tracing_s > 0 and event.aot_s > 0
         assert event.from_cache == (dynamo.inductor_cumulative_compile_time_us is None)
 
-
-def test_an_eager_backend_compile_is_all_tracing_and_the_segment_adds_the_split(make_engine):
-    """The eager backend runs neither AOTAutograd nor inductor: the whole compile is dynamo's."""
-    engine = make_engine("decode=fullgraph", "compile=default", "dynamic=off")
-    serve(engine, [(8, 3), (11, 3)])
-    metrics = {str(m.compile_id): m for m in torch._dynamo.utils.get_compilation_metrics()}
-    events = compiles(engine, "compile") + compiles(engine, "recompile")
-    assert len(events) >= 4
-    for event in events:
-        assert event.inductor_s == 0 and event.aot_s < 0.01 * event.tracing_s
-        assert event.tracing_s + event.aot_s == pytest.approx(
-            metrics[event.compile_id].duration_us / 1e6)
-    (segment,) = session_segments(engine.session.freeze())
-    assert segment.compile_phases.tracing_s == pytest.approx(sum(e.tracing_s for e in events))
-    assert segment.compile_phases.total_s == pytest.approx(segment.compile_s, rel=0.2)
-    assert segment.as_dict()["compile_phases"]["tracing_s"] == segment.compile_phases.tracing_s

@@ -51,24 +51,40 @@ def test_without_compile_the_step_levers_are_off_with_a_note(make_engine):
     assert "guards is a dynamo option: it does nothing without compile" in variant.notes
 
 
-def test_every_compiled_function_gets_the_lean_filter(make_engine, monkeypatch):
-    """torch.compile pops guard_filter_fn from its options: with one dict shared by the
-    decoder's compiled functions only the first (encode) would be filtered."""
+def guard_times_are_dynamos(engine, kind=None) -> None:
+    """The feed's "guards" figure is dynamo's CompilationMetrics.guard_latency_us of that very
+    compile (which of full and lean is lower is a timing: the bench's job)."""
+    import torch
+
+    metrics = {str(m.compile_id): m for m in torch._dynamo.utils.get_compilation_metrics()}
+    events = compiles(engine, kind)
+    assert {e.function for e in events} >= {"encode", "prefill_step", "decode_step"}
+    for event in events:
+        assert event.guard_us == metrics[event.compile_id].guard_latency_us > 0
+
+
+def spy_on_the_lean_filter(monkeypatch) -> list[int]:
+    """How many guards each call of the lean filter was given, one entry a compiled frame."""
     filtered: list[int] = []
 
     def spy(entries):
         filtered.append(len(entries))
         return lean_guards(entries)
     monkeypatch.setattr(guards, "lean_guards", spy)
-    engine = make_engine("decode=fullgraph", "compile=default", "guards=lean")
-    assert serve(engine, [(9, 4)])[0].ok
-    assert len(filtered) >= 3          # encode, prefill_step and decode_step
+    return filtered
 
 
-def test_lean_guards_still_recompile_for_a_new_length_and_decode_the_same_tokens(make_engine):
+def test_lean_guards_still_recompile_for_a_new_length_and_decode_the_same_tokens(
+        make_engine, monkeypatch):
+    """And every compiled function gets the lean filter: torch.compile pops guard_filter_fn
+    from its options, so with one dict shared by the decoder's compiled functions only the
+    first (encode) would be filtered; each compile carries dynamo's own guard check time."""
+    filtered = spy_on_the_lean_filter(monkeypatch)
     shapes = [(8, 4), (8, 4), (11, 4), (14, 3)]
     lean = make_engine("decode=fullgraph", "compile=default", "guards=lean")
     assert all(r.ok for r in serve(lean, shapes))
+    assert len(filtered) >= 3          # encode, prefill_step and decode_step
+    guard_times_are_dynamos(lean, "compile")
     recompiles = compiles(lean, "recompile", "encode")
     assert len(recompiles) == 2 and "expected 8, actual 11" in recompiles[0].reason
     eager = make_engine("decode=fullgraph")     # after: the compile probes are process-wide
@@ -76,13 +92,26 @@ def test_lean_guards_still_recompile_for_a_new_length_and_decode_the_same_tokens
     assert tokens_of(lean) == tokens_of(eager)
 
 
+def test_full_guards_carry_dynamos_own_guard_check_time_and_no_filter(make_engine,
+                                                                      monkeypatch):
+    """As the lean step's compiles do (the test above)."""
+    filtered = spy_on_the_lean_filter(monkeypatch)
+    engine = make_engine("decode=fullgraph", "compile=default", "guards=full")
+    assert serve(engine, [(9, 4)])[0].ok
+    assert filtered == []              # full guards: no filter reaches torch.compile
+    guard_times_are_dynamos(engine)
+
+
 @pytest.mark.slow
 def test_the_lean_step_under_inductor_decodes_the_same_tokens(make_engine):
-    """cpp_wrapper, lean guards and inductor's own batch-1 matmuls together, as the roofline's
-    `+all` row serves them."""
+    """cpp_wrapper, lean guards, the one-query attention and inductor's own batch-1 matmuls
+    together, as the roofline's `+all` row serves them (its `+lean step` minus gemv: one
+    inductor compile covers both, the suite's slowest kind; tests/probe/test_decode_attention.py
+    checks attention=inductor's tokens on every decode path under dynamo)."""
     shapes = [(7, 4), (7, 4)]
     lean = make_engine("compile=default", "decode=fullgraph", "wrapper=cpp", "guards=lean",
-                       "gemv=inductor", backend="inductor", max_new_tokens=4)
+                       "attention=inductor", "gemv=inductor", backend="inductor",
+                       max_new_tokens=4)
     records = serve(lean, shapes)
     assert all(r.ok for r in records), records[0].error
     assert lean.switchboard.is_compiled(lean.options)        # no fallback to eager
@@ -91,30 +120,7 @@ def test_the_lean_step_under_inductor_decodes_the_same_tokens(make_engine):
     assert tokens_of(lean) == tokens_of(eager)
 
 
-def test_lean_guards_on_hf_generate_keep_each_output_length_apart(make_engine):
-    """generate()'s compiled frames read the output length from an argument: a guard lean keeps,
-    so a request of another length is never served a graph traced for the first."""
-    shapes = [(9, 5), (9, 3), (12, 6)]
-    lean = make_engine("decode=hf-generate", "compile=default", "guards=lean")
-    records = serve(lean, shapes)
-    assert all(r.ok for r in records)
-    assert [len(r.tokens) for r in records] == [5, 3, 6]
-    eager = make_engine("decode=hf-generate")
-    serve(eager, shapes)
-    assert tokens_of(lean) == tokens_of(eager)
-
-
-def test_each_compile_carries_dynamos_own_guard_check_time(make_engine):
-    """The feed's "guards" figure is dynamo's CompilationMetrics.guard_latency_us of that very
-    compile, with full and lean guards alike (which is lower is a timing: the bench's job)."""
-    import torch
-
-    for guards_option in ("full", "lean"):
-        engine = make_engine("decode=fullgraph", "compile=default", f"guards={guards_option}")
-        assert serve(engine, [(9, 4)])[0].ok
-        metrics = {str(m.compile_id): m for m in torch._dynamo.utils.get_compilation_metrics()}
-        events = compiles(engine)
-        assert {e.function for e in events} >= {"encode", "prefill_step", "decode_step"}
-        for event in events:
-            assert event.guard_us == metrics[event.compile_id].guard_latency_us > 0
-        engine.close()
+# Lean guards on hf-generate (generate()'s frames read the output length from an argument: a
+# guard lean keeps, so a request of another length is never served a graph traced for the
+# first): in tests/probe/test_decode_attention.py::test_one_query_attention_decodes_sdpas_tokens,
+# which compiles generate() with them (the suite's slowest compile, once).
