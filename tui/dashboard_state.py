@@ -31,7 +31,7 @@ from probe.contract.engine_link import (
 )
 from probe.contract.live import LiveView
 from probe.contract.options import OptConfig
-from tui.fit_line import Part
+from tui.fit_line import Part, part
 from tui.live_ab import LiveAB, ab_line
 from tui.warm_switch import SwitchUnderWay, switch_on_parts, warm_parts
 
@@ -73,6 +73,7 @@ class DashboardState(App[int]):
         self._warm: SwitchUnderWay | None = None
         self._ab: LiveAB | None = None          # the live A/B (tui/ab_actions.py)
         self.steering = True                    # False: another dashboard steers this server
+        self.role_text = ""                     # the server's word on who steers
         self.set_reactive(DashboardState.view, initial)
         self.set_reactive(DashboardState.requested, options)
         self.set_reactive(DashboardState.speed, speed)
@@ -131,7 +132,10 @@ class DashboardState(App[int]):
     def _show_switch(self) -> None:
         switch, ab = self._warm, self._ab
         self.warming_beside = switch.serving_id if switch is not None and self._warming() else ""
-        if ab is not None:
+        if not self.steering:
+            self.switch_note = (part(self.role_text, "watching", 9),
+                                part("T takes over once nobody steers", "T: take over", 8))
+        elif ab is not None:
             self.switch_note = ab_line(ab, self._engine_now_s())
         elif switch is not None:
             self.switch_note = warm_parts(switch, self.view, self._engine_now_s())

@@ -54,6 +54,8 @@ class EngineEvents(DashboardState):
     def on_engine_live(self, message: EngineLive) -> None:
         previous, self.view = self.view, message.view
         self._view_at = self._clock()
+        if not self.steering:               # another dashboard changes what is served
+            self.requested = message.view.options
         self.ab_saw_a(message.view)
         self._show_switch()
         if previous is not None and message.view.t_s < previous.t_s:
@@ -86,7 +88,15 @@ class EngineEvents(DashboardState):
             self._show_switch()
 
     def on_role(self, role: Role) -> None:
+        """Who steers a server (or why an ask was refused): a watcher's staged change and
+        pending switch are dropped, its options follow what is served."""
         self.steering = role.steering
+        self.role_text = role.text
+        if not role.steering:
+            self._warm = None
+            if self.view is not None:
+                self.requested = self.view.options
+        self._show_switch()
         self.say(role.text, severity="information" if role.steering else "warning")
         self.refresh_bindings()
 

@@ -15,6 +15,7 @@ from probe.contract.engine_link import (
     SaveSnapshot,
     SetOptions,
     SetSpeed,
+    Steer,
     StopSide,
     WarmSwitch,
 )
@@ -39,6 +40,8 @@ class KeyActions(DashboardState):
         facts = self.facts()
         if action == "restart_engine":
             return facts is not None and not facts.remote and self.engine_state == "failed"
+        if action == "steer":
+            return facts is not None and facts.remote and not self.steering
         if facts is not None and facts.remote and action in NOT_ON_A_SERVER:
             return False        # its clients set the arrivals; the engine is the server's
         return True
@@ -262,6 +265,11 @@ class KeyActions(DashboardState):
                  f"from it. Press {GIVE_UP_KEY} again within {GIVE_UP_CONFIRM_S:.0f} s to give "
                  f"up the compile anyway", severity="warning", timeout=GIVE_UP_CONFIRM_S)
         return False
+
+    def action_steer(self) -> None:
+        if self.check_action("steer", ()):
+            self._send(Steer())
+            self.say("asked to steer: granted once no other dashboard steers")
 
     def action_restart_engine(self) -> None:
         if not self.check_action("restart_engine", ()):

@@ -24,6 +24,9 @@ KEYS: list[Binding] = [
     # shown only while the engine is down (check_action), so first: it must not be cut off
     Binding("R", "restart_engine", "restart", tooltip="Start an engine again after "
             "it died: it continues the session (same clock, the records served before)."),
+    # shown only on a server's dashboard that watches (check_action)
+    Binding("T", "steer", "take over", tooltip="On a server another dashboard steers: "
+            "steer it from here once that one has left."),
     Binding("q", "quit", "quit", tooltip="Stop the engine and quit.", priority=True),
     Binding("ctrl+q", "quit", "quit", tooltip="Stop the engine and quit.", show=False,
             priority=True),

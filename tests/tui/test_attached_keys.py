@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from probe.contract.engine_link import LinkFacts
+from probe.contract.engine_link import EngineLive, LinkFacts, Role, Steer
 from probe.contract.protocol import SetOptions
 from probe.engine.process.local_link import LocalLink
 from tests.fake_engine import FakeEngine
@@ -47,3 +47,36 @@ async def test_an_option_key_on_a_server_switches_warm_and_x_gives_it_up(stages,
         await pilot.press("space", "plus")              # not offered: nothing sent
         await pilot.pause()
         assert engine.commands() == []
+
+
+async def test_a_watching_dashboard_says_so_follows_the_server_and_T_asks_to_steer(
+        stages, tmp_path, until):
+    engine = FakeEngine()
+    asked: list = []
+
+    class Watching(Attached):
+        def send(self, ask) -> None:
+            asked.append(ask)
+            super().send(ask)
+
+    view = stages["baseline"]
+    app = InfertopApp(Watching(engine), initial=view, options=view.options, speed=1.0,
+                      snapshot_dir=tmp_path, clock=lambda: 0.0, apply_delay_s=0)
+    async with app.run_test(size=(160, 48)) as pilot:
+        assert "take over" not in screen_text(app).splitlines()[-1]     # it steers
+        engine.emit(Role(False, "d2 watches: d1 steers; its keys are refused here"))
+        await until(pilot, lambda: not app.steering)
+        await pilot.pause()
+        assert "⇄ d2 watches: d1 steers; its keys are refused here · T takes over once " \
+               "nobody steers" in screen_text(app)
+        assert "take over" in screen_text(app).splitlines()[-1]
+        switched = replace(view, options=view.options.with_option("bucketing", "on"))
+        engine.emit(EngineLive(switched))                 # the steering one switched it
+        await until(pilot, lambda: app.view is switched)
+        assert app.requested == switched.options
+        await pilot.press("T")
+        await until(pilot, lambda: any(isinstance(a, Steer) for a in asked))
+        engine.emit(Role(True, "d2 steers this server"))
+        await until(pilot, lambda: app.steering)
+        await pilot.pause()
+        assert "watching" not in screen_text(app)
