@@ -209,6 +209,10 @@ def test_a_watchers_ask_is_refused_and_a_switch_serves_no_request_a_compile(serv
     assert any("cut over" in n["text"] for n in saved["notices"])
     assert not any(isinstance(h, WarmFailed) for h in hear(second, lambda h: isinstance(
         h, CutOverDone)))      # every dashboard hears the switch
+    watched = str(folder / "watched.json")       # a watcher saves too: it only reads
+    second.send(SaveSnapshot(watched))
+    hear(second, lambda h: isinstance(h, SnapshotSaved) and h.path == watched)
+    assert json.loads(Path(watched).read_text())["requests"]
 
 
 def test_a_watcher_steers_once_the_steering_link_leaves(links):

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from probe.analysis.side_compile_cost import side_compiles
-from probe.common.atomic import write_json_atomic
 from probe.contract.engine_link import (
     ABEnd,
     ABStart,
@@ -41,10 +40,7 @@ from probe.contract.engine_link import (
     EngineLoading,
     ResetWindow,
     Role,
-    SaveSnapshot,
     SetOptions,
-    SnapshotFailed,
-    SnapshotSaved,
     Steer,
     StopSide,
     WarmFailed,
@@ -157,9 +153,6 @@ class Hub:
             self._give_up(link_id)
         elif isinstance(ask, ABEnd):
             self._end_ab(link_id, ask.adopt)
-        elif isinstance(ask, SaveSnapshot):
-            threading.Thread(target=self._save, args=(link_id, ask.path), name="attach-save",
-                             daemon=True).start()
         elif isinstance(ask, ResetWindow):
             if self.reporter is not None:
                 self.reporter.reset_window()
@@ -167,17 +160,11 @@ class Hub:
             self.board.tell(link_id, Role(True, f"{type(ask).__name__} is not offered on a "
                                                 f"live server ({_WHY_NOT.get(type(ask).__name__, 'not yet')})"))
 
-    def _save(self, link_id: str, path: str) -> None:
+    def session_document(self) -> dict | None:
+        """The served session so far, as `--out` will hold it (None before the engine loaded):
+        a dashboard fetches it and writes it on its own machine."""
         engine = self.host.engine
-        if engine is None:
-            self.board.tell(link_id, SnapshotFailed(path, "the engine has not loaded yet"))
-            return
-        try:
-            write_json_atomic(path, self._document(engine))
-        except OSError as exc:
-            self.board.tell(link_id, SnapshotFailed(path, f"{exc.strerror or exc}"))
-            return
-        self.board.tell(link_id, SnapshotSaved(path))
+        return None if engine is None else self._document(engine)
 
     # -- the warm switch -----------------------------------------------------------------------
     def _switch_to(self, link_id: str, options: OptConfig, ab: bool = False) -> None:
@@ -353,4 +340,5 @@ _WHY_NOT = {
     "SetSpeed": "the clients set the rate",
     "Restart": "the server's engine is restarted by restarting `infertop serve`",
     "GiveUp": "a switch's compile runs beside the serving config: give up the switch instead",
+    "SaveSnapshot": "a dashboard fetches the session itself and writes it on its own machine",
 }

@@ -19,7 +19,18 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from probe.contract.engine_link import Ask, EngineFailed, EngineLive, Heard, LinkFacts, Role
+from probe.common.atomic import write_json_atomic
+from probe.contract.engine_link import (
+    Ask,
+    EngineFailed,
+    EngineLive,
+    Heard,
+    LinkFacts,
+    Role,
+    SaveSnapshot,
+    SnapshotFailed,
+    SnapshotSaved,
+)
 from probe.contract.live import LiveView
 from probe.server.attach.routes import PREFIX
 from probe.server.attach.wire import WireError, decode_heard, encode_ask
@@ -175,10 +186,32 @@ class ServerLink:
             while self._link_id is None and not self._stop.is_set():
                 time.sleep(RETRY_S)
             try:
+                if isinstance(ask, SaveSnapshot):
+                    self._save(ask.path)
+                    continue
                 self._call("POST", f"{PREFIX}/asks",
                            json={"link": self._link_id, "ask": encode_ask(ask)})
             except Exception:  # LinkEnded, or the client closed under it: the events
                 return         # thread says why
+
+    def _save(self, path: str) -> None:
+        """`s`: the server's session so far, fetched and written here, on the dashboard's
+        machine (atomically: a failed fetch or write leaves nothing half-written)."""
+        answer = self._call("GET", f"{PREFIX}/session", params={"link": self._link_id})
+        if answer is None:
+            self._hear(SnapshotFailed(path, "the server is not serving"))
+            return
+        try:
+            document = _body(answer)
+        except LinkEnded as exc:
+            self._hear(SnapshotFailed(path, str(exc)))
+            return
+        try:
+            write_json_atomic(path, document)
+        except OSError as exc:
+            self._hear(SnapshotFailed(path, f"{exc.strerror or exc}"))
+            return
+        self._hear(SnapshotSaved(path))
 
     def _call(self, method: str, path: str, **kwargs) -> httpx2.Response | None:
         """One request, tried again while the server does not answer, up to DEAD_AFTER_S;

@@ -7,6 +7,8 @@
 - `POST /infertop/v1/asks` `{"link": ID, "ask": {"kind": ..., ...}}` → 202: carried out if the
   link steers; a watcher hears a Role saying it was refused.
 - `POST /infertop/v1/detach` `{"link": ID}` → 204: the dashboard left; it holds nothing.
+- `GET /infertop/v1/session?link=ID` → the served session so far, as `--out` will hold it:
+  any attached dashboard (`s`) writes it on its own machine; 503 while the engine loads.
 
 A long poll rather than server-sent events: one request a batch, so a dashboard behind any
 proxy works, and a dropped fetch is fetched again by its number. Torch-free."""
@@ -93,7 +95,21 @@ def attach_routes(hub: Hub, guard: Guard) -> list[Route]:
             hub.board.detach(body["link"])
         return Response(status_code=204)
 
+    async def session(request: Request) -> Response:
+        denied = guard(request)
+        if denied is not None:
+            return denied
+        link_id = request.query_params.get("link", "")
+        if not hub.board.known(link_id):
+            return _error(404, "no such link: attach again")
+        hub.board.touch(link_id)
+        document = await asyncio.to_thread(hub.session_document)
+        if document is None:
+            return _error(503, "the engine has not loaded yet")
+        return JSONResponse(document)
+
     return [Route(f"{PREFIX}/attach", attach, methods=["POST"]),
+            Route(f"{PREFIX}/session", session, methods=["GET"]),
             Route(f"{PREFIX}/events", events, methods=["GET"]),
             Route(f"{PREFIX}/asks", asks, methods=["POST"]),
             Route(f"{PREFIX}/detach", detach, methods=["POST"])]
