@@ -24,6 +24,10 @@ once above +w, "within noise" once it lies inside [−w, +w] (any difference is 
 margin), else "no difference yet". The three regions are disjoint, so a nested interval that has
 entered one never leaves it: a verdict reached early is the verdict a longer run would reach
 (with probability 1 − α per comparison).
+
+Written here rather than taken from `confseq`, the method's authors' package: it is published
+only as a source archive that needs a C++ toolchain to install (no wheel on the registry), and
+the boundary itself is the one line of `radius`.
 """
 
 from __future__ import annotations
