@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from probe.server.engine_host import EngineHost
 
 log = logging.getLogger(__name__)   # the engine log (serve routes "probe" there)
+STOP_JOIN_S = 2.0           # stop's wait for the publisher thread
 WARM_LIMIT_S = 900.0        # a side compile still running after this is given up
 WAIT_S = 0.2                # how often the publisher looks for a dashboard or a ready engine
 
@@ -87,17 +88,23 @@ class Hub:
         self._lock = threading.Lock()
         self._side: _Side | None = None
         self.reporter: LiveReporter | None = None
+        self._publisher = threading.Thread(target=self._publish, name="attach-views",
+                                           daemon=True)
 
     # -- the publisher --------------------------------------------------------------------------
     def start(self) -> None:
-        threading.Thread(target=self._publish, name="attach-views", daemon=True).start()
+        self._publisher.start()
 
     def stop(self) -> None:
+        """Bounded: the publisher ends within a wait of its loop (no daemon thread left
+        building a view while the interpreter shuts down)."""
         self._stop.set()
         with self._lock:
             side, self._side = self._side, None
         if side is not None:
             side.over = True
+        if self._publisher.is_alive():
+            self._publisher.join(timeout=STOP_JOIN_S)
 
     def _publish(self) -> None:
         from probe.engine.process.live_reporter import LiveReporter
