@@ -10,11 +10,7 @@ dashboard itself (under Pilot) fills, switches with no stall and leaves the serv
 from __future__ import annotations
 
 import json
-import os
-import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -45,8 +41,8 @@ from probe.contract.engine_link import (
 )
 from probe.contract.options import OptConfig
 from probe.server.attach.link import ServerLink
+from tests.probe.serve_child import serving
 
-REPO = Path(__file__).resolve().parents[2]
 MODEL, KEY = "t5-tiny", "attach-key"
 SERVED = OptConfig(bucketing="on", batching="continuous")
 COMPILED = SERVED.with_option("compile", "default")     # dynamo traces (eager backend)
@@ -56,39 +52,12 @@ pytestmark = pytest.mark.timeout(300)
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("attach")
-    command = [sys.executable, "-m", "infertop", "serve", "--model", MODEL, "--device", "cpu",
-               "--opt", "batching=continuous", "--opt", "bucketing=on",
-               "--compile-backend", "eager", "--max-batch", "2", "--max-input", "64",
-               "--max-output", "32", "--drift-every", "0", "--threads", "1", "--port", "0",
-               "--api-key", KEY, "--out", str(folder / "served.json")]
-    child = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    assert child.stderr is not None
-    port = None
-    for line in child.stderr:
-        found = re.search(r"http://127\.0\.0\.1:(\d+)/v1", line)
-        if found:
-            port = int(found[1])
-            break
-    assert port, "the server never said where it listens"
-    threading.Thread(target=lambda: list(child.stderr or ()), daemon=True).start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=5) as response:
-                if json.load(response)["status"] == "ready":
-                    break
-        except OSError:
-            time.sleep(0.2)
-    else:
-        child.kill()
-        pytest.fail("the server was not ready within 180 s")
-    yield child, url, folder
-    if child.poll() is None:
-        child.kill()
-        child.wait()
+    with serving(["--model", MODEL, "--device", "cpu", "--opt", "batching=continuous",
+                  "--opt", "bucketing=on", "--compile-backend", "eager", "--max-batch", "2",
+                  "--max-input", "64", "--max-output", "32", "--drift-every", "0",
+                  "--threads", "1", "--api-key", KEY,
+                  "--out", str(folder / "served.json")]) as (child, port):
+        yield child, f"http://127.0.0.1:{port}", folder
 
 
 class Load:

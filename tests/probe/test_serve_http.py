@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -21,7 +19,8 @@ from pathlib import Path
 import openai
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.probe.serve_child import serving
+
 MODEL = "t5-tiny"
 LONG = 480          # tokens: a stream that holds its slot while a test looks
 pytestmark = pytest.mark.timeout(300)
@@ -32,7 +31,6 @@ class Server:
         self.child, self.port, self.out = child, port, out
         self.url = f"http://127.0.0.1:{port}"
         self.ok: dict[str, dict] = {}       # request id → usage, for every 200
-        self.lines: list[str] = []
 
     def client(self, **kwargs) -> openai.OpenAI:
         return openai.OpenAI(base_url=self.url + "/v1", api_key="unused", max_retries=0,
@@ -56,37 +54,11 @@ class Server:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     out = tmp_path_factory.mktemp("serve") / "served.json"
-    command = [sys.executable, "-m", "infertop", "serve", "--model", MODEL, "--device", "cpu",
-               "--opt", "batching=continuous", "--max-batch", "2", "--max-queue", "2",
-               "--max-input", "64", "--max-output", "512", "--drift-every", "0",
-               "--threads", "1", "--port", "0", "--drain-s", "60", "--out", str(out)]
-    child = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    port = None
-    assert child.stderr is not None
-    for line in child.stderr:
-        found = re.search(r"http://127\.0\.0\.1:(\d+)/v1", line)
-        if found:
-            port = int(found[1])
-            break
-    assert port, "the server never said where it listens"
-    served = Server(child, port, out)
-    threading.Thread(target=lambda: served.lines.extend(child.stderr or ()), daemon=True).start()
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(served.url + "/health", timeout=5) as response:
-                if json.load(response)["status"] == "ready":
-                    break
-        except OSError:     # 503 while warming, refused while loading
-            time.sleep(0.2)
-    else:
-        child.kill()
-        pytest.fail("the server was not ready within 180 s")
-    yield served
-    if child.poll() is None:
-        child.kill()
-        child.wait()
+    with serving(["--model", MODEL, "--device", "cpu", "--opt", "batching=continuous",
+                  "--max-batch", "2", "--max-queue", "2", "--max-input", "64",
+                  "--max-output", "512", "--drift-every", "0", "--threads", "1",
+                  "--drain-s", "60", "--out", str(out)]) as (child, port):
+        yield Server(child, port, out)
 
 
 def _complete(server: Server, request_id: str, max_tokens: int = 4, **kwargs):
