@@ -104,3 +104,20 @@ def test_an_engine_that_cannot_start_is_said_and_restart_tries_again():
     assert isinstance(said, EngineFailed) and "cannot fork" in said.error
     link.send(Restart())
     assert link.poll(0.01) == Restarted() and engine.restarts == 1
+
+
+def test_facts_read_the_journal_once_the_engine_is_down_not_at_each_call():
+    """The dashboard asks for facts at every binding check: the journal is read when the
+    engine goes down, for what `s` and `R` can still do, and not before."""
+    engine = FakeEngine()
+    reads: list[int] = []
+    promise = engine.journal_promise
+    engine.journal_promise = lambda: reads.append(1) or promise()   # type: ignore[method-assign]
+    link = opened(engine)
+    for _ in range(20):
+        assert link.facts().after_crash == ""
+    assert reads == []
+    engine.die("the engine process exited (code -9)")
+    assert isinstance(link.poll(0.5), EngineFailed)
+    said = [link.facts().after_crash for _ in range(20)]
+    assert len(reads) == 1 and said[0] and len(set(said)) == 1

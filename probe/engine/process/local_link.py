@@ -63,6 +63,9 @@ class LocalLink:
         self._saves: queue.SimpleQueue[Heard] = queue.SimpleQueue()  # from the save threads
         self._opened = False
         self._down = False
+        # what `s` and `R` can still do, read from the journal once the engine is down (not
+        # at each facts(): the dashboard asks for them at every binding check)
+        self._after_crash = ""
         self._ab = ""               # "" none; "warming": arm B compiles; "split": both serve
         self._start: bool | None = None     # whether the engine started, once tried
 
@@ -85,12 +88,9 @@ class LocalLink:
             log = f"engine log: {handle.log_path}"
         else:
             log = f"engine log: none ({handle.log_problem or 'not started yet'})"
-        try:
-            after = handle.journal_promise().after_crash()
-        except Exception:       # an unreadable journal: nothing promised
-            after = ""
         continues = bool(handle.journal_path) and not handle.journal_problem
-        return LinkFacts(self._source, log, handle.journal_problem, after, continues)
+        return LinkFacts(self._source, log, handle.journal_problem, self._after_crash,
+                         continues)
 
     def close(self) -> None:
         self.handle.stop()
@@ -124,10 +124,19 @@ class LocalLink:
                 self.handle.start()
                 self._start = True
             except Exception as exc:     # a failed spawn is said, never a crash
-                self._start, self._down = False, True
+                self._start = False
+                self._fall()
                 self._heard.append(protocol.EngineFailed(
                     f"could not start: {type(exc).__name__}: {exc}"))
         return self._start
+
+    def _fall(self) -> None:
+        """The engine is down: what `s` and `R` can still do, read from its journal now."""
+        self._down = True
+        try:
+            self._after_crash = self.handle.journal_promise().after_crash()
+        except Exception:       # an unreadable journal: nothing promised
+            self._after_crash = ""
 
     def _poll_engine(self, timeout: float) -> Heard | None:
         handle = self.handle
@@ -138,7 +147,7 @@ class LocalLink:
             return ABSplit(event.shapes, event.seconds)
         if isinstance(event, WarmReady):
             handle.cut_over()
-            self._down = False
+            self._down, self._after_crash = False, ""
             return CutOverDone(event.shapes, event.seconds)
         if isinstance(event, WarmFailed) and self._ab:
             self._ab = ""               # the handle ended the A/B: A serves everything
@@ -154,7 +163,7 @@ class LocalLink:
         if isinstance(event, protocol.EngineFailed):
             if self._down:
                 return None
-            self._down = True
+            self._fall()
             if self._ab:
                 self._ab = ""
                 self._heard.append(ABEnded("failed", "the serving engine stopped"))
@@ -172,7 +181,7 @@ class LocalLink:
             except Exception as exc:    # a failed ask is said; the link goes on
                 self._heard.append(protocol.EngineFailed(
                     f"{type(ask).__name__} failed: {type(exc).__name__}: {exc}"))
-                self._down = True
+                self._fall()
 
     def _carry_out(self, ask: Ask) -> None:
         handle = self.handle
@@ -213,11 +222,11 @@ class LocalLink:
             else:
                 self.handle.restart()
         except Exception as exc:
-            self._down = True
+            self._fall()
             self._heard.append(protocol.EngineFailed(
                 f"restart failed: {type(exc).__name__}: {exc}"))
             return
-        self._down, self._start = False, True
+        self._down, self._start, self._after_crash = False, True, ""
         self._heard.append(Restarted())
 
     def _save_from_journal(self, path: str, *, serving: bool) -> None:
