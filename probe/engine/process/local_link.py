@@ -67,7 +67,7 @@ class LocalLink:
         # at each facts(): the dashboard asks for them at every binding check)
         self._after_crash = ""
         self._ab = ""               # "" none; "warming": arm B compiles; "split": both serve
-        self._start: bool | None = None     # whether the engine started, once tried
+        self._tried_start = False   # the engine is started at the first poll, once
 
     # -- EngineLink ------------------------------------------------------------------------
     def open(self) -> None:
@@ -101,7 +101,7 @@ class LocalLink:
         if not self._opened:
             time.sleep(timeout)
             return None
-        self._started()
+        self._start_once()
         while True:
             self._carry_out_asks()
             if self._heard:
@@ -116,19 +116,18 @@ class LocalLink:
                 return heard
 
     # -- the engine's side -----------------------------------------------------------------
-    def _started(self) -> bool | None:
-        """Start the engine at the first poll; False when it could not (said once: `R`
+    def _start_once(self) -> None:
+        """Start the engine at the first poll; one that cannot start is said once (`R`
         restarts it)."""
-        if self._start is None:
-            try:
-                self.handle.start()
-                self._start = True
-            except Exception as exc:     # a failed spawn is said, never a crash
-                self._start = False
-                self._fall()
-                self._heard.append(protocol.EngineFailed(
-                    f"could not start: {type(exc).__name__}: {exc}"))
-        return self._start
+        if self._tried_start:
+            return
+        self._tried_start = True
+        try:
+            self.handle.start()
+        except Exception as exc:     # a failed spawn is said, never a crash
+            self._fall()
+            self._heard.append(protocol.EngineFailed(
+                f"could not start: {type(exc).__name__}: {exc}"))
 
     def _fall(self) -> None:
         """The engine is down: what `s` and `R` can still do, read from its journal now."""
@@ -226,7 +225,7 @@ class LocalLink:
             self._heard.append(protocol.EngineFailed(
                 f"restart failed: {type(exc).__name__}: {exc}"))
             return
-        self._down, self._start, self._after_crash = False, True, ""
+        self._down, self._after_crash = False, ""
         self._heard.append(Restarted())
 
     def _save_from_journal(self, path: str, *, serving: bool) -> None:
