@@ -82,14 +82,17 @@ class DashboardState(App[int]):
             state = "read-only"
         else:
             state = "live" if initial is not None else "starting"
+        facts = None if link is None else link.facts()
         # something useful from the first frame: the trace's shape while the engine loads
-        self.trace_shape = "" if link is None else link.facts().source
+        self.trace_shape = "" if facts is None else facts.source
+        # attached to a server: every change is a warm switch, the clients set the load
+        self.on_server = facts is not None and facts.remote
         self.set_reactive(DashboardState.engine_state, state)
         self.set_reactive(DashboardState.engine_note,
                           source or (self.trace_shape if state == "starting" else ""))
         if link is None:
             self.reader_stopped.set()
-        elif link.facts().remote:
+        elif self.on_server:
             self.set_reactive(DashboardState.switch_kind, "warm")
 
     def facts(self) -> LinkFacts | None:
@@ -140,7 +143,6 @@ class DashboardState(App[int]):
         elif switch is not None:
             self.switch_note = warm_parts(switch, self.view, self._engine_now_s())
         elif self.switch_kind == "warm":
-            facts = self.facts()
-            self.switch_note = switch_on_parts(server=facts is not None and facts.remote)
+            self.switch_note = switch_on_parts(server=self.on_server)
         else:
             self.switch_note = ""

@@ -37,12 +37,11 @@ NOT_ON_A_SERVER = frozenset({"pause", "speed"})
 
 class KeyActions(DashboardState):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        facts = self.facts()
         if action == "restart_engine":
-            return facts is not None and not facts.remote and self.engine_state == "failed"
+            return self.link is not None and not self.on_server and self.engine_state == "failed"
         if action == "steer":
-            return facts is not None and facts.remote and not self.steering
-        if facts is not None and facts.remote and action in NOT_ON_A_SERVER:
+            return self.on_server and not self.steering
+        if self.on_server and action in NOT_ON_A_SERVER:
             return False        # its clients set the arrivals; the engine is the server's
         return True
 
@@ -79,11 +78,9 @@ class KeyActions(DashboardState):
             self._send(StopSide())          # asked for something else: that warm-up is moot
             self._warm = None
             self._show_switch()
-        facts = self.facts()
-        remote = facts is not None and facts.remote     # a server switches every change warm
         if self.switch_kind == "warm" and self.link is not None and self.engine_state == "live" \
-                and (wants_warm(self.requested, self.view) or remote and self.view is not None
-                     and self.requested != self.view.options):
+                and (wants_warm(self.requested, self.view) or self.on_server
+                     and self.view is not None and self.requested != self.view.options):
             self._start_warm_switch()
             return
         self.options_sent_s = self._engine_now_s()
@@ -93,8 +90,7 @@ class KeyActions(DashboardState):
     def action_toggle_switch(self) -> None:
         if self._read_only_says_so():
             return
-        facts = self.facts()
-        if facts is not None and facts.remote:
+        if self.on_server:
             self.say("a server always switches warm: no request waits on a compile there")
             return
         self.switch_kind = "cold" if self.switch_kind == "warm" else "warm"
@@ -205,8 +201,7 @@ class KeyActions(DashboardState):
         engine and cannot be interrupted there safely."""
         if self._read_only_says_so() or self.link is None:
             return
-        facts = self.facts()
-        if facts is not None and facts.remote:
+        if self.on_server:
             self._give_up_switch()
             return
         view = self.view
