@@ -22,9 +22,12 @@ import uuid
 from typing import AsyncIterator
 
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from probe.server.asks import (
     MAX_BODY_BYTES,
@@ -47,16 +50,36 @@ REPLACEMENT = "\ufffd"      # what a byte-level tokenizer decodes an incomplete 
 def make_app(engine: ServedEngine, *, api_key: str | None = None,
              hub: Hub | None = None) -> Starlette:
     """`hub`: the attach endpoints too (dashboards watching and steering this server), behind
-    the same key."""
-    api = _Api(engine, api_key)
-    attach = [] if hub is None else attach_routes(hub, api._denied)
+    the same key. Every endpoint but /health asks for the key: the routes' own middleware, so
+    that a path or method that no route takes is still 404 or 405."""
+    api = _Api(engine)
+    keyed = [Middleware(RequireKey, key=api_key)] if api_key else []
+    attach = [] if hub is None else attach_routes(hub, keyed)
     return Starlette(routes=[*attach,
-        Route("/v1/completions", api.completions, methods=["POST"]),
-        Route("/v1/chat/completions", api.chat_completions, methods=["POST"]),
-        Route("/v1/models", api.models, methods=["GET"]),
+        Route("/v1/completions", api.completions, methods=["POST"], middleware=keyed),
+        Route("/v1/chat/completions", api.chat_completions, methods=["POST"],
+              middleware=keyed),
+        Route("/v1/models", api.models, methods=["GET"], middleware=keyed),
         Route("/health", api.health, methods=["GET"]),
-        Route("/metrics", api.metrics, methods=["GET"]),
+        Route("/metrics", api.metrics, methods=["GET"], middleware=keyed),
     ])
+
+
+class RequireKey:
+    """ASGI middleware: the request's `Authorization: Bearer KEY`, compared in constant time,
+    or OpenAI's 401 before the endpoint runs."""
+
+    def __init__(self, app: ASGIApp, key: str) -> None:
+        self.app, self.key = app, key.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scheme, _, token = Headers(scope=scope).get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self.key):
+            await self.app(scope, receive, send)
+            return
+        denied = ApiError(401, "a valid API key is required (Authorization: Bearer KEY)", None,
+                          "invalid_api_key", "authentication_error")
+        await error_response(denied)(scope, receive, send)
 
 
 def error_response(error: ApiError, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -64,37 +87,18 @@ def error_response(error: ApiError, headers: dict[str, str] | None = None) -> JS
 
 
 class _Api:
-    def __init__(self, engine: ServedEngine, api_key: str | None) -> None:
+    def __init__(self, engine: ServedEngine) -> None:
         self.engine = engine
-        self._key = None if not api_key else api_key.encode()
-
-    def _denied(self, request: Request) -> JSONResponse | None:
-        """Every endpoint but /health asks for the key, compared in constant time."""
-        if self._key is None:
-            return None
-        given = request.headers.get("authorization", "")
-        scheme, _, token = given.partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), self._key):
-            return None
-        return error_response(ApiError(401, "a valid API key is required (Authorization: "
-                                            "Bearer KEY)", None, "invalid_api_key",
-                                       "authentication_error"))
 
     async def health(self, request: Request) -> Response:
         state = self.engine.state
         return JSONResponse({"status": state}, status_code=200 if state == "ready" else 503)
 
     async def metrics(self, request: Request) -> Response:
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         body = await asyncio.to_thread(self.engine.metrics)
         return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def models(self, request: Request) -> Response:
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         return JSONResponse({"object": "list", "data": [
             {"id": self.engine.limits.model, "object": "model", "created": 0,
              "owned_by": "infertop", "max_model_len": self.engine.limits.max_prompt_tokens}]})
@@ -109,9 +113,6 @@ class _Api:
         arrived_s = time.perf_counter()    # its queue time starts here, before its body is read
         request_id = request.headers.get("x-request-id") or f"cmpl-{uuid.uuid4().hex}"
         headers = {"X-Request-Id": request_id}
-        denied = self._denied(request)
-        if denied is not None:
-            return denied
         queue: asyncio.Queue[Tokens | Done] = asyncio.Queue()
         loop = asyncio.get_running_loop()
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Sequence
 
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -33,21 +34,13 @@ CHECK_S = 0.05              # how often a long poll looks for an event
 DRAINING_WAIT_S = 0.5       # a long poll's wait once the server is not ready (drains)
 MAX_ASK_BYTES = 64 * 1024
 
-Guard = Callable[[Request], Response | None]
-
-
-def attach_routes(hub: Hub, guard: Guard) -> list[Route]:
+def attach_routes(hub: Hub, keyed: Sequence[Middleware] = ()) -> list[Route]:
+    """`keyed`: the app's API-key check, run before each endpoint."""
     async def attach(request: Request) -> Response:
-        denied = guard(request)
-        if denied is not None:
-            return denied
         link_id, steering = hub.attach()
         return JSONResponse({"link": link_id, "steering": steering})
 
     async def events(request: Request) -> Response:
-        denied = guard(request)
-        if denied is not None:
-            return denied
         link_id = request.query_params.get("link", "")
         try:
             after = int(request.query_params.get("after", "0"))
@@ -67,9 +60,6 @@ def attach_routes(hub: Hub, guard: Guard) -> list[Route]:
             await asyncio.sleep(CHECK_S)
 
     async def asks(request: Request) -> Response:
-        denied = guard(request)
-        if denied is not None:
-            return denied
         body = await _small_json(request)
         if isinstance(body, Response):
             return body
@@ -85,9 +75,6 @@ def attach_routes(hub: Hub, guard: Guard) -> list[Route]:
         return JSONResponse({}, status_code=202)
 
     async def detach(request: Request) -> Response:
-        denied = guard(request)
-        if denied is not None:
-            return denied
         body = await _small_json(request)
         if isinstance(body, Response):
             return body
@@ -96,9 +83,6 @@ def attach_routes(hub: Hub, guard: Guard) -> list[Route]:
         return Response(status_code=204)
 
     async def session(request: Request) -> Response:
-        denied = guard(request)
-        if denied is not None:
-            return denied
         link_id = request.query_params.get("link", "")
         if not hub.board.known(link_id):
             return _error(404, "no such link: attach again")
@@ -108,11 +92,10 @@ def attach_routes(hub: Hub, guard: Guard) -> list[Route]:
             return _error(503, "the engine has not loaded yet")
         return JSONResponse(document)
 
-    return [Route(f"{PREFIX}/attach", attach, methods=["POST"]),
-            Route(f"{PREFIX}/session", session, methods=["GET"]),
-            Route(f"{PREFIX}/events", events, methods=["GET"]),
-            Route(f"{PREFIX}/asks", asks, methods=["POST"]),
-            Route(f"{PREFIX}/detach", detach, methods=["POST"])]
+    return [Route(f"{PREFIX}/{endpoint.__name__}", endpoint, methods=[method],
+                  middleware=keyed)
+            for endpoint, method in ((attach, "POST"), (session, "GET"), (events, "GET"),
+                                     (asks, "POST"), (detach, "POST"))]
 
 
 def _batch(held: list[Held]) -> bytes:
