@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -75,7 +76,4 @@ def arrival_times_s(process: ArrivalProcess, draws: Draws, count: int, rate_rps:
     if rate_rps <= 0:
         raise ValueError("rate must be > 0")
     gaps = process.gaps_s(draws, count, rate_rps)
-    times = [0.0]
-    for gap in gaps[1:]:
-        times.append(times[-1] + gap)
-    return times[:count]
+    return list(itertools.accumulate(gaps[1:], initial=0.0))[:count]

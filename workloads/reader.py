@@ -27,7 +27,6 @@ from workloads.rows import (
 from workloads.tokens import TokenCounter, estimate_tokens
 from workloads.trace_records import LoadReport, Trace, TraceRequest
 
-NATIVE_FIELDS = ("timestamp", "input_length", "output_length", "text", "id", "tag")
 NUMBER_FIELDS = ("timestamp", "input_length", "output_length")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from probe.common.errors import TraceError, file_error
@@ -124,7 +124,7 @@ class TraceBuilder:
         if self.rebase:
             if self._origin_ms is None:
                 self._origin_ms = request.timestamp_ms
-            request = _with_timestamp(request, request.timestamp_ms - self._origin_ms)
+            request = replace(request, timestamp_ms=request.timestamp_ms - self._origin_ms)
         if self.requests and request.timestamp_ms - self.requests[0].timestamp_ms > MAX_SPAN_S * 1000:
             self.skip_or_raise(self._span_error(where, request.timestamp_ms))
             return
@@ -163,13 +163,3 @@ class TraceBuilder:
         )
         return Trace(name=name, requests=tuple(self.requests), source=source), report
 
-
-def _with_timestamp(request: TraceRequest, timestamp_ms: float) -> TraceRequest:
-    return TraceRequest(
-        timestamp_ms=timestamp_ms,
-        input_length=request.input_length,
-        output_length=request.output_length,
-        text=request.text,
-        id=request.id,
-        tag=request.tag,
-    )

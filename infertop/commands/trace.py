@@ -4,10 +4,9 @@ exit status."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from infertop.endings import EXIT_BAD_INPUT, EXIT_FAILED
+from infertop.endings import ending
 from probe.common.argtypes import arrival_rate, real_number, whole_number
 from probe.common.atomic import check_output_file
 from probe.common.errors import TraceError
@@ -84,30 +83,15 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     handler = {"import": _cmd_import, "generate": _cmd_generate,
                "stats": _cmd_stats, "from-session": _cmd_from_session}[args.trace_command]
-    return _guarded(handler)(args)
+    try:
+        return handler(args)
+    except (TraceError, OSError) as error:  # one line and its status, as the entry point says it
+        return ending(error)
 
 
 def _add_skip_bad(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-bad", action="store_true",
                         help="skip malformed rows, bad lengths and backward timestamps, and count them")
-
-
-def _guarded(handler):
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return handler(args)
-        except TraceError as error:
-            print(f"infertop: error: {terminal_text(error)}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        except BrokenPipeError:     # `| head`: the entry point ends quietly
-            raise
-        except OSError as error:
-            where = f"{error.filename}: " if error.filename else ""
-            print(f"infertop: error: {terminal_text(f'{where}{error.strerror or error}')}",
-                  file=sys.stderr)
-            return EXIT_FAILED      # a full disk, an I/O error: 1, as every command gives
-
-    return run
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
