@@ -19,11 +19,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable
 
+from probe.common.atomic import write_json_atomic
 from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
-from probe.contract.session import Session
+from probe.contract.session import Session, SessionData
 from probe.contract.settings import EngineSettings
-from probe.engine.process.headless_journal import JournaledReplayer, dispatch_of
+from probe.engine.process.headless_journal import JournaledReplayer, dispatch_of, remove_journal
 from probe.engine.state_files import new_replay_journal, state_folder_problem
 from probe.server.arrivals import LiveArrivals
 from probe.server.seam import CANCELLED, STOPPED, Ask, Done, Limits, Listener, Refused, Tokens
@@ -51,7 +52,7 @@ class EngineHost:
                  slo: Any = None) -> None:
         self.limits = limits
         self._settings, self._options, self._slo = settings, options, slo
-        self._document = document
+        self.document = document        # the session JSON of the engine (run.py)
         self._on_failed = on_failed
         self._state = "loading"
         self.arrivals = LiveArrivals()
@@ -165,7 +166,7 @@ class EngineHost:
             engine.session = JournaledSession(self.journal, per_visit=True)
             engine.config_id = ""
             engine.set_options(self._options)
-            document = self._document(engine)
+            document = self.document(engine)
             self.journal.header(time.time() - engine.clock.now_s(),
                                 {name: document[name] for name in CONTEXT_SECTIONS})
         else:
@@ -225,6 +226,26 @@ class EngineHost:
         if self._state == "ready":
             self._state = "draining"
         self.arrivals.close()
+
+    def save(self, path: str) -> tuple[SessionData, OSError | None] | None:
+        """The served session written to `path` (whole or not at all), then the engine closed
+        and, once the session is saved, its journal removed: the session's data and the
+        write's error, if any; None when the engine never loaded (nothing was served)."""
+        engine = self.engine
+        if engine is None:
+            return None
+        if self.exporter is not None:
+            self.exporter.close()
+        data = engine.session.freeze()
+        try:
+            write_json_atomic(path, self.document(engine))
+        except OSError as exc:
+            return data, exc
+        finally:
+            engine.close()
+        if self.journal is not None:
+            remove_journal(self.journal)
+        return data, None
 
     def finish(self, timeout_s: float) -> bool:
         """Stop the loop once what it holds is served (or at once: `timeout_s` 0, and what

@@ -14,6 +14,7 @@ signal."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -24,9 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from probe.checks.interrupts import STOP_SIGNALS, exit_status, say
-from probe.common.atomic import write_json_atomic
 from probe.common.errors import BadInput
-from probe.engine.process.headless_journal import remove_journal
 from probe.server.engine_host import EngineHost, failed_record
 from probe.server.seam import STOPPED, Ask, Done, Limits, Listener, Tokens
 from probe.session_store.run_summary import run_summary
@@ -34,7 +33,6 @@ from probe.session_store.run_summary import run_summary
 if TYPE_CHECKING:
     from probe.contract.options import OptConfig
     from probe.contract.prepared_workload import PreparedWorkload
-    from probe.engine.engine import Engine
 
 INSTALL_HINT = "pip install 'infertop[serve-ray]'"
 APP_NAME = "infertop"
@@ -109,13 +107,14 @@ class _AllReady:
         self._lock = threading.Lock()
         self._waiting: dict[str, Listener] = {}     # submitted, no Done heard yet
 
+    def __getattr__(self, name: str) -> Any:
+        """count_prompt, cancel, decode, metrics, in_flight: the host's own."""
+        return getattr(self.host, name)
+
     @property
     def state(self) -> str:
         own = self.host.state
         return "warming" if own == "ready" and not self.all_ready else own
-
-    def count_prompt(self, prompt: str) -> int:
-        return self.host.count_prompt(prompt)
 
     def submit(self, ask: Ask, listener: Listener) -> None:
         def heard(item: Tokens | Done) -> None:
@@ -141,18 +140,6 @@ class _AllReady:
             waiting, self._waiting = self._waiting, {}
         for request_id, listener in waiting.items():
             listener(Done(failed_record(request_id, STOPPED)))
-
-    def cancel(self, request_id: str, why: str | None = None) -> None:
-        self.host.cancel(request_id, why)
-
-    def decode(self, ids: tuple[int, ...]) -> str:
-        return self.host.decode(ids)
-
-    def metrics(self) -> bytes:
-        return self.host.metrics()
-
-    def in_flight(self, request_id: str) -> bool:
-        return self.host.in_flight(request_id)
 
 
 def _tagged(app: Any, name: str) -> Any:
@@ -185,12 +172,7 @@ class Replica:
         self.board, self.args, self.url = board, args, url
         self.index: int = ray.get(board.join.remote())
         settings, limits = engine_setup(args, workload)
-        self.served = 0
-
-        def document(engine: Engine) -> dict:
-            return served_document(engine, workload, args, url, self.served)
-
-        self.document = document
+        document = functools.partial(served_document, workload=workload, args=args, url=url)
         self.host = EngineHost(settings, options, limits, document=document, slo=args.slo)
         self.view = _AllReady(self.host)
         self._saved = threading.Lock()
@@ -231,27 +213,16 @@ class Replica:
             ray.get(self.board.done.remote(self.index, self._save()))
 
     def _save(self) -> dict | None:
-        engine, host = self.host.engine, self.host
-        if engine is None:      # stopped while loading: nothing was served
-            return None
-        if host.exporter is not None:
-            host.exporter.close()
-        records = engine.session.freeze().records
-        self.served = len(records)
         path = replica_path(self.args.out, self.index)
-        try:
-            write_json_atomic(path, self.document(engine))
-        except OSError as exc:
-            journal = host.journal
-            return {"path": path, "records": len(records), "summary": run_summary(records),
-                    "error": f"cannot write: {exc.strerror or exc}; the journal "
-                             f"{journal.path if journal else '(none)'} keeps it"}
-        finally:
-            engine.close()
-        if host.journal is not None:
-            remove_journal(host.journal)
-        return {"path": path, "records": len(records), "summary": run_summary(records),
-                "error": None}
+        saved = self.host.save(path)
+        if saved is None:       # stopped while loading: nothing was served
+            return None
+        data, error = saved
+        journal = self.host.journal
+        return {"path": path, "records": len(data.records), "summary": run_summary(data.records),
+                "error": None if error is None else
+                f"cannot write: {error.strerror or error}; the journal "
+                f"{journal.path if journal else '(none)'} keeps it"}
 
     def __del__(self) -> None:
         """Serve's shutdown: a replica the board never stopped saves what it served."""
@@ -282,7 +253,7 @@ def serve_ray(args: Any, options: OptConfig, workload: PreparedWorkload) -> int:
     """`infertop serve --ray N` once its input is checked; returns the exit status."""
     import ray
 
-    from probe.server.run import LOOPBACK, bind, url_host
+    from probe.server.run import bind, url_host, warn_if_exposed
 
     serve = require_serve()
     replicas = int(args.ray)
@@ -321,10 +292,7 @@ def serve_ray(args: Any, options: OptConfig, workload: PreparedWorkload) -> int:
             max_ongoing_requests=args.max_queue + (args.max_batch or 8) + 8,
             graceful_shutdown_timeout_s=SHUTDOWN_S,
             graceful_shutdown_wait_loop_s=POLL_S, health_check_period_s=2.0)
-        if args.host not in LOOPBACK:
-            print(f"infertop: serving on {args.host}, not loopback: any machine that reaches "
-                  f"it can send requests{'' if args.api_key else ' (no --api-key: anyone)'}",
-                  file=sys.stderr)
+        warn_if_exposed(args)
         serve.run(deployment.bind(board, args, options, workload, url), name=APP_NAME,
                   route_prefix="/", blocking=False)
         print(f"infertop serve: {url}/v1 (model {args.model}, {options.label()}, {replicas} "

@@ -7,6 +7,7 @@ process). A second signal ends the drain at once; what was served is still saved
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import signal
@@ -15,16 +16,15 @@ import sys
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, TextIO
 
 import uvicorn
 
 from probe.analysis.fallbacks import fallback_lines
 from probe.checks.interrupts import STOP_SIGNALS, exit_status, say
-from probe.common.atomic import write_json_atomic
 from probe.common.errors import Busy
 from probe.contract.options import OptConfig
-from probe.engine.process.headless_journal import remove_journal
 from probe.server.app import make_app
 from probe.server.attach.hub import Hub
 from probe.server.engine_host import EngineHost
@@ -83,11 +83,7 @@ def serve(args, options: OptConfig, workload: PreparedWorkload) -> int:
     settings, limits = engine_setup(args, workload)
     sock = bind(args.host, args.port)
     url = f"http://{url_host(args.host)}:{sock.getsockname()[1]}"
-    served = [0]
-
-    def document(engine: Engine) -> dict:
-        return served_document(engine, workload, args, url, served[0])
-
+    document = functools.partial(served_document, workload=workload, args=args, url=url)
     failed: list[BaseException] = []
     server: _Server | None = None
 
@@ -98,9 +94,7 @@ def serve(args, options: OptConfig, workload: PreparedWorkload) -> int:
 
     host = EngineHost(settings, options, limits, document=document, on_failed=on_failed,
                       slo=args.slo)
-    hub = Hub(host, trace_name=f"served at {url}",
-              document=lambda engine: served_document(engine, workload, args, url,
-                                                      len(engine.session.freeze().records)))
+    hub = Hub(host, trace_name=f"served at {url}")
     config = uvicorn.Config(
         make_app(host, api_key=args.api_key, hub=hub), host=args.host, port=args.port,
         log_config=None, access_log=False, lifespan="off",
@@ -111,10 +105,7 @@ def serve(args, options: OptConfig, workload: PreparedWorkload) -> int:
         limit_concurrency=max(64, 4 * (args.max_queue + (args.max_batch or 8))),
         h11_max_incomplete_event_size=64 * 1024)
     server = _Server(config, host, args.drain_s)
-    if args.host not in LOOPBACK:
-        print(f"infertop: serving on {args.host}, not loopback: any machine that reaches it "
-              f"can send requests{'' if args.api_key else ' (no --api-key: anyone)'}",
-              file=sys.stderr)
+    warn_if_exposed(args)
     print(f"infertop serve: {url}/v1 (model {args.model}, {options.label()}); /health is "
           f"ready once warm", file=sys.stderr)
     host.start()
@@ -130,7 +121,14 @@ def serve(args, options: OptConfig, workload: PreparedWorkload) -> int:
     if not drained:
         print("infertop: the engine was still busy (a compile?) at the end of the drain",
               file=sys.stderr)
-    return _save(host, args, document, served, server.signum)
+    return _save(host, args, server.signum or signal.SIGTERM)
+
+
+def warn_if_exposed(args) -> None:
+    if args.host not in LOOPBACK:
+        print(f"infertop: serving on {args.host}, not loopback: any machine that reaches it "
+              f"can send requests{'' if args.api_key else ' (no --api-key: anyone)'}",
+              file=sys.stderr)
 
 
 def engine_setup(args, workload: PreparedWorkload) -> tuple[EngineSettings, Limits]:
@@ -145,43 +143,33 @@ def engine_setup(args, workload: PreparedWorkload) -> tuple[EngineSettings, Limi
                             max_tokens=args.max_output, max_queue=args.max_queue)
 
 
-def served_document(engine: Engine, workload: PreparedWorkload, args, url: str,
-                    served: int) -> dict:
+def served_document(engine: Engine, workload: PreparedWorkload, args, url: str) -> dict:
     """The session JSON of a served engine: `replay`'s, its trace the server's address."""
     from probe.engine.process.headless import document_for
 
     doc = document_for(engine, workload, args.trace)
-    doc["trace"] = {"name": f"served at {url}", "requests": served,
+    doc["trace"] = {"name": f"served at {url}",
+                    "requests": len(engine.session.freeze().records),
                     "fit": f"bucket edges planned on {args.trace}"}
     doc["settings"]["max_queue"] = args.max_queue
     return doc
 
 
-def _save(host: EngineHost, args, document, served: list[int], signum: int | None) -> int:
-    signum = signum or signal.SIGTERM
-    engine = host.engine
-    if engine is None:      # stopped while loading: nothing was served
+def _save(host: EngineHost, args, signum: int) -> int:
+    # saved before anything is printed: a pipe gone under the same Ctrl-C costs nothing
+    saved = host.save(args.out)
+    if saved is None:       # stopped while loading: nothing was served
         return exit_status(signum)
-    if host.exporter is not None:
-        host.exporter.close()
-    data = engine.session.freeze()
-    served[0] = len(data.records)
-    summary = [run_summary(data.records), *energy_lines(data), *fallback_lines(data.events)]
+    data, error = saved
+    print("\n".join([run_summary(data.records), *energy_lines(data),
+                     *fallback_lines(data.events)]))
     journal = host.journal
-    try:    # saved before anything is printed: a pipe gone under the same Ctrl-C costs nothing
-        path = write_json_atomic(args.out, document(engine))
-    except OSError as exc:
-        print("\n".join(summary))
-        print(f"infertop: error: --out {args.out}: cannot write: {exc.strerror or exc}; "
+    if error is not None:
+        print(f"infertop: error: --out {args.out}: cannot write: {error.strerror or error}; "
               + kept_in(journal.path if journal else None, len(data.records),
                         journal.error if journal else None), file=sys.stderr)
-        return exit_status(signum)
-    finally:
-        engine.close()
-    if journal is not None:
-        remove_journal(journal)
-    print("\n".join(summary))
-    print(outcome(data.records, True, signum).summary(path))
+    else:
+        print(outcome(data.records, True, signum).summary(Path(args.out)))
     return exit_status(signum)
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -80,10 +79,9 @@ class _Side:
 
 
 class Hub:
-    def __init__(self, host: EngineHost, *, trace_name: str,
-                 document: Callable[[Engine], dict]) -> None:
+    def __init__(self, host: EngineHost, *, trace_name: str) -> None:
         self.host, self.board = host, Board()
-        self._trace_name, self._document = trace_name, document
+        self._trace_name = trace_name
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._side: _Side | None = None
@@ -171,7 +169,7 @@ class Hub:
         """The served session so far, as `--out` will hold it (None before the engine loaded):
         a dashboard fetches it and writes it on its own machine."""
         engine = self.host.engine
-        return None if engine is None else self._document(engine)
+        return None if engine is None else self.host.document(engine)
 
     # -- the warm switch -----------------------------------------------------------------------
     def _switch_to(self, link_id: str, options: OptConfig, ab: bool = False) -> None:

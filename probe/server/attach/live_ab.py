@@ -45,7 +45,6 @@ class ArmB:
         self._splitter: Splitter | None = None
         self._thread: threading.Thread | None = None
         self.error: str | None = None
-        self.ended = False          # adopted or dropped: the A/B is over
         self._lock = threading.Lock()
         self._ending = False
 
@@ -129,7 +128,6 @@ class ArmB:
             loop_a.request_engine(lambda serving: self._adopted(serving, on_adopted))
             return
         self.engine.close()
-        self.ended = True
         how = "failed" if self.error else "keep"
         self._publish(ABEnded(how, self.error or ("" if not adopt else
                                                   f"arm B left {len(left)} request(s) to A")))
@@ -138,7 +136,6 @@ class ArmB:
                  ) -> Engine:
         self.engine.probe.watch_only(threading.get_ident())
         on_adopted(serving, self.engine)
-        self.ended = True
         self._publish(ABEnded("adopt"))
         return self.engine
 
