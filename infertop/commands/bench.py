@@ -8,7 +8,7 @@ import os
 import stat
 from pathlib import Path
 
-from infertop.commands.engine_args import add_compile_backend_argument
+from infertop.commands.engine_args import add_compile_backend_argument, add_slo_argument
 from probe.bench.experiments import select_experiments
 from probe.bench.runner import run_bench
 from probe.checks.bench_checks import check_compile_backend, check_ray_address
@@ -25,7 +25,6 @@ from probe.common.argtypes import (
 )
 from probe.common.atomic import check_output_folder
 from probe.common.errors import BadInput
-from probe.contract.objective import SLO_HELP, slo_argument
 from probe.engine.process.third_party_output import third_party_output_to_engine_log
 from probe.runs.capacity import DEFAULT_TARGET
 from probe.runs.cluster import INSTALL_HINT as RAY_HINT
@@ -90,7 +89,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
 
 def add_slo_arguments(parser: argparse.ArgumentParser) -> None:
     """--slo and --slo-target, as bench and tune take them."""
-    parser.add_argument("--slo", type=slo_argument, default=None, metavar="BOUNDS", help=SLO_HELP)
+    add_slo_argument(parser)
     parser.add_argument("--slo-target", type=real_number(0.0, 1.0), default=DEFAULT_TARGET,
                         metavar="FRACTION", help="the attainment capacity at the SLO must keep "
                                                  f"(default {DEFAULT_TARGET:g})")

@@ -51,7 +51,8 @@ class EngineHost:
                  on_failed: Callable[[BaseException], None] = lambda exc: None,
                  slo: Any = None) -> None:
         self.limits = limits
-        self._settings, self._options, self._slo = settings, options, slo
+        self.settings = settings        # as the command gave them (an engine sizes its slots)
+        self._options, self._slo = options, slo
         self.document = document        # the session JSON of the engine (run.py)
         self._on_failed = on_failed
         self._state = "loading"
@@ -71,11 +72,6 @@ class EngineHost:
         self.thread = threading.Thread(target=self._main, name="engine", daemon=True)
 
     # -- the seam, called from the event loop ---------------------------------------------
-    @property
-    def settings(self) -> EngineSettings:
-        """As the command gave them (an engine sizes its own slots from them)."""
-        return self._settings
-
     @property
     def state(self) -> str:
         return self._state
@@ -151,7 +147,7 @@ class EngineHost:
         from probe.engine.serving import ServingLoop
         from probe.monitoring.prometheus import PrometheusExporter
 
-        engine = self.engine = Engine(self._settings, self._options)
+        engine = self.engine = Engine(self.settings, self._options)
         # its compiles only: a warm switch compiles another engine beside it (attach/hub.py)
         engine.probe.watch_only(threading.get_ident())
         self._state = "warming"
@@ -160,24 +156,21 @@ class EngineHost:
             self.journal = JournalWriter(new_replay_journal())
         except OSError as exc:
             self.journal_problem = f"no session journal: {state_folder_problem(exc)}"
-        if self.journal is not None:
-            # a fresh session, served requests only; counted per visit as the dashboard's is
-            # (a dashboard attached may switch the config back: a return opens a segment)
-            engine.session = JournaledSession(self.journal, per_visit=True)
-            engine.config_id = ""
-            engine.set_options(self._options)
-            document = self.document(engine)
-            self.journal.header(time.time() - engine.clock.now_s(),
-                                {name: document[name] for name in CONTEXT_SECTIONS})
-        else:
-            engine.session, engine.config_id = Session(per_visit=True), ""
-            engine.set_options(self._options)
-        engine.session.set_slo(self._slo)
+        journal = self.journal
+        # a fresh session, served requests only; counted per visit as the dashboard's is
+        # (a dashboard attached may switch the config back: a return opens a segment)
+        engine.session = (Session(per_visit=True) if journal is None
+                          else JournaledSession(journal, per_visit=True))
+        engine.config_id = ""
+        engine.set_options(self._options)
         replayer: Any = self.arrivals
-        if self.journal is not None:
-            journal = self.journal
+        if journal is not None:
+            document = self.document(engine)
+            journal.header(time.time() - engine.clock.now_s(),
+                           {name: document[name] for name in CONTEXT_SECTIONS})
             replayer = JournaledReplayer(
                 self.arrivals, lambda scheduled: journal.dispatch(dispatch_of(engine, scheduled)))
+        engine.session.set_slo(self._slo)
         loop = ServingLoop(engine, replayer, on_records=self._on_records)
         loop.after_step = self._after_step
         self.exporter = PrometheusExporter(engine.session, self.queue_depth, port=None)

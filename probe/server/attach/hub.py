@@ -286,27 +286,26 @@ class Hub:
                                   f"{serving.options.label()} serves on")
         self.board.publish(WarmFailed(error))
 
-    def _too_long(self, side: _Side) -> None:
-        if side.over or side.warmed:
-            return
+    def _withdraw(self, side: _Side, error: str, level: str = "error") -> None:
+        """The switch ends before its engine serves: a cut over asked of the loop is withdrawn."""
         loop = self.host.loop
         if loop is not None:
             loop.withdraw_engine()
-        self._failed(side, f"the side compile passed its limit of {WARM_LIMIT_S:g} s")
+        self._failed(side, error, level)
+
+    def _too_long(self, side: _Side) -> None:
+        if not (side.over or side.warmed):
+            self._withdraw(side, f"the side compile passed its limit of {WARM_LIMIT_S:g} s")
 
     def _give_up(self, link_id: str) -> None:
         side = self._side
-        loop = self.host.loop
         if side is None or side.over:
             self.board.tell(link_id, Role(True, "no warm switch to give up"))
             return
         if side.arm is not None:        # an A/B under way: arm A keeps serving
             self._end_ab(link_id, adopt=False)
             return
-        if loop is not None:
-            loop.withdraw_engine()
-        self._failed(side, "given up from the dashboard", "warning")
-
+        self._withdraw(side, "given up from the dashboard", "warning")
 
     # -- the live A/B --------------------------------------------------------------------------
     def _end_ab(self, link_id: str, adopt: bool) -> None:
@@ -319,10 +318,7 @@ class Hub:
                 self.board.tell(link_id, Role(True, "arm B is still warming: nothing to "
                                                     "adopt yet"))
                 return
-            loop = self.host.loop
-            if loop is not None:
-                loop.withdraw_engine()
-            self._failed(side, "A/B given up before arm B served", "warning")
+            self._withdraw(side, "A/B given up before arm B served", "warning")
             return
         arm = side.arm
 

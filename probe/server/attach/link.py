@@ -221,25 +221,21 @@ class ServerLink:
             try:
                 answer = self._client.request(method, path, **kwargs)
             except httpx2.HTTPError as exc:
-                if time.monotonic() - since > DEAD_AFTER_S:
-                    raise LinkEnded(f"the server at {self._where} stopped answering "
-                                    f"({type(exc).__name__}: {exc or 'no answer'}); what the "
-                                    f"dashboard showed is kept") from None
-                self._stop.wait(RETRY_S)
-                continue
-            if answer.status_code == 401:
-                raise LinkEnded(f"the server at {self._where} refused the API key "
-                                f"(--api-key or INFERTOP_API_KEY)")
-            if answer.status_code >= 500:
-                if time.monotonic() - since > DEAD_AFTER_S:
-                    raise LinkEnded(f"the server at {self._where} answered "
-                                    f"{answer.status_code}")
-                self._stop.wait(RETRY_S)
-                continue
-            if answer.status_code == 404 and path.endswith("/attach"):
-                raise LinkEnded(f"{self.url} is not an infertop server with attach "
-                                f"(404 on {PREFIX}/attach)")
-            return answer
+                why = (f"stopped answering ({type(exc).__name__}: {exc or 'no answer'}); what "
+                       f"the dashboard showed is kept")
+            else:
+                if answer.status_code == 401:
+                    raise LinkEnded(f"the server at {self._where} refused the API key "
+                                    f"(--api-key or INFERTOP_API_KEY)")
+                if answer.status_code == 404 and path.endswith("/attach"):
+                    raise LinkEnded(f"{self.url} is not an infertop server with attach "
+                                    f"(404 on {PREFIX}/attach)")
+                if answer.status_code < 500:
+                    return answer
+                why = f"answered {answer.status_code}"
+            if time.monotonic() - since > DEAD_AFTER_S:
+                raise LinkEnded(f"the server at {self._where} {why}")
+            self._stop.wait(RETRY_S)
         return None
 
 
