@@ -172,10 +172,6 @@ class OpenLoopReplayer(ReplayerBase):
         return self._speed
 
     @property
-    def keep(self) -> float:
-        return self._keep
-
-    @property
     def positions(self) -> int | None:
         """Positions of the replay this run goes through, thinned or not; None: forever."""
         return self._schedule.total

@@ -26,10 +26,6 @@ class VirtualClock:
         self._segments = [_Segment(real_now, 0.0, 0.0 if paused else speed)]
 
     @property
-    def speed(self) -> float:
-        return self._speed
-
-    @property
     def paused(self) -> bool:
         return self._segments[-1].rate == 0.0
 

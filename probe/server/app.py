@@ -15,6 +15,7 @@ is echoed in the reply's `X-Request-Id` header and body `id`. The engine always 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import json
 import time
@@ -56,9 +57,10 @@ def make_app(engine: ServedEngine, *, api_key: str | None = None,
     keyed = [Middleware(RequireKey, key=api_key)] if api_key else []
     attach = [] if hub is None else attach_routes(hub, keyed)
     return Starlette(routes=[*attach,
-        Route("/v1/completions", api.completions, methods=["POST"], middleware=keyed),
-        Route("/v1/chat/completions", api.chat_completions, methods=["POST"],
+        Route("/v1/completions", functools.partial(api.complete, chat=False), methods=["POST"],
               middleware=keyed),
+        Route("/v1/chat/completions", functools.partial(api.complete, chat=True),
+              methods=["POST"], middleware=keyed),
         Route("/v1/models", api.models, methods=["GET"], middleware=keyed),
         Route("/health", api.health, methods=["GET"]),
         Route("/metrics", api.metrics, methods=["GET"], middleware=keyed),
@@ -103,13 +105,7 @@ class _Api:
             {"id": self.engine.limits.model, "object": "model", "created": 0,
              "owned_by": "infertop", "max_model_len": self.engine.limits.max_prompt_tokens}]})
 
-    async def completions(self, request: Request) -> Response:
-        return await self._complete(request, chat=False)
-
-    async def chat_completions(self, request: Request) -> Response:
-        return await self._complete(request, chat=True)
-
-    async def _complete(self, request: Request, *, chat: bool) -> Response:
+    async def complete(self, request: Request, *, chat: bool) -> Response:
         arrived_s = time.perf_counter()    # its queue time starts here, before its body is read
         request_id = request.headers.get("x-request-id") or f"cmpl-{uuid.uuid4().hex}"
         headers = {"X-Request-Id": request_id}

@@ -198,20 +198,16 @@ class ServerLink:
         """`s`: the server's session so far, fetched and written here, on the dashboard's
         machine (atomically: a failed fetch or write leaves nothing half-written)."""
         answer = self._call("GET", f"{PREFIX}/session", params={"link": self._link_id})
-        if answer is None:
-            self._hear(SnapshotFailed(path, "the server is not serving"))
-            return
         try:
-            document = _body(answer)
+            if answer is None:
+                raise LinkEnded("the server is not serving")
+            write_json_atomic(path, _body(answer))
         except LinkEnded as exc:
             self._hear(SnapshotFailed(path, str(exc)))
-            return
-        try:
-            write_json_atomic(path, document)
         except OSError as exc:
             self._hear(SnapshotFailed(path, f"{exc.strerror or exc}"))
-            return
-        self._hear(SnapshotSaved(path))
+        else:
+            self._hear(SnapshotSaved(path))
 
     def _call(self, method: str, path: str, **kwargs) -> httpx2.Response | None:
         """One request, tried again while the server does not answer, up to DEAD_AFTER_S;

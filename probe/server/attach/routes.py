@@ -47,15 +47,16 @@ def attach_routes(hub: Hub, keyed: Sequence[Middleware] = ()) -> list[Route]:
             wait = min(max(float(request.query_params.get("wait", "5")), 0.0), MAX_WAIT_S)
         except ValueError:
             return _error(400, "after must be an integer and wait a number of seconds")
-        deadline = asyncio.get_running_loop().time() + wait
         # a stopping server waits for the requests it holds: a long poll there is short
-        draining = deadline if hub.host.state == "ready" else deadline - wait + DRAINING_WAIT_S
+        if hub.host.state != "ready":
+            wait = min(wait, DRAINING_WAIT_S)
+        deadline = asyncio.get_running_loop().time() + wait
         while True:
             held = hub.board.fetch(link_id, after)
             if held is None:
                 return _error(404, "no such link: it was dropped (no fetch for a few "
                                    "seconds) or never attached; attach again")
-            if held or asyncio.get_running_loop().time() >= min(deadline, draining):
+            if held or asyncio.get_running_loop().time() >= deadline:
                 return Response(_batch(held), media_type="application/json")
             await asyncio.sleep(CHECK_S)
 
