@@ -64,11 +64,10 @@ def main(args: argparse.Namespace) -> int:
     if args.from_file is not None:
         start = read_start(args.from_file)
         options = parse_opts(args.opt, base=start.options)
-        for key, value in start.settings.items():
-            if key == "max_batch" and not args.max_batch:
-                args.max_batch = int(value)
-            if key == "batch_window_ms" and args.batch_window is None:
-                args.batch_window = float(value)
+        if "max_batch" in start.settings and not args.max_batch:
+            args.max_batch = int(start.settings["max_batch"])
+        if "batch_window_ms" in start.settings and args.batch_window is None:
+            args.batch_window = float(start.settings["batch_window_ms"])
         print(f"--from {args.from_file}: {start.said}", file=sys.stderr)
     else:
         options = parse_opts(args.opt)

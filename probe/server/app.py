@@ -242,14 +242,11 @@ class _Reply:
 
     def whole(self, done: Done) -> dict:
         text = self.engine.decode(done.record.tokens or ())
-        if self.chat:
-            choice: dict = {"index": 0, "message": {"role": "assistant", "content": text},
-                            "finish_reason": "length"}
-            return {**self._head("chat.completion"), "choices": [choice],
-                    "usage": _usage(done)}
-        return {**self._head("text_completion"),
-                "choices": [{"index": 0, "text": text, "logprobs": None,
-                             "finish_reason": "length"}], "usage": _usage(done)}
+        choice: dict = ({"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": "length"} if self.chat else
+                        {"index": 0, "text": text, "logprobs": None, "finish_reason": "length"})
+        return {**self._head("chat.completion" if self.chat else "text_completion"),
+                "choices": [choice], "usage": _usage(done)}
 
 
 def _usage(done: Done) -> dict:
