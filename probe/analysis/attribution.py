@@ -19,6 +19,7 @@ piece goes to exactly one cause:
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -110,10 +111,9 @@ def padding_fraction(record: RequestRecord) -> float:
     return min(max((record.padded_tokens - record.input_tokens) / record.padded_tokens, 0.0), 1.0)
 
 
-def _minus_compile(span: Span, spans: Sequence[CompileSpan]) -> tuple[float, float]:
-    """(seconds outside compiles, seconds inside) of a span."""
-    inside = sum(overlap_s(span, spans).values())
-    return span.seconds - inside, inside
+def _minus_compile(span: Span, spans: Sequence[CompileSpan]) -> float:
+    """The seconds of a span outside compiles."""
+    return span.seconds - sum(overlap_s(span, spans).values())
 
 
 def split_request(record: RequestRecord, spans: Sequence[CompileSpan],
@@ -126,17 +126,17 @@ def split_request(record: RequestRecord, spans: Sequence[CompileSpan],
     for part in (p.wait, p.encode, p.decode, p.row_wait):
         for kind, seconds in overlap_s(part, spans).items():
             compile_ms[kind] = compile_ms.get(kind, 0.0) + seconds * 1e3
-    wait_free, _ = _minus_compile(p.wait, spans)
+    wait_free = _minus_compile(p.wait, spans)
     gather = kv = 0.0
     if gather_from_s is not None:
-        gather, _ = _minus_compile(Span(max(gather_from_s, p.wait.start_s), p.wait.end_s), spans)
+        gather = _minus_compile(Span(max(gather_from_s, p.wait.start_s), p.wait.end_s), spans)
     elif record.kv_wait_ms > 0:
-        kv, _ = _minus_compile(Span(max(p.wait.end_s - record.kv_wait_ms / 1e3, p.wait.start_s),
-                                    p.wait.end_s), spans)
+        kv = _minus_compile(Span(max(p.wait.end_s - record.kv_wait_ms / 1e3, p.wait.start_s),
+                                 p.wait.end_s), spans)
     fraction = padding_fraction(record)
-    encode_free, _ = _minus_compile(p.encode, spans)
-    decode_free, _ = _minus_compile(p.decode, spans)
-    row_free, _ = _minus_compile(p.row_wait, spans)
+    encode_free = _minus_compile(p.encode, spans)
+    decode_free = _minus_compile(p.decode, spans)
+    row_free = _minus_compile(p.row_wait, spans)
     decode_ms = decode_free * (1 - fraction) * 1e3
     ms = {
         "queue": (wait_free - gather - kv) * 1e3,
@@ -197,11 +197,7 @@ def attribute(records: Sequence[RequestRecord], events: Sequence[CompileEvent] =
 
 
 def failures(records: Sequence[RequestRecord]) -> Failures:
-    counts: dict[str, int] = {}
-    for r in records:
-        if not r.ok:
-            reason = (r.error or "unknown error")[:120]
-            counts[reason] = counts.get(reason, 0) + 1
+    counts = Counter((r.error or "unknown error")[:120] for r in records if not r.ok)
     return Failures(sum(counts.values()), tuple(sorted(counts.items(), key=lambda kv: -kv[1])))
 
 
@@ -230,8 +226,7 @@ Touched = Sequence[tuple[RequestRecord, RequestSplit]]
 
 
 def _queue_evidence(touched: Touched, pools, edges) -> str:
-    waits = [s.ms["queue"] for _, s in touched]
-    return f"waited {_range_ms(waits)} behind earlier requests"
+    return f"waited {_range_ms([s.ms['queue'] for _, s in touched])} behind earlier requests"
 
 
 def _range_ms(values: Sequence[float]) -> str:
@@ -293,8 +288,7 @@ def _kv_evidence(touched: Touched, pools: Mapping[str, KVPool], edges) -> str:
 
 
 def _encode_evidence(touched: Touched, pools, edges) -> str:
-    real = [r.input_tokens for r, _ in touched]
-    return f"inputs of {_range(real)} tokens"
+    return f"inputs of {_range([r.input_tokens for r, _ in touched])} tokens"
 
 
 def _range(values: Sequence[int]) -> str:

@@ -38,7 +38,6 @@ class Step:
 class Attribution:
     per_request: Mapping[str, EnergyPhases]
     idle_j: float
-    total_j: float              # the counter's rise over the run
 
 
 def split_step(joules: float, work: Sequence[tuple[str, int]]) -> dict[str, float]:
@@ -69,8 +68,7 @@ def attribute(first_j: float, last_j: float, steps: Sequence[Step]) -> Attributi
     ids = list(dict.fromkeys([*encode, *decode]))
     per_request = {rid: EnergyPhases(encode.get(rid, 0.0), decode.get(rid, 0.0))
                    for rid in ids}
-    total = last_j - first_j
-    return Attribution(per_request, total - owned, total)
+    return Attribution(per_request, last_j - first_j - owned)
 
 
 def continued_energy(earlier: ConfigEnergy | None, now: ConfigEnergy) -> ConfigEnergy:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from probe.common.units import fmt_s
@@ -49,7 +49,6 @@ class GuardGroup:
     sizes: tuple[int, ...]      # the distinct new sizes, in order of first sight
     seconds: float              # the group's recompile seconds
     fix: GuardFix | None = None
-    event_ids: tuple[str, ...] = field(default=())   # compile ids, for the reasons screen
 
     def text(self) -> str:
         """ "the input's length changed 7 times across 3 functions: 21 recompiles, 33.2 s" """
@@ -136,8 +135,7 @@ def _group(members: list[tuple[CompileEvent, GuardFailure]], inputs: Mapping[str
                        f"prewarm=on: the {len(sizes)} bucket shapes compile before the first "
                        f"request: {len(members)} recompiles ({fmt_s(seconds)}) leave serving",
                        len(members), seconds)
-    return GuardGroup(dimension, guards, functions, len(members), sizes, seconds, fix,
-                      tuple(e.compile_id for e, _ in members))
+    return GuardGroup(dimension, guards, functions, len(members), sizes, seconds, fix)
 
 
 def buckets_reached(lengths: Iterable[int], edges: Sequence[int]) -> int:

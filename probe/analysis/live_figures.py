@@ -19,29 +19,16 @@ from probe.analysis.stats import (
 from probe.analysis.steady_state import ColdChain, cold_chain, warm_stats
 from probe.analysis.tpot_figure import config_tpot
 from probe.contract.device_sample import DeviceSample
-from probe.contract.figures import (
-    Backlog,
-)
+from probe.contract.figures import Backlog
 from probe.contract.live import BatchStatus, KVStatus, LiveView, ReplayStatus, WindowStats
 from probe.contract.objective import Slo
 from probe.contract.options import OptConfig
-from probe.contract.records import (
-    BatchSteps,
-    CompileInProgress,
-    RequestRecord,
-    RooflineStatus,
-)
+from probe.contract.records import BatchSteps, CompileInProgress, RequestRecord, RooflineStatus
 from probe.contract.session import SessionData
 
 RECENT_REQUESTS = 400
-
-
 WINDOW_SIZE = 200               # requests in the sliding window
-
-
 RECENT_EVENTS = 200
-
-
 OFFERED_WINDOW_S = 30.0
 
 

@@ -37,16 +37,13 @@ class SessionDiagnosis:
 def diagnose_session(data: SessionData, ctx: DoctorContext | None = None) -> SessionDiagnosis:
     ctx = ctx or DoctorContext()
     diagnoses: list[SegmentDiagnosis] = []
-    previous: SegmentDiagnosis | None = None
-    previous_options = None
     segments = session_segments(data)
     for stats in segments:
-        d = diagnose(data, stats.config_id, ctx, stats=stats, previous=previous,
-                     previous_options=previous_options, segments=segments)
-        diagnoses.append(d)
-        previous = d
-        entry = data.configs.get(stats.config_id)
-        previous_options = entry.options if entry else None
+        previous = diagnoses[-1] if diagnoses else None
+        entry = data.configs.get(previous.config_id) if previous else None
+        diagnoses.append(diagnose(data, stats.config_id, ctx, stats=stats, previous=previous,
+                                  previous_options=entry.options if entry else None,
+                                  segments=segments))
     return SessionDiagnosis(tuple(diagnoses), checklist(data, diagnoses, ctx, segments))
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from statistics import median
 
+from probe.common.percentile import median
 from probe.contract.records import COMPILING, RequestRecord
 from probe.contract.session import SessionData
 
@@ -54,7 +54,8 @@ def side_compile_cost(records: Iterable[RequestRecord], config_id: str, since_s:
     during = _warm_tpots([r for r in served if r.start_s >= since_s and r.end_s <= until_s])
     if not before or not during:
         return None
-    return SideCompileCost(median(before), median(during), len(before), len(during))
+    return SideCompileCost(median(before) or 0.0, median(during) or 0.0, len(before),
+                           len(during))
 
 
 @dataclass(frozen=True)

@@ -119,10 +119,7 @@ def confirm(arms: list[Arm], skipped: list[str], run_once: Callable[[Setup, str,
     stop = stop or threading.Event()
     result = Confirmation(arms, skipped=list(skipped))
     for repeat in range(repeats):
-        order = list(range(len(arms)))
-        shift = repeat % len(order)
-        order = order[shift:] + order[:shift]
-        for at in order:
+        for at in [(i + repeat) % len(arms) for i in range(len(arms))]:
             if stop.is_set():
                 result.interrupted = True
                 return result
@@ -152,9 +149,8 @@ def confirmation_markdown(document: dict | None) -> list[str]:
         lines.append(f"- chosen against {verdict['role']} `{verdict['against']}`: "
                      f"{verdict['text']}")
     lines += [""] + [f"- {why}" for why in document["skipped"]]
-    word = "**Confirmed**" if document["confirmed"] else "**Not confirmed**"
-    lines += ["", f"{word}: the chosen config "
-              + ("beats every part and the default beyond the repeats' noise."
-                 if document["confirmed"] else
-                 "does not beat every part and the default beyond the repeats' noise."), ""]
+    word, beats = (("**Confirmed**", "beats") if document["confirmed"]
+                   else ("**Not confirmed**", "does not beat"))
+    lines += ["", f"{word}: the chosen config {beats} every part and the default beyond the "
+                  "repeats' noise.", ""]
     return lines

@@ -10,6 +10,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -82,17 +83,15 @@ def evaluate(job: Job, context: RunContext, workload, *, runs_dir: Path, named_d
     if job.rate is None:
         start = job.start_rps or trace_capacity_rps(context, workload, 4)
 
-        def measure(side: _Side) -> Callable[[float], RateRun]:
-            def at(rate: float) -> RateRun:
-                say(f"{side.label}: {rate:.3g} req/s")
-                return one_run(side, rate, job.index)
-            return at
+        def at(side: _Side, rate: float) -> RateRun:
+            say(f"{side.label}: {rate:.3g} req/s")
+            return one_run(side, rate, job.index)
         # the control's search first: a candidate it may replace is measured after it, run
         # by run, so that neither has the machine's calmer minutes to itself
         ordered = sides[::-1]
         found = interleave([capacity_search(start_rps=start, target=context.slo_target,
                                             max_runs=CAPACITY_RUNS) for _ in ordered],
-                           [measure(side) for side in ordered])[::-1]
+                           [partial(at, side) for side in ordered])[::-1]
         results = [_capacity_measured(side, capacity, say) for side, capacity in
                    zip(sides, found)]
     else:

@@ -39,7 +39,7 @@ def tune_markdown(document: dict, state: TuneState, capacity: bool) -> str:
              "- each change is measured alternated with the current config, rerun beside it "
              "run by run (the *current, rerun* column), and judged against that rerun",
              f"- command: `{settings['command']}`", ""]
-    rows = [step_row(s, capacity) for s in state.steps]
+    rows = [step_row(s) for s in state.steps]
     lines += ["```", text_table(["change", figure, "current, rerun", "attained", "p95",
                                      "drift", "", "why"], rows),
               "```", ""]

@@ -99,20 +99,20 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
             state_rate["rate"] = capacity       # the next search starts from the last found
         return measured
 
-    def evaluate_here(options: OptConfig, label: str, control: OptConfig | None) -> Measured:
-        return found(evaluate(job(options, label, control), context, workload,
-                              runs_dir=out / "runs", named_dir=out / "runs", stop=stop,
-                              say=say))
-
     def setup_job(setup: Setup, label: str, control: Setup | None) -> Job:
         return replace(job(setup.options, label, control.options if control else None),
                        settings=setup.settings,
                        control_settings=control.settings if control else TunedSettings())
 
+    def measured_here(one: Job) -> Measured:
+        return found(evaluate(one, context, workload, runs_dir=out / "runs",
+                              named_dir=out / "runs", stop=stop, say=say))
+
+    def evaluate_here(options: OptConfig, label: str, control: OptConfig | None) -> Measured:
+        return measured_here(job(options, label, control))
+
     def evaluate_setup(setup: Setup, label: str, control: Setup | None) -> Measured:
-        return found(evaluate(setup_job(setup, label, control), context, workload,
-                              runs_dir=out / "runs", named_dir=out / "runs", stop=stop,
-                              say=say))
+        return measured_here(setup_job(setup, label, control))
 
     def evaluate_many(jobs: list[tuple[OptConfig, str, OptConfig | None]]) -> list[Measured]:
         assert steps is not None
@@ -178,9 +178,7 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
 
 
 def _previous_trials(args: argparse.Namespace) -> list[Trial]:
-    if not getattr(args, "resume", None):
-        return []
-    return list(saved_search(args.resume).trials)
+    return list(saved_search(args.resume).trials) if getattr(args, "resume", None) else []
 
 
 def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here, stop,
@@ -284,8 +282,7 @@ def _stopped_by_signals(stop: threading.Event, received: list[int],
                 signal.signal(sig, handler)
 
 
-def _interrupt(stop: threading.Event, received: list[int], signum: int,
-               kept: str = "the steps done") -> None:
+def _interrupt(stop: threading.Event, received: list[int], signum: int, kept: str) -> None:
     """The first signal only flags: the run in progress ends at its next request. A second
     stops at once (raised; one raised inside a callback that swallows it is delivered again,
     `interrupts_never_lost`)."""

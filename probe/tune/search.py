@@ -70,10 +70,8 @@ class TuneState:
     stopped: str = ""                    # why the search ended early ("": it ran out of changes)
 
 
-def figure_text(figure: Spread, capacity: bool) -> str:
-    def render(v: float) -> str:
-        return f"{fmt_num(v, 3)} req/s"
-    return fmt_spread(figure, render)
+def figure_text(figure: Spread) -> str:
+    return fmt_spread(figure, lambda v: f"{fmt_num(v, 3)} req/s")
 
 
 def verdict(candidate: Measured, current: Measured, *, capacity: bool) -> tuple[bool, str]:
@@ -84,8 +82,8 @@ def verdict(candidate: Measured, current: Measured, *, capacity: bool) -> tuple[
     noun = "capacity" if capacity else "goodput"
     result = compare(candidate.figure, current.figure, lower_is_better=False,
                      better=f"more {noun}", worse=f"less {noun}")
-    shown = (f"{figure_text(candidate.figure, capacity)} vs "
-             f"{figure_text(current.figure, capacity)}"
+    shown = (f"{figure_text(candidate.figure)} vs "
+             f"{figure_text(current.figure)}"
              + (" for the current, rerun alternated with it" if control else ""))
     if result.verdict == f"more {noun}":
         return True, f"{result.text}: {shown}"
@@ -132,25 +130,21 @@ def run_tune(baseline: OptConfig, evaluate: Evaluate,
     stop = stop or threading.Event()
     many = evaluate_many or (lambda jobs: [evaluate(*job) for job in jobs])
     state = TuneState(final=baseline)
-    started = clock()
-    current = evaluate(baseline, "baseline", None)
-    if stop.is_set():   # cut short: it measured nothing a change could be judged against
-        step = Step("baseline", baseline, False, "interrupted before its runs were done: not "
-                                                 "counted (the runs that finished are in runs/)")
-        state.steps.append(step)
-        state.stopped = "interrupted"
-        on_step(step, state)
-        return state
-    step = Step("baseline", baseline, True, "the starting point", current)
-    state.steps.append(step)
-    on_step(step, state)
-    queue = list(order(current.segment))
-    over_budget = 0
 
     def record(step: Step) -> None:
         state.steps.append(step)
         on_step(step, state)
 
+    started = clock()
+    current = evaluate(baseline, "baseline", None)
+    if stop.is_set():   # cut short: it measured nothing a change could be judged against
+        state.stopped = "interrupted"
+        record(Step("baseline", baseline, False, "interrupted before its runs were done: not "
+                                                 "counted (the runs that finished are in runs/)"))
+        return state
+    record(Step("baseline", baseline, True, "the starting point", current))
+    queue = list(order(current.segment))
+    over_budget = 0
     while queue:
         if stop.is_set():
             state.stopped = "interrupted"
@@ -248,12 +242,12 @@ def _judged(measured: Measured, current: Measured, candidate: Candidate, capacit
     return kept, why
 
 
-def step_row(step: Step, capacity: bool) -> list[str]:
+def step_row(step: Step) -> list[str]:
     m = step.measured
     if m is None:
         return [step.change, "—", "—", "—", "—", "—", "skipped", step.why]
-    control = figure_text(m.control.figure, capacity) if m.control else "—"
-    return [step.change, figure_text(m.figure, capacity), control,
+    control = figure_text(m.control.figure) if m.control else "—"
+    return [step.change, figure_text(m.figure), control,
             fmt_fraction(m.slo_attainment),
             fmt_ms(m.p95_ms), fmt_fraction(m.drift), "kept" if step.kept else "dropped",
             step.why + (f" (tried early: {step.hint})" if step.hint else "")]

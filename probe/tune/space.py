@@ -10,6 +10,7 @@ the baseline's values."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import islice
 from typing import Iterator, Mapping, Union
 
 from probe.common.errors import BadInput
@@ -166,9 +167,4 @@ def every_config(baseline: OptConfig, dims: tuple[Dimension, ...]) -> Iterator[S
 
 def space_size(baseline: OptConfig, dims: tuple[Dimension, ...], limit: int) -> int:
     """How many configs the space holds, counted up to `limit` + 1 (enough to refuse it)."""
-    count = 0
-    for _ in every_config(baseline, dims):
-        count += 1
-        if count > limit:
-            break
-    return count
+    return sum(1 for _ in islice(every_config(baseline, dims), limit + 1))

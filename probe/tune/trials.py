@@ -15,7 +15,7 @@ from probe.common.shown import shown
 from probe.contract.figures import NOT_RECORDED, EnergyStats, SegmentStats
 from probe.contract.options import CHOICES, OptConfig
 from probe.runs.spread import Spread
-from probe.session_store.record_ranges import TRIAL, TRIAL_CONSTRAINT, TRIAL_RATIO
+from probe.session_store.record_ranges import TRIAL, TRIAL_CONSTRAINT, TRIAL_RATIO, Bound
 from probe.tune.candidates import DRIFTING
 from probe.tune.search import Measured
 from probe.tune.tuned_settings import LIMITS, Setup, TunedSettings
@@ -170,13 +170,7 @@ def saved_trial(raw: object, where: str) -> Trial:
     if type(number) is not int:
         raise BadInput(f"{where}.number: expected a whole number, got {shown(number)}")
     for name, bound in TRIAL.items():
-        value = raw.get(name)
-        if value is not None and (type(value) not in (int, float) or not math.isfinite(value)):
-            raise BadInput(f"{where}.{name}: expected a finite number or null, got "
-                           f"{shown(value)}")
-        problem = bound.problem(value)
-        if problem is not None:
-            raise BadInput(f"{where}.{name}: {problem}")
+        _number(raw.get(name), bound, f"{where}.{name}", null=True)
     if raw.get("status") not in (DONE, FAILED, INTERRUPTED):
         raise BadInput(f"{where}.status: expected one of {DONE}, {FAILED}, {INTERRUPTED}, "
                        f"got {shown(raw.get('status'))}")
@@ -186,9 +180,8 @@ def saved_trial(raw: object, where: str) -> Trial:
     if raw.get("energy_unavailable") is not None and type(raw["energy_unavailable"]) is not str:
         raise BadInput(f"{where}.energy_unavailable: expected a string or null, got "
                        f"{shown(raw['energy_unavailable'])}")
-    for name in ("options", "status"):
-        if name not in raw:
-            raise BadInput(f"{where}: field {name!r} is missing")
+    if "options" not in raw:        # a missing status was refused above
+        raise BadInput(f"{where}: field 'options' is missing")
     _options(raw["options"], f"{where}.options")
     if raw.get("control") is not None:
         _options(raw["control"], f"{where}.control")
@@ -238,8 +231,16 @@ def _settings(value: object, where: str) -> None:
                            f"{LIMITS[key]:,}, got {shown(setting)}")
 
 
-def _finite(value: object) -> bool:
-    return type(value) in (int, float) and math.isfinite(float(value))  # type: ignore[arg-type]
+def _number(value: object, bound: Bound, where: str, *, null: bool = False) -> None:
+    """A finite number within `bound` (or None, where `null`); BadInput naming `where`."""
+    if value is None and null:
+        return
+    if type(value) not in (int, float) or not math.isfinite(value):  # type: ignore[arg-type]
+        raise BadInput(f"{where}: expected a finite number{' or null' if null else ''}, got "
+                       f"{shown(value)}")
+    problem = bound.problem(value)
+    if problem is not None:
+        raise BadInput(f"{where}: {problem}")
 
 
 def _ratio(value: object, where: str) -> None:
@@ -251,11 +252,7 @@ def _ratio(value: object, where: str) -> None:
         raise BadInput(f"{where}.interval: expected [low, high], got {shown(interval)}")
     for name, number in (("ratio", ratio.get("ratio")), ("interval[0]", interval[0]),
                          ("interval[1]", interval[1])):
-        if not _finite(number):
-            raise BadInput(f"{where}.{name}: expected a finite number, got {shown(number)}")
-        problem = TRIAL_RATIO.problem(number)
-        if problem is not None:
-            raise BadInput(f"{where}.{name}: {problem}")
+        _number(number, TRIAL_RATIO, f"{where}.{name}")
 
 
 def _constraint(value: object, where: str) -> None:
@@ -264,14 +261,8 @@ def _constraint(value: object, where: str) -> None:
         if name not in constraint:
             raise BadInput(f"{where}: field {name!r} is missing")
     for name in ("bound", "value"):
-        number = constraint.get(name)
-        if name == "value" and number is None:
-            continue
-        if not _finite(number):
-            raise BadInput(f"{where}.{name}: expected a finite number, got {shown(number)}")
-        problem = TRIAL_CONSTRAINT.problem(number)
-        if problem is not None:
-            raise BadInput(f"{where}.{name}: {problem}")
+        if name == "bound" or constraint.get(name) is not None:
+            _number(constraint.get(name), TRIAL_CONSTRAINT, f"{where}.{name}")
     if type(constraint.get("met")) is not bool:
         raise BadInput(f"{where}.met: expected true or false, got {shown(constraint.get('met'))}")
     if type(constraint.get("why", "")) is not str:
