@@ -127,8 +127,7 @@ def judge(metric: MetricDelta, lower_is_better: bool) -> str:
         return UNDECIDED
     lo, hi = metric.ci95
     if hi < 0 or lo > 0:
-        improved = (hi < 0) == lower_is_better
-        return BETTER if improved else WORSE
+        return BETTER if (hi < 0) == lower_is_better else WORSE
     return UNDECIDED
 
 
@@ -152,17 +151,15 @@ def compare(records_a: Sequence[RequestRecord], records_b: Sequence[RequestRecor
             seed: int = SEED) -> Comparison:
     """Arm A against arm B. `compile_s_*`: each arm's compile seconds per engine start; they
     are a cost of the engine, not of a request, so they get no interval."""
-    metrics: dict[str, MetricDelta] = {}
-    directions: dict[str, bool] = {}
-    for name, (figure, lower_is_better) in figures(slo).items():
-        metrics[name] = MetricDelta(figure(records_a), figure(records_b),
-                                    bootstrap_ci(records_a, records_b, figure,
-                                                 resamples=resamples, seed=seed))
-        directions[name] = lower_is_better
+    table = figures(slo)
+    metrics = {name: MetricDelta(figure(records_a), figure(records_b),
+                                 bootstrap_ci(records_a, records_b, figure, resamples=resamples,
+                                              seed=seed))
+               for name, (figure, _) in table.items()}
     if compile_s_a is not None or compile_s_b is not None:
         metrics["compile_s"] = MetricDelta(compile_s_a, compile_s_b)
     headline = metrics[HEADLINE]
-    verdict = judge(headline, directions[HEADLINE])
+    verdict = judge(headline, table[HEADLINE][1])
     served = (len(_ok(records_a)) + len(_ok(records_b))) / 2
     return Comparison(len(records_a), len(records_b), metrics, verdict,
                       requests_to_tell(headline, served) if verdict == UNDECIDED else None)

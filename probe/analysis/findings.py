@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from probe.analysis.attribution import failures
+from probe.analysis.load_check import CONTENTION_CORES
 from probe.analysis.load_figures import Load, arrivals_rps, records_load
 from probe.analysis.stats import summarize
 from probe.analysis.steady_state import warm_service_s
@@ -20,8 +21,7 @@ SATURATION = 1.0                # offered / capacity at or above this: saturated
 QUEUE_GROWTH = 2.0              # the last third's mean queue wait over the first third's …
 QUEUE_GROWTH_MIN_MS = 100.0     # … and at least this much longer
 QUEUE_FORMED = 1.0              # a request waited at least this many median service times
-CONTENTION_CORES = 0.5          # other processes' cores on a machine at least …
-CONTENTION_BUSY = 0.8           # … this busy
+CONTENTION_BUSY = 0.8           # a machine this busy, CONTENTION_CORES of it others'
 MEMORY_FREE_MIN = 0.1           # of the machine's memory
 ENERGY_PADDING = 0.10           # of the requests' joules spent on padded encoder positions
 

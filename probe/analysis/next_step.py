@@ -18,7 +18,7 @@ Rules, by the tail's largest cause (the first candidate that applies and is not 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 from probe.analysis.attribution import Attribution, RequestSplit
@@ -236,9 +236,7 @@ def next_step(facts: SegmentFacts, cause: str | None, *, healthy: bool) -> NextS
     if healthy or cause is None:
         return None
     for step in RULES.get(cause, lambda f: [])(facts):
-        candidate = facts.options
-        for key, value in step.options.items():
-            candidate = candidate.with_option(key, value)
+        candidate = replace(facts.options, **step.options)
         if candidate != facts.options and not known_worse(facts, candidate):
             return step
     return None

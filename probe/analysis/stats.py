@@ -6,6 +6,7 @@ Percentiles are numpy's (linear interpolation) on the exact values, never from h
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 from typing import Iterable, Mapping, Sequence
 
 from probe.analysis.drift import drift_stats, drift_waiting
@@ -51,10 +52,8 @@ def added_phases(phases: Iterable[CompilePhases | None]) -> CompilePhases | None
     present = [p for p in phases if p is not None]
     if not present:
         return None
-    return CompilePhases(tracing_s=sum(p.tracing_s for p in present),
-                         aot_s=sum(p.aot_s for p in present),
-                         inductor_s=sum(p.inductor_s for p in present),
-                         cache_load_s=sum(p.cache_load_s for p in present))
+    return CompilePhases(**{f.name: sum(getattr(p, f.name) for p in present)
+                            for f in fields(CompilePhases)})
 
 
 def phases_within(phases: CompilePhases | None, total_s: float) -> CompilePhases | None:
@@ -65,9 +64,7 @@ def phases_within(phases: CompilePhases | None, total_s: float) -> CompilePhases
     if phases is None or phases.total_s <= total_s or phases.total_s <= 0:
         return phases
     scale = total_s / phases.total_s
-    return CompilePhases(tracing_s=phases.tracing_s * scale, aot_s=phases.aot_s * scale,
-                         inductor_s=phases.inductor_s * scale,
-                         cache_load_s=phases.cache_load_s * scale)
+    return CompilePhases(**{f.name: getattr(phases, f.name) * scale for f in fields(phases)})
 
 
 def event_phases(event: CompileEvent) -> CompilePhases | None:

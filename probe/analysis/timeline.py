@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Iterable, Sequence
 
 from probe.contract.records import CompileEvent, RequestRecord
@@ -64,6 +65,7 @@ FIRST_COMPILE, RECOMPILE, FALLBACK, LIMIT = ("first compile", "recompile", "eage
                                              "recompile limit")
 SUB_KINDS = (FIRST_COMPILE, RECOMPILE, FALLBACK, LIMIT)
 FALLBACK_GAP_S = 1.0        # a fallback is recorded right after the compile that failed
+_END = attrgetter("end_s")  # a CompileSpan's end: compile_spans' order, for bisect
 
 
 def failed_compiles(events: Sequence[CompileEvent]) -> frozenset[CompileEvent]:
@@ -88,9 +90,8 @@ def sub_kind(event: CompileEvent, failed: frozenset[CompileEvent] = frozenset())
     failed, the engine then served eager) / recompile limit (dynamo gave up on new shapes)."""
     if event.kind == "fallback" or event in failed:
         return FALLBACK
-    if event.kind == "limit":
-        return LIMIT
-    return {"compile": FIRST_COMPILE, "recompile": RECOMPILE}.get(event.kind, event.kind)
+    kinds = {"compile": FIRST_COMPILE, "recompile": RECOMPILE, "limit": LIMIT}
+    return kinds.get(event.kind, event.kind)
 
 
 def compile_spans(events: Iterable[CompileEvent]) -> tuple[CompileSpan, ...]:
@@ -114,7 +115,7 @@ def overlap_s(span: Span, spans: Sequence[CompileSpan]) -> dict[str, float]:
     (disjoint, in time order), so only those from the first ending after the span's start on
     are read."""
     by_kind: dict[str, float] = {}
-    for i in range(bisect.bisect_right(spans, span.start_s, key=_span_end), len(spans)):
+    for i in range(bisect.bisect_right(spans, span.start_s, key=_END), len(spans)):
         c = spans[i]
         if c.start_s >= span.end_s:
             break
@@ -124,16 +125,12 @@ def overlap_s(span: Span, spans: Sequence[CompileSpan]) -> dict[str, float]:
     return by_kind
 
 
-def _span_end(span: CompileSpan) -> float:
-    return span.end_s
-
-
 def waited_on(record: RequestRecord, spans: Sequence[CompileSpan],
               markers: Sequence[CompileEvent]) -> tuple[CompileEvent, ...]:
     """The compile events that ran while the request was in the system, and the markers
     (fallback, limit) set down in that time."""
     arrival, end = record.arrival_s, record.end_s
-    first = bisect.bisect_right(spans, arrival, key=_span_end)
+    first = bisect.bisect_right(spans, arrival, key=_END)
     timed = [c.event for c in itertools.takewhile(lambda c: c.start_s < end, spans[first:])]
     marked = [e for e in markers if arrival <= e.start_s <= end]
     return tuple(dict.fromkeys(timed + marked))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -101,9 +101,7 @@ def verify_plan(path: str, document: Mapping[str, Any], data: SessionData,
         raise BadInput(f"{path}: --verify: the doctor has no next step for {config_id} (the "
                        f"current config); nothing to verify")
     control = data.configs[config_id].options
-    candidate = control
-    for key, value in step.options.items():
-        candidate = candidate.with_option(key, value)
+    candidate = replace(control, **step.options)
     model_info = document.get("model", {})
     model = model_info.get("name") if isinstance(model_info, dict) else None
     if not isinstance(model, str) or not model:
