@@ -109,11 +109,8 @@ def evaluate(job: Job, context: RunContext, workload, *, runs_dir: Path, named_d
             if stop.is_set():
                 break
         results = [_rate_measured(side, say, slo=context.slo is not None) for side in sides]
-    seconds = time.monotonic() - started
-    candidate = replace(results[0], seconds=seconds)
-    if len(results) > 1:
-        candidate = replace(candidate, control=results[1])
-    return candidate
+    return replace(results[0], seconds=time.monotonic() - started,
+                   control=results[1] if len(results) > 1 else None)
 
 
 def _rate_measured(side: _Side, say: Callable[[str], None], *, slo: bool) -> Measured:

@@ -152,27 +152,21 @@ class RayPool:
                 for m in (ended[t] for t in range(len(jobs)))]
 
     def _merged(self, ray, ref) -> tuple[int, Outcome]:
+        """A finished task's ticket and measurement, its sessions written into the runs
+        folder; TaskFailed (said, and naming why) when the task raised or was lost twice."""
         ticket, job = self._in_flight.pop(ref)
-        try:
-            return ticket, self.arrived(self.outcome(ray, job, ref))
-        except TaskFailed as exc:
-            return ticket, exc
-
-    def outcome(self, ray, job: Job, ref) -> Measured:
-        """A finished task's measurement, its sessions written into the runs folder;
-        TaskFailed (said, and naming why) when the task raised or was lost twice."""
         try:
             outcome: JobOutcome = ray.get(ref)
         except ray.exceptions.RayError as exc:
             lines = [line for line in str(exc).splitlines() if line.strip()]
             why = f"its Ray task failed: {lines[-1] if lines else exc}"[:300]
             self.say(f"{job.label}: {why}")
-            raise TaskFailed(why) from None
+            return ticket, TaskFailed(why)
         for name, data in outcome.files:
             if Path(name).name == name:             # a bare file name, nothing else
                 (self.runs_dir / name).write_bytes(data)
         self.say(f"{job.label}: measured on {outcome.host} in {outcome.wall_s:.0f} s")
-        return outcome.measured
+        return ticket, self.arrived(outcome.measured)
 
     def close(self) -> None:
         self.cluster.close()

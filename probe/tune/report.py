@@ -22,9 +22,8 @@ def tune_document(state: TuneState, *, slo: Slo, target: float, rate_rps: float 
             "rate_rps": rate_rps, "mode": "capacity" if capacity else "goodput at the rate",
             "settings": settings, "done": done, "stopped": state.stopped,
             "steps": [s.as_dict() for s in state.steps],
-            "final": {"options": final.as_dict() if final else None,
-                      "opt_line": opt_line(final) if final else "",
-                      "label": final.label() if final else ""}}
+            "final": {"options": final.as_dict(), "opt_line": opt_line(final),
+                      "label": final.label()}}
 
 
 def tune_markdown(document: dict, state: TuneState, capacity: bool) -> str:
