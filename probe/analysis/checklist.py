@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Sequence
 
 from probe.analysis.diagnosis import DoctorContext, SegmentDiagnosis
-from probe.analysis.findings import offered_rps, peak_concurrency
+from probe.analysis.findings import kv_headroom, offered_rps, peak_concurrency
 from probe.analysis.load_figures import Load, records_load
 from probe.analysis.stats import session_segments, summarize
 from probe.common.units import fmt_bytes, fmt_ms, fmt_rate
@@ -170,14 +170,13 @@ def latency(data: SessionData, segments: Sequence[SegmentStats]) -> ChecklistIte
 
 def memory(data: SessionData, ctx: DoctorContext, concurrency: int) -> ChecklistItem:
     name = "memory watched against concurrency"
-    sample = ctx.device_sample
-    per_request = summarize(r.kv_cache_bytes for r in data.records if r.ok).p95
-    if sample is None or sample.mem_free_bytes is None or not per_request:
+    headroom = kv_headroom(data.records, ctx.device_sample)
+    if headroom is None:
         return ChecklistItem(name, NOT_YET, "no memory reading with served requests yet")
-    headroom = int(sample.mem_free_bytes // per_request)
-    text = (f"{fmt_bytes(sample.mem_free_bytes)} free holds {headroom} requests' KV cache "
+    free, holds, per_request = headroom
+    text = (f"{fmt_bytes(free)} free holds {holds} requests' KV cache "
             f"({fmt_bytes(per_request)} each, p95); up to {concurrency} were in the system")
-    return ChecklistItem(name, PASS if headroom >= concurrency else FAIL, text)
+    return ChecklistItem(name, PASS if holds >= concurrency else FAIL, text)
 
 
 def peak(data: SessionData, segments: Sequence[SegmentStats],

@@ -113,19 +113,28 @@ def cpu_contention(sample: DeviceSample | None, cpu_count: int | None) -> Findin
                    f"processes")
 
 
+def kv_headroom(records: Sequence[RequestRecord], sample: DeviceSample | None
+                ) -> tuple[int, int, float] | None:
+    """(free bytes, how many requests' KV caches they hold, one request's: the served ones'
+    p95); None without a memory reading or a served request. The doctor's and the checklist's."""
+    per_request = summarize(r.kv_cache_bytes for r in records if r.ok).p95
+    if sample is None or sample.mem_free_bytes is None or not per_request:
+        return None
+    return sample.mem_free_bytes, int(sample.mem_free_bytes // per_request), per_request
+
+
 def memory_pressure(records: Sequence[RequestRecord], sample: DeviceSample | None,
                     pool: KVPool | None) -> Finding | None:
     """KV headroom below the concurrency the load reached, a full paged pool, or little free
     memory left on the machine."""
     parts = []
     concurrency = peak_concurrency(records)
-    per_request = summarize(r.kv_cache_bytes for r in records if r.ok).p95
-    if sample is not None and sample.mem_free_bytes is not None and per_request:
-        headroom = int(sample.mem_free_bytes // per_request)
-        if headroom < concurrency:
-            parts.append(f"free memory {fmt_bytes(sample.mem_free_bytes)} holds {headroom} "
-                         f"requests' KV cache ({fmt_bytes(per_request)} each, p95), fewer than "
-                         f"the {concurrency} in the system at once")
+    headroom = kv_headroom(records, sample)
+    if headroom is not None and headroom[1] < concurrency:
+        free, holds, per_request = headroom
+        parts.append(f"free memory {fmt_bytes(free)} holds {holds} requests' KV cache "
+                     f"({fmt_bytes(per_request)} each, p95), fewer than the {concurrency} in "
+                     f"the system at once")
     if (sample is not None and sample.mem_total_bytes and sample.mem_free_bytes is not None
             and sample.mem_free_bytes < MEMORY_FREE_MIN * sample.mem_total_bytes):
         parts.append(f"{fmt_fraction(sample.mem_free_bytes / sample.mem_total_bytes)} of "

@@ -56,7 +56,7 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
     from probe.engine.observe.device_probe import resolve_device
 
     workload = prepare_workload(args.trace)       # a bad trace is refused before any output
-    resumed_trials = _previous_trials(args)
+    resumed = list(saved_search(args.resume).trials) if getattr(args, "resume", None) else []
     transformers.logging.set_verbosity_error()   # only infertop speaks on the terminal
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -141,7 +141,7 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
             return arm_run(context, workload, setup, rate=args.rate, requests=args.requests,
                            trace_name=args.trace, save_to=out / "runs" / name, stop=stop)
         try:
-            return _combo(args, baseline, dims, resumed_trials, evaluate_setup, stop, out,
+            return _combo(args, baseline, dims, resumed, evaluate_setup, stop, out,
                           report, pool, confirm_once)
         finally:
             if steps is not None:
@@ -175,10 +175,6 @@ def run_tune_command(args: argparse.Namespace, baseline: OptConfig) -> int:
         say(saturated)
     print(f"wrote {out / 'tune.md'} and {out / 'tune.json'}: chosen {state.final.label()}")
     return exit_status(received[0]) if received else 0
-
-
-def _previous_trials(args: argparse.Namespace) -> list[Trial]:
-    return list(saved_search(args.resume).trials) if getattr(args, "resume", None) else []
 
 
 def _combo(args, baseline: OptConfig, dims, previous: list[Trial], evaluate_here, stop,
