@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Iterable, Mapping, Sequence
 
 from probe.common.units import fmt_s
@@ -64,10 +64,7 @@ class GuardGroup:
         return {"dimension": self.dimension, "guards": list(self.guards),
                 "functions": list(self.functions), "recompiles": self.recompiles,
                 "sizes": list(self.sizes), "seconds": self.seconds,
-                "fix": None if self.fix is None else {
-                    "change": dict(self.fix.change), "text": self.fix.text,
-                    "avoided_recompiles": self.fix.avoided_recompiles,
-                    "avoided_s": self.fix.avoided_s}}
+                "fix": None if self.fix is None else asdict(self.fix)}
 
 
 def first_failure(reason: str | None) -> GuardFailure | None:
