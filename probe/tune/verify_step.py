@@ -102,9 +102,9 @@ def verify_plan(path: str, document: Mapping[str, Any], data: SessionData,
                        f"current config); nothing to verify")
     control = data.configs[config_id].options
     candidate = replace(control, **step.options)
-    model_info = document.get("model", {})
-    model = model_info.get("name") if isinstance(model_info, dict) else None
-    if not isinstance(model, str) or not model:
+    # the sections' types and ranges were checked as the session was read (saved_session)
+    model = document.get("model", {}).get("name")
+    if not model:
         raise BadInput(f"{path}: --verify: the session does not name its model")
     try:
         check_model(model)
@@ -112,26 +112,25 @@ def verify_plan(path: str, document: Mapping[str, Any], data: SessionData,
         kind = "" if model in PRESETS else " (was the folder moved or deleted?)"
         raise BadInput(f"{path}: --verify needs the session's model{kind}: {exc}") from None
     environment = document.get("environment", {})
-    device = environment.get("device") if isinstance(environment, dict) else None
-    device = device if isinstance(device, str) else "auto"
+    device = environment.get("device")
+    device = "auto" if device is None else device
     check_device(device)
-    threads = environment.get("torch_threads") if isinstance(environment, dict) else None
-    settings = document.get("settings", {})
     served = sorted((r for r in data.records if r.config_id == config_id and r.ok),
                     key=lambda r: (r.arrival_s, r.seq))[:requests]
     if len(served) < 2:
         raise BadInput(f"{path}: --verify: {config_id} served {len(served)} request(s); the "
                        f"comparison needs at least 2")
-    edges = tuple(e for e in settings.get("bucket_edges", []) if isinstance(e, int))
+    settings = document.get("settings", {})
+    edges = tuple(settings.get("bucket_edges") or ())
     source = str(settings.get("bucket_source", "the session's"))
     if not edges:
         edges = tuple(plan_buckets([r.input_tokens for r in served], BUCKETS).edges)
         source = f"planner (K={BUCKETS})"
     backend = settings.get("compile_backend")
     return VerifyPlan(config_id, step, control, candidate, model, device,
-                      backend if isinstance(backend, str) else "inductor",
-                      threads if isinstance(threads, int) and threads > 0 else None, edges,
-                      source, tuple(served), data.slo, path)
+                      "inductor" if backend is None else backend,
+                      environment.get("torch_threads"), edges, source, tuple(served), data.slo,
+                      path)
 
 
 def workload_of(plan: VerifyPlan) -> PreparedWorkload:
