@@ -32,7 +32,7 @@ from probe.analysis.slo import goodput_rps
 from probe.analysis.summary import summarize
 from probe.common.percentile import percentiles
 from probe.contract.objective import Slo
-from probe.contract.records import COMPILING, CompileEvent, RequestRecord
+from probe.contract.records import RequestRecord
 
 RESAMPLES = 2000
 SEED = 0
@@ -138,11 +138,6 @@ def requests_to_tell(metric: MetricDelta, n: float) -> int | None:
         return None
     half = (metric.ci95[1] - metric.ci95[0]) / 2
     return max(math.ceil(n * (half / abs(delta)) ** 2), math.ceil(n))
-
-
-def compile_s(events: Sequence[CompileEvent]) -> float:
-    """Compile seconds, as the segment counts them (stats.segment_stats)."""
-    return sum(e.duration_s or 0.0 for e in events if e.kind in COMPILING)
 
 
 def compare(records_a: Sequence[RequestRecord], records_b: Sequence[RequestRecord], *,

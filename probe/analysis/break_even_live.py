@@ -3,7 +3,7 @@ it: the twin's definition and the status from a session's segments."""
 
 from __future__ import annotations
 
-from probe.analysis.stats import COMPILING, break_even
+from probe.analysis.stats import break_even, compile_s
 from probe.contract.options import COMPILE_ONLY, OptConfig
 from probe.contract.records import BreakEven
 from probe.contract.session import SessionData
@@ -27,8 +27,7 @@ def break_even_status(data: SessionData, options: OptConfig, config_id: str) -> 
                      if entry.options == eager_options), None)
     if eager_id is None:
         return None
-    compile_s = sum(e.duration_s or 0.0 for e in data.events
-                    if e.config_id == config_id and e.kind in COMPILING)
-    return break_even(compile_s, [r for r in data.records if r.config_id == config_id],
+    spent_s = compile_s(e for e in data.events if e.config_id == config_id)
+    return break_even(spent_s, [r for r in data.records if r.config_id == config_id],
                       [r for r in data.records if r.config_id == eager_id],
                       compiled_config=config_id, eager_config=eager_id)

@@ -47,6 +47,12 @@ def graph_break_sites(breaks: Sequence[GraphBreakRecord]) -> int:
     return len({b.location for b in breaks})
 
 
+def compile_s(events: Iterable[CompileEvent]) -> float:
+    """Compile seconds: the compile and recompile events' durations added (a segment's, an
+    A/B arm's, a break-even's)."""
+    return sum(e.duration_s or 0.0 for e in events if e.kind in COMPILING)
+
+
 def added_phases(phases: Iterable[CompilePhases | None]) -> CompilePhases | None:
     """Several splits as one; None when there is none to add."""
     present = [p for p in phases if p is not None]
@@ -147,7 +153,7 @@ def segment_stats(config_id: str, records: Sequence[RequestRecord],
         throughput_rps=throughput_rps(records), tokens_per_s=tokens_per_s(records),
         compiles=sum(e.kind == "compile" for e in compile_events),
         recompiles=sum(e.kind == "recompile" for e in compile_events),
-        compile_s=sum(e.duration_s or 0.0 for e in compile_events),
+        compile_s=compile_s(compile_events),
         graph_breaks=sum(b.count for b in breaks), graph_break_sites=graph_break_sites(breaks),
         graphs=sum(e.graphs for e in compile_events),
         kv_cache_peak_bytes=max((r.kv_cache_bytes for r in records), default=0),

@@ -17,11 +17,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from probe.analysis.ab_compare import Comparison, compare, compile_s, laid_end_to_end
+from probe.analysis.ab_compare import Comparison, compare, laid_end_to_end
 from probe.analysis.ab_table import comparison_lines
 from probe.analysis.next_step import NextStep, prediction_held
 from probe.analysis.session_diagnosis import SessionDiagnosis
-from probe.analysis.stats import segment_stats
+from probe.analysis.stats import compile_s, segment_stats
 from probe.checks.engine_inputs import PRESETS, check_device, check_model
 from probe.common.errors import BadInput
 from probe.contract.objective import Slo
