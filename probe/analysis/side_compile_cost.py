@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from probe.analysis.stats import compile_s
 from probe.common.percentile import median
 from probe.contract.records import COMPILING, RequestRecord
 from probe.contract.session import SessionData
@@ -97,5 +98,5 @@ def side_compiles(data: SessionData, config_id: str) -> SideCompile | None:
     since = min(e.start_s for e in mine)
     until = max(e.start_s + (e.duration_s or 0.0) for e in mine)
     return SideCompile(config_id, beside, len(mine), sum(e.graphs for e in mine),
-                       sum(e.duration_s or 0.0 for e in mine), since, until,
+                       compile_s(mine), since, until,
                        side_compile_cost(data.records, beside, since, until))
