@@ -113,14 +113,24 @@ def cpu_contention(sample: DeviceSample | None, cpu_count: int | None) -> Findin
                    f"processes")
 
 
+def kv_fit(records: Sequence[RequestRecord], free_bytes: int | None
+           ) -> tuple[float, int] | None:
+    """One request's KV cache (the served ones' p95) and how many such caches `free_bytes`
+    holds; None without a memory reading or a served request. The one headroom: the live
+    panel's (over its window), the doctor's and the checklist's (over the session)."""
+    per_request = summarize(r.kv_cache_bytes for r in records if r.ok).p95
+    if free_bytes is None or not per_request:
+        return None
+    return per_request, int(free_bytes // per_request)
+
+
 def kv_headroom(records: Sequence[RequestRecord], sample: DeviceSample | None
                 ) -> tuple[int, int, float] | None:
-    """(free bytes, how many requests' KV caches they hold, one request's: the served ones'
-    p95); None without a memory reading or a served request. The doctor's and the checklist's."""
-    per_request = summarize(r.kv_cache_bytes for r in records if r.ok).p95
-    if sample is None or sample.mem_free_bytes is None or not per_request:
-        return None
-    return sample.mem_free_bytes, int(sample.mem_free_bytes // per_request), per_request
+    """(free bytes, how many requests' KV caches they hold, one request's): `kv_fit` on the
+    machine's sample."""
+    free = None if sample is None else sample.mem_free_bytes
+    fit = kv_fit(records, free)
+    return None if fit is None or free is None else (free, fit[1], fit[0])
 
 
 def memory_pressure(records: Sequence[RequestRecord], sample: DeviceSample | None,

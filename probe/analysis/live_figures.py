@@ -7,6 +7,7 @@ from probe.analysis import steady_state
 from probe.analysis.break_even_live import break_even_status
 from probe.analysis.compile_ledger import ledger_summary
 from probe.analysis.doctor_live import live_doctor, overload_finding
+from probe.analysis.findings import kv_fit
 from probe.analysis.load_figures import live_load
 from probe.analysis.slo import goodput
 from probe.analysis.stats import (
@@ -86,17 +87,15 @@ def kv_status(records: tuple[RequestRecord, ...], window: tuple[RequestRecord, .
               free_bytes: int | None) -> KVStatus:
     latest = records[-1] if records else None
     per_request = summarize(r.kv_cache_bytes for r in window if r.ok).p95
-    per_request_bytes = None if per_request is None else int(per_request)
-    headroom = (free_bytes // per_request_bytes
-                if free_bytes is not None and per_request_bytes else None)
+    fit = kv_fit(window, free_bytes)
     return KVStatus(
         now_bytes=latest.kv_cache_bytes if latest else 0,
         now_used_bytes=latest.kv_cache_used_bytes if latest else 0,
         self_attention_bytes=latest.kv_self_attention_bytes if latest else 0,
         cross_attention_bytes=latest.kv_cross_attention_bytes if latest else 0,
         peak_bytes=max((r.kv_cache_bytes for r in records), default=0),
-        per_request_p95_bytes=per_request_bytes, free_device_bytes=free_bytes,
-        headroom_requests=headroom)
+        per_request_p95_bytes=None if per_request is None else int(per_request),
+        free_device_bytes=free_bytes, headroom_requests=None if fit is None else fit[1])
 
 
 def batch_status(mode: str, max_batch: int, window: tuple[RequestRecord, ...],

@@ -10,6 +10,9 @@ import json
 from pathlib import Path
 from types import MappingProxyType
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from infertop.cli import main
 from probe.contract.options import parse_opts
 from probe.contract.session import ConfigEntry, SessionData, ab_arm_note
@@ -132,3 +135,25 @@ def test_the_doctors_predicted_saving_is_one_value_in_every_view(tmp_path, capsy
     texts = [step.predicted, groups[0].fix.text, capsys.readouterr().out]
     said = [set(re.findall(r"about \d+ recompiles \([^)]+\) avoided", t)) for t in texts]
     assert said[0] == said[1] == said[2] and len(said[0]) == 1, said
+
+
+@given(kv=st.lists(st.integers(0, 10**9), min_size=1, max_size=30), free=st.integers(0, 10**12))
+def test_kv_headroom_is_one_figure_for_the_panel_and_the_doctor(kv, free):
+    """The KV panel's headroom (live_figures.kv_status) and the doctor's and checklist's
+    (findings.kv_headroom) over the same records and free memory: one number. The panel once
+    rounded the per-request p95 down to whole bytes first and could read one request more."""
+    from dataclasses import replace
+
+    from probe.analysis.findings import kv_headroom
+    from probe.analysis.live_figures import kv_status
+    from probe.contract.device_sample import DeviceSample
+
+    records = tuple(replace(record(i, arrival_s=float(i)), kv_cache_bytes=b)
+                    for i, b in enumerate(kv))
+    sample = DeviceSample("CPU", "cpu", None, None, None, free)
+    doctor = kv_headroom(records, sample)
+    panel = kv_status(records, records, free).headroom_requests
+    assert panel == (None if doctor is None else doctor[1])
+    if panel is not None:       # and it is what it says: that many p95 caches fit, one more not
+        p95 = doctor[2]
+        assert panel * p95 <= free < (panel + 1) * p95
