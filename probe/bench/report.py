@@ -124,29 +124,21 @@ def render_section(section: dict) -> list[str]:
     out = [f"## {section.get('id')} — {section.get('title')}", ""]
     if section.get("error"):
         return out + [f"This section could not be built: {section['error']}", ""]
-    for label, key in TEMPLATE_FIELDS:
-        out.append(f"- **{label}:** {section.get(key, NO_DATA)}")
+    out += [f"- **{label}:** {section.get(key, NO_DATA)}" for label, key in TEMPLATE_FIELDS]
     out.append("")
     main_table = section.get("table") or {}
     if main_table.get("columns"):
         out += [table(main_table["columns"], main_table["rows"]), ""]
-    out.append("**Observed**")
-    out.append("")
-    out += [f"- {line}" for line in section.get("observed") or ["nothing was measured"]]
-    out.append("")
-    out.append("**Root cause**")
-    out.append("")
-    out += [f"- {line}" for line in section.get("root_cause") or ["not derived: no data"]]
-    out.append("")
+    for title, key, empty in (("Observed", "observed", "nothing was measured"),
+                              ("Root cause", "root_cause", "not derived: no data")):
+        out += [f"**{title}**", "", *[f"- {line}" for line in section.get(key) or [empty]], ""]
     if section.get("chart"):
         out += ["```", *section["chart"], "```", ""]
     for extra in section.get("extra_tables", []):
         if extra.get("rows"):
             out += [f"*{extra['title']}*", "", table(extra["columns"], extra["rows"]), ""]
-    for note in section.get("notes", []):
-        out.append(f"> {note}")
     if section.get("notes"):
-        out.append("")
+        out += [f"> {note}" for note in section["notes"]] + [""]
     snapshots = sorted({c["snapshot"] for c in section.get("configs", {}).values()
                         if isinstance(c, dict) and c.get("snapshot")})
     if snapshots:
@@ -212,11 +204,8 @@ def render_markdown(report: dict) -> str:
         out += ["## Left out", ""] + [f"- {line}" for line in report["left_out"]] + [""]
     checks = report.get("checks") or {}
     if checks:
-        out += ["## Checks", ""]
-        for name, value in checks.items():
-            if name.endswith("_ok"):
-                out.append(f"- {name[:-3]}: {'pass' if value else 'FAIL'}")
-        out.append("")
+        out += ["## Checks", "", *[f"- {name[:-3]}: {'pass' if value else 'FAIL'}"
+                                   for name, value in checks.items() if name.endswith("_ok")], ""]
     files = report.get("files") or {}
     out += ["## Files", "",
             "- `report.json`: every number, by experiment and config (`experiments.E1.configs…`), "
