@@ -109,9 +109,7 @@ class ObserverFigures:
     bookkeeping_fraction: float | None
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "order": list(self.order),
-                "probes_on_tokens_per_s": self.probes_on_tokens_per_s.as_dict(),
-                "probes_off_tokens_per_s": self.probes_off_tokens_per_s.as_dict()}
+        return {**asdict(self), "order": list(self.order)}   # asdict: each Spread a dict too
 
 
 @dataclass(frozen=True)
