@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Mapping
 
 from probe.bench.doctor_section import doctor_by_run, doctor_markdown
 from probe.bench.energy_section import energy_by_run, energy_markdown
 from probe.bench.experiments import EXPERIMENTS, acceptance_checks, left_out
 from probe.bench.goodput_section import goodput_markdown
 from probe.bench.ledger_section import ledger_by_run, ledger_markdown
-from probe.bench.nodes import nodes_markdown
+from probe.bench.nodes import Placement, nodes_markdown, place_runs
 from probe.bench.runs_section import runs_markdown
-from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder
+from probe.bench.study_setup import print_written
+from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder, run_tlparse
 from probe.common.atomic import write_atomic, write_json_atomic
 from probe.common.units import NO_DATA, fmt_s
 from probe.report_charts.bench_figures import figures_or_reason
@@ -69,6 +72,22 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
                   "tlparse": (None if tlparse is None else [asdict(t) for t in tlparse]),
                   "profile": "profile/" if settings.profile else None},
     }
+
+
+def write_study_report(settings, study, environment: dict, torch_trace: TraceFolder | None, *,
+                       interrupted: bool, started: float, executor: dict | None = None,
+                       places: Mapping[str, Placement] | None = None) -> dict:
+    """One study's report, here or from a Ray study's tasks (`places`: where each run ran):
+    tlparse over its TORCH_TRACE logs, the report written, and what was written said."""
+    tlparse = run_tlparse(torch_trace.logs(), settings.out) if torch_trace else None
+    report = report_document(settings, study.plan, environment, study, interrupted=interrupted,
+                             wall_s=time.perf_counter() - started, torch_trace=torch_trace,
+                             tlparse=tlparse, executor=executor)
+    if places is not None:
+        place_runs(report, places, study.results)
+    write_report(settings.out, report)
+    print_written(settings.out, study, report, torch_trace, tlparse)
+    return report
 
 
 def write_report(out: Path, report: dict) -> None:
