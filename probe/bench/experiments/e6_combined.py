@@ -87,12 +87,10 @@ def _row(name: str, options: OptConfig, outcome: Outcome, config: dict) -> list[
     result = usable(outcome)
     if isinstance(result, str):
         return [name, options.label(), result] + [NO_DATA] * 10
-    stability = (f"{result.graphs} graphs, {result.graph_breaks} breaks, "
-                 f"{result.recompiles} recompiles"
-                 + (", limit hit" if result.recompile_limit_hits else "")
-                 + (", fell back to eager" if result.compile_fallbacks else ""))
-    if options.compile == "off":
-        stability = "eager"
+    stability = "eager" if options.compile == "off" else (
+        f"{result.graphs} graphs, {result.graph_breaks} breaks, {result.recompiles} recompiles"
+        + (", limit hit" if result.recompile_limit_hits else "")
+        + (", fell back to eager" if result.compile_fallbacks else ""))
     return [name, options.label(), fmt_s(result.compile_s) if options.compiled else "—",
             fmt_ms(result.cold_start_ms), fmt_spread(result.steady.latency_p50_ms),
             fmt_spread(result.steady.latency_p95_ms),
