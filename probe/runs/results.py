@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, fields
 from itertools import islice
 from typing import Any, Mapping, Sequence, Union
 
-from probe.analysis.stats import COMPILING, session_segments, summarize, tokens_per_s
+from probe.analysis.stats import COMPILING, compile_s, session_segments, summarize, tokens_per_s
 from probe.contract.figures import (
     NO_GOODPUT,
     CompilePhases,
@@ -305,7 +305,7 @@ def summarize_run(spec, data, warmup: PassResult, steady: Sequence[PassResult]) 
         bucket_set=spec.edges_name if bucketed else "none",
         cold_start_ms=first.latency_ms if first else None,
         cold_start_compile_stall_ms=first.compile_stall_ms if first else None,
-        warmup=warmup.figures(), warmup_compile_s=sum(e.duration_s or 0.0 for e in events),
+        warmup=warmup.figures(), warmup_compile_s=compile_s(events),
         steady=Steady.of(steady_figures), steady_passes=steady_figures,
         steady_compiles=sum(1 for e in events if e.request_id in steady_ids),
         graphs_per_function=per_function,
@@ -336,15 +336,15 @@ def compile_curve(records: Sequence[RequestRecord],
     """After each warm-up request: distinct input shapes seen so far vs compiles so far."""
     shapes: set[int] = set()
     compiles = recompiles = 0
-    compile_s = 0.0
+    seconds = 0.0
     curve = []
     for record in records:
         shapes.add(record.padded_tokens)
         mine = [e for e in events if e.request_id == record.id and e.kind in COMPILING]
         compiles += len(mine)
         recompiles += sum(1 for e in mine if e.kind == "recompile")
-        compile_s += sum(e.duration_s or 0.0 for e in mine)
+        seconds += compile_s(mine)
         curve.append(CurvePoint(record.id.split("@")[0], record.input_tokens,
                                 record.padded_tokens, len(shapes), compiles, recompiles,
-                                compile_s))
+                                seconds))
     return tuple(curve)
