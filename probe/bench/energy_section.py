@@ -39,9 +39,9 @@ def energy_markdown(report: dict) -> list[str]:
         for key in measured:
             energy = runs.get(key, {}).get("energy") or {}
             rows.append([f"`{key}`", str(runs.get(key, {}).get("label")),
-                         _joules(energy.get("j_per_token")),
-                         _joules(energy.get("j_per_good_token")),
-                         _watts(energy.get("avg_power_w")),
+                         _unit(energy.get("j_per_token"), "J"),
+                         _unit(energy.get("j_per_good_token"), "J"),
+                         _unit(energy.get("avg_power_w"), "W"),
                          fmt_fraction(energy.get("padding_share")), str(energy.get("source"))])
         out += ["Joules the device's counter charged to each run's requests (warm-up "
                 "included) per output token they made; the idle floor between steps is apart "
@@ -58,9 +58,5 @@ def energy_markdown(report: dict) -> list[str]:
     return out
 
 
-def _joules(value) -> str:
-    return "n/a" if value is None else f"{value:.3g} J"
-
-
-def _watts(value) -> str:
-    return "n/a" if value is None else f"{value:.3g} W"
+def _unit(value, unit: str) -> str:
+    return "n/a" if value is None else f"{value:.3g} {unit}"

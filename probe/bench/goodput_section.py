@@ -14,8 +14,8 @@ def goodput_markdown(report: dict) -> list[str]:
     if slo is None:
         return []
     rows: list[list[object]] = [
-        [f"`{key}`", str(run.get("label")), _rate(run.get("throughput_rps")),
-         _rate(run.get("goodput_rps")), fmt_num(run.get("goodput_tokens_per_s"), 1),
+        [f"`{key}`", str(run.get("label")), fmt_num(run.get("throughput_rps"), 3),
+         fmt_num(run.get("goodput_rps"), 3), fmt_num(run.get("goodput_tokens_per_s"), 1),
          fmt_fraction(run.get("slo_attainment"))]
         for key, run in (report.get("runs") or {}).items()
         if isinstance(run, dict) and "goodput_rps" in run]
@@ -29,7 +29,3 @@ def goodput_markdown(report: dict) -> list[str]:
             "experiment and `infertop tune` measure that).", "",
             table(["run", "config", "throughput (req/s)", "goodput (req/s)", "good tokens/s",
                    "SLO attained"], rows), ""]
-
-
-def _rate(value) -> str:
-    return fmt_num(value, 3)

@@ -163,10 +163,8 @@ class Progress(StatusLine):
         return max((queued + sum(running)) / self.slots, max(running, default=0.0))
 
     def counts(self) -> dict[str, int]:
-        out = {"queued": 0, "running": 0, "done": 0, "failed": 0}
-        for run in self.runs.values():
-            out[run.state] += 1
-        return out
+        return {state: sum(run.state == state for run in self.runs.values())
+                for state in ("queued", "running", "done", "failed")}
 
     def projection(self) -> Projection:
         """What the line shows: the raw figure through Eta (it does not jump; unknown where

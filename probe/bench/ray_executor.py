@@ -12,11 +12,11 @@ from typing import Callable, Union
 from probe.bench.experiments import EXPERIMENTS, measures_machine
 from probe.bench.experiments.base import OpenLoopExperiment
 from probe.bench.matrix import write_index
-from probe.bench.nodes import NodeInfo, Placement, nodes_summary, place_runs
+from probe.bench.nodes import NodeInfo, Placement, nodes_summary
 from probe.bench.progress import REDRAW_S, ClusterProgress
-from probe.bench.report import report_document, write_report
+from probe.bench.report import write_study_report
 from probe.bench.study import Study
-from probe.bench.study_setup import calibration_spread, measuring, prepare_study, print_written
+from probe.bench.study_setup import calibration_spread, measuring, prepare_study
 from probe.bench.tasks import (
     BenchTask,
     MachineWork,
@@ -27,7 +27,7 @@ from probe.bench.tasks import (
     Work,
     run_task,
 )
-from probe.bench.torch_trace import TraceFolder, run_tlparse
+from probe.bench.torch_trace import TraceFolder
 from probe.checks.interrupts import StopSignals
 from probe.runs.cluster import RETRIES, Cluster, connect, require_ray
 from probe.runs.plan import BenchSettings
@@ -82,15 +82,9 @@ def write_reports(settings: BenchSettings, studies: list[Study], dispatch: Dispa
     for index, (cell, study) in enumerate(zip(cells, studies)):
         places = gather_cell(index, study, dispatch, cell.out)
         trace = TraceFolder(cell.out / "torch_trace") if cell.torch_trace else None
-        tlparse = run_tlparse(trace.logs(), cell.out) if trace else None
-        report = report_document(
-            cell, study.plan, cell_environment(study, places, machines.get(cell.model)),
-            study, interrupted=interrupted, wall_s=time.perf_counter() - started,
-            torch_trace=trace, tlparse=tlparse, executor=executor)
-        place_runs(report, places, study.results)
-        write_report(cell.out, report)
-        print_written(cell.out, study, report, trace, tlparse)
-        reports.append(report)
+        reports.append(write_study_report(
+            cell, study, cell_environment(study, places, machines.get(cell.model)), trace,
+            interrupted=interrupted, started=started, executor=executor, places=places))
         prefix = f"{cell.out.name}/" if settings.matrix else ""
         placements.update({prefix + k: p for k, p in places.items()})
         results.update({prefix + k: r for k, r in study.results.items()})

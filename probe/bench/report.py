@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Mapping
 
 from probe.bench.doctor_section import doctor_by_run, doctor_markdown
 from probe.bench.energy_section import energy_by_run, energy_markdown
 from probe.bench.experiments import EXPERIMENTS, acceptance_checks, left_out
 from probe.bench.goodput_section import goodput_markdown
 from probe.bench.ledger_section import ledger_by_run, ledger_markdown
-from probe.bench.nodes import nodes_markdown
+from probe.bench.nodes import Placement, nodes_markdown, place_runs
 from probe.bench.runs_section import runs_markdown
-from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder
+from probe.bench.study_setup import print_written
+from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder, run_tlparse
 from probe.common.atomic import write_atomic, write_json_atomic
 from probe.common.units import NO_DATA, fmt_s
 from probe.report_charts.bench_figures import figures_or_reason
@@ -71,6 +74,22 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
     }
 
 
+def write_study_report(settings, study, environment: dict, torch_trace: TraceFolder | None, *,
+                       interrupted: bool, started: float, executor: dict | None = None,
+                       places: Mapping[str, Placement] | None = None) -> dict:
+    """One study's report, here or from a Ray study's tasks (`places`: where each run ran):
+    tlparse over its TORCH_TRACE logs, the report written, and what was written said."""
+    tlparse = run_tlparse(torch_trace.logs(), settings.out) if torch_trace else None
+    report = report_document(settings, study.plan, environment, study, interrupted=interrupted,
+                             wall_s=time.perf_counter() - started, torch_trace=torch_trace,
+                             tlparse=tlparse, executor=executor)
+    if places is not None:
+        place_runs(report, places, study.results)
+    write_report(settings.out, report)
+    print_written(settings.out, study, report, torch_trace, tlparse)
+    return report
+
+
 def write_report(out: Path, report: dict) -> None:
     """report.json, report.md, the charts in figures/ and report.html with them inline."""
     made_by = {name: EXPERIMENTS[name].figures for name in report.get("experiments") or {}
@@ -124,29 +143,21 @@ def render_section(section: dict) -> list[str]:
     out = [f"## {section.get('id')} — {section.get('title')}", ""]
     if section.get("error"):
         return out + [f"This section could not be built: {section['error']}", ""]
-    for label, key in TEMPLATE_FIELDS:
-        out.append(f"- **{label}:** {section.get(key, NO_DATA)}")
+    out += [f"- **{label}:** {section.get(key, NO_DATA)}" for label, key in TEMPLATE_FIELDS]
     out.append("")
     main_table = section.get("table") or {}
     if main_table.get("columns"):
         out += [table(main_table["columns"], main_table["rows"]), ""]
-    out.append("**Observed**")
-    out.append("")
-    out += [f"- {line}" for line in section.get("observed") or ["nothing was measured"]]
-    out.append("")
-    out.append("**Root cause**")
-    out.append("")
-    out += [f"- {line}" for line in section.get("root_cause") or ["not derived: no data"]]
-    out.append("")
+    for title, key, empty in (("Observed", "observed", "nothing was measured"),
+                              ("Root cause", "root_cause", "not derived: no data")):
+        out += [f"**{title}**", "", *[f"- {line}" for line in section.get(key) or [empty]], ""]
     if section.get("chart"):
         out += ["```", *section["chart"], "```", ""]
     for extra in section.get("extra_tables", []):
         if extra.get("rows"):
             out += [f"*{extra['title']}*", "", table(extra["columns"], extra["rows"]), ""]
-    for note in section.get("notes", []):
-        out.append(f"> {note}")
     if section.get("notes"):
-        out.append("")
+        out += [f"> {note}" for note in section["notes"]] + [""]
     snapshots = sorted({c["snapshot"] for c in section.get("configs", {}).values()
                         if isinstance(c, dict) and c.get("snapshot")})
     if snapshots:
@@ -212,11 +223,8 @@ def render_markdown(report: dict) -> str:
         out += ["## Left out", ""] + [f"- {line}" for line in report["left_out"]] + [""]
     checks = report.get("checks") or {}
     if checks:
-        out += ["## Checks", ""]
-        for name, value in checks.items():
-            if name.endswith("_ok"):
-                out.append(f"- {name[:-3]}: {'pass' if value else 'FAIL'}")
-        out.append("")
+        out += ["## Checks", "", *[f"- {name[:-3]}: {'pass' if value else 'FAIL'}"
+                                   for name, value in checks.items() if name.endswith("_ok")], ""]
     files = report.get("files") or {}
     out += ["## Files", "",
             "- `report.json`: every number, by experiment and config (`experiments.E1.configs…`), "

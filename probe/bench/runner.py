@@ -11,16 +11,15 @@ from contextlib import nullcontext
 from probe.bench.experiments import measures_machine, select_experiments
 from probe.bench.experiments.roofline import measure_machine
 from probe.bench.ray_executor import run_on_ray
-from probe.bench.report import report_document, write_report
+from probe.bench.report import write_study_report
 from probe.bench.study_setup import (
     bench_environment,
     calibration_spread,
     load_average,
     measuring,
     prepare_study,
-    print_written,
 )
-from probe.bench.torch_trace import TorchTrace, run_tlparse
+from probe.bench.torch_trace import TorchTrace
 from probe.checks.interrupts import WRITING_REPORT, StopSignals, exit_status, stop_signals
 from probe.common.errors import BadInput
 from probe.runs.plan import BenchSettings
@@ -78,20 +77,8 @@ def _run_bench(args: argparse.Namespace, stops: StopSignals) -> int:
             if torch_trace:
                 torch_trace.close()
     # disarmed: a signal while the report is written only waits for it
-    status = _write(settings, study, environment, torch_trace, stop, started)
-    return status or (exit_status(stops.received[0]) if stops.received else 0)
-
-
-def _write(settings: BenchSettings, study, environment: dict, torch_trace, stop,
-           started: float) -> int:
-    out = settings.out
     environment["load_average_end"] = load_average()
     environment.update(calibration_spread(study))
-    tlparse = run_tlparse(torch_trace.logs(), out) if torch_trace else None
-    report = report_document(settings, study.plan, environment, study,
-                             interrupted=stop.interrupted,
-                             wall_s=time.perf_counter() - started, torch_trace=torch_trace,
-                             tlparse=tlparse)
-    write_report(out, report)
-    print_written(out, study, report, torch_trace, tlparse)
-    return stop.exit_status
+    write_study_report(settings, study, environment, torch_trace, interrupted=stop.interrupted,
+                       started=started)
+    return stop.exit_status or (exit_status(stops.received[0]) if stops.received else 0)

@@ -5,7 +5,6 @@ PNG; the compile split across runs is the report's own."""
 from __future__ import annotations
 
 import logging
-import warnings
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -20,6 +19,7 @@ from probe.report_charts.canvas import (
     machine_text,
     require_matplotlib,
     save_both,
+    warnings_to_log,
 )
 from probe.report_charts.markdown import ACROSS_RUNS
 from probe.report_charts.session_charts import latency_cdfs, latency_timeline, warm_latencies
@@ -152,13 +152,10 @@ def write_bench_figures(out: Path, report: Mapping, figures: Mapping[str, Sectio
     written, skipped = [], []
     for sid, draw in bench_charts(out, report, figures):
         try:
-            with warnings.catch_warnings(record=True) as caught:   # the log's, not the terminal's
-                warnings.simplefilter("always")
+            with warnings_to_log(f"chart of {sid}"):
                 chart = draw()
                 if chart is not None:
                     svg, png = save_both(chart, out / "figures")
-            for warning in caught:
-                log.warning("chart of %s: %s", sid, warning.message)
             if chart is not None:
                 written.append(FigureFile(sid, chart.name, chart.title, str(svg.relative_to(out)),
                                           str(png.relative_to(out))).as_dict())

@@ -113,9 +113,7 @@ def warm_latencies(records: Sequence[RequestRecord], config_id: str | None = Non
     passes: dict[str, list[float]] = {}
     for record in records:
         _, _, label = record.id.partition("@")
-        if not label.startswith("pass") or not record.ok:
-            continue
-        if config_id is not None and record.config_id != config_id:
-            continue
-        passes.setdefault(label.split(" [")[0], []).append(record.latency_ms)
+        if (label.startswith("pass") and record.ok
+                and (config_id is None or record.config_id == config_id)):
+            passes.setdefault(label.split(" [")[0], []).append(record.latency_ms)
     return passes

@@ -4,7 +4,7 @@ joined, its knee starred and the default marked. Returns the series it plotted."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Sequence
 
 from probe.report_charts.canvas import COLORS, Caption, Chart, finish, new_figure
@@ -24,9 +24,7 @@ class TunePoint:
     default: bool = False
 
     def as_dict(self) -> dict:
-        return {"number": self.number, "label": self.label, "goodput": self.goodput,
-                "p95": self.p95, "feasible": self.feasible, "frontier": self.frontier,
-                "knee": self.knee, "default": self.default}
+        return asdict(self)
 
 
 def knee_text(point: TunePoint) -> str:

@@ -13,13 +13,14 @@ is the lowest rate measured to miss it (None: none missed within the runs allowe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable, Generator
 
 DEFAULT_TARGET = 0.9
 DEFAULT_RUNS = 6
 GROWTH = 2.0               # bracketing steps: ×2 up, ÷2 down
 NARROW_ENOUGH = 1.15       # stop bisecting once high / low is at most this
+FLOOR_RPS = 1e-3           # halving never goes below this rate
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,7 @@ class RateRun:
         return self.slo_attainment is not None and self.slo_attainment >= target
 
     def as_dict(self) -> dict:
-        return {"rate_rps": self.rate_rps, "slo_attainment": self.slo_attainment,
-                "goodput_rps": self.goodput_rps, "session": self.session, "alone": self.alone}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,6 @@ class Capacity:
     capacity_rps: float | None          # highest rate measured to meet the target
     bracket: tuple[float | None, float | None]   # (meets, misses)
     runs: tuple[RateRun, ...]           # in the order they ran
-
-    @property
-    def bracketed(self) -> bool:
-        return None not in self.bracket
 
     def text(self) -> str:
         low, high = self.bracket
@@ -67,12 +63,9 @@ class Capacity:
 
 
 def find_capacity(measure: Callable[[float], RateRun], *, start_rps: float,
-                  target: float = DEFAULT_TARGET, max_runs: int = DEFAULT_RUNS,
-                  narrow_enough: float = NARROW_ENOUGH,
-                  floor_rps: float = 1e-3) -> Capacity:
+                  target: float = DEFAULT_TARGET, max_runs: int = DEFAULT_RUNS) -> Capacity:
     """Bracket from `start_rps`, then bisect; never more than `max_runs` calls to `measure`."""
-    search = capacity_search(start_rps=start_rps, target=target, max_runs=max_runs,
-                             narrow_enough=narrow_enough, floor_rps=floor_rps)
+    search = capacity_search(start_rps=start_rps, target=target, max_runs=max_runs)
     return interleave([search], [measure])[0]
 
 
@@ -83,8 +76,7 @@ Search = Generator[float, RateRun, Capacity]
 
 
 def capacity_search(*, start_rps: float, target: float = DEFAULT_TARGET,
-                    max_runs: int = DEFAULT_RUNS, narrow_enough: float = NARROW_ENOUGH,
-                    floor_rps: float = 1e-3) -> Search:
+                    max_runs: int = DEFAULT_RUNS) -> Search:
     if not (start_rps > 0 and math.isfinite(start_rps)):
         raise ValueError(f"start_rps must be a positive rate, got {start_rps!r}")
     if max_runs < 2:
@@ -108,14 +100,14 @@ def capacity_search(*, start_rps: float, target: float = DEFAULT_TARGET,
                 high = rate
     else:
         high = rate
-        while (low is None and len(runs) < max_runs and rate / GROWTH >= floor_rps
+        while (low is None and len(runs) < max_runs and rate / GROWTH >= FLOOR_RPS
                and not runs[-1].alone):
             rate /= GROWTH
             if meets((yield rate)):
                 low = rate
             else:
                 high = rate
-    while low is not None and high is not None and high / low > narrow_enough \
+    while low is not None and high is not None and high / low > NARROW_ENOUGH \
             and len(runs) < max_runs:
         middle = math.sqrt(low * high)
         if meets((yield middle)):

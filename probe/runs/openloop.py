@@ -5,7 +5,7 @@ one-at-a-time capacity, and wait."""
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from probe.analysis.stats import summarize, throughput_rps, tokens_per_s
@@ -135,12 +135,7 @@ class OpenLoopFigures:
     device_busy_pct: float | None = None    # device_busy.py's mean over the run
 
     def as_dict(self) -> dict:
-        return {"offered_rps": self.offered_rps, "served_rps": self.served_rps,
-                "requests": self.requests, "failed": self.failed,
-                "tokens_per_s": self.tokens_per_s, "latency_ms": self.latency_ms.as_dict(),
-                "occupancy_mean": self.occupancy_mean, "concurrency_peak": self.concurrency_peak,
-                "kv_peak_bytes": self.kv_peak_bytes, "keeps_up": self.keeps_up,
-                "device_busy_pct": self.device_busy_pct}
+        return asdict(self)
 
 
 def open_loop_figures(records: list[RequestRecord], offered_rps: float,

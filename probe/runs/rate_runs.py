@@ -35,18 +35,15 @@ def replay_at(context: RunContext, options: OptConfig, workload, *, rate: float,
     compiles stay in the session as events, no request waits on them. So a run measures the
     config in steady state, not its cold start (the bench's E1 measures that). `max_batch`
     and `batch_window_ms` (None: the engine's) are what `tune --search` varies."""
-    from probe.engine.process.headless import document_for
+    from probe.engine.process.headless import document_for, run_replay
     from probe.engine.serving import ServingLoop
     window = {} if batch_window_ms is None else {"batch_window_ms": batch_window_ms}
     engine = make_engine(context, options, bucket_edges=workload.bucket_edges,
                          max_new_tokens=workload.max_new_tokens, max_batch=max_batch, **window)
     try:
         _warm_up(engine, workload, warm)
-        stop = stop or threading.Event()
         replayed = replace(workload.trace, requests=workload.trace.requests[:requests])
-        ServingLoop(engine, OpenLoopReplayer(replayed, rate=rate)).run(stop)
-        if not stop.is_set():
-            engine.compute_references()      # the drift samples' fp32 references
+        run_replay(ServingLoop(engine, OpenLoopReplayer(replayed, rate=rate)), stop)
         if save_to is not None:
             write_json_atomic(save_to, document_for(engine, workload, trace_name))
         return engine.session.freeze()

@@ -3,10 +3,11 @@ written to report.json under the same keys as ever (`as_dict`)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Mapping, Sequence, Union
+from dataclasses import asdict, dataclass, field, fields
+from itertools import islice
+from typing import Any, Mapping, Sequence, Union
 
-from probe.analysis.stats import COMPILING, session_segments, summarize, tokens_per_s
+from probe.analysis.stats import COMPILING, compile_s, session_segments, summarize, tokens_per_s
 from probe.contract.figures import (
     NO_GOODPUT,
     CompilePhases,
@@ -108,9 +109,7 @@ class ObserverFigures:
     bookkeeping_fraction: float | None
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "order": list(self.order),
-                "probes_on_tokens_per_s": self.probes_on_tokens_per_s.as_dict(),
-                "probes_off_tokens_per_s": self.probes_off_tokens_per_s.as_dict()}
+        return {**asdict(self), "order": list(self.order)}   # asdict: each Spread a dict too
 
 
 @dataclass(frozen=True)
@@ -230,19 +229,9 @@ class RunResult:
         return out
 
 
-# What a run's Extra measures beyond its passes (runs.Extra): each fills the RunResult field of
-# its type; None: nothing measured (a profile without an output folder).
+# What a run's Extra measures beyond its passes (runs.Extra): each fills the RunResult field
+# its Extra is named for; None: nothing measured (a profile without an output folder).
 ExtraFigures = Union[ObserverFigures, ColdStartFigures, ProfileFiles, None]
-
-
-def with_extra(result: RunResult, figures: ExtraFigures) -> RunResult:
-    if isinstance(figures, ObserverFigures):
-        return replace(result, observer=figures)
-    if isinstance(figures, ColdStartFigures):
-        return replace(result, cold_start=figures)
-    if isinstance(figures, ProfileFiles):
-        return replace(result, profile=figures)
-    return result
 
 
 @dataclass(frozen=True)
@@ -290,6 +279,13 @@ def steady_spread(outcome: Outcome, name: str) -> Spread:
     return outcome.spread(name) if isinstance(outcome, RunResult) else NO_SPREAD
 
 
+# RunResult fields read from the run's session segment, and their value without one
+FROM_SEGMENT: dict[str, Any] = {
+    "compiles": 0, "recompiles": 0, "compile_s": 0.0, "compile_phases": None, "graphs": 0,
+    "graph_breaks": 0, "graph_break_sites": 0, "kv_cache_peak_bytes": 0, "padding_waste": None,
+    "drift": None, "throughput_rps": None, "energy": None}
+
+
 def summarize_run(spec, data, warmup: PassResult, steady: Sequence[PassResult]) -> RunResult:
     """The run's figures from its raw records and compile events (one config per run)."""
     segment = session_segments(data)[0] if data.configs else None
@@ -309,45 +305,30 @@ def summarize_run(spec, data, warmup: PassResult, steady: Sequence[PassResult]) 
         bucket_set=spec.edges_name if bucketed else "none",
         cold_start_ms=first.latency_ms if first else None,
         cold_start_compile_stall_ms=first.compile_stall_ms if first else None,
-        warmup=warmup.figures(), warmup_compile_s=sum(e.duration_s or 0.0 for e in events),
+        warmup=warmup.figures(), warmup_compile_s=compile_s(events),
         steady=Steady.of(steady_figures), steady_passes=steady_figures,
         steady_compiles=sum(1 for e in events if e.request_id in steady_ids),
-        compiles=segment.compiles if segment else 0,
-        recompiles=segment.recompiles if segment else 0,
-        compile_s=segment.compile_s if segment else 0.0,
-        compile_phases=segment.compile_phases if segment else None,
-        graphs=segment.graphs if segment else 0,
         graphs_per_function=per_function,
         max_graphs_per_function=max(per_function.values(), default=0),
-        graph_breaks=segment.graph_breaks if segment else 0,
-        graph_break_sites=segment.graph_break_sites if segment else 0,
         break_reasons=tuple(BreakReason(b.reason, b.location, b.count) for b in data.breaks),
         recompile_limit_hits=sum(1 for e in data.events if e.kind == "limit"),
         compile_fallbacks=sum(1 for e in data.events if e.kind == "fallback"),
-        kv_cache_peak_bytes=segment.kv_cache_peak_bytes if segment else 0,
-        padding_waste=segment.padding_waste if segment else None,
-        drift=segment.drift if segment else None,
         distinct_input_lengths=len({r.input_tokens for r in warmup.records}),
         distinct_padded_lengths=len({r.padded_tokens for r in warmup.records}),
         curve=compile_curve(warmup.records, data.events),
         failed=len(errors), errors=tuple(sorted(set(errors))[:5]),
         recompile_reasons=_distinct([e.reason for e in events if e.kind == "recompile"], 3),
         notes=tuple(n.text for n in data.notices),
-        slo=data.slo, throughput_rps=segment.throughput_rps if segment else None,
+        slo=data.slo,
         goodput=(Goodput(segment.goodput_rps, segment.goodput_tokens_per_s,
                          segment.slo_attainment) if segment else NO_GOODPUT),
-        energy=segment.energy if segment else None,
-        steady_records=tuple(r for p in steady for r in p.records))
+        steady_records=tuple(r for p in steady for r in p.records),
+        **{name: getattr(segment, name) if segment else default
+           for name, default in FROM_SEGMENT.items()})
 
 
 def _distinct(values: Sequence[str | None], limit: int) -> tuple[str, ...]:
-    seen: list[str] = []
-    for value in values:
-        if value and value[:200] not in seen:
-            seen.append(value[:200])
-        if len(seen) >= limit:
-            break
-    return tuple(seen)
+    return tuple(islice(dict.fromkeys(value[:200] for value in values if value), limit))
 
 
 def compile_curve(records: Sequence[RequestRecord],
@@ -355,15 +336,15 @@ def compile_curve(records: Sequence[RequestRecord],
     """After each warm-up request: distinct input shapes seen so far vs compiles so far."""
     shapes: set[int] = set()
     compiles = recompiles = 0
-    compile_s = 0.0
+    seconds = 0.0
     curve = []
     for record in records:
         shapes.add(record.padded_tokens)
         mine = [e for e in events if e.request_id == record.id and e.kind in COMPILING]
         compiles += len(mine)
         recompiles += sum(1 for e in mine if e.kind == "recompile")
-        compile_s += sum(e.duration_s or 0.0 for e in mine)
+        seconds += compile_s(mine)
         curve.append(CurvePoint(record.id.split("@")[0], record.input_tokens,
                                 record.padded_tokens, len(shapes), compiles, recompiles,
-                                compile_s))
+                                seconds))
     return tuple(curve)

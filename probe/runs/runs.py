@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from probe.common.atomic import write_json_atomic
 from probe.contract.objective import Slo
@@ -20,7 +20,7 @@ from probe.contract.records import RequestRecord
 from probe.contract.session import SessionData
 from probe.engine.process.environment import environment
 from probe.runs.plan import RunSpec
-from probe.runs.results import ExtraFigures, PassResult, RunResult, summarize_run, with_extra
+from probe.runs.results import ExtraFigures, PassResult, RunResult, summarize_run
 from probe.runs.stopping import FIXED, SEQUENTIAL, Stopping, StopRule
 from probe.session_store.snapshot import snapshot_document
 
@@ -64,7 +64,7 @@ class RunContext:
 @dataclass(frozen=True)
 class Extra:
     """More measurement on a run's engine after its timed passes (the observer's alternating
-    passes, a profile). `name` is the RunResult field its figures go to (results.with_extra)."""
+    passes, a profile). `name` is the RunResult field its figures go to."""
     name: str
     measure: Callable[[Engine, RunSpec, RunContext, RunHooks], ExtraFigures]
     passes: Callable[[int], int] = lambda repeats: 0     # more passes, for the time estimate
@@ -206,8 +206,9 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
                                                  stoppable=rule is not None))
             if settled[0] or (rule is not None and stop(())):
                 break
-        measured = [extra.measure(engine, first, context, hooks)
-                    for extra in sorted(extras.get(first.key, ()), key=lambda e: e.name)]
+        measured: dict[str, Any] = {  # each Extra's figures, by the RunResult field they fill
+            extra.name: extra.measure(engine, first, context, hooks)
+            for extra in sorted(extras.get(first.key, ()), key=lambda e: e.name)}
         calibration.append(calibrate_ms())
         engine.compute_references()     # after the timed passes: drift costs them nothing
         data = engine.session.freeze()
@@ -216,17 +217,16 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
         for spec in specs:
             cid = config_ids[spec.key]
             whole = [p for p in steady[spec.key] if len(p.records) == len(spec.requests)]
-            result = replace(
+            results[spec.key] = replace(
                 summarize_run(spec, _only(data, cid), warmup[spec.key], whole),
                 steady_records=tuple(r for p in steady[spec.key] for r in p.records),
                 stopping=_stopping(spec, context, rule, steady[spec.key], settled[0],
                                    interleaved=len(specs) > 1),
                 weight_bytes=_weight_bytes(engine, data.configs[cid].options),
                 served_options=data.configs[cid].options, calibration_ms=tuple(calibration),
-                group=group_key(specs) if len(specs) > 1 else None, snapshot=snapshot)
-            for figures in (measured if spec is first else []):
-                result = with_extra(result, figures)
-            results[spec.key] = result
+                group=group_key(specs) if len(specs) > 1 else None, snapshot=snapshot,
+                **{name: figures for name, figures in measured.items()
+                   if spec is first and figures is not None})
     finally:
         engine.close()
     wall = (time.perf_counter() - started) / len(specs)

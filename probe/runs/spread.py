@@ -3,7 +3,7 @@ tokens/s) is computed in probe/analysis/stats.py from the raw records; here only
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Iterable
 
 from probe.common.percentile import median
@@ -31,7 +31,7 @@ class Spread:
         return cls(raw.get("median"), raw.get("low"), raw.get("high"), int(raw.get("n", 0)))
 
     def as_dict(self) -> dict:
-        return {"median": self.median, "low": self.low, "high": self.high, "n": self.n}
+        return asdict(self)
 
     @property
     def relative_spread(self) -> float | None:

@@ -98,13 +98,12 @@ class Paired:
 
 
 def paired(partner: str, records: Sequence[RequestRecord], reference: Mapping[str, float],
-           attribute: str = "latency_ms", margin: float = MARGIN,
-           alpha: float = ALPHA) -> Paired:
-    interval = last_interval(log_ratios(records, reference, attribute), alpha=alpha)
-    verdict = decide(interval, margin)
+           attribute: str = "latency_ms") -> Paired:
+    interval = last_interval(log_ratios(records, reference, attribute), alpha=ALPHA)
+    verdict = decide(interval, MARGIN)
     needed = None
     if verdict == UNDECIDED and interval is not None and math.isfinite(interval.lo):
-        distance = distance_to_decide(interval, margin)
+        distance = distance_to_decide(interval, MARGIN)
         needed = requests_to_tell(MetricDelta(0.0, distance, (interval.lo, interval.hi)),
                                   interval.n)
     return Paired(partner, interval, verdict, needed)
@@ -116,17 +115,16 @@ class StopRule:
     not before `min_requests` warm requests (the first full pass)."""
     partners: Mapping[str, Mapping[str, float]]
     min_requests: int
-    margin: float = MARGIN
     whole: bool = False             # serve every pass: a verdict on the repeats' range reads it
 
     def settled(self, records: Sequence[RequestRecord]) -> bool:
         if self.whole or not self.partners or len(records) < self.min_requests:
             return False
-        return all(paired(key, records, reference, margin=self.margin).verdict != UNDECIDED
+        return all(paired(key, records, reference).verdict != UNDECIDED
                    for key, reference in self.partners.items())
 
     def against(self, records: Sequence[RequestRecord]) -> tuple[Paired, ...]:
-        return tuple(paired(key, records, reference, margin=self.margin)
+        return tuple(paired(key, records, reference)
                      for key, reference in sorted(self.partners.items()))
 
 

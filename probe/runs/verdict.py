@@ -1,8 +1,7 @@
 """Every verdict the report gives, in one place: one run against another on a warm latency
 figure, paired by request with an always-valid interval (probe/runs/stopping.py: the same
 verdict its stopping rule settled), else one spread against another ("within noise" when the
-repeats overlap or the machine itself moved more); why a run cannot be compared, its compile
-stability, and E6's keep / drop per step."""
+repeats overlap or the machine itself moved more); and why a run cannot be compared."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from dataclasses import asdict, dataclass
 from typing import Iterable
 
 from probe.analysis.sequential import FASTER, MARGIN, SLOWER, UNDECIDED, WITHIN, Interval, decide
-from probe.common.units import NO_DATA
 from probe.runs.results import Outcome, RunResult
 from probe.runs.spread import Spread
 from probe.runs.stopping import PER_REQUEST, medians, paired
@@ -152,40 +150,3 @@ def failed_text(outcome: Outcome) -> str | None:
     run = usable(outcome)
     return run if isinstance(run, str) else None
 
-
-def stability(outcome: Outcome) -> str:
-    if not isinstance(outcome, RunResult):
-        return NO_DATA
-    if outcome.compile_fallbacks:
-        return "fell back to eager (compile failed)"
-    if outcome.recompile_limit_hits:
-        return "recompile limit hit"
-    if outcome.steady_compiles:
-        return f"{outcome.steady_compiles} compiles after warm-up"
-    if outcome.options.compile == "off":
-        return "eager (nothing to compile)"
-    return "stable: no compiles after warm-up"
-
-
-STEP_WORDS = {"faster": "keep", "slower": "drop", "within noise": "no measurable gain",
-              UNDECIDED: "no difference yet"}
-
-
-def step_verdict(result: Outcome, previous: Outcome) -> dict:
-    """E6: keep, drop or no measurable gain for one more optimization over the step before."""
-    run = usable(result)
-    if isinstance(run, str):
-        return {"verdict": "n/a", "text": run}
-    unsupported = [n for n in run.notes if "int8" in n]
-    if run.options.quant == "int8" and unsupported:
-        return {"verdict": "not supported", "text": "int8 not supported here: " + unsupported[0]}
-    against = versus(run, previous)
-    steady = stability(run)
-    if run.compile_fallbacks or run.recompile_limit_hits:
-        word = "unstable"
-    elif against.verdict == "noise unknown":
-        word = "keep?" if (against.ratio or 1) < 1 else "drop?"
-    else:
-        word = STEP_WORDS.get(against.verdict, "n/a")
-    return {"verdict": word, "text": f"{word}: {against.text} than the step before; {steady}",
-            "vs_previous": against.as_dict(), "stability": steady}

@@ -5,6 +5,7 @@ leaves out of it and its figures. The configs most experiments share are named h
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import reduce
 from typing import Callable, Mapping, Sequence, TypeGuard
 
 from probe.common.units import NO_DATA, fmt_ms, fmt_num, fmt_s
@@ -32,9 +33,7 @@ HF_EAGER = OptConfig()
 
 
 def with_settings(options: OptConfig, settings: tuple[tuple[str, str], ...]) -> OptConfig:
-    for key, value in settings:
-        options = options.with_option(key, value)
-    return options
+    return reduce(lambda chosen, setting: chosen.with_option(*setting), settings, options)
 
 
 def settings_text(settings: tuple[tuple[str, str], ...]) -> str:

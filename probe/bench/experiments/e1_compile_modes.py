@@ -137,23 +137,18 @@ def judged_break_even(verdict: str, requests: int | str | None) -> int | str | N
 
 
 def break_even_text(requests: int | str | None) -> str:
-    if requests is None:
-        return f"{NO_DATA} (needs {MIN_BREAK_EVEN_REQUESTS} warm requests a side)"
-    if requests == "never":
-        return "never (not faster)"
-    if requests == NO_GAIN:
-        return "none (not measurably faster)"
-    return f"{requests:,} requests"
+    if isinstance(requests, int):
+        return f"{requests:,} requests"
+    return {None: f"{NO_DATA} (needs {MIN_BREAK_EVEN_REQUESTS} warm requests a side)",
+            "never": "never (not faster)", NO_GAIN: "none (not measurably faster)"}[requests]
 
 
 def repaid_text(requests: int | str | None) -> str:
-    if requests is None:
-        return "break-even not measured (too few warm requests)"
-    if requests == "never":
-        return "the compile is never repaid (compiled is not faster)"
-    if requests == NO_GAIN:
-        return "the compile is not repaid (compiled is not measurably faster)"
-    return f"the compile is repaid after {requests:,} requests of this traffic"
+    if isinstance(requests, int):
+        return f"the compile is repaid after {requests:,} requests of this traffic"
+    return {None: "break-even not measured (too few warm requests)",
+            "never": "the compile is never repaid (compiled is not faster)",
+            NO_GAIN: "the compile is not repaid (compiled is not measurably faster)"}[requests]
 
 
 def build(plan: Plan, results: Results, env: dict) -> dict:

@@ -4,6 +4,7 @@ compiles once. No bucketing, so every distinct length is a new shape."""
 from __future__ import annotations
 
 from dataclasses import asdict
+from itertools import groupby
 
 from probe.bench.experiments.base import (
     Experiment,
@@ -110,11 +111,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
 
 
 def dedupe_steps(values: list[int]) -> list[int]:
-    out: list[int] = []
-    for v in values:
-        if not out or out[-1] != v:
-            out.append(v)
-    return out
+    return [value for value, _ in groupby(values)]
 
 
 def checks(section: dict) -> dict:

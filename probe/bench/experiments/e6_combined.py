@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from probe.analysis.drift import RANDOM_WEIGHTS_CAVEAT
 from probe.analysis.drift import REFERENCE as DRIFT_REFERENCE
+from probe.analysis.sequential import UNDECIDED
 from probe.bench.experiments.base import (
     HF_EAGER,
     LEAN_STEP,
@@ -26,7 +27,7 @@ from probe.report_charts.bench_charts import e6_waterfall
 from probe.runs.plan import Plan, RunSpec
 from probe.runs.results import Outcome, RunResult, section_figures, steady_spread
 from probe.runs.spread import fmt_spread
-from probe.runs.verdict import step_verdict, usable, versus
+from probe.runs.verdict import usable, versus
 
 TEMPLATE = Template(
     "E6", "Combined",
@@ -86,12 +87,10 @@ def _row(name: str, options: OptConfig, outcome: Outcome, config: dict) -> list[
     result = usable(outcome)
     if isinstance(result, str):
         return [name, options.label(), result] + [NO_DATA] * 10
-    stability = (f"{result.graphs} graphs, {result.graph_breaks} breaks, "
-                 f"{result.recompiles} recompiles"
-                 + (", limit hit" if result.recompile_limit_hits else "")
-                 + (", fell back to eager" if result.compile_fallbacks else ""))
-    if options.compile == "off":
-        stability = "eager"
+    stability = "eager" if options.compile == "off" else (
+        f"{result.graphs} graphs, {result.graph_breaks} breaks, {result.recompiles} recompiles"
+        + (", limit hit" if result.recompile_limit_hits else "")
+        + (", fell back to eager" if result.compile_fallbacks else ""))
     return [name, options.label(), fmt_s(result.compile_s) if options.compiled else "—",
             fmt_ms(result.cold_start_ms), fmt_spread(result.steady.latency_p50_ms),
             fmt_spread(result.steady.latency_p95_ms),
@@ -100,6 +99,42 @@ def _row(name: str, options: OptConfig, outcome: Outcome, config: dict) -> list[
             stability,
             config.get("vs_baseline", {}).get("text", "—") if name != "baseline" else "—",
             agreement(result.drift), config["verdict"]["text"]]
+
+
+def stability(run: RunResult) -> str:
+    if run.compile_fallbacks:
+        return "fell back to eager (compile failed)"
+    if run.recompile_limit_hits:
+        return "recompile limit hit"
+    if run.steady_compiles:
+        return f"{run.steady_compiles} compiles after warm-up"
+    if run.options.compile == "off":
+        return "eager (nothing to compile)"
+    return "stable: no compiles after warm-up"
+
+
+STEP_WORDS = {"faster": "keep", "slower": "drop", "within noise": "no measurable gain",
+              UNDECIDED: "no difference yet"}
+
+
+def step_verdict(result: Outcome, previous: Outcome) -> dict:
+    """Keep, drop or no measurable gain for one more optimization over the step before."""
+    run = usable(result)
+    if isinstance(run, str):
+        return {"verdict": "n/a", "text": run}
+    unsupported = [n for n in run.notes if "int8" in n]
+    if run.options.quant == "int8" and unsupported:
+        return {"verdict": "not supported", "text": "int8 not supported here: " + unsupported[0]}
+    against = versus(run, previous)
+    steady = stability(run)
+    if run.compile_fallbacks or run.recompile_limit_hits:
+        word = "unstable"
+    elif against.verdict == "noise unknown":
+        word = "keep?" if (against.ratio or 1) < 1 else "drop?"
+    else:
+        word = STEP_WORDS.get(against.verdict, "n/a")
+    return {"verdict": word, "text": f"{word}: {against.text} than the step before; {steady}",
+            "vs_previous": against.as_dict(), "stability": steady}
 
 
 def build(plan: Plan, results: Results, env: dict) -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probe.analysis.batch_roofline import batch_step_ms, kv_bytes_per_row_step
+from probe.analysis.batch_roofline import batch_step_ms
 from probe.analysis.stats import summarize
 from probe.bench.experiments.base import OpenLoopExperiment, Template
 from probe.bench.slot_sweep import OPTIONS, SlotRun, sweep
@@ -62,9 +62,6 @@ class BatchRoofline:
     weight_bytes: int               # one decode step's weights (probe.engine.measure.step_roofline.decode_step_bytes)
     kv_bytes_per_position: int      # 2 · layers · heads · d_kv · bytes per element
     bandwidth_gb_s: float
-
-    def kv_bytes_per_row_step(self, record: RequestRecord) -> float:
-        return kv_bytes_per_row_step(record, self.kv_bytes_per_position)
 
     def step_ms(self, records: list[RequestRecord], rows: float) -> float | None:
         return batch_step_ms(self.weight_bytes, self.kv_bytes_per_position,

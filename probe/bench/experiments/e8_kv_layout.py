@@ -89,8 +89,7 @@ def layout_run(layout: str, data, rate: float, calibration_ms: tuple[float, ...]
         slots = slots or MAX_BATCH
         budget = slots * max((r.kv_cache_bytes for r in records if r.ok), default=0) or None
     return LayoutRun(layout, slots, open_loop_figures(records, rate, device_busy_pct),
-                     segment.kv_waste_pct,
-                     budget, pool, calibration_ms)
+                     segment.kv_waste_pct, budget, pool, calibration_ms)
 
 
 def measure(study: OpenLoopStudy) -> tuple[dict, dict]:
@@ -227,8 +226,7 @@ def build(runs: dict[str, LayoutRun], capacity: float, requests: int,
              f"paper's figures: {PAPER}"]
     table = {"columns": ["run", "slots", "KV budget", "concurrency (peak)", "occupancy",
                          "served req/s", "tokens/s", "device busy %", "p95", "failed",
-                         "KV waste",
-                         "blocks peak / total", "paper's waste"], "rows": rows}
+                         "KV waste", "blocks peak / total", "paper's waste"], "rows": rows}
     return TEMPLATE.section(table=table, observed=observed, root_cause=cause, notes=notes,
                             configs={k: run.as_dict() for k, run in runs.items()},
                             paged_static_ratio=ratio,

@@ -53,13 +53,10 @@ class Lever:
     settings: tuple[tuple[str, str], ...]   # (option, value) pairs
     what: str                               # the report's line about it
 
-    def apply(self, options: OptConfig) -> OptConfig:
-        return with_settings(options, self.settings)
-
 
 # By the suffix of the run's role ("bf16 +gemv"); "" is the precision as it is.
-LEVERS: dict[str, Lever | None] = {
-    "": None,
+LEVERS: dict[str, Lever] = {
+    "": Lever((), "the precision as it is"),
     " +freezing": Lever((("freezing", "on"),),
                         "freezing (weights become constants inductor folds; oneDNN's "
                         "prepacked GEMMs)"),
@@ -82,8 +79,7 @@ BASELINES = ("compiled fullgraph", "hf eager")
 
 
 def lever(options: OptConfig, name: str) -> OptConfig:
-    chosen = LEVERS[name]
-    return options if chosen is None else chosen.apply(options)
+    return with_settings(options, LEVERS[name].settings)
 
 
 def levers_for(plan: Plan, precision: str) -> tuple[str, ...]:
@@ -274,10 +270,8 @@ def lever_effects(plan: Plan, results: Results) -> list[str]:
     the same precision without it (warm ms/token; overlapping repeats are within noise)."""
     lines = []
     for name, chosen in LEVERS.items():
-        if chosen is None:
-            continue
         effects = []
-        for precision in (p for p in PRECISIONS if name in levers_for(plan, p)):
+        for precision in (p for p in PRECISIONS if name and name in levers_for(plan, p)):
             against = versus(results.get(f"{precision}{name}"), results.get(precision),
                              metric="tpot_ms")
             effects.append(f"{precision} {against.text}")
