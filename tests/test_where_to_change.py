@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from dataclasses import fields
 from pathlib import Path
 
@@ -55,6 +56,31 @@ def test_every_experiment_module_is_registered_in_study_order() -> None:
     doc = _source("docs/bench-and-experiments.md")
     assert [i for i in EXPERIMENTS if f"`{i}`" not in doc and f"{i} " not in doc] == []
 
+
+
+def test_nothing_below_bench_names_an_experiment() -> None:
+    """An experiment's run, section and charts are its module's: probe/runs/ and
+    probe/report_charts/ hold no experiment's id in their code or strings (a docstring may
+    give one as an example)."""
+    from probe.bench.experiments import REGISTRY
+
+    ids = {i for i, _ in REGISTRY}
+    named = []
+    for folder in ("probe/runs", "probe/report_charts"):
+        for path in sorted((REPO / folder).glob("*.py")):
+            tree = ast.parse(path.read_text())
+            docs = {id(n.body[0].value) for n in ast.walk(tree)
+                    if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))
+                    and n.body and isinstance(n.body[0], ast.Expr)}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                        and id(node) not in docs:
+                    words = set(re.findall(r"\bE\d+\b", node.value))
+                    named += [f"{path.name}:{node.lineno} {w}" for w in words & ids]
+                elif isinstance(node, ast.Name | ast.FunctionDef) and re.match(
+                        r"e\d+_", getattr(node, "id", getattr(node, "name", ""))):
+                    named.append(f"{path.name}:{node.lineno}")
+    assert named == []
 
 SYNTHETIC = '''"""E9: a synthetic experiment, written by the test: one eager run and its section."""
 from probe.bench.experiments.base import HF_EAGER, Experiment, Template, served

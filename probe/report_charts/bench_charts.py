@@ -1,6 +1,7 @@
-"""Charts of a bench report's sections, each from the numbers report.json holds for it (the
-sections' `configs`, the runs' figures, the open-loop results) — never recomputed. Each returns
-the series it plotted, keyed as the report keys them."""
+"""The charts more than one bench section draws (p95 against offered rate, the compile split),
+each from the numbers report.json holds (the sections' `configs`, the runs' figures, the
+open-loop results), never recomputed, returning the series it plotted. A chart of one
+experiment's alone is drawn in its module (probe/bench/experiments/)."""
 
 from __future__ import annotations
 
@@ -17,17 +18,8 @@ from probe.report_charts.canvas import (
     style,
 )
 
-# how E6's verdict words are drawn (hatch), so kept and dropped steps read without colour
-VERDICT_HATCH = {"control": "", "keep": "", "keep?": "--", "no measurable gain": "---",
-                 "drop": "xxx", "drop?": "xx", "unstable": "\\\\\\", "not supported": "///",
-                 "n/a": "///"}
-SHORT_VERDICT = {"no measurable gain": "no gain"}
 PHASES = (("tracing", "tracing_s"), ("AOTAutograd", "aot_s"), ("inductor", "inductor_s"),
           ("cache load", "cache_load_s"))
-
-
-def _median(spread: Mapping | None) -> float | None:
-    return (spread or {}).get("median")
 
 
 @dataclass(frozen=True)
@@ -41,23 +33,11 @@ class RateCurve:
     attainment: tuple[float | None, ...] | None = None    # fraction of requests within the SLO
 
 
-def e7_curves(results: Mapping) -> dict[str, list[RateCurve]]:
-    """E7's runs (report.json runs.E7.runs) as one panel per trace, one curve per mode."""
-    panels: dict[str, dict[str, list[Mapping]]] = {}
-    for run in (results.get("runs") or {}).values():
-        panels.setdefault(run["trace"], {}).setdefault(run["mode"], []).append(run)
-    return {trace: [_curve(mode, runs) for mode, runs in modes.items()]
-            for trace, modes in panels.items()}
 
 
-def e8_curves(section: Mapping, trace: str) -> dict[str, list[RateCurve]]:
-    """E8's layouts (section configs), each one replay of `trace` at one offered rate."""
-    configs = section.get("configs") or {}
-    return {trace: [_curve(layout, [run]) for layout, run in configs.items()
-                     if isinstance(run, Mapping) and "offered_rps" in run]}
 
 
-def _curve(label: str, runs: Sequence[Mapping]) -> RateCurve:
+def rate_curve(label: str, runs: Sequence[Mapping]) -> RateCurve:
     runs = sorted(runs, key=lambda r: r["offered_rps"])
     kept = [r["offered_rps"] for r in runs if r.get("keeps_up")]
     attainment = ([r.get("slo_attainment") for r in runs]
@@ -105,163 +85,16 @@ def rate_curves(panels: Mapping[str, Sequence[RateCurve]], caption: Caption, *, 
         "the highest offered rate the config kept up with (served ≥ 90% of it)."), series)
 
 
-def e6_waterfall(section: Mapping, caption: Caption) -> Chart:
-    """E6: each step's warm p95 and tokens/s (median of the passes, bars from min to max),
-    hatched by its verdict (kept, no gain, dropped, unstable)."""
-    from matplotlib.patches import Patch
-    configs = section.get("configs") or {}
-    steps = [name for name, c in configs.items() if isinstance(c, Mapping) and "verdict" in c]
-    figure, (left, right) = new_figure(10.0, 4.8, cols=2)
-    series = {"steps": steps, "p95_ms": [], "p95_ms_low": [], "p95_ms_high": [], "tokens_per_s": [],
-              "tokens_per_s_low": [], "tokens_per_s_high": [], "verdict": []}
-    for figure_name, axes, key in (("p95_ms", left, "latency_p95_ms"),
-                                   ("tokens_per_s", right, "tokens_per_s")):
-        for index, step in enumerate(steps):
-            spread = configs[step].get(key) or {}
-            value = spread.get("median")
-            series[figure_name].append(value)
-            series[f"{figure_name}_low"].append(spread.get("low"))
-            series[f"{figure_name}_high"].append(spread.get("high"))
-            if value is None:
-                continue
-            verdict = configs[step]["verdict"].get("verdict", "n/a")
-            axes.bar(index, value, color="#9ecae1" if verdict not in ("drop", "drop?")
-                     else "#fdae6b", edgecolor="black", linewidth=0.6,
-                     hatch=VERDICT_HATCH.get(verdict, "///"))
-            if spread.get("low") is not None and spread.get("high") is not None:
-                axes.errorbar(index, value, yerr=[[value - spread["low"]],
-                                                  [spread["high"] - value]],
-                              color="black", capsize=3, linewidth=0.9)
-            if figure_name == "p95_ms":
-                axes.annotate(SHORT_VERDICT.get(verdict, verdict), (index, value),
-                              xytext=(0, 4), textcoords="offset points", ha="center",
-                              va="bottom", rotation=90, fontsize=7)
-        axes.set_xticks(range(len(steps)), steps, rotation=35, ha="right")
-        axes.margins(y=0.25)
-    series["verdict"] = [configs[s]["verdict"].get("verdict") for s in steps]
-    shown = list(dict.fromkeys(series["verdict"]))
-    right.legend([Patch(facecolor="#fdae6b" if v in ("drop", "drop?") else "#9ecae1",
-                        edgecolor="black", hatch=VERDICT_HATCH.get(v, "///")) for v in shown],
-                 shown, loc="lower right", title="verdict")
-    log_scale(left)
-    left.set_ylabel("warm p95 latency (ms, log scale)")
-    right.set_ylabel("warm tokens/s")
-    return finish("e6_waterfall", "E6 — one more optimization per step", figure, caption.text(
-        "Bars: median of the warm passes; whiskers: their min–max. Hatches: keep (plain), "
-        "no measurable gain (dashes), drop (crosses), unstable (backslashes)."), series)
 
 
-ROOFLINE_BARS = ("memory roofline", "matmuls alone", "compiled", "best lever")
 
 
-def roofline_bars(section: Mapping, caption: Caption) -> Chart:
-    """Per precision: its memory roofline, its matmuls alone, the compiled step as it is and
-    the best lever's step (ms per output token, log scale)."""
-    configs = section.get("configs") or {}
-    roofs = configs.get("roofline_ms_per_token") or {}
-    best = configs.get("precisions") or {}
-    precisions = list(roofs)
-    figure, (axes,) = new_figure(8.5, 4.6)
-    series: dict[str, dict] = {}
-    width = 0.8 / len(ROOFLINE_BARS)
-    for p_index, precision in enumerate(precisions):
-        values = {"memory roofline": roofs.get(precision),
-                  "matmuls alone": (best.get(precision) or {}).get("matmul_chain_ms"),
-                  "compiled": _median((configs.get(precision) or {}).get("ms_per_token")),
-                  "best lever": (best.get(precision) or {}).get("compiled_ms")}
-        series[precision] = {**values, "best_config": (best.get(precision) or {}).get("config")}
-        for b_index, bar in enumerate(ROOFLINE_BARS):
-            if values[bar] is None:
-                continue
-            axes.bar(p_index + (b_index - 1.5) * width, values[bar], width,
-                     label=bar if p_index == 0 else None, **bar_style(b_index))
-    eager = _median((configs.get("hf eager") or {}).get("ms_per_token"))
-    if eager is not None:
-        axes.axhline(eager, color="black", linestyle="--", linewidth=1.0,
-                     label="HF eager generate (fp32)")
-    series["hf eager"] = {"ms_per_token": eager}
-    axes.set_xticks(range(len(precisions)), precisions)
-    log_scale(axes)
-    axes.set_ylabel("time per output token (ms, log scale)")
-    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return finish("roofline", "Roofline per precision", figure, caption.text(
-        "Memory roofline: weight bytes one decode step reads ÷ measured bandwidth. Compiled: "
-        "the fullgraph step as it is; best lever: its fastest lever (median of warm passes)."),
-        series)
 
 
-def kv_held_vs_used(section: Mapping, caption: Caption) -> Chart:
-    """E8: of the KV bytes each layout held, the share filled and the share never filled, with
-    its budget and the most requests it decoded together."""
-    configs = {k: c for k, c in (section.get("configs") or {}).items()
-               if isinstance(c, Mapping) and "kv_waste_pct" in c}
-    figure, (axes,) = new_figure(7.0, 4.0)
-    series: dict[str, dict] = {}
-    for index, (layout, run) in enumerate(configs.items()):
-        waste = run.get("kv_waste_pct")
-        if waste is None:
-            continue
-        used = 100.0 - waste
-        axes.barh(index, used, label="filled" if index == 0 else None, **bar_style(0))
-        axes.barh(index, waste, left=used, label="held, never filled" if index == 0 else None,
-                  **bar_style(1))
-        for start, share, what in ((0.0, used, "filled"), (used, waste, "never filled")):
-            if share >= 12:
-                axes.text(start + share / 2, index, f"{share:.1f}% {what}", ha="center",
-                          va="center", fontsize=8,
-                          bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
-        pool = run.get("kv_pool") or {}
-        blocks = (f", {pool['blocks_peak']}/{pool['blocks_total']} blocks at peak"
-                  if pool.get("blocks_total") else "")
-        axes.annotate(f"budget {_mib(run.get('kv_budget_bytes'))}, up to "
-                      f"{run.get('concurrency_peak') or 0:.1f} decoded together{blocks}",
-                      (1, index + 0.42), fontsize=7.5, va="bottom")
-        series[layout] = {"kv_waste_pct": waste, "used_pct": used,
-                          "kv_budget_bytes": run.get("kv_budget_bytes"),
-                          "concurrency_peak": run.get("concurrency_peak")}
-    axes.set_yticks(range(len(configs)), list(configs))
-    axes.set_xlim(0, 100)
-    axes.set_ylim(-0.6, len(configs) - 0.1)
-    axes.set_xlabel("% of the KV-cache bytes held by the served requests")
-    axes.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2)
-    return finish("kv_held_vs_used", "E8 — KV cache held vs used, static vs paged", figure,
-                  caption.text("Waste: 100 · (KV bytes held − filled) / held over the served "
-                               "requests, at the same KV budget for both layouts."), series)
 
 
-def _mib(value: float | None) -> str:
-    return "?" if value is None else f"{value / 2 ** 20:.1f} MiB"
 
 
-def padding_waste(section: Mapping, caption: Caption) -> Chart:
-    """E4: the padding waste of each bucket set, on the replayed requests and (computed by the
-    planner) over the whole trace."""
-    configs = section.get("configs") or {}
-    sets = [role for role in ("none", "planner", "pow2") if role in configs]
-    whole = configs.get("whole_trace") or {}
-    replayed = [configs[r].get("padding_waste_pct") for r in sets]
-    over_trace = [{"none": 0.0 if whole else None, "planner": whole.get("planner_waste_pct"),
-                   "pow2": whole.get("pow2_waste_pct")}[r] for r in sets]
-    figure, (axes,) = new_figure(7.0, 4.0)
-    labels = [f"{r}\n{','.join(map(str, configs[r].get('edges') or [])) or 'no edges'}"
-              for r in sets]
-    for b_index, (label, values) in enumerate((("replayed requests", replayed),
-                                               ("whole trace (computed)", over_trace))):
-        for index, value in enumerate(values):
-            if value is not None:
-                axes.bar(index + (b_index - 0.5) * 0.38, value, 0.38, label=label,
-                         **bar_style(b_index))
-                axes.annotate(f"{value:.1f}%", (index + (b_index - 0.5) * 0.38, value),
-                              xytext=(0, 2), textcoords="offset points", ha="center",
-                              fontsize=7)
-    handles, names = axes.get_legend_handles_labels()
-    unique = dict(zip(names, handles))
-    axes.legend(unique.values(), unique.keys(), loc="upper left")
-    axes.set_xticks(range(len(sets)), labels)
-    axes.set_ylabel("padding waste (% of padded input tokens)")
-    return finish("padding_waste", "E4 — padding waste per bucket set", figure, caption.text(
-        "Waste: (padded − real) / padded input tokens; bucket edges under each set."),
-        {"sets": sets, "replayed_pct": replayed, "whole_trace_pct": over_trace})
 
 
 def compile_split(runs: Mapping[str, Mapping], caption: Caption) -> Chart:

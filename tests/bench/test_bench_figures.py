@@ -15,18 +15,13 @@ import numpy as np
 import pytest
 
 from probe.analysis.stats import COMPILING, summarize
-from probe.bench.experiments.e7_batching import saturation_rps
+from probe.bench.experiments.e4_bucketing import padding_waste
+from probe.bench.experiments.e6_combined import e6_waterfall
+from probe.bench.experiments.e7_batching import e7_curves, saturation_rps
+from probe.bench.experiments.e8_kv_layout import e8_curves, kv_held_vs_used
+from probe.bench.experiments.roofline import roofline_bars
 from probe.bench.report import write_report
-from probe.report_charts.bench_charts import (
-    compile_split,
-    e6_waterfall,
-    e7_curves,
-    e8_curves,
-    kv_held_vs_used,
-    padding_waste,
-    rate_curves,
-    roofline_bars,
-)
+from probe.report_charts.bench_charts import compile_split, rate_curves
 from probe.report_charts.bench_figures import (
     SectionCharts,
     Snapshots,

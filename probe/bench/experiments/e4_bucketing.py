@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from probe.bench.experiments.base import REFERENCE, Experiment, Results, Template, served
 from probe.bench.experiments.e3_dynamic_shapes import STATIC_UNBUCKETED
 from probe.common.units import NO_DATA, fmt_fraction, fmt_ms, fmt_s
-from probe.report_charts.bench_charts import padding_waste
+from probe.report_charts.canvas import Caption, Chart, bar_style, finish, new_figure
 from probe.runs.plan import Plan, RunSpec
 from probe.runs.results import section_figures
 from probe.runs.spread import fmt_spread
@@ -133,3 +135,34 @@ def checks(section: dict) -> dict:
 EXPERIMENT = Experiment(TEMPLATE, runs, build, checks, left_out=left_out,
                         whole=lambda plan: ("planner", "none"),   # the p95 verdict
                         figures=lambda charts: [charts.cdf, charts.of(padding_waste)])
+
+
+def padding_waste(section: Mapping, caption: Caption) -> Chart:
+    """E4: the padding waste of each bucket set, on the replayed requests and (computed by the
+    planner) over the whole trace."""
+    configs = section.get("configs") or {}
+    sets = [role for role in ("none", "planner", "pow2") if role in configs]
+    whole = configs.get("whole_trace") or {}
+    replayed = [configs[r].get("padding_waste_pct") for r in sets]
+    over_trace = [{"none": 0.0 if whole else None, "planner": whole.get("planner_waste_pct"),
+                   "pow2": whole.get("pow2_waste_pct")}[r] for r in sets]
+    figure, (axes,) = new_figure(7.0, 4.0)
+    labels = [f"{r}\n{','.join(map(str, configs[r].get('edges') or [])) or 'no edges'}"
+              for r in sets]
+    for b_index, (label, values) in enumerate((("replayed requests", replayed),
+                                               ("whole trace (computed)", over_trace))):
+        for index, value in enumerate(values):
+            if value is not None:
+                axes.bar(index + (b_index - 0.5) * 0.38, value, 0.38, label=label,
+                         **bar_style(b_index))
+                axes.annotate(f"{value:.1f}%", (index + (b_index - 0.5) * 0.38, value),
+                              xytext=(0, 2), textcoords="offset points", ha="center",
+                              fontsize=7)
+    handles, names = axes.get_legend_handles_labels()
+    unique = dict(zip(names, handles))
+    axes.legend(unique.values(), unique.keys(), loc="upper left")
+    axes.set_xticks(range(len(sets)), labels)
+    axes.set_ylabel("padding waste (% of padded input tokens)")
+    return finish("padding_waste", "E4 — padding waste per bucket set", figure, caption.text(
+        "Waste: (padded − real) / padded input tokens; bucket edges under each set."),
+        {"sets": sets, "replayed_pct": replayed, "whole_trace_pct": over_trace})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from probe.analysis.drift import RANDOM_WEIGHTS_CAVEAT
 from probe.analysis.drift import REFERENCE as DRIFT_REFERENCE
 from probe.analysis.sequential import UNDECIDED
@@ -23,7 +25,7 @@ from probe.contract.figures import DriftStats
 from probe.contract.options import OptConfig
 from probe.contract.settings import EngineSettings
 from probe.engine.model.loading import PRESETS
-from probe.report_charts.bench_charts import e6_waterfall
+from probe.report_charts.canvas import Caption, Chart, finish, log_scale, new_figure
 from probe.runs.plan import Plan, RunSpec
 from probe.runs.results import Outcome, RunResult, section_figures, steady_spread
 from probe.runs.spread import fmt_spread
@@ -255,3 +257,58 @@ def pairs(plan: Plan) -> list[tuple[str, str]]:
 
 EXPERIMENT = Experiment(TEMPLATE, runs, build, checks, left_out=left_out, pairs=pairs,
                         figures=lambda charts: [charts.cdf, charts.of(e6_waterfall)])
+
+
+# how E6's verdict words are drawn (hatch), so kept and dropped steps read without colour
+VERDICT_HATCH = {"control": "", "keep": "", "keep?": "--", "no measurable gain": "---",
+                 "drop": "xxx", "drop?": "xx", "unstable": "\\\\\\", "not supported": "///",
+                 "n/a": "///"}
+
+
+SHORT_VERDICT = {"no measurable gain": "no gain"}
+
+
+def e6_waterfall(section: Mapping, caption: Caption) -> Chart:
+    """E6: each step's warm p95 and tokens/s (median of the passes, bars from min to max),
+    hatched by its verdict (kept, no gain, dropped, unstable)."""
+    from matplotlib.patches import Patch
+    configs = section.get("configs") or {}
+    steps = [name for name, c in configs.items() if isinstance(c, Mapping) and "verdict" in c]
+    figure, (left, right) = new_figure(10.0, 4.8, cols=2)
+    series = {"steps": steps, "p95_ms": [], "p95_ms_low": [], "p95_ms_high": [], "tokens_per_s": [],
+              "tokens_per_s_low": [], "tokens_per_s_high": [], "verdict": []}
+    for figure_name, axes, key in (("p95_ms", left, "latency_p95_ms"),
+                                   ("tokens_per_s", right, "tokens_per_s")):
+        for index, step in enumerate(steps):
+            spread = configs[step].get(key) or {}
+            value = spread.get("median")
+            series[figure_name].append(value)
+            series[f"{figure_name}_low"].append(spread.get("low"))
+            series[f"{figure_name}_high"].append(spread.get("high"))
+            if value is None:
+                continue
+            verdict = configs[step]["verdict"].get("verdict", "n/a")
+            axes.bar(index, value, color="#9ecae1" if verdict not in ("drop", "drop?")
+                     else "#fdae6b", edgecolor="black", linewidth=0.6,
+                     hatch=VERDICT_HATCH.get(verdict, "///"))
+            if spread.get("low") is not None and spread.get("high") is not None:
+                axes.errorbar(index, value, yerr=[[value - spread["low"]],
+                                                  [spread["high"] - value]],
+                              color="black", capsize=3, linewidth=0.9)
+            if figure_name == "p95_ms":
+                axes.annotate(SHORT_VERDICT.get(verdict, verdict), (index, value),
+                              xytext=(0, 4), textcoords="offset points", ha="center",
+                              va="bottom", rotation=90, fontsize=7)
+        axes.set_xticks(range(len(steps)), steps, rotation=35, ha="right")
+        axes.margins(y=0.25)
+    series["verdict"] = [configs[s]["verdict"].get("verdict") for s in steps]
+    shown = list(dict.fromkeys(series["verdict"]))
+    right.legend([Patch(facecolor="#fdae6b" if v in ("drop", "drop?") else "#9ecae1",
+                        edgecolor="black", hatch=VERDICT_HATCH.get(v, "///")) for v in shown],
+                 shown, loc="lower right", title="verdict")
+    log_scale(left)
+    left.set_ylabel("warm p95 latency (ms, log scale)")
+    right.set_ylabel("warm tokens/s")
+    return finish("e6_waterfall", "E6 — one more optimization per step", figure, caption.text(
+        "Bars: median of the warm passes; whiskers: their min–max. Hatches: keep (plain), "
+        "no measurable gain (dashes), drop (crosses), unstable (backslashes)."), series)

@@ -11,6 +11,7 @@ row's own KV cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from probe.analysis.batch_roofline import batch_step_ms
 from probe.analysis.stats import summarize
@@ -24,7 +25,7 @@ from probe.contract.options import OptConfig
 from probe.contract.records import RequestRecord
 from probe.engine.measure.bandwidth_cache import machine_bandwidth
 from probe.engine.observe.device_probe import resolve_device
-from probe.report_charts.bench_charts import e7_curves
+from probe.report_charts.bench_charts import RateCurve, rate_curve
 from probe.runs.device_busy import busy_source
 from probe.runs.openloop import (
     MAX_BATCH,
@@ -251,3 +252,12 @@ left_out = TEMPLATE.when_quick(
 EXPERIMENT = OpenLoopExperiment(
     TEMPLATE, measure, estimate_s=lambda plan: 60.0 if plan.quick else 1500.0,
     left_out=left_out, figures=lambda c: [c.rate(lambda: e7_curves(c.runs))] if c.runs else [])
+
+
+def e7_curves(results: Mapping) -> dict[str, list[RateCurve]]:
+    """E7's runs (report.json runs.E7.runs) as one panel per trace, one curve per mode."""
+    panels: dict[str, dict[str, list[Mapping]]] = {}
+    for run in (results.get("runs") or {}).values():
+        panels.setdefault(run["trace"], {}).setdefault(run["mode"], []).append(run)
+    return {trace: [rate_curve(mode, runs) for mode, runs in modes.items()]
+            for trace, modes in panels.items()}

@@ -5,6 +5,7 @@ capacity — so requests queue, and the layout decides how many of them decode t
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Mapping
 
 from probe.analysis.stats import session_segments
 from probe.bench.experiments.base import OpenLoopExperiment, Template
@@ -12,7 +13,8 @@ from probe.common.units import NO_DATA, fmt_bytes, fmt_fraction, fmt_ms, fmt_num
 from probe.contract.options import OptConfig
 from probe.contract.records import KVPool
 from probe.contract.settings import EngineSettings
-from probe.report_charts.bench_charts import e8_curves, kv_held_vs_used
+from probe.report_charts.bench_charts import RateCurve, rate_curve
+from probe.report_charts.canvas import Caption, Chart, bar_style, finish, new_figure
 from probe.runs.openloop import (
     MAX_BATCH,
     OpenLoopFigures,
@@ -263,3 +265,53 @@ EXPERIMENT = OpenLoopExperiment(
     TEMPLATE, measure, checks, estimate_s=lambda plan: 30.0 if plan.quick else 90.0,
     figures=lambda c: [c.rate(lambda: e8_curves(c.section, c.runs.get("trace", TRACE))),
                        c.of(kv_held_vs_used)])
+
+
+def e8_curves(section: Mapping, trace: str) -> dict[str, list[RateCurve]]:
+    """E8's layouts (section configs), each one replay of `trace` at one offered rate."""
+    configs = section.get("configs") or {}
+    return {trace: [rate_curve(layout, [run]) for layout, run in configs.items()
+                     if isinstance(run, Mapping) and "offered_rps" in run]}
+
+
+def kv_held_vs_used(section: Mapping, caption: Caption) -> Chart:
+    """E8: of the KV bytes each layout held, the share filled and the share never filled, with
+    its budget and the most requests it decoded together."""
+    configs = {k: c for k, c in (section.get("configs") or {}).items()
+               if isinstance(c, Mapping) and "kv_waste_pct" in c}
+    figure, (axes,) = new_figure(7.0, 4.0)
+    series: dict[str, dict] = {}
+    for index, (layout, run) in enumerate(configs.items()):
+        waste = run.get("kv_waste_pct")
+        if waste is None:
+            continue
+        used = 100.0 - waste
+        axes.barh(index, used, label="filled" if index == 0 else None, **bar_style(0))
+        axes.barh(index, waste, left=used, label="held, never filled" if index == 0 else None,
+                  **bar_style(1))
+        for start, share, what in ((0.0, used, "filled"), (used, waste, "never filled")):
+            if share >= 12:
+                axes.text(start + share / 2, index, f"{share:.1f}% {what}", ha="center",
+                          va="center", fontsize=8,
+                          bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.5})
+        pool = run.get("kv_pool") or {}
+        blocks = (f", {pool['blocks_peak']}/{pool['blocks_total']} blocks at peak"
+                  if pool.get("blocks_total") else "")
+        axes.annotate(f"budget {_mib(run.get('kv_budget_bytes'))}, up to "
+                      f"{run.get('concurrency_peak') or 0:.1f} decoded together{blocks}",
+                      (1, index + 0.42), fontsize=7.5, va="bottom")
+        series[layout] = {"kv_waste_pct": waste, "used_pct": used,
+                          "kv_budget_bytes": run.get("kv_budget_bytes"),
+                          "concurrency_peak": run.get("concurrency_peak")}
+    axes.set_yticks(range(len(configs)), list(configs))
+    axes.set_xlim(0, 100)
+    axes.set_ylim(-0.6, len(configs) - 0.1)
+    axes.set_xlabel("% of the KV-cache bytes held by the served requests")
+    axes.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2)
+    return finish("kv_held_vs_used", "E8 — KV cache held vs used, static vs paged", figure,
+                  caption.text("Waste: 100 · (KV bytes held − filled) / held over the served "
+                               "requests, at the same KV budget for both layouts."), series)
+
+
+def _mib(value: float | None) -> str:
+    return "?" if value is None else f"{value / 2 ** 20:.1f} MiB"

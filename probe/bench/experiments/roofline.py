@@ -5,7 +5,7 @@ that precision."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from probe.bench.experiments.base import (
     HF_EAGER,
@@ -21,7 +21,7 @@ from probe.bench.experiments.base import (
 )
 from probe.common.units import NO_DATA, fmt_bytes, fmt_ms, fmt_ratio
 from probe.contract.options import OptConfig
-from probe.report_charts.bench_charts import roofline_bars
+from probe.report_charts.canvas import Caption, Chart, bar_style, finish, log_scale, new_figure
 from probe.runs.plan import Plan, RunSpec
 from probe.runs.results import section_figures, steady_spread
 from probe.runs.spread import fmt_spread
@@ -296,3 +296,46 @@ EXPERIMENT = Experiment(
     TEMPLATE, runs, build, left_out=left_out, measures_machine=True, pairs=pairs,
     figures=lambda c: [c.of(roofline_bars)] if c.section["configs"].get("roofline_ms_per_token")
     else [])
+
+
+ROOFLINE_BARS = ("memory roofline", "matmuls alone", "compiled", "best lever")
+
+
+def roofline_bars(section: Mapping, caption: Caption) -> Chart:
+    """Per precision: its memory roofline, its matmuls alone, the compiled step as it is and
+    the best lever's step (ms per output token, log scale)."""
+    configs = section.get("configs") or {}
+    roofs = configs.get("roofline_ms_per_token") or {}
+    best = configs.get("precisions") or {}
+    precisions = list(roofs)
+    figure, (axes,) = new_figure(8.5, 4.6)
+    series: dict[str, dict] = {}
+    width = 0.8 / len(ROOFLINE_BARS)
+    for p_index, precision in enumerate(precisions):
+        values = {"memory roofline": roofs.get(precision),
+                  "matmuls alone": (best.get(precision) or {}).get("matmul_chain_ms"),
+                  "compiled": _median((configs.get(precision) or {}).get("ms_per_token")),
+                  "best lever": (best.get(precision) or {}).get("compiled_ms")}
+        series[precision] = {**values, "best_config": (best.get(precision) or {}).get("config")}
+        for b_index, bar in enumerate(ROOFLINE_BARS):
+            if values[bar] is None:
+                continue
+            axes.bar(p_index + (b_index - 1.5) * width, values[bar], width,
+                     label=bar if p_index == 0 else None, **bar_style(b_index))
+    eager = _median((configs.get("hf eager") or {}).get("ms_per_token"))
+    if eager is not None:
+        axes.axhline(eager, color="black", linestyle="--", linewidth=1.0,
+                     label="HF eager generate (fp32)")
+    series["hf eager"] = {"ms_per_token": eager}
+    axes.set_xticks(range(len(precisions)), precisions)
+    log_scale(axes)
+    axes.set_ylabel("time per output token (ms, log scale)")
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return finish("roofline", "Roofline per precision", figure, caption.text(
+        "Memory roofline: weight bytes one decode step reads ÷ measured bandwidth. Compiled: "
+        "the fullgraph step as it is; best lever: its fastest lever (median of warm passes)."),
+        series)
+
+
+def _median(spread: Mapping | None) -> float | None:
+    return (spread or {}).get("median")
