@@ -41,7 +41,6 @@ _RECORD_KINDS: dict[str, tuple[str, type]] = {
     "notice": ("notices", Notice)}
 
 
-
 @dataclass(frozen=True)
 class Journal:
     """A journal read back: the session so far and where it ran."""
@@ -342,16 +341,14 @@ def _drop_unknown_configs(sections: dict[str, Any], unreadable: list[tuple[int, 
     for section in ("requests", "compile_events"):
         kept = [r for r in sections[section]
                 if r.get("config_id") is None or r.get("config_id") in known]
-        for _ in range(len(sections[section]) - len(kept)):
-            unreadable.append((0, f"{section[:-1]}: names a config no line declares"))
+        unreadable += [(0, f"{section[:-1]}: names a config no line declares")] * (
+            len(sections[section]) - len(kept))
         sections[section] = kept
     breaks = sections["graph_breaks"]
     sections["graph_breaks"] = [b for b in breaks if b.get("config_id") in known]
     for section in ("energy", "kv_pools"):
-        unknown = [c for c in sections[section] if c not in known]
-        for config_id in unknown:
-            unreadable.append((0, f"{section}.{shown(config_id)}: names a config no line "
-                                  f"declares"))
+        unreadable += [(0, f"{section}.{shown(c)}: names a config no line declares")
+                       for c in sections[section] if c not in known]
         sections[section] = {c: e for c, e in sections[section].items() if c in known}
     sections["compile_ledger"] = {g: e for g, e in sections["compile_ledger"].items()
                                   if g[0] in known}
@@ -386,6 +383,5 @@ def save_from_journal(journal_path: str, out: str | os.PathLike, end: EngineExit
     journal = read_journal(journal_path)
     if journal is None:
         raise BadInput("the engine ended before its session began: nothing to save")
-    if not serving:
-        end = end or EngineExit(time.time(), None, "not running")
-    return write_json_atomic(out, journal.document(None if serving else end))
+    ended = None if serving else end or EngineExit(time.time(), None, "not running")
+    return write_json_atomic(out, journal.document(ended))

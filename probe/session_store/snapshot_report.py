@@ -6,8 +6,10 @@ are computed), so a snapshot written by an older infertop reads the same as a ne
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+from collections import Counter
 from dataclasses import fields
 from typing import Callable
 
@@ -117,24 +119,16 @@ def served_precisions(data: SessionData) -> str:
     """What the session's requests were served in, most first: "fp32 180 req · bf16 20 req"
     (the model's dtype when it was saved says only what the last config loaded). Served
     requests only: a failed or lost one was served in nothing ("· 22 failed" says them)."""
-    counts: dict[str, int] = {}
+    counts = Counter(entry.options.precision if entry else "?" for entry in
+                     (data.configs.get(r.config_id) for r in data.records if r.ok))
     failed = sum(not r.ok for r in data.records)
-    for record in (r for r in data.records if r.ok):
-        entry = data.configs.get(record.config_id)
-        precision = entry.options.precision if entry else "?"
-        counts[precision] = counts.get(precision, 0) + 1
-    parts = [f"{name} {count:,} req" for name, count in
-             sorted(counts.items(), key=lambda item: -item[1])]
+    parts = [f"{name} {count:,} req" for name, count in counts.most_common()]
     return " · ".join(parts + ([f"{failed:,} failed"] if failed else []))
 
 
 def _header(path: str, document: dict, data: SessionData | None = None) -> list[str]:
-    def model(key: str) -> object:
-        return _field(document, "model", key)
-
-    def env(key: str) -> object:
-        return _field(document, "environment", key)
-
+    model = functools.partial(_field, document, "model")
+    env = functools.partial(_field, document, "environment")
     parameters = model("parameters")
     # an imported session was served by another tool's server: infertop's precision is not it
     served = (served_precisions(data) if data is not None and data.records
@@ -374,8 +368,7 @@ def compare(path_a: str, path_b: str) -> str:
         da, db = doctor_a.segment(sa.config_id), doctor_b.segment(sb.config_id)
         if da is not None and db is not None:
             lines += cause_moves(da, db)
-    for s in only_a:
-        lines.append(f"only in A: {s.config_id} [{_label(a, s.config_id, doc_a)}]")
-    for s in only_b:
-        lines.append(f"only in B: {s.config_id} [{_label(b, s.config_id, doc_b)}]")
+    for side, data, document, only in (("A", a, doc_a, only_a), ("B", b, doc_b, only_b)):
+        lines += [f"only in {side}: {s.config_id} [{_label(data, s.config_id, document)}]"
+                  for s in only]
     return "\n".join(lines)

@@ -96,6 +96,6 @@ def imported_label(document: dict[str, Any], config_id: str) -> str | None:
     section = _section(document)
     runs = section.get("runs") if section else None
     run = runs.get(config_id) if isinstance(runs, dict) else None
-    if not isinstance(run, dict):
+    if not isinstance(run, dict) or section is None:
         return None
-    return f"{_text(section.get('tool'))} {_text(run.get('name'))}" if section else None
+    return f"{_text(section.get('tool'))} {_text(run.get('name'))}"
