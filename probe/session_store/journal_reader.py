@@ -36,9 +36,9 @@ from probe.session_store.journal import CONTEXT_SECTIONS, Dispatch
 from probe.session_store.record_ranges import CONTEXT, MAX_SESSION_S, context_problem
 from probe.session_store.snapshot import checked_item, session_data, snapshot_document
 
+# the kinds `_add` takes into a section as they are ("record" is read_journal's own: by seq)
 _RECORD_KINDS: dict[str, tuple[str, type]] = {
-    "record": ("requests", RequestRecord), "compile_event": ("compile_events", CompileEvent),
-    "notice": ("notices", Notice)}
+    "compile_event": ("compile_events", CompileEvent), "notice": ("notices", Notice)}
 
 
 @dataclass(frozen=True)
@@ -293,11 +293,7 @@ def _add(sections: dict[str, Any], kind: str, value: Any) -> None:
         sections["configs"].setdefault(config_id, value)     # the first (read_journal: alike)
     elif kind in _RECORD_KINDS:
         section, cls = _RECORD_KINDS[kind]
-        value = _object(value, kind)
-        if cls is RequestRecord:
-            _record(value)
-        else:
-            checked_item(cls, value, kind)
+        checked_item(cls, _object(value, kind), kind)
         sections[section].append(value)
     elif kind == "graph_breaks":
         if type(value) is not list:
