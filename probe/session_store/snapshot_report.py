@@ -155,14 +155,18 @@ def show(path: str) -> str:
     if not segments:
         return "\n".join(lines + ["", "no configs were served in this session"]
                          + imported_lines(document))
+    energy = any(s.energy is not None and s.energy.j_per_token is not None for s in segments)
+    # beside throughput: J/token where a counter was read, the SLO's figures where it has one
     columns = ["config", "requests", "failed", "p50", "p95", "p99", "warm", "warm p50",
-               "warm p95", "ttft p50", "tpot p50", "warm tpot",
-               "tokens/s", "compiles", "recompiles", "compile", "breaks", "graphs", "KV peak",
-               "padding"]
+               "warm p95", "ttft p50", "tpot p50", "warm tpot", "tokens/s",
+               *(["J/token"] if energy else []),
+               *(["goodput", "good tok/s", "attained"] if data.slo else []),
+               "compiles", "recompiles", "compile", "breaks", "graphs", "KV peak", "padding"]
     rows = []
     chain = cold_chain(data.records, data.events)
     for s in segments:
         warm = s.warm.latency_ms if s.warm else None
+        j = None if s.energy is None else s.energy.j_per_token
         rows.append([s.config_id, s.requests, s.failed, fmt_ms(s.latency_ms.p50),
                      fmt_ms(s.latency_ms.p95), fmt_ms(s.latency_ms.p99),
                      s.warm.requests if s.warm else NO_DATA, fmt_ms(warm.p50 if warm else None),
@@ -170,21 +174,12 @@ def show(path: str) -> str:
                      fmt_ms(s.tpot_ms.p50),
                      fmt_ms(config_tpot(data.records, data.events, s.config_id, None,
                                         chain).tpot_ms),
-                     fmt_num(s.tokens_per_s, 1), s.compiles,
-                     s.recompiles, fmt_s(s.compile_s), s.graph_breaks, s.graphs,
+                     fmt_num(s.tokens_per_s, 1),
+                     *([NO_DATA if j is None else f"{j:.3g}"] if energy else []),
+                     *([fmt_num(s.goodput_rps, 2), fmt_num(s.goodput_tokens_per_s, 1),
+                        fmt_fraction(s.slo_attainment)] if data.slo else []),
+                     s.compiles, s.recompiles, fmt_s(s.compile_s), s.graph_breaks, s.graphs,
                      fmt_bytes(s.kv_cache_peak_bytes), fmt_fraction(s.padding_waste)])
-    if data.slo:       # beside throughput
-        at = columns.index("tokens/s") + 1
-        columns[at:at] = ["goodput", "good tok/s", "attained"]
-        for row, s in zip(rows, segments):
-            row[at:at] = [fmt_num(s.goodput_rps, 2), fmt_num(s.goodput_tokens_per_s, 1),
-                        fmt_fraction(s.slo_attainment)]
-    if any(s.energy is not None and s.energy.j_per_token is not None for s in segments):
-        at = columns.index("tokens/s") + 1
-        columns.insert(at, "J/token")
-        for row, s in zip(rows, segments):
-            j = None if s.energy is None else s.energy.j_per_token
-            row.insert(at, NO_DATA if j is None else f"{j:.3g}")
     lines += ["", text_table(columns, rows),
               "  warm: requests that waited on no compile, directly or queued behind one "
               "(docs/steady-state.md); warm tpot: the TPOT p50 the latency panel and the "
