@@ -284,9 +284,12 @@ def _plan(cls: type, clean: Callable[[str], str] | None
                   f.default is MISSING and f.default_factory is MISSING) for f in fields(cls))
 
 
+@functools.lru_cache(maxsize=None)
 def _acceptor(hint: Any, clean: Callable[[str], str] | None) -> Callable[[Any], Any]:
-    """A function returning the value as the record holds it (lists as tuples), or _REFUSED:
-    the same rule as `_value`, for the types JSON produces (so `type(v) is int` excludes bool)."""
+    """A function returning the value as the record holds it (lists as tuples), or _REFUSED.
+    The one rule for a value of the types JSON produces (so `type(v) is int` excludes bool): a
+    whole number is a number too, bounded (larger is no count or byte size, and overflows
+    numpy's int64); NaN and infinities are not figures."""
     kinds = _kinds(hint)
     if any(typing.get_origin(kind) is tuple or is_dataclass(kind) for kind in kinds):
         return lambda value: _tuple_or_refused(value, hint)
@@ -335,17 +338,9 @@ def _value(value: Any, hint: Any, where: str) -> Any:
         elif is_dataclass(kind) and isinstance(kind, type):
             if type(value) is dict:    # a value inside a record (EnergyPhases): its fields
                 return _build(kind, value, where)
-        elif _is(value, kind):
+        elif _acceptor(kind, None)(value) is not _REFUSED:
             return value
     raise _ShapeError(f"{where}: expected {_describe(hint)}, got {shown(value)}")
-
-
-def _is(value: Any, kind: Any) -> bool:
-    if kind is float:  # a whole number is a number too; NaN and infinities are not figures
-        return _is(value, int) or (isinstance(value, float) and math.isfinite(value))
-    if kind is int:  # bounded: larger is no count or byte size, and overflows numpy's int64
-        return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_SAVED_INT
-    return isinstance(value, kind)
 
 
 def _describe(hint: Any) -> str:
