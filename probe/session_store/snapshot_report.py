@@ -242,21 +242,20 @@ def _pairs(a: SessionData, b: SessionData):
     sa, sb = session_segments(a), session_segments(b)
     if len(sa) == 1 and len(sb) == 1:
         return [(sa[0], sb[0])], [], [], "the only config of each session"
-    by_options = {a.configs[s.config_id].options: s for s in sa if s.config_id in a.configs}
-    pairs, only_b = [], []
-    matched = set()
-    for s in sb:
-        options = b.configs[s.config_id].options if s.config_id in b.configs else None
-        if options in by_options:
-            pairs.append((by_options[options], s))
-            matched.add(by_options[options].config_id)
-        else:
-            only_b.append(s)
+    by_options = {_options(a, s): s for s in sa if s.config_id in a.configs}
+    pairs = [(by_options[options], s) for s in sb if (options := _options(b, s)) in by_options]
+    matched = {first.config_id for first, _ in pairs}
     only_a = [s for s in sa if s.config_id not in matched]
+    only_b = [s for s in sb if _options(b, s) not in by_options]
     if not pairs and sa and sb:
         n = min(len(sa), len(sb))
         return list(zip(sa[:n], sb[:n])), sa[n:], sb[n:], "paired in order of use (no config served by both)"
     return pairs, only_a, only_b, "configs with the same options"
+
+
+def _options(data: SessionData, segment: SegmentStats) -> OptConfig | None:
+    entry = data.configs.get(segment.config_id)
+    return entry.options if entry else None
 
 
 def _option_diff(a: OptConfig | None, b: OptConfig | None) -> list[str]:
@@ -348,11 +347,9 @@ def compare(path_a: str, path_b: str) -> str:
     lines.append(f"compared: {how}")
     doctor_a, doctor_b = _doctor(doc_a, a, path_a), _doctor(doc_b, b, path_b)
     for sa, sb in pairs:
-        oa = a.configs[sa.config_id].options if sa.config_id in a.configs else None
-        ob = b.configs[sb.config_id].options if sb.config_id in b.configs else None
         lines += ["", f"A {sa.config_id} [{_label(a, sa.config_id, doc_a)}]  vs  "
                       f"B {sb.config_id} [{_label(b, sb.config_id, doc_b)}]"]
-        differences = _option_diff(oa, ob)
+        differences = _option_diff(_options(a, sa), _options(b, sb))
         if imported_label(doc_a, sa.config_id) or imported_label(doc_b, sb.config_id):
             differences = ["not comparable: an imported side was served by another tool's "
                            "server, its queue, compile and KV figures unmeasured (0)"]
