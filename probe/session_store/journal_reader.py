@@ -141,7 +141,7 @@ def read_journal(path: str) -> Journal | None:
                     if kind == "session":
                         header, header_line = _header(value), number
                     elif kind == "dispatch":
-                        dispatch = _dispatch(value)
+                        dispatch = checked_item(Dispatch, _object(value, kind), kind)
                         if seen.first(number, "dispatch", dispatch.seq, repeated):
                             dispatches.append(dispatch)
                     elif kind == "record":
@@ -235,10 +235,6 @@ def _config_line(value: Any) -> tuple[str, OptConfig]:
     config_id = _key(value, "config_id", "config")
     data = session_data({"configs": {config_id: value}}, source="config")   # its options
     return config_id, data.configs[config_id].options
-
-
-def _dispatch(value: Any) -> Dispatch:
-    return checked_item(Dispatch, _object(value, "dispatch"), "dispatch")   # record_ranges
 
 
 def _header(value: Any) -> dict[str, Any]:
