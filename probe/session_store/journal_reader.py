@@ -124,7 +124,6 @@ def read_journal(path: str) -> Journal | None:
     header_line = 0
     dispatches: list[Dispatch] = []
     unreadable: list[tuple[int, str]] = []
-    repeated: list[tuple[int, str]] = []
     seen = _Seen()
     try:
         # O_NONBLOCK: a FIFO given as a journal is refused below, not waited on
@@ -142,18 +141,16 @@ def read_journal(path: str) -> Journal | None:
                         header, header_line = _header(value), number
                     elif kind == "dispatch":
                         dispatch = checked_item(Dispatch, _object(value, kind), kind)
-                        if seen.first(number, "dispatch", dispatch.seq, repeated):
+                        if seen.first(number, kind, dispatch.seq):
                             dispatches.append(dispatch)
                     elif kind == "record":
                         record = _record(value)
-                        if seen.first(number, "record", record.seq, repeated,
-                                      f" (id {shown(record.id)})"):
+                        if seen.first(number, kind, record.seq, f" (id {shown(record.id)})"):
                             sections["requests"].append(value)
                     elif kind == "compile_event":
                         _add(sections, kind, value)
                         exact = json.dumps(value, sort_keys=True)
-                        if not seen.first(number, "compile_event", exact, repeated,
-                                          f" {shown(value.get('compile_id'))}"):
+                        if not seen.first(number, kind, exact, f" {shown(value.get('compile_id'))}"):
                             sections["compile_events"].pop()
                     elif kind == "config":
                         conflict = seen.declared(number, *_config_line(value))
@@ -183,7 +180,7 @@ def read_journal(path: str) -> Journal | None:
             unreadable.append((header_line, f"session header: {section}.{problem}"))
             del context[section]
     return Journal(path, float(header["started_unix"]), MappingProxyType(context), data,
-                   tuple(dispatches), tuple(sorted(unreadable)), tuple(repeated))
+                   tuple(dispatches), tuple(sorted(unreadable)), tuple(seen.repeated))
 
 
 class _Refused(Exception):
@@ -198,15 +195,15 @@ class _Seen:
     def __init__(self) -> None:
         self._at: dict[tuple[str, object], int] = {}
         self._configs: dict[str, tuple[int, OptConfig]] = {}
+        self.repeated: list[tuple[int, str]] = []       # (line number, what) kept once
 
-    def first(self, number: int, kind: str, key: object, repeated: list[tuple[int, str]],
-              named: str = "") -> bool:
+    def first(self, number: int, kind: str, key: object, named: str = "") -> bool:
         """True for the first line of `key`; a later one is said in `repeated`."""
         first = self._at.setdefault((kind, key), number)
         if first == number:
             return True
         what = f"seq {key}" if isinstance(key, int) else "the same event"
-        repeated.append((number, f"{kind} {what}{named} written again (first on line "
+        self.repeated.append((number, f"{kind} {what}{named} written again (first on line "
                                  f"{first}): kept once"))
         return False
 
