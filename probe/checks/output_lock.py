@@ -69,4 +69,4 @@ def _same_file(fd: int, path: Path) -> bool:
         here, there = os.fstat(fd), os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
         return False
-    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+    return os.path.samestat(here, there)

@@ -67,10 +67,7 @@ def read_records(path: Path, lines: list[str], source: str) -> PeerFile:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            raw = parse_json(line)
-        except JsonProblem as exc:
-            raise at.refuse(f"line {number}", str(exc)) from None
+        raw = _parse(at, line, f"line {number}")
         phase = at.obj(raw, f"line {number}").get("metadata", {})
         if type(phase) is dict and phase.get("benchmark_phase") == "warmup":
             skipped["warmup"] = skipped.get("warmup", 0) + 1
