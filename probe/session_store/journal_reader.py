@@ -204,7 +204,7 @@ class _Seen:
             return True
         what = f"seq {key}" if isinstance(key, int) else "the same event"
         self.repeated.append((number, f"{kind} {what}{named} written again (first on line "
-                                 f"{first}): kept once"))
+                                      f"{first}): kept once"))
         return False
 
     def declared(self, number: int, config_id: str, options: OptConfig) -> str | None:
