@@ -135,11 +135,11 @@ def fmt_speed(speed: float | None) -> str:
     return "×auto" if speed is None else f"×{speed:.3g}"
 
 
-def fmt_num(value: float | None, digits: int = 1, unit: str = "", missing: str = NO_DATA) -> str:
+def fmt_num(value: float | None, digits: int = 1, missing: str = NO_DATA) -> str:
     """A plain number with thousands separators: 1234.5 → "1,234.5"."""
     if value is None:
         return missing
-    return f"{value:,.{digits}f} {unit}".rstrip()
+    return f"{value:,.{digits}f}"
 
 
 def fmt_ratio(value: float | None, missing: str = NO_DATA) -> str:

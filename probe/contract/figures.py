@@ -148,8 +148,8 @@ class EnergyStats:
         if self.unavailable is not None:
             return f"energy: not measurable here ({self.unavailable})"
 
-        def num(value: float | None, unit: str, digits: str = ".3g") -> str:
-            return "n/a" if value is None else f"{value:{digits}} {unit}"
+        def num(value: float | None, unit: str) -> str:
+            return "n/a" if value is None else f"{value:.3g} {unit}"
 
         def share(value: float | None) -> str:
             return "n/a" if value is None else f"{100 * value:.0f}%"
