@@ -1,6 +1,6 @@
 """`make peer-check`: load generators nobody here wrote drive `infertop serve` on loopback,
 and each one's client records are joined, request by request, with the session the server
-saved (probe/session_store/peer_imports/agreement.py).
+saved (tools/peer_agreement.py).
 
 - AIPerf replays the first N requests of the built-in azure-conv trace (real production
   arrivals, Mooncake's format: timestamps in ms) on a fixed schedule, `--endpoint-type
@@ -36,9 +36,9 @@ import urllib.request
 from pathlib import Path
 
 from probe.session_store.peer_imports import read_peer_file
-from probe.session_store.peer_imports.agreement import Agreement, agreement, agreement_table
 from probe.session_store.peer_imports.peer_run import PeerFile, PeerRequest, PeerRun
 from probe.session_store.snapshot import read_document, saved_session
+from tools.peer_agreement import Agreement, agreement, agreement_table
 from workloads.trace import builtin_path
 
 PEERS = ("aiperf", "guidellm")

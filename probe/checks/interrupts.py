@@ -6,6 +6,7 @@ Kubernetes and CI send). Torch-free."""
 from __future__ import annotations
 
 import _thread
+import contextlib
 import os
 import signal
 import sys
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+TERM_SIGNALS = STOP_SIGNALS[1:]     # Ctrl-C's SIGINT keeps Python's own handler
 WRITING_REPORT = "writing the report of the runs that finished"    # bench's, while it waits
 
 
@@ -46,10 +48,8 @@ def say(text: str) -> None:
         fd = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
         fd = 2
-    try:
+    with contextlib.suppress(OSError):
         os.write(fd, (text + "\n").encode(errors="replace"))
-    except OSError:
-        pass
 
 
 REDELIVER_S = 0.02   # after the swallowing callback has returned
@@ -92,10 +92,8 @@ def _deliver_again(signum: int, active: threading.Event) -> None:
     time.sleep(REDELIVER_S)
     if not active.is_set():
         return
-    try:
+    with contextlib.suppress(ValueError, OSError, RuntimeError):
         _thread.interrupt_main(signal.Signals(signum))   # its handler, if any
-    except (ValueError, OSError, RuntimeError):
-        pass
 
 
 @contextmanager
@@ -106,7 +104,7 @@ def signals_as_interrupt() -> Iterator[None]:
     def handle(signum, frame) -> None:
         raise Interrupted(signum)
 
-    with interrupts_never_lost(), _stop_handlers(handle):
+    with interrupts_never_lost(), _handlers(handle, TERM_SIGNALS):
         yield
 
 
@@ -117,15 +115,14 @@ def default_stop_signals() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    with _stop_handlers(signal.SIG_DFL):
+    with _handlers(signal.SIG_DFL, TERM_SIGNALS):
         yield
 
 
 @contextmanager
-def _stop_handlers(handler) -> Iterator[None]:
-    """SIGTERM and SIGHUP (Ctrl-C's SIGINT keeps Python's own) go to `handler` for the
-    duration; the handlers before are put back after."""
-    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS if s != signal.SIGINT}
+def _handlers(handler, signals: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
+    """`signals` go to `handler` for the duration; the handlers before are put back after."""
+    previous = {s: signal.signal(s, handler) for s in signals}
     try:
         yield
     finally:
@@ -138,18 +135,9 @@ def signals_wait(doing: str) -> Iterator[list[int]]:
     """While the output of what finished is being written (a report that takes a second), a
     stop signal only says so and waits: that output is what every stop asks for, and a signal
     that cut it short would leave nothing. Yields the signals received meanwhile."""
-    received: list[int] = []
-
-    def handle(signum, frame) -> None:
-        received.append(signum)
-        say(f"infertop: {signal.Signals(signum).name}: {doing}; a moment")
-
-    previous = {s: signal.signal(s, handle) for s in STOP_SIGNALS}
-    try:
-        yield received
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    waits = StopSignals(doing, armed=False)
+    with _handlers(waits.handle):
+        yield waits.received
 
 
 @dataclass
@@ -191,10 +179,5 @@ def stop_signals(doing: str) -> Iterator[StopSignals]:
     """`StopSignals` installed for the duration (armed), raises never lost
     (`interrupts_never_lost`); the handlers before are given back after."""
     stops = StopSignals(doing)
-    with interrupts_never_lost():
-        previous = {s: signal.signal(s, stops.handle) for s in STOP_SIGNALS}
-        try:
-            yield stops
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
+    with interrupts_never_lost(), _handlers(stops.handle):
+        yield stops

@@ -6,6 +6,7 @@ unlocked, and the next run takes it."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from pathlib import Path
@@ -43,10 +44,8 @@ class OutputLock:
     def release(self) -> None:
         if self._fd is None:
             return
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)        # unlinked while still held: no one takes a stale one
-        except FileNotFoundError:
-            pass
         os.close(self._fd)
         self._fd = None
 
@@ -70,4 +69,4 @@ def _same_file(fd: int, path: Path) -> bool:
         here, there = os.fstat(fd), os.stat(path, follow_symlinks=False)
     except FileNotFoundError:
         return False
-    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+    return os.path.samestat(here, there)

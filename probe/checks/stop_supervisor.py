@@ -15,6 +15,7 @@ alone, which passes it on once. Torch-free."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -41,21 +42,17 @@ class Stopped:
 
 def _note_writer(fd: int) -> Callable[[str], None]:
     def note(text: str) -> None:
-        try:
+        with contextlib.suppress(OSError):
             os.write(fd, (text.replace("\n", " ") + "\n").encode(errors="replace"))
-        except OSError:
-            pass
     return note
 
 
 def _die_with_parent() -> None:
     """Linux: a kill -9 of the parent kills the child too, as it killed the run before the
     fork (its journal is left for `snapshot recover`); no orphan serves on unseen."""
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 def run_supervised(work: Callable[[Callable[[str], None]], int],
@@ -77,10 +74,8 @@ def run_supervised(work: Callable[[Callable[[str], None]], int],
         for s, handler in previous.items():
             signal.signal(s, handler)
         os.close(read_fd)
-        try:
+        with contextlib.suppress(OSError):
             os.setpgid(0, 0)
-        except OSError:
-            pass
         _die_with_parent()      # its signal handlers are the parent's until the work sets its own
         try:
             status = work(_note_writer(write_fd))
@@ -97,10 +92,8 @@ def run_supervised(work: Callable[[Callable[[str], None]], int],
         finally:
             os._exit(status)
     os.close(write_fd)
-    try:
+    with contextlib.suppress(OSError):              # it did so itself already
         os.setpgid(child, child)
-    except OSError:                                 # it did so itself already
-        pass
     try:
         return _watch(child, read_fd, salvage, grace_s, received)
     finally:
@@ -172,16 +165,12 @@ def _read_notes(fd: int, pending: bytes, notes: list[str]) -> bytes:
 
 
 def _signal(child: int, signum: int, *, group: bool) -> None:
-    try:
-        if group:
-            try:
-                os.killpg(child, signum)
-                return
-            except ProcessLookupError:      # no group of its own: the child alone
-                pass
+    if group:
+        with contextlib.suppress(ProcessLookupError):   # no group of its own: the child alone
+            os.killpg(child, signum)
+            return
+    with contextlib.suppress(ProcessLookupError):
         os.kill(child, signum)
-    except ProcessLookupError:
-        pass
 
 
 def _status_of(status: int) -> int:

@@ -11,7 +11,7 @@ import argparse
 import difflib
 import math
 import sys
-from typing import Callable, NoReturn
+from typing import Any, Callable, NoReturn
 
 from probe.common.errors import file_error
 from probe.common.shown import shown
@@ -89,52 +89,38 @@ def _is_number(word: str) -> bool:
     return True
 
 
-def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An argparse type: a whole number in [low, high] (no upper bound when high is None)."""
-    valid = f"a whole number from {low:,} to {high:,}" if high is not None else f"a whole number >= {low:,}"
-
-    def parse(text: str) -> int:
+def _checked(convert: Callable[[str], Any], valid: str, ok: Callable[[Any], bool]
+             ) -> Callable[[str], Any]:
+    """An argparse type: `convert(text)` where `ok` holds, else "expected {valid}, got …"."""
+    def parse(text: str) -> Any:
         try:
-            value = int(text)
+            value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}") from None
-        if value < low or (high is not None and value > high):
+            value = None
+        if value is None or not ok(value):
             raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}")
         return value
 
     return parse
+
+
+def whole_number(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high] (no upper bound when high is None)."""
+    valid = f"a whole number from {low:,} to {high:,}" if high is not None else f"a whole number >= {low:,}"
+    return _checked(int, valid, lambda value: low <= value and (high is None or value <= high))
 
 
 def real_number(above: float, at_most: float | None = None) -> Callable[[str], float]:
     """An argparse type: a finite number > `above` (and <= `at_most` when given)."""
     valid = f"a finite number > {above:g}" + (f" and <= {at_most:g}" if at_most is not None else "")
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}") from None
-        if not (math.isfinite(value) and value > above and (at_most is None or value <= at_most)):
-            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}")
-        return value
-
-    return parse
+    return _checked(float, valid, lambda value: math.isfinite(value) and value > above
+                    and (at_most is None or value <= at_most))
 
 
 def ranged_real(low: float, high: float) -> Callable[[str], float]:
     """An argparse type: a finite number from `low` to `high`, both included."""
-    valid = f"a number from {low:g} to {high:g}"
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}") from None
-        if not (math.isfinite(value) and low <= value <= high):
-            raise argparse.ArgumentTypeError(f"expected {valid}, got {shown(text)}")
-        return value
-
-    return parse
+    return _checked(float, f"a number from {low:g} to {high:g}",
+                    lambda value: math.isfinite(value) and low <= value <= high)
 
 
 _BYTE_UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40,

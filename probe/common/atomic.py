@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -56,10 +57,8 @@ def replace_atomically(target: Path, write: Callable[[str], None]) -> Path:
         os.chmod(tmp_name, target.stat().st_mode & 0o777 if target.exists() else 0o644)
         os.replace(tmp_name, target)
     except BaseException as exc:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
         if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
             raise _naming(exc, target) from None
         raise
@@ -77,11 +76,7 @@ def _naming(exc: OSError, target: Path) -> OSError:
 def remove_temporaries(target: Path) -> None:
     """Remove what a writer of `target` killed mid-write (SIGKILL: no cleanup ran) left: its
     `.NAME.*.tmp` files. Only for a target whose writer is known dead and whose lock is held."""
-    try:
+    with contextlib.suppress(OSError):
         for leftover in target.parent.glob(f".{glob.escape(target.name)}.*.tmp"):
-            try:
+            with contextlib.suppress(OSError):
                 leftover.unlink()
-            except OSError:
-                pass
-    except OSError:
-        pass

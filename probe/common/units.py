@@ -104,12 +104,7 @@ def fmt_clock(t_s: float | None, missing: str = NO_DATA) -> str:
     """A session-clock time: "83.4 s", "12:05" past ten minutes (m:ss), "1:02:05" past an hour."""
     if t_s is None:
         return missing
-    if t_s < 600:
-        return f"{t_s:.1f} s"
-    whole = int(t_s)
-    hours, rest = divmod(whole, 3600)
-    minutes, seconds = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
+    return f"{t_s:.1f} s" if t_s < 600 else fmt_clock_column(t_s)
 
 
 def fmt_clock_column(t_s: float | None, missing: str = NO_DATA) -> str:
@@ -140,11 +135,11 @@ def fmt_speed(speed: float | None) -> str:
     return "×auto" if speed is None else f"×{speed:.3g}"
 
 
-def fmt_num(value: float | None, digits: int = 1, unit: str = "", missing: str = NO_DATA) -> str:
+def fmt_num(value: float | None, digits: int = 1, missing: str = NO_DATA) -> str:
     """A plain number with thousands separators: 1234.5 → "1,234.5"."""
     if value is None:
         return missing
-    return f"{value:,.{digits}f} {unit}".rstrip()
+    return f"{value:,.{digits}f}"
 
 
 def fmt_ratio(value: float | None, missing: str = NO_DATA) -> str:

@@ -36,9 +36,8 @@ from probe.contract.protocol import (
 )
 from probe.contract.records import CompileInProgress
 
+
 # -- what the dashboard may ask -------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class WarmSwitch:
     options: OptConfig          # compile and prewarm beside the serving config, then cut over
@@ -86,8 +85,6 @@ Ask = (SetOptions | SetSpeed | Pause | Resume | ResetWindow | SaveSnapshot | War
 # -- what it hears, besides the engine's own events (EngineLive, EngineLoading, EngineFailed,
 # SnapshotSaved, SnapshotFailed, ReplayFinished) and the warm switch's (WarmProgress,
 # WarmFailed, CutOverDone) and the A/B's (ArmStarted, ArmLive) ------------------------------
-
-
 @dataclass(frozen=True)
 class Restarted:
     pass                        # a new engine continues the session (after Restart, GiveUp)

@@ -19,8 +19,7 @@ class Summary:
     max: float | None = None
 
     def as_dict(self) -> dict[str, float | None]:
-        return {"p50": self.p50, "p95": self.p95, "p99": self.p99, "mean": self.mean,
-                "max": self.max}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -74,9 +73,7 @@ class DriftStats:
                                     # over the requests that differ (None: none differ)
 
     def as_dict(self) -> dict:
-        return {"reference": self.reference, "sampled_requests": self.sampled_requests,
-                "token_agreement": self.token_agreement, "exact_match": self.exact_match,
-                "first_divergence": self.first_divergence}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -95,9 +92,7 @@ class WarmStats:
         return self.cold / total if total else None
 
     def as_dict(self) -> dict:
-        return {"requests": self.requests, "cold": self.cold,
-                "latency_ms": self.latency_ms.as_dict(), "ttft_ms": self.ttft_ms.as_dict(),
-                "tpot_ms": self.tpot_ms.as_dict(), "queue_ms": self.queue_ms.as_dict()}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -143,10 +138,7 @@ class EnergyStats:
     def as_dict(self) -> dict:
         if self.unavailable is not None:
             return {"unavailable": self.unavailable}
-        return {"source": self.source, "joules": self.joules, "idle_joules": self.idle_joules,
-                "j_per_token": self.j_per_token, "j_per_good_token": self.j_per_good_token,
-                "avg_power_w": self.avg_power_w, "idle_power_w": self.idle_power_w,
-                "padding_share": self.padding_share, "failed_share": self.failed_share}
+        return {k: v for k, v in asdict(self).items() if k != "unavailable"}
 
     def text(self) -> str:
         """ "energy: 812 J (idle 95.0 J, 4.1 W) · 0.412 J/token · 0.57 J/good token ·
@@ -156,8 +148,8 @@ class EnergyStats:
         if self.unavailable is not None:
             return f"energy: not measurable here ({self.unavailable})"
 
-        def num(value: float | None, unit: str, digits: str = ".3g") -> str:
-            return "n/a" if value is None else f"{value:{digits}} {unit}"
+        def num(value: float | None, unit: str) -> str:
+            return "n/a" if value is None else f"{value:.3g} {unit}"
 
         def share(value: float | None) -> str:
             return "n/a" if value is None else f"{100 * value:.0f}%"
@@ -213,26 +205,11 @@ class SegmentStats:
     drift_waiting: int = 0
 
     def as_dict(self) -> dict:
-        return {
-            "config_id": self.config_id, "requests": self.requests, "failed": self.failed,
-            "latency_ms": self.latency_ms.as_dict(), "ttft_ms": self.ttft_ms.as_dict(),
-            "tpot_ms": self.tpot_ms.as_dict(), "queue_ms": self.queue_ms.as_dict(),
-            "throughput_rps": self.throughput_rps, "tokens_per_s": self.tokens_per_s,
-            "compiles": self.compiles, "recompiles": self.recompiles,
-            "compile_s": self.compile_s, "graph_breaks": self.graph_breaks,
-            "graph_break_sites": self.graph_break_sites, "graphs": self.graphs,
-            "kv_cache_peak_bytes": self.kv_cache_peak_bytes,
-            "padding_waste": self.padding_waste,
-            "drift": None if self.drift is None else self.drift.as_dict(),
-            "kv_waste_pct": self.kv_waste_pct,
-            "kv_pool": None if self.kv_pool is None else asdict(self.kv_pool),
-            "compile_phases": (None if self.compile_phases is None
-                               else asdict(self.compile_phases)),
-            "warm": None if self.warm is None else self.warm.as_dict(),
-            "goodput_rps": self.goodput_rps, "goodput_tokens_per_s": self.goodput_tokens_per_s,
-            "slo_attainment": self.slo_attainment,
-            "energy": None if self.energy is None else self.energy.as_dict(),
-        }
+        """As saved: every field but drift_waiting (the live view's alone)."""
+        saved = asdict(self)
+        del saved["drift_waiting"]
+        saved["energy"] = None if self.energy is None else self.energy.as_dict()
+        return saved
 
 
 BATCHED = 1.05      # mean rows per step above which a config's requests ran batched
@@ -275,9 +252,7 @@ class Goodput:
     slo_attainment: float | None
 
     def as_dict(self) -> dict[str, float | None]:
-        return {"goodput_rps": self.goodput_rps,
-                "goodput_tokens_per_s": self.goodput_tokens_per_s,
-                "slo_attainment": self.slo_attainment}
+        return asdict(self)
 
 
 NO_GOODPUT = Goodput(None, None, None)

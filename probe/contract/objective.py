@@ -6,21 +6,15 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, astuple, dataclass
 from typing import Any
 
 from probe.common.errors import BadInput
 from probe.contract.records import RequestRecord
 
 BOUNDS = ("ttft", "tpot", "latency")
-
-
 UNITS_MS = {"ms": 1.0, "s": 1000.0}
-
-
 _BOUND = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*([^=]*?)\s*$")
-
-
 _VALUE = re.compile(r"^([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)$")
 
 
@@ -32,12 +26,10 @@ class Slo:
     latency_ms: float | None = None
 
     def bounds(self) -> dict[str, float]:
-        return {name: value for name, value in
-                (("ttft", self.ttft_ms), ("tpot", self.tpot_ms), ("latency", self.latency_ms))
-                if value is not None}
+        return {name: ms for name, ms in zip(BOUNDS, astuple(self)) if ms is not None}
 
     def as_dict(self) -> dict[str, float | None]:
-        return {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "latency_ms": self.latency_ms}
+        return asdict(self)
 
     def text(self) -> str:
         """`ttft=1s,tpot=60ms`: the form `--slo` takes, so it can be pasted back."""
@@ -78,8 +70,7 @@ def parse_slo(text: str, where: str = "--slo") -> Slo:
         if name in found:
             raise BadInput(f"{where}: {name} is given twice")
         found[name] = _milliseconds(raw, f"{where} {name}")
-    return Slo(ttft_ms=found.get("ttft"), tpot_ms=found.get("tpot"),
-               latency_ms=found.get("latency"))
+    return Slo(**{f"{name}_ms": value for name, value in found.items()})
 
 
 def _milliseconds(raw: str, where: str) -> float:
@@ -102,7 +93,7 @@ def slo_from_dict(raw: Any, where: str = "slo") -> Slo | None:
     if not isinstance(raw, dict):
         raise BadInput(f"{where}: expected an object, got {type(raw).__name__}")
     values = {}
-    for key in ("ttft_ms", "tpot_ms", "latency_ms"):
+    for key in (f"{name}_ms" for name in BOUNDS):
         value = raw.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                   or not math.isfinite(value) or value <= 0):

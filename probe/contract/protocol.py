@@ -94,8 +94,6 @@ class Shutdown:
     pass
 
 
-
-
 # -- events: engine -> dashboard ---------------------------------------------------------------
 @dataclass(frozen=True)
 class EngineLoading:

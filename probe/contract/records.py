@@ -163,10 +163,9 @@ class BatchSteps:
             return None
         return min(1.0, self.host_ms / self.period_ms)
 
-    def _host_text(self) -> str:
-        """"host 8.30 ms (joins 7.90)": the joins' part where they have one."""
-        joins = f" (joins {self.join_ms:.2f})" if self.join_ms else ""
-        return f"host {self.host_ms:.2f} ms{joins}"
+    def _slots_text(self) -> str:
+        """"slots 6/8": the requests in slots (mean over the window) of the slots there are."""
+        return f"slots {'—' if self.running is None else f'{self.running:.0f}'}/{self.slots}"
 
     @property
     def bound(self) -> str | None:
@@ -180,13 +179,12 @@ class BatchSteps:
     def short_text(self) -> str:
         """The narrow panel's: "slots 6/8 · host 0.96/1.20 ms · host-bound" (the host's time
         of the step's period)."""
-        running = "—" if self.running is None else f"{self.running:.0f}"
         if self.host_ms is None or self.period_ms is None:
-            return f"slots {running}/{self.slots}"
+            return self._slots_text()
         if not self.on_gpu:
-            return f"slots {running}/{self.slots} · {self.period_ms:.2f} ms a step"
-        return (f"slots {running}/{self.slots} · host {self.host_ms:.2f}/"
-                f"{self.period_ms:.2f} ms · {self.bound}-bound")
+            return f"{self._slots_text()} · {self.period_ms:.2f} ms a step"
+        return (f"{self._slots_text()} · host {self.host_ms:.2f}/{self.period_ms:.2f} ms · "
+                f"{self.bound}-bound")
 
     @property
     def joins_lead(self) -> bool:
@@ -196,14 +194,14 @@ class BatchSteps:
     def text(self) -> str:
         """One line for the panels and the doctor: slots in use, the captured sizes, host
         time against the step period."""
-        running = "—" if self.running is None else f"{self.running:.0f}"
         graphs = (f" · graphs {self.captured[0]}…{self.captured[-1]}" if self.captured
                   else " · no CUDA graphs")
+        joins = f" (joins {self.join_ms:.2f})" if self.join_ms else ""
         times = ("" if self.host_ms is None or self.period_ms is None
                  else f" · {self.period_ms:.2f} ms a step" if not self.on_gpu else
-                 f" · {self._host_text()} of a {self.period_ms:.2f} ms step"
+                 f" · host {self.host_ms:.2f} ms{joins} of a {self.period_ms:.2f} ms step"
                  f" ({self.bound}-bound)")
-        return f"slots {running}/{self.slots}{graphs}{times}"
+        return f"{self._slots_text()}{graphs}{times}"
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,4 @@ def cause_moves(a: SegmentDiagnosis, b: SegmentDiagnosis) -> list[str]:
     moves.sort(reverse=True)
     lines.append("  moved: " + ("; ".join(text for _, text in moves) if moves else
                                 f"no cause moved {MOVED_PP:.0f} points or more"))
-    lines.append(f"  A: {a.verdict}")
-    lines.append(f"  B: {b.verdict}")
-    return lines
+    return lines + [f"  A: {a.verdict}", f"  B: {b.verdict}"]

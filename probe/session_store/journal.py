@@ -112,15 +112,14 @@ class JournaledSession(Session):
             writer.write, self.accounts,
             every_s=ACCOUNTS_EVERY_S if accounts_every_s is None else accounts_every_s)
         writer.before_close(self._accounts.write)
+        earlier = restored or SessionData()
         # what earlier engines counted: this engine's energy and ledger count from zero
-        self._earlier_energy = dict(restored.energy) if restored else {}
-        self._earlier_ledger = ({(e.config_id, e.function, e.key): e
-                                 for e in restored.compile_ledger} if restored else {})
+        self._earlier_energy = dict(earlier.energy)
+        self._earlier_ledger = {(e.config_id, e.function, e.key): e for e in earlier.compile_ledger}
         self._guard = threading.Lock()
-        self._earlier_breaks = restored.breaks if restored else ()
-        self._known_configs = set(restored.configs) if restored else set()
-        self._written_breaks: tuple[GraphBreakRecord, ...] = self._earlier_breaks
-        self._written_pools: dict[str, KVPool] = dict(restored.kv_pools) if restored else {}
+        self._earlier_breaks = self._written_breaks = earlier.breaks
+        self._known_configs = set(earlier.configs)
+        self._written_pools: dict[str, KVPool] = dict(earlier.kv_pools)
         if restored is not None:
             self.restore(restored)
             self._accounts.seen(self.accounts())

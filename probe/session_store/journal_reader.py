@@ -36,10 +36,9 @@ from probe.session_store.journal import CONTEXT_SECTIONS, Dispatch
 from probe.session_store.record_ranges import CONTEXT, MAX_SESSION_S, context_problem
 from probe.session_store.snapshot import checked_item, session_data, snapshot_document
 
+# the kinds `_add` takes into a section as they are ("record" is read_journal's own: by seq)
 _RECORD_KINDS: dict[str, tuple[str, type]] = {
-    "record": ("requests", RequestRecord), "compile_event": ("compile_events", CompileEvent),
-    "notice": ("notices", Notice)}
-
+    "compile_event": ("compile_events", CompileEvent), "notice": ("notices", Notice)}
 
 
 @dataclass(frozen=True)
@@ -125,7 +124,6 @@ def read_journal(path: str) -> Journal | None:
     header_line = 0
     dispatches: list[Dispatch] = []
     unreadable: list[tuple[int, str]] = []
-    repeated: list[tuple[int, str]] = []
     seen = _Seen()
     try:
         # O_NONBLOCK: a FIFO given as a journal is refused below, not waited on
@@ -142,19 +140,17 @@ def read_journal(path: str) -> Journal | None:
                     if kind == "session":
                         header, header_line = _header(value), number
                     elif kind == "dispatch":
-                        dispatch = _dispatch(value)
-                        if seen.first(number, "dispatch", dispatch.seq, repeated):
+                        dispatch = checked_item(Dispatch, _object(value, kind), kind)
+                        if seen.first(number, kind, dispatch.seq):
                             dispatches.append(dispatch)
                     elif kind == "record":
                         record = _record(value)
-                        if seen.first(number, "record", record.seq, repeated,
-                                      f" (id {shown(record.id)})"):
+                        if seen.first(number, kind, record.seq, f" (id {shown(record.id)})"):
                             sections["requests"].append(value)
                     elif kind == "compile_event":
                         _add(sections, kind, value)
                         exact = json.dumps(value, sort_keys=True)
-                        if not seen.first(number, "compile_event", exact, repeated,
-                                          f" {shown(value.get('compile_id'))}"):
+                        if not seen.first(number, kind, exact, f" {shown(value.get('compile_id'))}"):
                             sections["compile_events"].pop()
                     elif kind == "config":
                         conflict = seen.declared(number, *_config_line(value))
@@ -184,7 +180,7 @@ def read_journal(path: str) -> Journal | None:
             unreadable.append((header_line, f"session header: {section}.{problem}"))
             del context[section]
     return Journal(path, float(header["started_unix"]), MappingProxyType(context), data,
-                   tuple(dispatches), tuple(sorted(unreadable)), tuple(repeated))
+                   tuple(dispatches), tuple(sorted(unreadable)), tuple(seen.repeated))
 
 
 class _Refused(Exception):
@@ -199,16 +195,16 @@ class _Seen:
     def __init__(self) -> None:
         self._at: dict[tuple[str, object], int] = {}
         self._configs: dict[str, tuple[int, OptConfig]] = {}
+        self.repeated: list[tuple[int, str]] = []       # (line number, what) kept once
 
-    def first(self, number: int, kind: str, key: object, repeated: list[tuple[int, str]],
-              named: str = "") -> bool:
+    def first(self, number: int, kind: str, key: object, named: str = "") -> bool:
         """True for the first line of `key`; a later one is said in `repeated`."""
         first = self._at.setdefault((kind, key), number)
         if first == number:
             return True
         what = f"seq {key}" if isinstance(key, int) else "the same event"
-        repeated.append((number, f"{kind} {what}{named} written again (first on line "
-                                 f"{first}): kept once"))
+        self.repeated.append((number, f"{kind} {what}{named} written again (first on line "
+                                      f"{first}): kept once"))
         return False
 
     def declared(self, number: int, config_id: str, options: OptConfig) -> str | None:
@@ -236,10 +232,6 @@ def _config_line(value: Any) -> tuple[str, OptConfig]:
     config_id = _key(value, "config_id", "config")
     data = session_data({"configs": {config_id: value}}, source="config")   # its options
     return config_id, data.configs[config_id].options
-
-
-def _dispatch(value: Any) -> Dispatch:
-    return checked_item(Dispatch, _object(value, "dispatch"), "dispatch")   # record_ranges
 
 
 def _header(value: Any) -> dict[str, Any]:
@@ -294,11 +286,7 @@ def _add(sections: dict[str, Any], kind: str, value: Any) -> None:
         sections["configs"].setdefault(config_id, value)     # the first (read_journal: alike)
     elif kind in _RECORD_KINDS:
         section, cls = _RECORD_KINDS[kind]
-        value = _object(value, kind)
-        if cls is RequestRecord:
-            _record(value)
-        else:
-            checked_item(cls, value, kind)
+        checked_item(cls, _object(value, kind), kind)
         sections[section].append(value)
     elif kind == "graph_breaks":
         if type(value) is not list:
@@ -342,16 +330,14 @@ def _drop_unknown_configs(sections: dict[str, Any], unreadable: list[tuple[int, 
     for section in ("requests", "compile_events"):
         kept = [r for r in sections[section]
                 if r.get("config_id") is None or r.get("config_id") in known]
-        for _ in range(len(sections[section]) - len(kept)):
-            unreadable.append((0, f"{section[:-1]}: names a config no line declares"))
+        unreadable += [(0, f"{section[:-1]}: names a config no line declares")] * (
+            len(sections[section]) - len(kept))
         sections[section] = kept
     breaks = sections["graph_breaks"]
     sections["graph_breaks"] = [b for b in breaks if b.get("config_id") in known]
     for section in ("energy", "kv_pools"):
-        unknown = [c for c in sections[section] if c not in known]
-        for config_id in unknown:
-            unreadable.append((0, f"{section}.{shown(config_id)}: names a config no line "
-                                  f"declares"))
+        unreadable += [(0, f"{section}.{shown(c)}: names a config no line declares")
+                       for c in sections[section] if c not in known]
         sections[section] = {c: e for c, e in sections[section].items() if c in known}
     sections["compile_ledger"] = {g: e for g, e in sections["compile_ledger"].items()
                                   if g[0] in known}
@@ -386,6 +372,5 @@ def save_from_journal(journal_path: str, out: str | os.PathLike, end: EngineExit
     journal = read_journal(journal_path)
     if journal is None:
         raise BadInput("the engine ended before its session began: nothing to save")
-    if not serving:
-        end = end or EngineExit(time.time(), None, "not running")
-    return write_json_atomic(out, journal.document(None if serving else end))
+    ended = None if serving else end or EngineExit(time.time(), None, "not running")
+    return write_json_atomic(out, journal.document(ended))

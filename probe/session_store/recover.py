@@ -22,19 +22,15 @@ def recover(journal_path: str, out: str) -> str:
     """Write OUT; returns the line that says what it holds."""
     check_output_file(out, "-o", inputs=(journal_path,))
     with OutputLock(out, "-o"):     # one writer per output, as every --out
-        return _recover(journal_path, out)
-
-
-def _recover(journal_path: str, out: str) -> str:
-    journal = read_journal(journal_path)
-    if journal is None:
-        raise BadInput(f"session journal {journal_path}: the run ended before its session "
-                          f"began (no header): nothing to recover")
-    ended = EngineExit(os.stat(journal_path).st_mtime, None, RECOVERED)
-    document = journal.document(ended)
-    # what infertop's own readers refuse is never written (the lines were checked one by one)
-    saved_session(document, f"session journal {journal_path} (recovered)")
-    path = write_json_atomic(out, document)
+        journal = read_journal(journal_path)
+        if journal is None:
+            raise BadInput(f"session journal {journal_path}: the run ended before its session "
+                           f"began (no header): nothing to recover")
+        ended = EngineExit(os.stat(journal_path).st_mtime, None, RECOVERED)
+        document = journal.document(ended)
+        # what infertop's own readers refuse is never written (the lines were checked one by one)
+        saved_session(document, f"session journal {journal_path} (recovered)")
+        path = write_json_atomic(out, document)
     records = document["requests"]
     failed = sum(1 for r in records if r.get("error"))
     served = len(records) - failed

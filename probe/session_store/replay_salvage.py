@@ -5,6 +5,7 @@ summary and `wrote` line the run itself prints. Torch-free: the parent never imp
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -58,9 +59,7 @@ def salvage_replay(stopped: Stopped, out: str) -> int:
         print(f"infertop: error: --out {out}: cannot write: {exc.strerror or exc}; "
               + kept_in(journal_path, len(journal.data.records)), file=sys.stderr)
         return 1
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(journal_path)
-    except OSError:
-        pass
     print(outcome(records, True, stopped.signum).summary(path))
     return status

@@ -112,6 +112,7 @@ SECTIONS: dict[str, type] = {
     "compile_ledger": list, "live": dict}
 RECORD_SECTIONS = (("requests", RequestRecord), ("compile_events", CompileEvent),
                    ("graph_breaks", GraphBreakRecord), ("notices", Notice))
+KEYED_SECTIONS = (("kv_pools", KVPool), ("batch_steps", BatchSteps), ("energy", ConfigEnergy))
 OPTION_NAMES = frozenset(f.name for f in fields(OptConfig))
 MAX_SAVED_INT = 2 ** 53
 # read_text refused undecodable bytes, so a parsed string holds a surrogate only from a
@@ -164,12 +165,9 @@ def session_data(document: dict[str, Any], source: str = "snapshot", *,
             for section, cls in RECORD_SECTIONS)
         references = {key(rid): _value(tokens, tuple[int, ...], f"reference_tokens.{rid}")
                       for rid, tokens in document.get("reference_tokens", {}).items()}
-        pools = {key(cid): _build(KVPool, raw, f"kv_pools.{cid}", clean)
-                 for cid, raw in document.get("kv_pools", {}).items()}
-        steps = {key(cid): _build(BatchSteps, raw, f"batch_steps.{cid}", clean)
-                 for cid, raw in document.get("batch_steps", {}).items()}
-        energy = {key(cid): _build(ConfigEnergy, raw, f"energy.{cid}", clean)
-                  for cid, raw in document.get("energy", {}).items()}
+        pools, steps, energy = ({key(cid): _build(cls, raw, f"{section}.{cid}", clean)
+                                 for cid, raw in document.get(section, {}).items()}
+                                for section, cls in KEYED_SECTIONS)
         ledger = tuple(_build(LedgerEntry, raw, f"compile_ledger[{index}]", clean)
                        for index, raw in enumerate(document.get("compile_ledger", [])))
     except _ShapeError as exc:
@@ -191,39 +189,33 @@ def saved_session(document: dict[str, Any], source: str = "snapshot", *,
     negative count). Every reader of a session uses this one check: `snapshot show|compare|
     export`, `doctor`, `--load`, the charts; `snapshot recover` skips the lines it refuses."""
     data = session_data(document, source, for_terminal=for_terminal)
-    known = data.configs
-    shown_ids = ", ".join(known) or "none"
+    refused = f"{source}: not an infertop session:"
+
+    def check(where: str, config_id: str | None, item: Any, named: str = "") -> None:
+        if config_id is not None and config_id not in data.configs:
+            named = named or f"{where}.config_id {shown(config_id)}"
+            raise BadInput(f"{refused} {named} is not one of the session's configs "
+                           f"({', '.join(data.configs) or 'none'})")
+        problem = problem_of(item)
+        if problem is not None:
+            raise BadInput(f"{refused} {where}.{problem}")
+
     groups: tuple[tuple[str, Sequence[Any]], ...] = (
         ("requests", data.records), ("compile_events", data.events), ("graph_breaks", data.breaks),
         ("notices", data.notices), ("compile_ledger", data.compile_ledger))
     for section, items in groups:
         for index, item in enumerate(items):
-            config_id = getattr(item, "config_id", None)
-            if config_id is not None and config_id not in known:
-                raise BadInput(f"{source}: not an infertop session: {section}[{index}]."
-                                  f"config_id {shown(config_id)} is not one of the "
-                                  f"session's configs ({shown_ids})")
-            problem = problem_of(item)
-            if problem is not None:
-                raise BadInput(f"{source}: not an infertop session: {section}[{index}]."
-                                  f"{problem}")
+            check(f"{section}[{index}]", getattr(item, "config_id", None), item)
     keyed: tuple[tuple[str, Mapping[str, Any]], ...] = (
         ("kv_pools", data.kv_pools), ("batch_steps", data.batch_steps), ("energy", data.energy))
     for section, by_config in keyed:     # as the compile ledger: a config the session declares
         for config_id, item in by_config.items():
-            if config_id not in known:
-                raise BadInput(f"{source}: not an infertop session: {section}."
-                               f"{shown(config_id)} is not one of the session's configs "
-                               f"({shown_ids})")
-            problem = problem_of(item)
-            if problem is not None:
-                raise BadInput(f"{source}: not an infertop session: {section}.{config_id}."
-                               f"{problem}")
+            check(f"{section}.{config_id}", config_id, item, f"{section}.{shown(config_id)}")
     saved_live_parts(document, source)      # the doctor's and the dashboard's: every reader's
     for section in CONTEXT:     # where and how it ran (the section's type: read_document)
         problem = context_problem(section, document.get(section) or {})
         if problem is not None:
-            raise BadInput(f"{source}: not an infertop session: {section}.{problem}")
+            raise BadInput(f"{refused} {section}.{problem}")
     return data
 
 
@@ -292,9 +284,12 @@ def _plan(cls: type, clean: Callable[[str], str] | None
                   f.default is MISSING and f.default_factory is MISSING) for f in fields(cls))
 
 
+@functools.lru_cache(maxsize=None)
 def _acceptor(hint: Any, clean: Callable[[str], str] | None) -> Callable[[Any], Any]:
-    """A function returning the value as the record holds it (lists as tuples), or _REFUSED:
-    the same rule as `_value`, for the types JSON produces (so `type(v) is int` excludes bool)."""
+    """A function returning the value as the record holds it (lists as tuples), or _REFUSED.
+    The one rule for a value of the types JSON produces (so `type(v) is int` excludes bool): a
+    whole number is a number too, bounded (larger is no count or byte size, and overflows
+    numpy's int64); NaN and infinities are not figures."""
     kinds = _kinds(hint)
     if any(typing.get_origin(kind) is tuple or is_dataclass(kind) for kind in kinds):
         return lambda value: _tuple_or_refused(value, hint)
@@ -343,17 +338,9 @@ def _value(value: Any, hint: Any, where: str) -> Any:
         elif is_dataclass(kind) and isinstance(kind, type):
             if type(value) is dict:    # a value inside a record (EnergyPhases): its fields
                 return _build(kind, value, where)
-        elif _is(value, kind):
+        elif _acceptor(kind, None)(value) is not _REFUSED:
             return value
     raise _ShapeError(f"{where}: expected {_describe(hint)}, got {shown(value)}")
-
-
-def _is(value: Any, kind: Any) -> bool:
-    if kind is float:  # a whole number is a number too; NaN and infinities are not figures
-        return _is(value, int) or (isinstance(value, float) and math.isfinite(value))
-    if kind is int:  # bounded: larger is no count or byte size, and overflows numpy's int64
-        return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_SAVED_INT
-    return isinstance(value, kind)
 
 
 def _describe(hint: Any) -> str:

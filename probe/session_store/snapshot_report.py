@@ -6,8 +6,10 @@ are computed), so a snapshot written by an older infertop reads the same as a ne
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+from collections import Counter
 from dataclasses import fields
 from typing import Callable
 
@@ -117,24 +119,16 @@ def served_precisions(data: SessionData) -> str:
     """What the session's requests were served in, most first: "fp32 180 req · bf16 20 req"
     (the model's dtype when it was saved says only what the last config loaded). Served
     requests only: a failed or lost one was served in nothing ("· 22 failed" says them)."""
-    counts: dict[str, int] = {}
+    counts = Counter(entry.options.precision if entry else "?" for entry in
+                     (data.configs.get(r.config_id) for r in data.records if r.ok))
     failed = sum(not r.ok for r in data.records)
-    for record in (r for r in data.records if r.ok):
-        entry = data.configs.get(record.config_id)
-        precision = entry.options.precision if entry else "?"
-        counts[precision] = counts.get(precision, 0) + 1
-    parts = [f"{name} {count:,} req" for name, count in
-             sorted(counts.items(), key=lambda item: -item[1])]
+    parts = [f"{name} {count:,} req" for name, count in counts.most_common()]
     return " · ".join(parts + ([f"{failed:,} failed"] if failed else []))
 
 
 def _header(path: str, document: dict, data: SessionData | None = None) -> list[str]:
-    def model(key: str) -> object:
-        return _field(document, "model", key)
-
-    def env(key: str) -> object:
-        return _field(document, "environment", key)
-
+    model = functools.partial(_field, document, "model")
+    env = functools.partial(_field, document, "environment")
     parameters = model("parameters")
     # an imported session was served by another tool's server: infertop's precision is not it
     served = (served_precisions(data) if data is not None and data.records
@@ -161,14 +155,18 @@ def show(path: str) -> str:
     if not segments:
         return "\n".join(lines + ["", "no configs were served in this session"]
                          + imported_lines(document))
+    energy = any(s.energy is not None and s.energy.j_per_token is not None for s in segments)
+    # beside throughput: J/token where a counter was read, the SLO's figures where it has one
     columns = ["config", "requests", "failed", "p50", "p95", "p99", "warm", "warm p50",
-               "warm p95", "ttft p50", "tpot p50", "warm tpot",
-               "tokens/s", "compiles", "recompiles", "compile", "breaks", "graphs", "KV peak",
-               "padding"]
+               "warm p95", "ttft p50", "tpot p50", "warm tpot", "tokens/s",
+               *(["J/token"] if energy else []),
+               *(["goodput", "good tok/s", "attained"] if data.slo else []),
+               "compiles", "recompiles", "compile", "breaks", "graphs", "KV peak", "padding"]
     rows = []
     chain = cold_chain(data.records, data.events)
     for s in segments:
         warm = s.warm.latency_ms if s.warm else None
+        j = None if s.energy is None else s.energy.j_per_token
         rows.append([s.config_id, s.requests, s.failed, fmt_ms(s.latency_ms.p50),
                      fmt_ms(s.latency_ms.p95), fmt_ms(s.latency_ms.p99),
                      s.warm.requests if s.warm else NO_DATA, fmt_ms(warm.p50 if warm else None),
@@ -176,21 +174,12 @@ def show(path: str) -> str:
                      fmt_ms(s.tpot_ms.p50),
                      fmt_ms(config_tpot(data.records, data.events, s.config_id, None,
                                         chain).tpot_ms),
-                     fmt_num(s.tokens_per_s, 1), s.compiles,
-                     s.recompiles, fmt_s(s.compile_s), s.graph_breaks, s.graphs,
+                     fmt_num(s.tokens_per_s, 1),
+                     *([NO_DATA if j is None else f"{j:.3g}"] if energy else []),
+                     *([fmt_num(s.goodput_rps, 2), fmt_num(s.goodput_tokens_per_s, 1),
+                        fmt_fraction(s.slo_attainment)] if data.slo else []),
+                     s.compiles, s.recompiles, fmt_s(s.compile_s), s.graph_breaks, s.graphs,
                      fmt_bytes(s.kv_cache_peak_bytes), fmt_fraction(s.padding_waste)])
-    if data.slo:       # beside throughput
-        at = columns.index("tokens/s") + 1
-        columns[at:at] = ["goodput", "good tok/s", "attained"]
-        for row, s in zip(rows, segments):
-            row[at:at] = [fmt_num(s.goodput_rps, 2), fmt_num(s.goodput_tokens_per_s, 1),
-                        fmt_fraction(s.slo_attainment)]
-    if any(s.energy is not None and s.energy.j_per_token is not None for s in segments):
-        at = columns.index("tokens/s") + 1
-        columns.insert(at, "J/token")
-        for row, s in zip(rows, segments):
-            j = None if s.energy is None else s.energy.j_per_token
-            row.insert(at, NO_DATA if j is None else f"{j:.3g}")
     lines += ["", text_table(columns, rows),
               "  warm: requests that waited on no compile, directly or queued behind one "
               "(docs/steady-state.md); warm tpot: the TPOT p50 the latency panel and the "
@@ -253,21 +242,20 @@ def _pairs(a: SessionData, b: SessionData):
     sa, sb = session_segments(a), session_segments(b)
     if len(sa) == 1 and len(sb) == 1:
         return [(sa[0], sb[0])], [], [], "the only config of each session"
-    by_options = {a.configs[s.config_id].options: s for s in sa if s.config_id in a.configs}
-    pairs, only_b = [], []
-    matched = set()
-    for s in sb:
-        options = b.configs[s.config_id].options if s.config_id in b.configs else None
-        if options in by_options:
-            pairs.append((by_options[options], s))
-            matched.add(by_options[options].config_id)
-        else:
-            only_b.append(s)
+    by_options = {_options(a, s): s for s in sa if s.config_id in a.configs}
+    pairs = [(by_options[options], s) for s in sb if (options := _options(b, s)) in by_options]
+    matched = {first.config_id for first, _ in pairs}
     only_a = [s for s in sa if s.config_id not in matched]
+    only_b = [s for s in sb if _options(b, s) not in by_options]
     if not pairs and sa and sb:
         n = min(len(sa), len(sb))
         return list(zip(sa[:n], sb[:n])), sa[n:], sb[n:], "paired in order of use (no config served by both)"
     return pairs, only_a, only_b, "configs with the same options"
+
+
+def _options(data: SessionData, segment: SegmentStats) -> OptConfig | None:
+    entry = data.configs.get(segment.config_id)
+    return entry.options if entry else None
 
 
 def _option_diff(a: OptConfig | None, b: OptConfig | None) -> list[str]:
@@ -359,11 +347,9 @@ def compare(path_a: str, path_b: str) -> str:
     lines.append(f"compared: {how}")
     doctor_a, doctor_b = _doctor(doc_a, a, path_a), _doctor(doc_b, b, path_b)
     for sa, sb in pairs:
-        oa = a.configs[sa.config_id].options if sa.config_id in a.configs else None
-        ob = b.configs[sb.config_id].options if sb.config_id in b.configs else None
         lines += ["", f"A {sa.config_id} [{_label(a, sa.config_id, doc_a)}]  vs  "
                       f"B {sb.config_id} [{_label(b, sb.config_id, doc_b)}]"]
-        differences = _option_diff(oa, ob)
+        differences = _option_diff(_options(a, sa), _options(b, sb))
         if imported_label(doc_a, sa.config_id) or imported_label(doc_b, sb.config_id):
             differences = ["not comparable: an imported side was served by another tool's "
                            "server, its queue, compile and KV figures unmeasured (0)"]
@@ -374,8 +360,7 @@ def compare(path_a: str, path_b: str) -> str:
         da, db = doctor_a.segment(sa.config_id), doctor_b.segment(sb.config_id)
         if da is not None and db is not None:
             lines += cause_moves(da, db)
-    for s in only_a:
-        lines.append(f"only in A: {s.config_id} [{_label(a, s.config_id, doc_a)}]")
-    for s in only_b:
-        lines.append(f"only in B: {s.config_id} [{_label(b, s.config_id, doc_b)}]")
+    for side, data, document, only in (("A", a, doc_a, only_a), ("B", b, doc_b, only_b)):
+        lines += [f"only in {side}: {s.config_id} [{_label(data, s.config_id, document)}]"
+                  for s in only]
     return "\n".join(lines)

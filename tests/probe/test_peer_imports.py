@@ -17,9 +17,9 @@ from probe.analysis.diagnosis import context_from_document
 from probe.analysis.session_diagnosis import diagnose_session
 from probe.common.errors import BadInput, TraceError
 from probe.session_store.peer_imports import import_peer_file, read_peer_file
-from probe.session_store.peer_imports.agreement import agreement
 from probe.session_store.snapshot import read_document, saved_session
 from probe.session_store.snapshot_report import compare, show
+from tools.peer_agreement import agreement
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "peers"
 FUZZ = settings(max_examples=40, deadline=None,

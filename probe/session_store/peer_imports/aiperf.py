@@ -67,10 +67,7 @@ def read_records(path: Path, lines: list[str], source: str) -> PeerFile:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            raw = parse_json(line)
-        except JsonProblem as exc:
-            raise at.refuse(f"line {number}", str(exc)) from None
+        raw = _parse(at, line, f"line {number}")
         phase = at.obj(raw, f"line {number}").get("metadata", {})
         if type(phase) is dict and phase.get("benchmark_phase") == "warmup":
             skipped["warmup"] = skipped.get("warmup", 0) + 1
@@ -108,15 +105,13 @@ def _parse(at: Where, text: str, where: str) -> Any:
 
 def _request(at: Where, raw: dict[str, Any], where: str) -> PeerRequest:
     meta = at.obj(at.key(raw, "metadata", where), f"{where}.metadata")
-    metrics = raw.get("metrics") or {}
-    metrics = at.obj(metrics, f"{where}.metrics")
+    metrics = at.obj(raw.get("metrics") or {}, f"{where}.metrics")
     start_ns = at.number(at.key(meta, "request_start_ns", f"{where}.metadata"),
                          f"{where}.metadata.request_start_ns", high=1e20)
     at.number(at.key(meta, "request_end_ns", f"{where}.metadata"),   # checked; its span
               f"{where}.metadata.request_end_ns", low=start_ns, high=1e20)   # is taken below
-    request_id = at.optional_text(meta.get("x_request_id"), f"{where}.metadata.x_request_id")
-    session = meta.get("session_num")
-    request_id = request_id or f"aiperf-{at.count(session, f'{where}.metadata.session_num')}"
+    request_id = at.optional_text(meta.get("x_request_id"), f"{where}.metadata.x_request_id") \
+        or f"aiperf-{at.count(meta.get('session_num'), f'{where}.metadata.session_num')}"
 
     def duration(name: str) -> float | None:
         metric = metrics.get(name)

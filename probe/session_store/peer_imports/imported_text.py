@@ -75,12 +75,10 @@ def _grouped(figures: list[dict[str, Any]]) -> dict[str, tuple[list[str], str]]:
         metric, _, stat = name.rpartition(".")
         if not metric:
             metric, stat = name, ""
-        if stat and stat not in STATS:
-            groups.setdefault(metric, ([], _text(figure.get("means") or "")))
-            continue
-        value = f"{_number(figure.get('value'))} {_text(figure.get('unit'))}"
         stats, _ = groups.setdefault(metric, ([], _text(figure.get("means") or "")))
-        stats.append(f"{stat} {value}" if stat else value)
+        if not stat or stat in STATS:
+            value = f"{_number(figure.get('value'))} {_text(figure.get('unit'))}"
+            stats.append(f"{stat} {value}" if stat else value)
     return {name: entry for name, entry in groups.items() if entry[0]}
 
 
@@ -96,6 +94,6 @@ def imported_label(document: dict[str, Any], config_id: str) -> str | None:
     section = _section(document)
     runs = section.get("runs") if section else None
     run = runs.get(config_id) if isinstance(runs, dict) else None
-    if not isinstance(run, dict):
+    if not isinstance(run, dict) or section is None:
         return None
-    return f"{_text(section.get('tool'))} {_text(run.get('name'))}" if section else None
+    return f"{_text(section.get('tool'))} {_text(run.get('name'))}"

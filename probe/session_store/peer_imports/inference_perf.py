@@ -80,10 +80,8 @@ def _request(at: Where, raw: Any, where: str) -> PeerRequest:
     item = at.obj(raw, where)
     start = at.number(at.key(item, "start_time", where), f"{where}.start_time", high=1e13)
     end = at.number(at.key(item, "end_time", where), f"{where}.end_time", low=start, high=1e13)
-    info = item.get("info") or {}
-    info = at.obj(info, f"{where}.info")
-    response = info.get("response_metrics") or {}
-    response = at.obj(response, f"{where}.info.response_metrics")
+    info = at.obj(item.get("info") or {}, f"{where}.info")
+    response = at.obj(info.get("response_metrics") or {}, f"{where}.info.response_metrics")
     metrics = at.obj(info.get("request_metrics") or {}, f"{where}.info.request_metrics")
     text = at.obj(metrics.get("text") or {}, f"{where}.info.request_metrics.text")
     input_tokens = text.get("input_tokens", info.get("input_tokens"))

@@ -1,4 +1,4 @@
-"""The join `make peer-check` makes (probe/session_store/peer_imports/agreement.py): the files
+"""The join `make peer-check` makes (tools/peer_agreement.py): the files
 AIPerf and guidellm wrote driving `infertop serve` against the session the server saved of
 the same requests (tests/fixtures/peers/), and the join recomputed here from the raw JSON
 without the importers."""
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from probe.session_store.peer_imports import read_peer_file
-from probe.session_store.peer_imports.agreement import agreement, agreement_table
 from probe.session_store.peer_imports.peer_run import PeerFile, PeerRequest, PeerRun
 from probe.session_store.snapshot import read_document, saved_session
+from tools.peer_agreement import agreement, agreement_table
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "peers"
 RUNS = {"aiperf": FIXTURES / "aiperf" / "profile_export.jsonl",
