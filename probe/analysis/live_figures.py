@@ -99,14 +99,13 @@ def kv_status(records: tuple[RequestRecord, ...], window: tuple[RequestRecord, .
 
 
 def batch_status(mode: str, max_batch: int, window: tuple[RequestRecord, ...],
-                 kv: KVStatus, steps: BatchSteps | None = None) -> BatchStatus:
+                 steps: BatchSteps | None = None) -> BatchStatus:
     ok = [r for r in window if r.ok]
     return BatchStatus(steps=steps if mode == "continuous" else None,
         mode=mode, max_batch=max_batch if mode != "off" else 1,
         occupancy_mean=summarize(r.batch_size for r in ok).mean,
         occupancy_recent=tuple(r.batch_size for r in ok[-60:]),
-        padding_waste=padding_waste(ok), per_slot_bytes=kv.per_request_p95_bytes,
-        headroom_slots=kv.headroom_requests)
+        padding_waste=padding_waste(ok))
 
 
 def build_live(data: SessionData, *, t_s: float, model: str, device: str, options: OptConfig,
@@ -144,7 +143,7 @@ def build_live(data: SessionData, *, t_s: float, model: str, device: str, option
         compiling_request=compiling_request, graph_breaks=data.breaks,
         device_sample=device_sample, kv=kv, replay=replay,
         notices=data.notices[-20:], read_only=read_only, bucket_edges=bucket_edges,
-        batch=batch_status(options.batching, max_batch, window, kv,
+        batch=batch_status(options.batching, max_batch, window,
                            data.batch_steps.get(config_id)), compiling=compiling,
         roofline=roofline, break_even=break_even_status(data, options, config_id),
         requested_options=requested_options, options_pending=options_pending,

@@ -68,8 +68,6 @@ class BatchStatus:
     occupancy_mean: float | None = None     # mean rows decoded together, over the window
     occupancy_recent: tuple[float, ...] = ()  # per request, oldest first (for a sparkline)
     padding_waste: float | None = None      # padded input tokens that were padding, window
-    per_slot_bytes: int | None = None       # KV bytes one request/slot holds (window p95)
-    headroom_slots: int | None = None       # how many such slots free device memory holds
     steps: BatchSteps | None = None         # continuous: its recent steps (host against GPU)
 
 

@@ -251,7 +251,7 @@ def test_batching_shows_occupancy_padding_and_slots(stages):
     baseline = stages["baseline"]
     window = tuple(replace(r, batch_size=4.0, padded_tokens=r.input_tokens * 2)
                    for r in baseline.recent[-10:])
-    batch = batch_status("continuous", 8, window, baseline.kv)
+    batch = batch_status("continuous", 8, window)
     assert batch.occupancy_mean == 4.0 and batch.padding_waste == 0.5
     shown = replace(baseline, batch=batch, options=replace(baseline.options, batching="continuous"))
     detail = text(throughput_detail(shown), width=60)
