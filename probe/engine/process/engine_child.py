@@ -155,11 +155,6 @@ def _journal(engine, launch: EngineLaunch, earlier: Journal | None
     return writer, marks.carried
 
 
-def _journal_header(writer: JournalWriter, engine, launch: EngineLaunch,
-                    workload: PreparedWorkload) -> None:
-    write_header(writer, engine, workload, launch.trace_name)
-
-
 def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
            send: _Sender) -> None:
     """`workload`: the launch's, received over the pipe."""
@@ -207,7 +202,7 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
     engine.session.set_slo(launch.slo)
     speed, watch = _measure(engine, launch, workload, send)
     if writer is not None and earlier is None:   # measured first: the header has the roofline
-        _journal_header(writer, engine, launch, workload)
+        write_header(writer, engine, workload, launch.trace_name)
     replayer, loop = _replay(engine, launch, workload, speed, earlier, writer)
     if carried:     # served first: they arrived before anything the replayer dispatches now
         loop.carry(scheduled_again(carried, workload.trace, engine.clock))
