@@ -137,7 +137,6 @@ def _journal(engine, launch: EngineLaunch, earlier: Journal | None
     to the journal as it is made. A restarted engine marks how its predecessor ended: after a
     death it fails the requests it held; after a stop the dashboard asked for (x, a cut over)
     it returns them, to serve (restart_carry)."""
-
     marks = (restart_marks(earlier, launch.predecessor)
              if earlier is not None and launch.predecessor is not None else None)
     writer = JournalWriter(launch.journal_path)

@@ -361,7 +361,6 @@ class EngineClient:
         return save_from_journal(self.journal_path, path, self._ended, serving=serving)
 
     def stop(self) -> None:
-        """Shutdown, STOP_WAIT_S for the engine to end, then kill it: never an unbounded wait."""
         self.stop_side()
         process, conn, outbox = self._process, self._conn, self._outbox
         if process is None:
