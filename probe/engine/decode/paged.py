@@ -75,14 +75,11 @@ class BlockAllocator:
         self._reserved += blocks
         return True
 
-    def take(self, reserved: bool = True) -> int:
-        """One block, out of a reservation (or unreserved, when one is available)."""
-        if reserved:
-            if self._reserved <= 0:
-                raise RuntimeError("take() without a reservation")
-            self._reserved -= 1
-        elif self.available <= 0:
-            raise RuntimeError("KV block pool exhausted")
+    def take(self) -> int:
+        """One block, out of a reservation."""
+        if self._reserved <= 0:
+            raise RuntimeError("take() without a reservation")
+        self._reserved -= 1
         return self._free.pop()
 
     def release(self, blocks: list[int], unreserve: int = 0) -> None:
