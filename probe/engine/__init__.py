@@ -13,8 +13,8 @@ Layered, each layer importing only those below it (tests/test_import_graph.py ke
   `peer_process`);
 - `decode/`: the decode paths and KV caches the switchboard chooses between (HF generate, the
   static loop, batching slots, paged KV, int8);
-- `measure/` (the machine and the step: bandwidth, the step's roofline, timing, kernel
-  profiles) and `observe/` (what the engine reads about itself: compile events and stages,
-  guards, CUDA graphs, device load, the CPU of its process tree);
+- `measure/` (the machine and the step: bandwidth, the step's roofline, timing) and `observe/`
+  (what the engine reads about itself: compile events and stages, guards, CUDA graphs, device
+  load, the CPU of its process tree);
 - `model/`: the model, its tokenizer, and a request as the engine sees it.
 """

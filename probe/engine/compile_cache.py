@@ -168,8 +168,6 @@ class CachedCompile:
         self._entries: dict[str, Any] = {}       # call signature → its artifact
         self._recent: list[Any] = []              # the same artifacts, last used first
         self._plain = False
-        self.loads = 0                    # how many signatures came from the store
-        self.compiles = 0                 # and how many were compiled (and saved)
 
     def __call__(self, *args: Any) -> Any:
         if self._plain:
@@ -205,7 +203,6 @@ class CachedCompile:
             with self._event(True, None):
                 loaded = self._load(path, args)
             if loaded is not None:
-                self.loads += 1
                 log.info("compile cache: %s loaded from %s in %.2f s", self.name, path.name,
                          time.perf_counter() - started)
                 return loaded
@@ -219,7 +216,6 @@ class CachedCompile:
                         "compiling it as usual, uncached", self.name, type(exc).__name__,
                         " ".join(str(exc).split())[:200])
             return None
-        self.compiles += 1
         try:
             write_entry(path, type(compiled).serialize(compiled).serialized_data)
         except Exception as exc:  # a cache that cannot be written costs the next start only

@@ -13,9 +13,8 @@ import torch
 
 from probe.contract.records import RequestRecord
 from probe.engine.call_errors import short_error
-from probe.engine.decode import kv_cache
 from probe.engine.decode.device_timeline import Fetch, Mark, Timeline, timeline_for
-from probe.engine.decode.kv_cache import KVBytes
+from probe.engine.decode.kv_cache import KVBytes, position_bytes
 from probe.engine.decode.paged import PagedBatcher
 from probe.engine.decode.result import DecodeResult
 from probe.engine.decode.step_times import StepTimes
@@ -267,11 +266,8 @@ class ContinuousScheduler:
         return finished
 
     def _slot_bytes(self, self_positions: int, cross_positions: int) -> int:
-        dims = self.engine.dims
-        return kv_cache.used_bytes_formula(
-            element_bytes=torch.finfo(self.batcher.dtype).bits // 8, heads=dims.heads,
-            d_kv=dims.d_kv, decoder_layers=dims.layers, self_positions=self_positions,
-            cross_positions=cross_positions)
+        per_position = position_bytes(self.engine.dims, self.batcher.dtype.itemsize)
+        return per_position * (self_positions + cross_positions)
 
     def _kv(self, slot: int, running: _Running, steps: int) -> KVBytes:
         """Held: the slot's whole region (static) or the blocks it holds (paged). Used: the
@@ -327,11 +323,7 @@ class ContinuousScheduler:
             if running in firsts:
                 firsts.remove(running)
             self.batcher.leave([slot])
-            self.engine.energy.settle_share(running.request.id, running.share_mark)
-            records.append(self.engine.make_record(
-                running.request, row=running.row, width=running.width,
-                start_s=running.start_s, config_id=self.config_id, batch=1, error=error,
-                energy=self.engine.energy.take(running.request.id)))
+            records.append(self._failed(running, error, batch=1))
         waiting = [w for w in self.waiting if w[0].id in request_ids]
         for item in waiting:
             self.waiting.remove(item)
@@ -352,15 +344,20 @@ class ContinuousScheduler:
         self.engine.commit(records)
         return records
 
+    def _failed(self, running: _Running, error: str, *, batch: int) -> RequestRecord:
+        """The record of a request that failed in its slot, its share of the steps' joules
+        settled."""
+        energy = self.engine.energy
+        energy.settle_share(running.request.id, running.share_mark)
+        return self.engine.make_record(running.request, row=running.row, width=running.width,
+                                       start_s=running.start_s, config_id=self.config_id,
+                                       batch=batch, error=error,
+                                       energy=energy.take(running.request.id))
+
     def _finish_all(self, error: str) -> list[RequestRecord]:
         """A failed step fails every running request and frees every slot, so the next join
         starts from a clean batcher."""
-        for r in self.running.values():
-            self.engine.energy.settle_share(r.request.id, r.share_mark)
-        records = [self.engine.make_record(r.request, row=r.row, width=r.width,
-                                           start_s=r.start_s, config_id=self.config_id,
-                                           batch=len(self.running), error=error,
-                                           energy=self.engine.energy.take(r.request.id))
+        records = [self._failed(r, error, batch=len(self.running))
                    for r in self.running.values()]
         self.batcher.leave(list(self.running))
         self.running.clear()

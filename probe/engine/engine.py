@@ -23,7 +23,7 @@ from probe.contract.records import EnergyPhases, Notice, RequestRecord, Roofline
 from probe.contract.session import Session
 from probe.contract.settings import EngineSettings
 from probe.engine.call_errors import is_compile_failure, short_error
-from probe.engine.decode.kv_cache import used_bytes_formula
+from probe.engine.decode.kv_cache import position_bytes
 from probe.engine.decode.result import DecodeResult
 from probe.engine.decode.slot_graphs import ladder, rows_for
 from probe.engine.decode.slot_sizing import SlotSizing, size_slots
@@ -36,12 +36,11 @@ from probe.engine.observe.energy_counter import EnergyReading, reset_active, set
 from probe.engine.observe.energy_ledger import EnergyLedger
 from probe.engine.observe.graph_timer import GraphTimer
 from probe.engine.session_swap import follow_session
-from probe.engine.switchboard import Switchboard, apply_tf32
+from probe.engine.switchboard import DTYPES, Switchboard, apply_tf32
 from workloads.buckets import bucket_for
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}   # the KV cache's element, per precision
 # What drift is measured against: the model as trained, nothing that changes its arithmetic.
 REFERENCE_OPTIONS = OptConfig(decode="fullgraph")
 
@@ -112,10 +111,8 @@ class Engine:
     def _size_slots(self, settings: EngineSettings) -> SlotSizing:
         """Batching's slots, sized once for fp32 (the widest element a config can switch to)."""
         free = torch.cuda.mem_get_info(self.device)[0] if self.device.type == "cuda" else None
-        position = used_bytes_formula(element_bytes=4, heads=self.dims.heads, d_kv=self.dims.d_kv,
-                                      decoder_layers=self.dims.layers, self_positions=1,
-                                      cross_positions=0)
-        return size_slots(device_type=self.device.type, free_bytes=free, position_bytes=position,
+        return size_slots(device_type=self.device.type, free_bytes=free,
+                          position_bytes=position_bytes(self.dims, 4),
                           max_input_tokens=settings.max_input_tokens,
                           max_new_tokens=settings.max_new_tokens, max_batch=settings.max_batch,
                           kv_budget_bytes=settings.kv_budget_bytes)
@@ -155,7 +152,7 @@ class Engine:
         Returns the number of shapes warmed."""
         if not self.options.compiled:
             return 0
-        shapes = self.bucket_edges or ()
+        shapes = self.bucket_edges
         if not shapes:
             self.notify("info", "prewarm without bucketing warms one shape; other lengths "
                                 "still compile when they first arrive")
@@ -195,10 +192,7 @@ class Engine:
         if self.bandwidth is None:
             return None
         nbytes, bandwidth = self.step_bytes(self.options), self.bandwidth.read_gb_s
-        dims = self.dims
-        per_position = used_bytes_formula(
-            element_bytes=ELEMENT_BYTES.get(self.options.precision, 4), heads=dims.heads,
-            d_kv=dims.d_kv, decoder_layers=dims.layers, self_positions=1, cross_positions=0)
+        per_position = position_bytes(self.dims, DTYPES[self.options.precision].itemsize)
         return RooflineStatus(precision=self.options.precision
                               + ("" if self.options.quant == "off" else f"+{self.options.quant}"),
                               step_bytes=nbytes, bandwidth_gb_s=bandwidth,
@@ -225,8 +219,7 @@ class Engine:
         while self._awaiting_reference and (limit is None or done < limit):
             request_id = next(iter(self._awaiting_reference))
             request = self._awaiting_reference.pop(request_id)
-            row = input_ids(request, self.loaded.tokenizer, self.loaded.model.config.vocab_size,
-                            self.settings.max_input_tokens)
+            row = self.row_for(request)
             ids, mask = pad_batch([row], len(row), self.dims.pad_token_id, self.device)
             self.probe.set_context(None, None)
             self.graph_timer.set_context(None)

@@ -67,8 +67,11 @@ class ServingLoop:
 
     @property
     def options_pending(self) -> bool:
-        """Options received and not applied yet (continuous batching drains its slots first)."""
-        return self._options_pending()
+        """Options received and not applied yet (continuous batching drains its slots first),
+        or a cut over asked for."""
+        with self._lock:
+            pending, swap = self._pending_options, self._pending_swap
+        return swap is not None or (pending is not None and pending != self.engine.options)
 
     @property
     def queue_depth(self) -> int:
@@ -188,7 +191,7 @@ class ServingLoop:
                     scheduler.free_slots and scheduler.active == 0):
                 # Requests already taken (waiting for KV blocks) are served whatever happens;
                 # new ones are taken only while the options stay.
-                room = 0 if self._options_pending() else scheduler.free_slots - len(
+                room = 0 if self.options_pending else scheduler.free_slots - len(
                     scheduler.waiting)
                 joiners = self._take_now(max(room, 0))
                 if not joiners and scheduler.active == 0 and not scheduler.waiting and room:
@@ -198,7 +201,7 @@ class ServingLoop:
                     self._finished(scheduler.join([self._engine_request(s) for s in joiners]))
             self._held = len(scheduler.waiting)
             if scheduler.active == 0:
-                if self._options_pending():
+                if self.options_pending:
                     return True
                 if self._replay_over():
                     return False
@@ -233,11 +236,6 @@ class ServingLoop:
 
     def _replay_over(self) -> bool:
         return self.replay_done.is_set() and self._queue.empty()
-
-    def _options_pending(self) -> bool:
-        with self._lock:
-            pending, swap = self._pending_options, self._pending_swap
-        return swap is not None or (pending is not None and pending != self.engine.options)
 
     def _finished(self, records: list[RequestRecord]) -> None:
         self.completed += sum(r.ok for r in records)

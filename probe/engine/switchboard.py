@@ -26,6 +26,7 @@ from probe.engine.decode.attention import set_attention
 from probe.engine.decode.batcher import Batcher
 from probe.engine.decode.continuous import SlotBatcher
 from probe.engine.decode.fused_qkv import fuse_qkv
+from probe.engine.decode.kv_cache import position_bytes
 from probe.engine.decode.paged import PagedBatcher
 from probe.engine.decode.result import DecodeResult
 from probe.engine.decode.static_loop import StaticGreedyDecoder
@@ -171,23 +172,14 @@ def inductor_arguments(options: OptConfig) -> dict:
     return {} if options.compile == "default" else {"mode": options.compile}
 
 
-def static_kv_bytes(model: T5Family, settings: EngineSettings,
-                    max_new_tokens: int) -> int:
-    """What the static layout holds for max_batch slots: the budget both layouts share."""
-    dims = DecoderDims.of(model)
-    element = torch.finfo(model.decoder.final_layer_norm.weight.dtype).bits // 8
-    per_position = 2 * dims.layers * dims.heads * dims.d_kv * element
-    return settings.max_batch * (max_new_tokens + settings.max_input_tokens) * per_position
-
-
-def paged_blocks(model: T5Family, settings: EngineSettings,
-                 max_new_tokens: int) -> int:
-    dims = DecoderDims.of(model)
-    element = torch.finfo(model.decoder.final_layer_norm.weight.dtype).bits // 8
-    block_bytes = (2 * dims.layers * dims.heads * settings.kv_block_tokens * dims.d_kv
-                   * element)
-    budget = settings.kv_budget_bytes or static_kv_bytes(model, settings, max_new_tokens)
-    return max(1, budget // block_bytes)
+def paged_blocks(model: T5Family, settings: EngineSettings, max_new_tokens: int) -> int:
+    """The pool's blocks: the KV budget, by default what the static layout holds for max_batch
+    slots (the budget both layouts share)."""
+    per_position = position_bytes(DecoderDims.of(model),
+                                  model.decoder.final_layer_norm.weight.dtype.itemsize)
+    static = settings.max_batch * (max_new_tokens + settings.max_input_tokens) * per_position
+    return max(1, (settings.kv_budget_bytes or static) // (settings.kv_block_tokens
+                                                            * per_position))
 
 
 def _sharing_weights(model: T5Family) -> T5Family:

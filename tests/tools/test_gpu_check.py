@@ -3,9 +3,9 @@ are read from its report, so what makes it exit 1 is tested here on made-up repo
 
 import torch
 
-from probe.engine.measure.kernel_profile import closer_bound
 from tools.gpu_check.check import judge_decode, main, memory_agrees, promises
 from tools.gpu_check.decode_matrix import matrix
+from tools.gpu_check.kernel_profile import closer_bound
 
 
 def test_without_a_gpu_it_says_so_and_writes_nothing(tmp_path, capsys):

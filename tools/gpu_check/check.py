@@ -109,7 +109,7 @@ def roofline(model: str, device: torch.device) -> dict:
 
 def judge_decode(decode: dict, roof: dict, floor_us: float) -> None:
     """Each config's bounds: its roofline and kernel floor, and which it is closer to."""
-    from probe.engine.measure.kernel_profile import closer_bound
+    from tools.gpu_check.kernel_profile import closer_bound
     for name, row in decode.items():
         precision = name.split()[1]
         roof_ms = roof["roofline_ms"][precision]
@@ -329,7 +329,7 @@ def _sigterm(args, device, report: dict, log, save, allowed_s: float | None) -> 
 
 
 def _decode(args, device, report: dict, log, save, allowed_s: float | None) -> None:
-    from probe.engine.measure.kernel_profile import kernel_floor_us
+    from tools.gpu_check.kernel_profile import kernel_floor_us
     started = time.monotonic()
     report["kernel_floor_us"] = floor = kernel_floor_us()
     report["roofline"] = roof = roofline(args.model, device)

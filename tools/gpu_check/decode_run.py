@@ -45,9 +45,9 @@ def config_options(args: argparse.Namespace) -> OptConfig:
 
 def run(args: argparse.Namespace) -> dict:
     from probe.engine.engine import Engine, EngineSettings
-    from probe.engine.measure.kernel_profile import profile_kernels
     from probe.engine.model.requests import EngineRequest
     from probe.engine.observe.cuda_graphs import census
+    from tools.gpu_check.kernel_profile import profile_kernels
 
     if args.blas != "default":      # an experiment of the check, not an option of the engine
         import torch

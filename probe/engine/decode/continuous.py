@@ -152,10 +152,14 @@ def view_cache(cache: EncoderDecoderCache, rows: int, positions: torch.Tensor
                 view.rows = layer.rows[:rows]
             viewed.layers.append(view)
         parts.append(viewed)
-    cut = EncoderDecoderCache(*parts)
-    for layer_idx in range(len(cache.self_attention_cache.layers)):
-        cut.is_updated[layer_idx] = True
-    return cut
+    return cross_filled(EncoderDecoderCache(*parts), len(cache.self_attention_cache.layers))
+
+
+def cross_filled(cache: EncoderDecoderCache, layers: int) -> EncoderDecoderCache:
+    """`cache`, every layer's cross-attention marked filled: T5 reads it and projects none."""
+    for layer_idx in range(layers):
+        cache.is_updated[layer_idx] = True
+    return cache
 
 
 def slot_index(slot_ids: list[int], device: torch.device) -> torch.Tensor:
@@ -165,19 +169,12 @@ def slot_index(slot_ids: list[int], device: torch.device) -> torch.Tensor:
     return host.to(device, non_blocking=True)
 
 
-class SlotBatcher:
-    """The tensors of `slots` concurrent sequences and the two operations on them: `join`
-    (encode new requests into free slots) and `step` (one token for every slot). Each slot
-    owns a fixed region, so any request that has a free slot is admitted."""
-
-    layout = "static"
+class SlotTensors:
+    """What both layouts keep per slot (its last token, position, occupancy and the tokens it
+    made) and the step over them; a layout adds where the slots' keys and values live."""
 
     def __init__(self, model: T5Family, *, slots: int, max_new_tokens: int,
-                 max_input_tokens: int, wrap: Callable[[Callable], Callable],
-                 graphs: bool = False) -> None:
-        """`graphs`: replay a CUDA graph per padded batch size (slot_graphs.py) instead of
-        running the step over every slot."""
-        config = model.config
+                 max_input_tokens: int, wrap: Callable[[Callable], Callable]) -> None:
         self.dims = dims = DecoderDims.of(model)
         parameter = next(model.parameters())
         self.model, self.slots = model, slots
@@ -189,27 +186,58 @@ class SlotBatcher:
         self.occupied = torch.zeros(slots, dtype=torch.long, device=self.device)
         self.tokens = torch.full((slots, 1), dims.start_token_id, dtype=torch.long,
                                  device=self.device)
-        self.self_cache = StaticCache(config=config, max_cache_len=max_new_tokens)
-        self.self_cache.layers = [SlotLayer(max_new_tokens, self.positions)
-                                  for _ in range(dims.layers)]
-        self.cross_cache = StaticCache(config=config, max_cache_len=max_input_tokens)
-        for part in (self.self_cache, self.cross_cache):
-            part.early_initialization(slots, config.num_heads, config.d_kv, self.dtype, self.device)
-        self.cache = EncoderDecoderCache(self.self_cache, self.cross_cache)
-        for layer_idx in range(dims.layers):
-            self.cache.is_updated[layer_idx] = True
-        minimum = torch.finfo(self.dtype).min
-        self._minimum = minimum
-        self.cross_mask = torch.full((slots, 1, 1, max_input_tokens), minimum, dtype=self.dtype,
-                                     device=self.device)
-        self._key_positions = torch.arange(max_new_tokens, device=self.device)
-        self._attention = self_attention(model, 0)
         self.generated = torch.zeros((slots, max_new_tokens), dtype=torch.long,
                                      device=self.device)
-        self._row_index = torch.arange(slots, device=self.device)
+        self._rows = torch.arange(slots, device=self.device)
+        self._minimum = torch.finfo(self.dtype).min
+        self._attention = self_attention(model, 0)
         self.occupied_slots: set[int] = set()   # as the host knows them
         self.last_rows = slots          # the rows the last step ran over
         self._step = wrap(slot_step)
+
+    def _start(self, rows: torch.Tensor, slot_ids: list[int]) -> None:
+        """The joiners' slots (`rows`, on the device) start decoding from the start token."""
+        self.positions[rows] = 0
+        self.tokens[rows] = self.dims.start_token_id
+        self.occupied[rows] = 1
+        self.occupied_slots.update(slot_ids)
+
+    def read(self, slot: int, count: int) -> torch.Tensor:
+        """The `count` tokens a slot's request has made (a device view: copy it out before
+        the slot is joined again)."""
+        return self.generated[slot, :count]
+
+    def rebuild_step(self, wrap: Callable[[Callable], Callable]) -> None:
+        """Swap the step function (compile failure → eager); the cache and slots stay."""
+        self._step = wrap(slot_step)
+
+
+class SlotBatcher(SlotTensors):
+    """The tensors of `slots` concurrent sequences and the two operations on them: `join`
+    (encode new requests into free slots) and `step` (one token for every slot). Each slot
+    owns a fixed region, so any request that has a free slot is admitted."""
+
+    layout = "static"
+
+    def __init__(self, model: T5Family, *, slots: int, max_new_tokens: int,
+                 max_input_tokens: int, wrap: Callable[[Callable], Callable],
+                 graphs: bool = False) -> None:
+        """`graphs`: replay a CUDA graph per padded batch size (slot_graphs.py) instead of
+        running the step over every slot."""
+        super().__init__(model, slots=slots, max_new_tokens=max_new_tokens,
+                         max_input_tokens=max_input_tokens, wrap=wrap)
+        config = model.config
+        self.self_cache = StaticCache(config=config, max_cache_len=max_new_tokens)
+        self.self_cache.layers = [SlotLayer(max_new_tokens, self.positions)
+                                  for _ in range(self.dims.layers)]
+        self.cross_cache = StaticCache(config=config, max_cache_len=max_input_tokens)
+        for part in (self.self_cache, self.cross_cache):
+            part.early_initialization(slots, config.num_heads, config.d_kv, self.dtype, self.device)
+        self.cache = cross_filled(EncoderDecoderCache(self.self_cache, self.cross_cache),
+                                  self.dims.layers)
+        self.cross_mask = torch.full((slots, 1, 1, max_input_tokens), self._minimum,
+                                     dtype=self.dtype, device=self.device)
+        self._key_positions = torch.arange(max_new_tokens, device=self.device)
         self.graphs: SlotGraphs | None = None
         if graphs:
             with torch.inference_mode():    # as every step runs: no autograd state captured
@@ -224,7 +252,7 @@ class SlotBatcher:
             self.max_new_tokens, self.tokens[:rows], self.positions[:rows],
             self.occupied[:rows], self.cross_mask[:rows], self._key_positions,
             self.cache if whole else view_cache(self.cache, rows, self.positions[:rows]),
-            self.generated[:rows], self._row_index[:rows])
+            self.generated[:rows], self._rows[:rows])
 
     def _stepper(self, rows: int, step: Callable) -> Callable[[], None]:
         view = self.view(rows, step)
@@ -265,10 +293,7 @@ class SlotBatcher:
         self.cross_mask[rows] = self._minimum
         self.cross_mask[rows, 0, 0, :length] = torch.where(
             attention_mask.bool(), 0.0, self._minimum).to(self.dtype)
-        self.positions[rows] = 0
-        self.tokens[rows] = self.dims.start_token_id
-        self.occupied[rows] = 1
-        self.occupied_slots.update(slot_ids)
+        self._start(rows, slot_ids)
 
     def leave(self, slot_ids: list[int]) -> None:
         """Free the slots: they stop advancing and rewrite their current position (masked for
@@ -286,12 +311,3 @@ class SlotBatcher:
         else:
             self.last_rows = self.slots
             advance(self.view(self.slots))
-
-    def read(self, slot: int, count: int) -> torch.Tensor:
-        """The `count` tokens a slot's request has made (a device view: copy it out before
-        the slot is joined again)."""
-        return self.generated[slot, :count]
-
-    def rebuild_step(self, wrap: Callable[[Callable], Callable]) -> None:
-        """Swap the step function (compile failure → eager); the cache and slots stay."""
-        self._step = wrap(slot_step)

@@ -56,11 +56,10 @@ def generate(generate_fn: Callable, model: T5Family, input_ids: torch.Tensor,
                       return_dict_in_generate=True)
     end = mark(input_ids.device)
     cache = out.past_key_values if use_cache else None
-    dims = DecoderDims.of(model)
     kv = kv_cache.measure(
-        cache, self_positions=cache.self_attention_cache.get_seq_length() if cache else 0,
-        cross_positions=input_ids.shape[1], heads=dims.heads, d_kv=dims.d_kv,
-        decoder_layers=dims.layers, batch=input_ids.shape[0])
+        cache, DecoderDims.of(model),
+        self_positions=cache.self_attention_cache.get_seq_length() if cache else 0,
+        cross_positions=input_ids.shape[1], batch=input_ids.shape[0])
     marks = {**streamer.marks, new_tokens: end}
     return DecodeResult(tokens=out.sequences[:, 1:], kv=kv,
                         encoder_done=streamer.encoder_done or end,

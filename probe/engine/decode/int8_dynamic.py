@@ -75,8 +75,7 @@ class Int8DynamicLinear(torch.nn.Module):
 
 
 def quantize_dynamic_int8(model: torch.nn.Module) -> int:
-    """Every nn.Linear of the model replaced in place; returns how many. A tied lm_head is
-    replaced too (the embedding keeps its own copy: it is a lookup, not a GEMM)."""
+    """Every nn.Linear of the model replaced in place (replace_linears); returns how many."""
     if "x86" in torch.backends.quantized.supported_engines:
         torch.backends.quantized.engine = "x86"
     return replace_linears(model, Int8DynamicLinear)

@@ -49,6 +49,5 @@ class Int8WeightOnlyLinear(torch.nn.Module):
 
 
 def quantize_weight_only_int8(model: torch.nn.Module) -> int:
-    """Every nn.Linear of the model replaced in place; returns how many. A tied lm_head is
-    replaced too (the embedding keeps its own copy: it is a lookup, not a GEMV)."""
+    """Every nn.Linear of the model replaced in place (replace_linears); returns how many."""
     return replace_linears(model, Int8WeightOnlyLinear)

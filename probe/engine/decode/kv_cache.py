@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import torch
 from transformers.cache_utils import Cache, EncoderDecoderCache
 
+from probe.engine.model.loading import DecoderDims
+
 
 @dataclass(frozen=True)
 class KVBytes:
@@ -41,8 +43,15 @@ def used_bytes_formula(*, element_bytes: int, heads: int, d_kv: int, decoder_lay
             * (self_positions + cross_positions) * batch)
 
 
-def measure(cache: EncoderDecoderCache | None, *, self_positions: int, cross_positions: int,
-            heads: int, d_kv: int, decoder_layers: int, batch: int = 1) -> KVBytes:
+def position_bytes(dims: DecoderDims, element_bytes: int) -> int:
+    """One position's keys and values over every decoder layer: what a KV cache holds per
+    position."""
+    return used_bytes_formula(element_bytes=element_bytes, heads=dims.heads, d_kv=dims.d_kv,
+                              decoder_layers=dims.layers, self_positions=1, cross_positions=0)
+
+
+def measure(cache: EncoderDecoderCache | None, dims: DecoderDims, *, self_positions: int,
+            cross_positions: int, batch: int) -> KVBytes:
     """Held bytes from the tensors; used bytes from the positions filled (the analytic formula)."""
     if cache is None:
         return KVBytes.none()
@@ -50,8 +59,6 @@ def measure(cache: EncoderDecoderCache | None, *, self_positions: int, cross_pos
     cross_held = held_bytes(cache.cross_attention_cache)
     tensors = _layer_tensors(cache.self_attention_cache) + _layer_tensors(cache.cross_attention_cache)
     element_bytes = tensors[0].element_size() if tensors else 0
-    used = used_bytes_formula(element_bytes=element_bytes, heads=heads, d_kv=d_kv,
-                              decoder_layers=decoder_layers, self_positions=self_positions,
-                              cross_positions=cross_positions, batch=batch)
+    used = position_bytes(dims, element_bytes) * (self_positions + cross_positions) * batch
     return KVBytes(held=self_held + cross_held, used=used, self_attention=self_held,
                    cross_attention=cross_held)

@@ -32,16 +32,17 @@ from transformers.cache_utils import EncoderDecoderCache, StaticCache
 
 from probe.contract.records import KVPool
 from probe.engine.decode.continuous import (
+    SlotTensors,
     SlotView,
     advance,
     cross_attention,
-    self_attention,
+    cross_filled,
     slot_index,
-    slot_step,
 )
+from probe.engine.decode.kv_cache import position_bytes
 from probe.engine.decode.paged_cache import PagedCrossLayer, PagedSelfLayer, Pool, Window
 from probe.engine.decode.paged_widths import attended_width, width_ladder
-from probe.engine.model.loading import DecoderDims, T5Family
+from probe.engine.model.loading import T5Family
 
 NULL_BLOCK = 0
 
@@ -74,14 +75,11 @@ class BlockAllocator:
         self._reserved += blocks
         return True
 
-    def take(self, reserved: bool = True) -> int:
-        """One block, out of a reservation (or unreserved, when one is available)."""
-        if reserved:
-            if self._reserved <= 0:
-                raise RuntimeError("take() without a reservation")
-            self._reserved -= 1
-        elif self.available <= 0:
-            raise RuntimeError("KV block pool exhausted")
+    def take(self) -> int:
+        """One block, out of a reservation."""
+        if self._reserved <= 0:
+            raise RuntimeError("take() without a reservation")
+        self._reserved -= 1
         return self._free.pop()
 
     def release(self, blocks: list[int], unreserve: int = 0) -> None:
@@ -98,7 +96,7 @@ class _SlotBlocks:
     reserved: int               # blocks promised and not yet taken
 
 
-class PagedBatcher:
+class PagedBatcher(SlotTensors):
     """SlotBatcher's interface (join, leave, step) over a block pool, plus admission."""
 
     layout = "paged"
@@ -106,32 +104,22 @@ class PagedBatcher:
     def __init__(self, model: T5Family, *, slots: int, max_new_tokens: int,
                  max_input_tokens: int, wrap: Callable[[Callable], Callable], blocks: int,
                  block_tokens: int = 16) -> None:
-        config = model.config
-        self.dims = dims = DecoderDims.of(model)
-        parameter = next(model.parameters())
-        self.model, self.slots = model, slots
-        self.device, self.dtype = parameter.device, model.decoder.final_layer_norm.weight.dtype
-        self.max_new_tokens, self.max_input_tokens = max_new_tokens, max_input_tokens
+        super().__init__(model, slots=slots, max_new_tokens=max_new_tokens,
+                         max_input_tokens=max_input_tokens, wrap=wrap)
+        config, device, layers = model.config, self.device, self.dims.layers
         self.block_tokens = block_tokens
         self.self_width = math.ceil(max_new_tokens / block_tokens)
         self.cross_width = math.ceil(max_input_tokens / block_tokens)
         self.allocator = BlockAllocator(blocks)
-        layers = dims.layers
-        self.pool = Pool(layers, blocks, dims.heads, block_tokens, dims.d_kv, self.dtype,
-                          self.device)
-        device = self.device
-        self.positions = torch.zeros(slots, dtype=torch.long, device=device)
-        self.occupied = torch.zeros(slots, dtype=torch.long, device=device)
+        self.pool = Pool(layers, blocks, self.dims.heads, block_tokens, self.dims.d_kv,
+                         self.dtype, device)
         self.self_table = torch.full((slots, self.self_width), NULL_BLOCK, dtype=torch.long,
                                      device=device)
         self.cross_table = torch.full((slots, self.cross_width), NULL_BLOCK, dtype=torch.long,
                                       device=device)
-        self.tokens = torch.full((slots, 1), dims.start_token_id, dtype=torch.long,
-                                 device=device)
         # one ladder for both tables, so the step has one width per compile, not a pair
         self.widths = width_ladder(max(self.self_width, self.cross_width))
         self.widths_used: set[int] = set()      # the widths steps have attended at
-        self._rows = torch.arange(slots, device=self.device)
         self.window = Window(self.self_table, self.cross_table, self.self_table[:, 0],
                              self.positions.clone(), self.positions.clone(), self._rows,
                              [], [], [], [])
@@ -144,35 +132,24 @@ class PagedBatcher:
         self.cross_cache = StaticCache(config=config, max_cache_len=max_input_tokens)
         self.cross_cache.layers = [PagedCrossLayer(i, self.pool, self.window)
                                    for i in range(layers)]
-        self.cache = EncoderDecoderCache(self.self_cache, self.cross_cache)
-        for layer in range(layers):
-            self.cache.is_updated[layer] = True
-        self._minimum = torch.finfo(self.dtype).min
+        self.cache = cross_filled(EncoderDecoderCache(self.self_cache, self.cross_cache), layers)
         self._full_cross_mask = torch.full((slots, 1, 1, self.cross_width * block_tokens),
-                                           self._minimum, dtype=self.dtype, device=self.device)
-        self._all_key_positions = torch.arange(self.self_width * block_tokens,
-                                               device=self.device)
+                                           self._minimum, dtype=self.dtype, device=device)
+        self._all_key_positions = torch.arange(self.self_width * block_tokens, device=device)
         # what a step reads: the window's part, set before every step
         self.cross_mask, self._key_positions = self._full_cross_mask, self._all_key_positions
-        self._attention = self_attention(model, 0)
         self._held: dict[int, _SlotBlocks] = {}
         self._admitted: deque[int] = deque()      # blocks promised to the next joiners
         self.blocks_peak = 0
-        self.generated = torch.zeros((slots, max_new_tokens), dtype=torch.long, device=device)
-        self.occupied_slots: set[int] = set()
-        self.last_rows = slots
         self.graphs = None          # the window's width changes between steps: no graphs
-        self._step = wrap(slot_step)
 
     @property
     def block_bytes(self) -> int:
-        dims = self.dims
-        return (2 * dims.layers * dims.heads * self.block_tokens * dims.d_kv
-                * torch.finfo(self.dtype).bits // 8)
+        return self.block_tokens * position_bytes(self.dims, self.dtype.itemsize)
 
     def info(self) -> KVPool:
-        static_slot = self.block_bytes // self.block_tokens * (self.max_new_tokens
-                                                               + self.max_input_tokens)
+        static_slot = position_bytes(self.dims, self.dtype.itemsize) * (self.max_new_tokens
+                                                                         + self.max_input_tokens)
         return KVPool("paged", self.block_tokens, self.allocator.total, self.blocks_peak,
                       self.block_bytes, blocks_used=self.allocator.used,
                       static_slot_bytes=static_slot)
@@ -233,11 +210,7 @@ class PagedBatcher:
             self._full_cross_mask[slot, 0, 0, :length] = 0.0
         self._write_cross(hidden, span, torch.tensor(sources, device=self.device),
                           torch.tensor(targets, device=self.device))
-        rows = slot_index(slot_ids, self.device)
-        self.positions[rows] = 0
-        self.tokens[rows] = self.dims.start_token_id
-        self.occupied[rows] = 1
-        self.occupied_slots.update(slot_ids)
+        self._start(slot_index(slot_ids, self.device), slot_ids)
         self._joins += 1            # the window's cross blocks are stale
         self._note_peak()
 
@@ -346,9 +319,3 @@ class PagedBatcher:
                          self.max_new_tokens, self.tokens, self.positions, self.occupied,
                          self.cross_mask, self._key_positions, self.cache, self.generated,
                          self._rows))
-
-    def read(self, slot: int, count: int) -> torch.Tensor:
-        return self.generated[slot, :count]
-
-    def rebuild_step(self, wrap: Callable[[Callable], Callable]) -> None:
-        self._step = wrap(slot_step)

@@ -33,10 +33,7 @@ def ladder(slots: int) -> tuple[int, ...]:
 
 def rows_for(highest_occupied: int, sizes: tuple[int, ...]) -> int:
     """The smallest size of the ladder that holds slot `highest_occupied` (0-based)."""
-    for size in sizes:
-        if size > highest_occupied:
-            return size
-    return sizes[-1]
+    return next((size for size in sizes if size > highest_occupied), sizes[-1])
 
 
 @dataclass(frozen=True)

@@ -124,10 +124,8 @@ class StaticGreedyDecoder:
             tokens = self._uncached_loop(start, hidden, attention_mask, new_tokens, stops, marks)
             cache = None
         end = mark(device)
-        dims = self.dims
-        kv = kv_cache.measure(cache, self_positions=new_tokens, cross_positions=input_ids.shape[1],
-                              heads=dims.heads, d_kv=dims.d_kv, decoder_layers=dims.layers,
-                              batch=batch)
+        kv = kv_cache.measure(cache, self.dims, self_positions=new_tokens,
+                              cross_positions=input_ids.shape[1], batch=batch)
         marks[new_tokens] = end
         return DecodeResult(tokens=tokens, kv=kv, encoder_done=encoder_done,
                             first_token=marks.get(1, end), end=end, token_marks=marks,

@@ -14,7 +14,6 @@ DRAM, shown beside it.
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import torch
 from transformers import PreTrainedModel
 
 from probe.common.units import fmt_ratio
+from probe.engine.measure.timing import mark
 
 DEFAULT_L3_BYTES = 32 * 2**20
 MIN_BUFFER_BYTES = 256 * 2**20
@@ -135,13 +135,9 @@ def best_seconds(fn, repeats: int, device: torch.device) -> float:
     fn()  # first touch: page faults and lazy init are not bandwidth
     best = float("inf")
     for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        start = time.perf_counter()
+        start = mark(device)
         fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, mark(device) - start)
     return best
 
 

@@ -62,11 +62,6 @@ def _metric(metrics, name: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def _guard_us(metrics) -> float | None:
-    """dynamo's guard-check time of the compiled code."""
-    return _metric(metrics, "guard_latency_us")
-
-
 def _phases_s(metrics) -> tuple[float | None, float | None, float | None]:
     """(tracing, aot, inductor) seconds of a compile from dynamo's nested cumulative times
     (dynamo ⊇ AOTAutograd ⊇ inductor); a backend that does not run AOTAutograd or inductor
@@ -268,11 +263,6 @@ class CompileProbe:
         with self._lock:
             return self._compile_seconds
 
-    @property
-    def compiling_since_s(self) -> float | None:
-        with self._lock:
-            return None if self._open is None else self._clock.to_session_s(self._open.start)
-
     def compiling(self) -> CompileInProgress | None:
         """The compile running now, as the dashboard shows it before dynamo reports its end."""
         with self._lock:
@@ -312,10 +302,15 @@ class CompileProbe:
                 return
             pending.end = time.perf_counter()
             pending.graphs = _unique_graphs() - pending.graphs_before
-            self._compile_seconds += pending.end - pending.start
-            if pending.request_id is not None and pending.request_id == self._request_id:
-                self._waited_s += pending.end - pending.start
-            self._open = None
+            self._ended(pending, pending.end)
+
+    def _ended(self, pending: _Pending, end: float) -> None:
+        """A compile's seconds counted, and waited on by its request if that one still runs
+        (under the lock)."""
+        self._compile_seconds += end - pending.start
+        if pending.request_id is not None and pending.request_id == self._request_id:
+            self._waited_s += end - pending.start
+        self._open = None
 
     def _on_log(self, logger_name: str, message: str) -> None:
         if self._other_thread():
@@ -354,10 +349,7 @@ class CompileProbe:
         finally:
             end = time.perf_counter()
             with self._lock:
-                self._open = None
-                self._compile_seconds += end - pending.start
-                if pending.request_id is not None and pending.request_id == self._request_id:
-                    self._waited_s += end - pending.start
+                self._ended(pending, end)
                 self._events.append(CompileEvent(
                     compile_id="-", kind="recompile" if reason else "compile",
                     function=function, start_s=self._clock.to_session_s(pending.start),
@@ -419,7 +411,7 @@ class CompileProbe:
             start_s=self._clock.to_session_s(pending.start),
             duration_s=(pending.end or pending.start) - pending.start, reason=reason,
             request_id=pending.request_id, config_id=pending.config_id, graphs=pending.graphs,
-            guard_us=_guard_us(metrics), tracing_s=tracing_s, aot_s=aot_s, inductor_s=inductor_s,
+            guard_us=_metric(metrics, "guard_latency_us"), tracing_s=tracing_s, aot_s=aot_s, inductor_s=inductor_s,
             from_cache=_from_cache(metrics))
 
     def graph_breaks(self) -> list[GraphBreakRecord]:

@@ -36,8 +36,7 @@ def census(device: torch.device) -> GraphCensus | None:
     if device.type != "cuda":
         return None
     with _lock:
-        owned = list(_own.values())
-    parts = [(pool, graphs) for pool, graphs in owned]
+        parts = list(_own.values())
     trees = _trees(device)
     if trees is not None:
         parts.append(trees)

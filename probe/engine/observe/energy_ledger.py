@@ -33,30 +33,28 @@ class EnergyLedger:
         return self.counter is not None
 
     def _read(self) -> EnergyReading | None:
+        """The counter now, kept as the last reading."""
         if self.counter is None:
             return None
         reading = self.counter.read()
         if isinstance(reading, Unavailable):     # it stopped answering: say so from now on
             self.counter, self.unavailable = None, reading.reason
             return None
+        self._last = reading
         return reading
 
     def begin(self, config_id: str) -> EnergyReading | None:
         """A step starts: the rise since the last reading is `config_id`'s idle floor."""
+        last = self._last
         reading = self._read()
-        if reading is not None and self._last is not None:
-            self._add(config_id, idle_j=reading.joules_total - self._last.joules_total,
-                      idle_s=reading.t_s - self._last.t_s)
-        if reading is not None:
-            self._last = reading
+        if reading is not None and last is not None:
+            self._add(config_id, idle_j=reading.joules_total - last.joules_total,
+                      idle_s=reading.t_s - last.t_s)
         return reading
 
     def mid(self) -> EnergyReading | None:
         """A reading inside a step (the encoder's end) that splits it in two."""
-        reading = self._read()
-        if reading is not None:
-            self._last = reading
-        return reading
+        return self._read()
 
     def charge(self, config_id: str, start: EnergyReading | None, end: EnergyReading | None,
                phase: str, work: Sequence[tuple[str, int]]) -> None:
@@ -76,8 +74,6 @@ class EnergyLedger:
         """A step ends: read, and charge it from `start`."""
         reading = self._read()
         self.charge(config_id, start, reading, phase, work)
-        if reading is not None:
-            self._last = reading
         return reading
 
     def end_shared(self, config_id: str, start: EnergyReading | None,
@@ -91,8 +87,6 @@ class EnergyLedger:
                 self._per_share += joules / sharing
             self._add(config_id, idle_j=0.0 if sharing > 0 else joules,
                       busy_s=reading.t_s - start.t_s)
-        if reading is not None:
-            self._last = reading
         return reading
 
     def share_mark(self) -> float:

@@ -137,7 +137,6 @@ def _journal(engine, launch: EngineLaunch, earlier: Journal | None
     to the journal as it is made. A restarted engine marks how its predecessor ended: after a
     death it fails the requests it held; after a stop the dashboard asked for (x, a cut over)
     it returns them, to serve (restart_carry)."""
-
     marks = (restart_marks(earlier, launch.predecessor)
              if earlier is not None and launch.predecessor is not None else None)
     writer = JournalWriter(launch.journal_path)
@@ -153,11 +152,6 @@ def _journal(engine, launch: EngineLaunch, earlier: Journal | None
         session.add_events([marks.abandoned])
     session.add_notice(marks.notice)
     return writer, marks.carried
-
-
-def _journal_header(writer: JournalWriter, engine, launch: EngineLaunch,
-                    workload: PreparedWorkload) -> None:
-    write_header(writer, engine, workload, launch.trace_name)
 
 
 def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
@@ -207,7 +201,7 @@ def _serve(launch: EngineLaunch, workload: PreparedWorkload, conn: Connection,
     engine.session.set_slo(launch.slo)
     speed, watch = _measure(engine, launch, workload, send)
     if writer is not None and earlier is None:   # measured first: the header has the roofline
-        _journal_header(writer, engine, launch, workload)
+        write_header(writer, engine, workload, launch.trace_name)
     replayer, loop = _replay(engine, launch, workload, speed, earlier, writer)
     if carried:     # served first: they arrived before anything the replayer dispatches now
         loop.carry(scheduled_again(carried, workload.trace, engine.clock))

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import queue
 import sys
-import threading
 import time
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from probe.checks.engine_inputs import check_engine_inputs
 from probe.checks.ports import check_port_free
@@ -26,19 +24,24 @@ from probe.contract.options import OptConfig, parse_opts
 from probe.contract.protocol import (
     JOURNAL_STOPPED,
     ArmLive,
+    ArmRequest,
+    ArmStart,
     ArmStarted,
     CutOver,
     Diverted,
+    EndSplit,
     EngineExit,
     JournalPromise,
+    KnownConfig,
+    Split,
     WarmFailed,
     WarmProgress,
     WarmReady,
 )
 from probe.contract.records import CompileInProgress
-from probe.engine.process.ab_client import ABClient
 from probe.engine.process.engine_child import engine_main
 from probe.engine.process.engine_launch import EngineLaunch
+from probe.engine.process.outbox import Outbox
 from probe.engine.state_files import new_journal, new_log
 from probe.engine.workload_setup import prepare_workload
 from probe.session_store.journal_promise import journal_promise
@@ -89,41 +92,16 @@ def torch_trace_dir(args) -> str:
     return str(folder / time.strftime("torch_trace-%Y%m%d-%H%M%S"))
 
 
-_CLOSE = object()
-
-
-class _Outbox:
-    """Sends to the engine in order, from a thread of its own: `put` never blocks. A send
-    blocks while the engine does not read (a megabyte workload before the child runs, an engine
-    stuck in a compile), and the dashboard must not wait on that, nor quit only after it."""
-
-    def __init__(self, conn: Connection) -> None:
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, args=(conn,), name="engine-outbox",
-                                        daemon=True)
-        self._thread.start()
-
-    def put(self, message: Any) -> None:
-        self._queue.put(message)
-
-    def close(self, timeout: float) -> bool:
-        """Stop sending; True once the thread is done with the connection (it may be closed)."""
-        self._queue.put(_CLOSE)
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
-
-    def _run(self, conn: Connection) -> None:
-        while (message := self._queue.get()) is not _CLOSE:
-            try:
-                conn.send(message)
-            except (OSError, EOFError):   # the engine is gone
-                return
-
-
-class EngineClient(ABClient):
+class EngineClient:
     """The dashboard's handle on the engine process (implements
     probe.contract.protocol.EngineHandle). One session: a restart continues it from the
-    session journal."""
+    session journal.
+
+    The live A/B: the side engine is started as a warm switch's is (it compiles and prewarms
+    beside the serving engine); once warm, the serving engine splits its arrivals, and the
+    handle relays every other one to the side engine as it reads it, so arm B's requests wait
+    on no screen and no timer. Adopting B is the warm switch's cut over; keeping A stops B and
+    has A serve on, B's records taken in and what B held served."""
 
     def __init__(self, launch: EngineLaunch, *,
                  target: Callable[[EngineLaunch, Connection], None] = engine_main) -> None:
@@ -136,7 +114,7 @@ class EngineClient(ABClient):
         self._speed = launch.speed
         self._process: mp.process.BaseProcess | None = None
         self._conn: Connection | None = None
-        self._outbox: _Outbox | None = None
+        self._outbox: Outbox | None = None
         self._failure_reported = False
         self._ended: EngineExit | None = None       # how the last engine ended, once it did
         self.log_path: str | None = None          # this engine start's log
@@ -145,6 +123,8 @@ class EngineClient(ABClient):
         self.journal_problem: str | None = None   # why there is none
         self._journal_stopped: str | None = None  # the engine's notice that a write failed
         self._side: tuple | None = None           # a warm switch's side engine, while it warms
+        self._ab = ""                   # "" none; "warming": B compiles; "split": both serve
+        self._arm_id = ""               # arm B's config id, once it said
 
     def start(self) -> None:
         self._spawn(predecessor=None)
@@ -186,7 +166,7 @@ class EngineClient(ABClient):
         self._failure_reported, self._ended = False, None
 
     def _launch(self, options: OptConfig, predecessor: EngineExit | None, log_path: str, *,
-                warm_side: bool) -> tuple[mp.process.BaseProcess, Connection, _Outbox]:
+                warm_side: bool) -> tuple[mp.process.BaseProcess, Connection, Outbox]:
         context = mp.get_context("spawn")
         parent, child = context.Pipe()
         # The spawn arguments are written into a pipe (64 KiB) before the child runs any of
@@ -211,7 +191,7 @@ class EngineClient(ABClient):
         finally:
             sys.stdout, sys.stderr = streams
             child.close()
-        outbox = _Outbox(parent)
+        outbox = Outbox(parent)
         outbox.put(protocol.Workload(self._workload))
         return process, parent, outbox
 
@@ -247,7 +227,7 @@ class EngineClient(ABClient):
         if side is not None:
             _stop_process(*side[:3])
 
-    def _side_outbox(self) -> _Outbox | None:
+    def _side_outbox(self) -> Outbox | None:
         side = self._side
         return None if side is None else side[2]
 
@@ -281,6 +261,47 @@ class EngineClient(ABClient):
             self.ab_keep()
         else:
             self.stop_side()
+
+    # -- the live A/B ------------------------------------------------------------------------
+    def ab_running(self) -> bool:
+        return bool(self._ab)
+
+    def ab_start(self, options: OptConfig) -> None:
+        self.warm_switch(options)
+        self._ab, self._arm_id = "warming", ""
+
+    def ab_split(self) -> None:
+        outbox = self._side_outbox()
+        if self._ab != "warming" or outbox is None:
+            return
+        self.send(Split())
+        outbox.put(ArmStart())
+        self._ab = "split"
+
+    def ab_adopt(self) -> None:
+        """Arm B serves everything: the serving engine stops, B continues the session."""
+        self._ab = ""
+        self.cut_over()
+
+    def ab_keep(self) -> None:
+        """Arm A serves everything: B stops (what it served is in the journal), then A takes
+        B's records in and serves what B held."""
+        split, arm = self._ab == "split", self._arm_id
+        self._ab = ""
+        self.stop_side()
+        if split:
+            self.send(EndSplit(arm))
+
+    def _relay(self, request: ArmRequest) -> None:
+        """A request arm A diverted, to arm B. With no B (it died) it is dropped here: A holds
+        it among what it diverted and serves it when the A/B ends (EndSplit)."""
+        outbox = self._side_outbox()
+        if outbox is not None:
+            outbox.put(request)
+
+    def _arm_started(self, event: ArmStarted) -> None:
+        self._arm_id = event.config_id
+        self.send(KnownConfig(event.options, event.notes))
 
     def send(self, command) -> None:
         if isinstance(command, protocol.SetOptions):
@@ -340,7 +361,6 @@ class EngineClient(ABClient):
         return save_from_journal(self.journal_path, path, self._ended, serving=serving)
 
     def stop(self) -> None:
-        """Shutdown, STOP_WAIT_S for the engine to end, then kill it: never an unbounded wait."""
         self.stop_side()
         process, conn, outbox = self._process, self._conn, self._outbox
         if process is None:
@@ -350,7 +370,7 @@ class EngineClient(ABClient):
 
 
 def _stop_process(process: mp.process.BaseProcess, conn: Connection | None,
-                  outbox: _Outbox | None) -> None:
+                  outbox: Outbox | None) -> None:
     """Shutdown, STOP_WAIT_S for the engine to end, then kill it: never an unbounded wait."""
     if outbox is not None:
         outbox.put(protocol.Shutdown())

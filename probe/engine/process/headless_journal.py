@@ -36,13 +36,6 @@ def write_header(writer: JournalWriter, engine: Engine, workload: PreparedWorklo
                   {name: document[name] for name in CONTEXT_SECTIONS})
 
 
-def journal_engine(engine: Engine, writer: JournalWriter, options: OptConfig) -> None:
-    """Serve into a JournaledSession from now on (before the first request): the engine made
-    a Session of its own and registered its options there, so they are registered again."""
-    engine.session, engine.config_id = JournaledSession(writer), ""
-    engine.set_options(options)
-
-
 class JournaledReplayer:
     """A replayer whose every dispatch is journaled before the engine sees it (a request the
     run held when it died is recovered as failed, not forgotten); anything else is the
@@ -77,12 +70,13 @@ def open_headless_journal(engine: Engine, workload: PreparedWorkload, trace_name
                           ) -> tuple[JournalWriter | None, str | None]:
     """The run's journal writer, the engine already serving into it; or None and why (no
     journal is no reason not to serve: the run says so and goes on)."""
-
     try:
         writer = JournalWriter(new_replay_journal())
     except OSError as exc:
         return None, f"no session journal: {state_folder_problem(exc)}"
-    journal_engine(engine, writer, options)
+    # the engine made a Session of its own and registered its options there: again here
+    engine.session, engine.config_id = JournaledSession(writer), ""
+    engine.set_options(options)
     write_header(writer, engine, workload, trace_name, asked)
     return writer, writer.error
 

@@ -125,9 +125,12 @@ class LocalLink:
         try:
             self.handle.start()
         except Exception as exc:     # a failed spawn is said, never a crash
-            self._fall()
-            self._heard.append(protocol.EngineFailed(
-                f"could not start: {type(exc).__name__}: {exc}"))
+            self._fail(f"could not start: {type(exc).__name__}: {exc}")
+
+    def _fail(self, text: str) -> None:
+        """Say that the engine is down (`text`), as its event would."""
+        self._heard.append(protocol.EngineFailed(text))
+        self._fall()
 
     def _fall(self) -> None:
         """The engine is down: what `s` and `R` can still do, read from its journal now."""
@@ -178,9 +181,7 @@ class LocalLink:
             try:
                 self._carry_out(ask)
             except Exception as exc:    # a failed ask is said; the link goes on
-                self._heard.append(protocol.EngineFailed(
-                    f"{type(ask).__name__} failed: {type(exc).__name__}: {exc}"))
-                self._fall()
+                self._fail(f"{type(ask).__name__} failed: {type(exc).__name__}: {exc}")
 
     def _carry_out(self, ask: Ask) -> None:
         handle = self.handle
@@ -221,9 +222,7 @@ class LocalLink:
             else:
                 self.handle.restart()
         except Exception as exc:
-            self._fall()
-            self._heard.append(protocol.EngineFailed(
-                f"restart failed: {type(exc).__name__}: {exc}"))
+            self._fail(f"restart failed: {type(exc).__name__}: {exc}")
             return
         self._down, self._after_crash = False, ""
         self._heard.append(Restarted())

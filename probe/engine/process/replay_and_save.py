@@ -18,7 +18,6 @@ from probe.analysis.fallbacks import fallback_lines
 from probe.checks.interrupts import (
     STOP_SIGNALS,
     Interrupted,
-    exit_status,
     interrupts_never_lost,
     say,
     signal_of,
@@ -40,7 +39,6 @@ from probe.session_store.journal import JournalWriter
 from probe.session_store.replay_outcome import ReplayOutcome, kept_in, outcome
 from probe.session_store.run_summary import energy_lines, run_summary
 
-EXIT_INTERRUPTED = exit_status(signal.SIGINT)
 # what signal.signal returns and takes back: a function, SIG_DFL/SIG_IGN, or None (not set
 # from Python)
 SignalHandler = Union[Callable[[int, Optional[FrameType]], object], int, None]
