@@ -7,10 +7,9 @@ starts over the folders the first left and loads. Both serve the same first requ
 latency is the cold start. In-process runs could not show this: a second engine in the same
 process finds inductor's kernels already loaded in memory.
 
-`python -m probe.runs.cold_start --pair MODEL OPTS INPUT OUTPUT THREADS` measures a pair and
-prints its figures. Run as `python -m probe.runs.cold_start MODEL OPTS INPUT OUTPUT THREADS
-BACKEND EDGES` it is the child: one engine, one request, one JSON line on stdout (third-party output: stderr, which
-the parent keeps for the error line only).
+Run as `python -m probe.runs.cold_start MODEL OPTS INPUT OUTPUT THREADS BACKEND EDGES` it is
+the child: one engine, one request, one JSON line on stdout (third-party output: stderr, which
+the parent keeps for the error line only). A pair alone: tools/cold_start_pair.py.
 """
 
 from __future__ import annotations
@@ -121,11 +120,5 @@ def _child(argv: list[str]) -> None:
                       "dynamo_graphs": int(torch._dynamo.utils.counters["stats"]["unique_graphs"])}))
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--pair"]:     # --pair MODEL OPTS INPUT OUTPUT THREADS: the figures
-        model, options, input_length, output_length, threads = sys.argv[2:]
-        print(json.dumps(measure_pair(model, options, input_length=int(input_length),
-                                      output_length=int(output_length),
-                                      threads=int(threads)).as_dict(), indent=1))
-    else:
-        _child(sys.argv[1:])
+if __name__ == "__main__":     # the child E1 starts (measure_pair)
+    _child(sys.argv[1:])
