@@ -51,5 +51,5 @@ def test_the_atomic_module_is_what_the_writers_use() -> None:
     users = {module for module, path in module_files().items()
              if ATOMIC in path.read_text(encoding="utf-8")}
     for writer in ("probe.session_store.journal_reader", "probe.engine.compile_cache",
-                   "tui.key_actions", "infertop.commands.trace"):
+                   "tui.app", "infertop.commands.trace"):
         assert writer in users, writer

@@ -1,16 +1,15 @@
 """The dashboard's layout: the status bar, the panels in their rows, the doctor's line and the
-footer, each widget bound to the reactives it draws (tui/dashboard_state.py); dashboard.tcss
-sizes them to the terminal."""
+footer, each widget bound to the app's reactives it draws (tui/app.py); dashboard.tcss sizes
+them to the terminal."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
-from tui.dashboard_state import DashboardState
 from tui.widgets.device import DevicePanel
 from tui.widgets.doctor_line import DoctorLine
 from tui.widgets.failures import FailuresPanel
@@ -23,9 +22,9 @@ from tui.widgets.status_bar import StatusBar
 from tui.widgets.throughput import ThroughputPanel
 
 
-def dashboard_widgets(clock: Callable[[], float]) -> ComposeResult:
-    """What the app composes; `clock` ticks the status bar's and the compile feed's times."""
-    app = DashboardState
+def dashboard_widgets(app: Any, clock: Callable[[], float]) -> ComposeResult:
+    """What the app (its class: the reactives) composes; `clock` ticks the status bar's and
+    the compile feed's times."""
     yield StatusBar(clock=clock, id="status").data_bind(
         app.view, app.requested, app.options_sent_s, app.speed, app.paused,
         app.engine_state, app.engine_note, app.switch_note, app.warming_beside)

@@ -1,14 +1,13 @@
 """What the engine says, as the dashboard takes it: each event the engine link hears (one
-message, tui/messages.py, dispatched here by its type), turned into the dashboard's state and
-its notifications. The live A/B's events are tui/ab_actions.py's."""
+message, tui/messages.py) dispatched by its type in one table, turned into the dashboard's
+state and its notifications. The warm switch's and the live A/B's events go to their runs
+(tui/warm_switch_run.py, tui/live_ab_run.py)."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from textual import on
 from textual.notifications import SeverityLevel
-from textual.worker import Worker, WorkerState
 
 from probe.contract.engine_link import (
     ABEnded,
@@ -19,6 +18,7 @@ from probe.contract.engine_link import (
     EngineFailed,
     EngineLive,
     EngineLoading,
+    Heard,
     ReplayFinished,
     Restarted,
     Role,
@@ -27,115 +27,99 @@ from probe.contract.engine_link import (
     WarmFailed,
     WarmProgress,
 )
-from tui.dashboard_state import DashboardState
-from tui.messages import EngineHeard
-from tui.warm_switch import warm_line
+from tui.engine_side import EngineSide
+from tui.host import Host
+from tui.live_ab_run import LiveABRun
+from tui.warm_switch_run import WarmSwitchRun
 
 SPEED_ECHO_S = 1.5      # a live view built before the engine took a new speed may still come
 NOTICE_SEVERITY: dict[str, SeverityLevel] = {"info": "information", "warning": "warning",
                                              "error": "error"}
 
 
-class EngineEvents(DashboardState):
-    def on_engine_heard(self, message: EngineHeard) -> None:
-        handler = self._handlers().get(type(message.heard))
+class EngineEvents:
+    def __init__(self, host: Host, engine: EngineSide, warm: WarmSwitchRun,
+                 ab: LiveABRun) -> None:
+        self.host = host
+        self.engine = engine
+        self.warm = warm
+        self.ab = ab
+        self._notices_seen_s = float("-inf")
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            EngineLive: self.live, EngineLoading: self.loading, EngineFailed: self.failed,
+            Restarted: self.restarted, ReplayFinished: self.replay_finished,
+            SnapshotSaved: self.snapshot_saved, SnapshotFailed: self.snapshot_failed,
+            Role: self.role, WarmProgress: warm.heard, WarmFailed: warm.heard,
+            CutOverDone: warm.heard, ArmStarted: ab.heard, ArmLive: ab.heard,
+            ABSplit: ab.heard, ABEnded: ab.heard}
+
+    def heard(self, heard: Heard) -> None:
+        handler = self._handlers.get(type(heard))
         if handler is not None:
-            handler(message.heard)
+            handler(heard)
 
-    def _handlers(self) -> dict[type, Callable[[Any], None]]:
-        return {EngineLive: self.on_engine_live, EngineLoading: self.on_engine_loading,
-                EngineFailed: self.on_engine_failed, Restarted: self.on_engine_restarted,
-                ReplayFinished: self.on_replay_finished, SnapshotSaved: self.on_snapshot_saved,
-                SnapshotFailed: self.on_snapshot_failed, Role: self.on_role,
-                WarmProgress: self.on_warm_switch_event, WarmFailed: self.on_warm_switch_event,
-                CutOverDone: self.on_warm_switch_event, ArmStarted: self.on_ab_event,
-                ArmLive: self.on_ab_event, ABSplit: self.on_ab_event, ABEnded: self.on_ab_event}
-
-    def on_engine_live(self, message: EngineLive) -> None:
-        previous, self.view = self.view, message.view
-        self._view_at = self._clock()
-        if not self.steering:               # another dashboard changes what is served
-            self.requested = message.view.options
-        self.ab_saw_a(message.view)
-        self._show_switch()
+    def live(self, message: EngineLive) -> None:
+        host = self.host
+        previous, host.view = host.view, message.view
+        self.engine.view_at = self.engine.clock()
+        if not host.steering:               # another dashboard changes what is served
+            host.requested = message.view.options
+        self.ab.saw_a(message.view)
+        host.show_switch()
         if previous is not None and message.view.t_s < previous.t_s:
             self._notices_seen_s = float("-inf")    # a fresh engine: a new session clock
-            if self.options_sent_s != float("inf"):
-                self.options_sent_s = None          # it started with the options sent last
-        if self.engine_state in ("starting", "loading"):
-            self.engine_state = "live"
-        if self._clock() - self._speed_sent_at > SPEED_ECHO_S:
-            self.speed = message.view.replay.speed  # the engine's: it may have chosen it
+            if host.options_sent_s != float("inf"):
+                host.options_sent_s = None          # it started with the options sent last
+        if host.engine_state in ("starting", "loading"):
+            host.engine_state = "live"
+        if self.engine.clock() - self.engine.speed_sent_at > SPEED_ECHO_S:
+            host.speed = message.view.replay.speed  # the engine's: it may have chosen it
         for notice in message.view.notices:
             if notice.t_s > self._notices_seen_s:
-                self.say(notice.text, severity=NOTICE_SEVERITY.get(notice.level, "information"))
+                host.say(notice.text, severity=NOTICE_SEVERITY.get(notice.level, "information"))
                 self._notices_seen_s = notice.t_s
 
-    def on_engine_loading(self, message: EngineLoading) -> None:
-        shape = f" · {self.trace_shape}" if self.trace_shape else ""
-        self.engine_state, self.engine_note = "loading", message.text + shape
+    def loading(self, message: EngineLoading) -> None:
+        shape = f" · {self.engine.trace_shape}" if self.engine.trace_shape else ""
+        self.host.engine_state, self.host.engine_note = "loading", message.text + shape
 
-    def on_engine_failed(self, message: EngineFailed) -> None:
-        self.engine_state, self.engine_note = "failed", message.error
-        facts = self.facts()
+    def failed(self, message: EngineFailed) -> None:
+        self.host.engine_state, self.host.engine_note = "failed", message.error
+        facts = self.engine.facts()
         after = facts.after_crash if facts is not None else ""
-        self.say(f"the engine stopped: {message.error}. {after}", severity="error", timeout=15)
+        self.host.say(f"the engine stopped: {message.error}. {after}", severity="error",
+                      timeout=15)
 
-    def on_engine_restarted(self, _: Restarted) -> None:
-        self._another_engine_serves()
-        if self._warming():                 # a restart stops the side engine too
-            self._warm = None
-            self._show_switch()
+    def reader_failed(self, error: BaseException | None) -> None:
+        """A worker of the app's ended in an error: the engine's reader, as a rule."""
+        self.host.engine_state, self.host.engine_note = "failed", f"reader: {error}"
+        self.host.say(f"lost the engine: {error}", severity="error")
 
-    def on_role(self, role: Role) -> None:
+    def restarted(self, _: Restarted) -> None:
+        self.engine.another_engine_serves()
+        self.warm.forget(cut_over=False)    # a restart stops the side engine too
+
+    def role(self, role: Role) -> None:
         """Who steers a server (or why an ask was refused): a watcher's staged change and
         pending switch are dropped, its options follow what is served."""
-        self.steering = role.steering
-        self.role_text = role.text
+        host = self.host
+        host.steering = role.steering
+        host.role_text = role.text
         if not role.steering:
-            self._warm = None
-            if self.view is not None:
-                self.requested = self.view.options
-        self._show_switch()
-        self.say(role.text, severity="information" if role.steering else "warning")
-        self.refresh_bindings()
+            self.warm.under_way = None
+            if host.view is not None:
+                host.requested = host.view.options
+        host.show_switch()
+        host.say(role.text, severity="information" if role.steering else "warning")
+        host.refresh_bindings()
 
-    def on_replay_finished(self, _: ReplayFinished) -> None:
-        self.engine_state = "finished"
-        self.say("the replay ran out of requests")
+    def replay_finished(self, _: ReplayFinished) -> None:
+        self.host.engine_state = "finished"
+        self.host.say("the replay ran out of requests")
 
-    def on_snapshot_saved(self, message: SnapshotSaved) -> None:
-        self.say(f"session saved: {message.path}")
+    def snapshot_saved(self, message: SnapshotSaved) -> None:
+        self.host.say(f"session saved: {message.path}")
 
-    def on_snapshot_failed(self, message: SnapshotFailed) -> None:
-        self.say(f"could not save the session to {message.path}: {message.error}",
-                 severity="error")
-
-    def watch_engine_state(self) -> None:
-        self.refresh_bindings()
-
-    @on(Worker.StateChanged)
-    def _worker_failed(self, event: Worker.StateChanged) -> None:
-        if event.state == WorkerState.ERROR:
-            self.engine_state, self.engine_note = "failed", f"reader: {event.worker.error}"
-            self.say(f"lost the engine: {event.worker.error}", severity="error")
-
-    def on_warm_switch_event(self, event: WarmProgress | WarmFailed | CutOverDone) -> None:
-        switch = self._warm
-        if switch is None:
-            return
-        if isinstance(event, WarmProgress):
-            self._warm = switch.progressed(event.shapes)
-        elif isinstance(event, WarmFailed):
-            self._warm = None
-            if self.view is not None:
-                self.requested = self.view.options
-            self.say(f"warm switch to {switch.target.label()} failed: {event.error}; "
-                     f"{switch.serving_id} serves on", severity="error")
-        elif isinstance(event, CutOverDone):
-            self._warm = switch.done(self._engine_now_s(), event.seconds, event.shapes,
-                                     self.view)
-            self.options_sent_s = None      # the side engine started with these options
-            self._another_engine_serves()
-            self.say(warm_line(self._warm, self.view, self._engine_now_s()))
-        self._show_switch()
+    def snapshot_failed(self, message: SnapshotFailed) -> None:
+        self.host.say(f"could not save the session to {message.path}: {message.error}",
+                      severity="error")

@@ -36,10 +36,10 @@ async def test_an_option_key_on_a_server_switches_warm_and_x_gives_it_up(stages,
         await pilot.press("k")                          # not a compile: warm on a server anyway
         await until(pilot, lambda: engine.warm_asks)
         assert engine.warm_asks == [view.options.with_option("kv_cache", "off")]
-        assert not engine.commands(SetOptions) and app._warm is not None
+        assert not engine.commands(SetOptions) and app.warm.under_way is not None
         await pilot.press("x")
         await until(pilot, lambda: engine.sides_stopped == 1)
-        assert app._warm is None and app.requested == view.options
+        assert app.warm.under_way is None and app.requested == view.options
         assert "gave up the switch to kv_cache=off; c1 serves on" in notes(app)
         await pilot.press("S")
         assert "a server always switches warm" in notes(app)

@@ -59,17 +59,17 @@ async def test_an_ab_compares_its_arms_and_enter_adopts_b(make_app, until, stage
         engine.emit(WarmReady(1, 4.0))
         await until(pilot, lambda: engine.ab == "split")
         engine.emit(ArmStarted("c2", engine.ab_asks[-1]))
-        await until(pilot, lambda: app._ab is not None and app._ab.split and app._ab.b_id)
-        at = app._ab.split_s
+        await until(pilot, lambda: app.ab.running is not None and app.ab.running.split and app.ab.running.b_id)
+        at = app.ab.running.split_s
         # arrivals after the split: A the odd positions' seqs (from 100), B the even ones
         a, b = records(range(100, 140, 2), "c1", at, 500.0), records(range(101, 140, 2), "c2",
                                                                         at, 900.0)
         engine.emit(EngineLive(replace(baseline, t_s=at + 50, recent=a)))
         engine.emit(ArmLive(replace(baseline, t_s=at + 50, config_id="c2", recent=b)))
-        await until(pilot, lambda: app._ab.comparison is not None
-                    and app._ab.compared_n == (20, 20))
+        await until(pilot, lambda: app.ab.running.comparison is not None
+                    and app.ab.running.compared_n == (20, 20))
         expected = compare(list(a), list(b), slo=baseline.slo)
-        assert app._ab.comparison == expected            # the headless verify's figures
+        assert app.ab.running.comparison == expected            # the headless verify's figures
         text = status(app)
         assert "A/B c1 (A) ↔ c2 kv_cache=off (B)" in text
         assert "every other request each: half the rate" in text and "20 | 20 served" in text
@@ -83,9 +83,9 @@ async def test_an_ab_compares_its_arms_and_enter_adopts_b(make_app, until, stage
         assert f"verdict (p95): {expected.verdict} (20 requests in A, 20 in B)" in shown
         await pilot.press("escape")                  # closes the doctor; the A/B runs on
         await until(pilot, lambda: "live A/B" not in screen_text(app))
-        assert app._ab is not None and engine.ab_ends == []
+        assert app.ab.running is not None and engine.ab_ends == []
         await pilot.press("enter")
-        await until(pilot, lambda: engine.ab_ends == ["adopt"] and app._ab is None)
+        await until(pilot, lambda: engine.ab_ends == ["adopt"] and app.ab.running is None)
         closing = [n.message for n in app._notifications if "A/B ended" in n.message]
         assert closing and f"20 | 20 served: {verdict_text(expected, tell=False)}" in closing[-1]
         assert app.requested == baseline.options.with_option("kv_cache", "off")
@@ -99,11 +99,11 @@ async def test_esc_keeps_a_and_a_failed_arm_b_ends_it(make_app, until):
         await pilot.press("V", "k")
         await until(pilot, lambda: engine.ab_asks)
         await pilot.press("escape")
-        await until(pilot, lambda: engine.ab_ends == ["keep"] and app._ab is None)
+        await until(pilot, lambda: engine.ab_ends == ["keep"] and app.ab.running is None)
         await pilot.press("V", "k")
         await until(pilot, lambda: len(engine.ab_asks) == 2)
         engine.emit(WarmFailed("the side engine exited (code 1)"))
-        await until(pilot, lambda: app._ab is None)
+        await until(pilot, lambda: app.ab.running is None)
         assert "A/B" not in status(app)
 
 
@@ -181,8 +181,8 @@ async def test_the_status_bar_fits_every_line_at_80_and_200_with_the_verdict(mak
     for width in (80, 200):
         app = make_app(FakeEngine(), at="baseline", apply_delay_s=0)
         async with app.run_test(size=(width, 30)) as pilot:
-            app._ab = running_ab(stages)
-            app._show_switch()
+            app.ab.running = running_ab(stages)
+            app.show_switch()
             await pilot.pause()
             lines = str(app.query_one("#status").render()).splitlines()
         assert all(len(line) <= width for line in lines), lines

@@ -45,11 +45,11 @@ async def test_a_live_ab_serves_alternate_arrivals_compares_and_keeps_a(tmp_path
             await wait(pilot, lambda: app.view is not None and app.view.recent)
             a_id = app.view.config_id
             await pilot.press("V", "k")
-            await wait(pilot, lambda: app._ab is not None and app._ab.split)
-            await wait(pilot, lambda: app._ab.comparison is not None
-                       and min(app._ab.comparison.requests_a,
-                               app._ab.comparison.requests_b) >= 4)
-            ab = app._ab
+            await wait(pilot, lambda: app.ab.running is not None and app.ab.running.split)
+            await wait(pilot, lambda: app.ab.running.comparison is not None
+                       and min(app.ab.running.comparison.requests_a,
+                               app.ab.running.comparison.requests_b) >= 4)
+            ab = app.ab.running
             line = status(app)
             assert f"A/B {a_id} (A) ↔ {ab.b_id} kv_cache=off (B)" in line
             # at 200 columns the keys stay whole (the rate's note is the first to go when the
@@ -77,7 +77,7 @@ async def test_a_live_ab_serves_alternate_arrivals_compares_and_keeps_a(tmp_path
             assert not [r for r in saved["requests"] if r.get("error")]
 
             await pilot.press("escape")              # keep A
-            await wait(pilot, lambda: app._ab is None)
+            await wait(pilot, lambda: app.ab.running is None)
             b_id = ab.b_id
             # arm A takes B's records in: its view's segments count them
             await wait(pilot, lambda: any(s.config_id == b_id and s.requests >= len(b)

@@ -89,7 +89,7 @@ def test_launch_load_runs_the_app_read_only(saved, monkeypatch):
     monkeypatch.setattr(InfertopApp, "run", lambda self, **kw: ran.append(self))
     assert launch(_args(load=str(saved))) == 0
     (app,) = ran
-    assert app.read_only and app.link is None and app.view.config_id == "c3"
+    assert app.engine.read_only and app.engine.link is None and app.view.config_id == "c3"
 
 
 def test_launch_live_builds_the_engine_from_args_and_stops_it(monkeypatch):
@@ -119,7 +119,7 @@ def test_launch_live_builds_the_engine_from_args_and_stops_it(monkeypatch):
     assert launch(_args()) == 0
     (app,) = ran
     assert app.requested.compile == "default" and app.speed == 2.0
-    assert app.snapshot_dir == Path("snaps") and not app.read_only
+    assert app.snapshot_dir == Path("snaps") and not app.engine.read_only
     assert engines[0].stopped
     assert Shutdown not in [type(c) for c in engines[0].commands()]  # stop() sends it itself
 
