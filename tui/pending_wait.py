@@ -23,24 +23,16 @@ def fmt_wait(seconds: float) -> str:
 ASKED_SLACK_S = 1.0     # a compile that started this long after the ask started after it
 
 
-def pending_wait(view: LiveView | None, states: tuple[OptionState, ...],
-                 compiling_s: float | None, *, warming_beside: str = "",
-                 asked_s: float | None = None) -> str | None:
-    """ "bucket→on waits: after chat-00012's compile, 3 min so far — x gives it up", or None
-    when nothing asked for is pending. `warming_beside`: the serving config while the warm
-    switch prewarms the change beside it (the change lands at the cut over, not after the
-    serving engine's compiles); `asked_s`: when the change went to the engine (engine clock)."""
-    parts = pending_wait_parts(view, states, compiling_s, warming_beside=warming_beside,
-                               asked_s=asked_s)
-    return None if parts is None else "".join(p.full.plain for p in parts)
-
-
 def pending_wait_parts(view: LiveView | None, states: tuple[OptionState, ...],
                        compiling_s: float | None, *, warming_beside: str = "",
                        asked_s: float | None = None) -> tuple[Part, ...] | None:
-    """pending_wait's line as parts that shorten by meaning (tui/fit_line.py, joined with no
-    separator: each carries its own): what waits and the key that ends the wait survive, the
-    explanation between them shortens first."""
+    """ "bucket→on waits: after chat-00012's compile, 3 min so far — x gives it up" as parts
+    that shorten by meaning (tui/fit_line.py, joined with no separator: each carries its own),
+    or None when nothing asked for is pending: what waits and the key that ends the wait
+    survive, the explanation between them shortens first. `warming_beside`: the serving config
+    while the warm switch prewarms the change beside it (the change lands at the cut over, not
+    after the serving engine's compiles); `asked_s`: when the change went to the engine (engine
+    clock)."""
     pending = [s for s in states if s.status == "pending"]
     if view is None or not pending:
         return None

@@ -11,6 +11,7 @@ from probe.common.units import NOT_AVAILABLE, fmt_bytes, fmt_pct
 from probe.contract.device_sample import DeviceSample
 from probe.contract.figures import EnergyStats
 from probe.contract.live import LiveView
+from tui import derive
 from tui.format import fitting
 from tui.widgets.panel import Panel, Parts
 
@@ -84,10 +85,8 @@ def device_detail(sample: DeviceSample | None, energy: Text | None = None) -> Te
 
 def served_energy(view: LiveView) -> EnergyStats | None:
     """The served config's energy figure (its segment's: the one `snapshot show` prints)."""
-    for segment in view.segments:
-        if segment.config_id == view.config_id:
-            return segment.energy
-    return None
+    current = derive.segment(view, view.config_id)
+    return current.energy if current is not None else None
 
 
 def energy_line(energy: EnergyStats | None) -> Text:

@@ -62,7 +62,7 @@ def waiting_text(stats: SegmentStats | None, narrow: bool = False) -> str | None
 def segments_subtitle(view: LiveView, width: int) -> str:
     """What the drift column counts, and the caveat when the model has random weights; while
     the served config's drift is unknown because its references wait, why."""
-    current = next((s for s in view.segments if s.config_id == view.config_id), None)
+    current = derive.segment(view, view.config_id)
     if waiting_text(current) is not None:
         assert current is not None
         return fitting(width, f"drift: {current.drift_waiting} sampled requests wait for their "
