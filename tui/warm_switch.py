@@ -26,9 +26,6 @@ class SwitchUnderWay:
     seconds: float | None = None    # the side compile's wall time, once ready
     cost: SideCompileCost | None = None
 
-    def progressed(self, shapes: int) -> SwitchUnderWay:
-        return replace(self, shapes=shapes)
-
     def done(self, at_s: float, seconds: float, shapes: int,
              view: LiveView | None) -> SwitchUnderWay:
         return replace(self, cut_over_s=at_s, seconds=seconds, shapes=shapes,

@@ -5,6 +5,8 @@ change, stops it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from probe.contract.engine_link import CutOverDone, StopSide, WarmFailed, WarmProgress, WarmSwitch
 from tui.engine_side import EngineSide
 from tui.host import Host
@@ -80,7 +82,7 @@ class WarmSwitchRun:
         if switch is None:
             return
         if isinstance(event, WarmProgress):
-            self.under_way = switch.progressed(event.shapes)
+            self.under_way = replace(switch, shapes=event.shapes)
         elif isinstance(event, WarmFailed):
             self.under_way = None
             if host.view is not None:

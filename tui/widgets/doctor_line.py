@@ -3,13 +3,10 @@ requests in the window, cut to one row (D opens the full doctor screen)."""
 
 from __future__ import annotations
 
-from typing import Sequence
-
 from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from probe.analysis.checklist import ChecklistItem
 from probe.analysis.diagnosis import LABELS, SegmentDiagnosis
 from probe.analysis.doctor_text import short_next_step
 from probe.common.units import fmt_ms
@@ -28,10 +25,6 @@ def short_verdict(diagnosis: SegmentDiagnosis) -> str:
     return f"healthy: p95 {p95}, {share}" if diagnosis.healthy else f"p95 {p95}: {share}"
 
 
-def short_step(diagnosis: SegmentDiagnosis, checklist: Sequence[ChecklistItem] = ()) -> str:
-    return short_next_step(diagnosis, checklist)
-
-
 def doctor_line(view: LiveView | None, width: int) -> Text:
     diagnosis = view.diagnosis if view is not None else None
     hint = f" ({KEY}: why)"
@@ -41,7 +34,7 @@ def doctor_line(view: LiveView | None, width: int) -> Text:
     text.append(short_verdict(diagnosis),
                 style="green" if diagnosis.healthy else "bold yellow")
     text.append(" · ")
-    text.append(short_step(diagnosis, view.checklist if view is not None else ()),
+    text.append(short_next_step(diagnosis, view.checklist if view is not None else ()),
                 style="bold cyan")
     step = diagnosis.next_step
     room = width - len(text.plain) - len(hint)
