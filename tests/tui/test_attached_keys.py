@@ -29,7 +29,9 @@ async def test_an_option_key_on_a_server_switches_warm_and_x_gives_it_up(stages,
     app = InfertopApp(Attached(engine), initial=view, options=view.options, speed=1.0,
                       snapshot_dir=tmp_path, clock=lambda: 0.0, apply_delay_s=0)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        # the footer draws its bindings a frame or more after the first screen on a busy
+        # machine: wait for it, then read what it offers
+        await until(pilot, lambda: "save" in screen_text(app).splitlines()[-1])
         assert "a server switches warm" in screen_text(app)
         footer = screen_text(app).splitlines()[-1]
         assert "save" in footer and "pause" not in footer and "×2" not in footer
