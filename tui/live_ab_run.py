@@ -83,10 +83,15 @@ class LiveABRun:
             self.host.say("arm B is still warming: Esc gives it up")
             return
         self.engine.send(ABEnd(adopt=True))
+        self.host.say(f"adopting {self.running.b_id or 'arm B'}: it first serves the requests "
+                      f"it was handed (a compile it is in finishes first), then everything")
 
     def keep(self) -> None:
         if self.running is not None:
             self.engine.send(ABEnd(adopt=False))
+            if self.running.split:
+                self.host.say(f"keeping {self.running.a_id}: arm B first serves the requests "
+                              f"it was handed, then stops")
 
     def _over(self, how: str, error: str = "") -> None:
         ab, host = self.running, self.host

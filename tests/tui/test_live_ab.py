@@ -86,6 +86,8 @@ async def test_an_ab_compares_its_arms_and_enter_adopts_b(make_app, until, stage
         assert app.ab.running is not None and engine.ab_ends == []
         await pilot.press("enter")
         await until(pilot, lambda: engine.ab_ends == ["adopt"] and app.ab.running is None)
+        # said at the key, before it ends: arm B may still be compiling what it was handed
+        assert any(n.message.startswith("adopting ") for n in app._notifications)
         closing = [n.message for n in app._notifications if "A/B ended" in n.message]
         assert closing and f"20 | 20 served: {verdict_text(expected, tell=False)}" in closing[-1]
         assert app.requested == baseline.options.with_option("kv_cache", "off")
