@@ -68,6 +68,7 @@ class LiveABRun:
             host.say(f"no A/B: {why}", severity="warning")
             return
         assert view is not None
+        self.warm.forget(cut_over=True)     # the last switch's line gives way to the A/B's
         self.running = LiveAB(target, view.config_id, self.engine.now_s(), step)
         self.mode = False
         self.engine.send(ABStart(target))

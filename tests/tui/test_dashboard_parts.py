@@ -187,6 +187,20 @@ def test_an_ab_refuses_while_a_switch_warms(baseline):
     assert parts.host.said[-1] == ("no A/B: a warm switch is under way", "warning")
 
 
+
+def test_an_ab_after_a_cut_over_takes_the_switch_line(baseline):
+    """A finished switch's line stays until something else happens on the line: an A/B
+    started from `v` (no option key between) replaces it, so the line never shows the old
+    cut over while another config serves (seen on a server walk, after Enter adopted B)."""
+    parts = Parts(baseline, apply_delay_s=0)
+    parts.host.switch_kind = "warm"
+    parts.changes.cycle("compile")
+    parts.events.heard(CutOverDone(shapes=1, seconds=3.0))
+    assert parts.warm.under_way is not None
+    parts.host.engine_state = "live"
+    parts.ab.start(OptConfig(bucketing="on"))
+    assert parts.ab.running is not None and parts.warm.under_way is None
+
 def test_after_v_the_change_runs_as_an_ab_and_a_serves_on(baseline):
     parts = Parts(baseline, apply_delay_s=0)
     parts.ab.toggle_mode()
