@@ -1,19 +1,28 @@
 """report.md's "How each run ended": per run, the requests it served of its cap, why it stopped
-(probe/runs/stopping.py), its seconds and what inductor's on-disk caches served it."""
+(probe/runs/stopping.py), its seconds, what inductor's on-disk caches served it and its
+warm-up (a whole pass, or one request served and the rest rehearsed: probe/runs/runs.py)."""
 
 from __future__ import annotations
 
 from probe.common.units import NO_DATA, fmt_s
+from probe.runs.runs import REHEARSED_TOKENS
 from probe.session_store.tables import table
 
 COLUMNS = ["run", "warm requests served", "why it stopped", "seconds",
-           "FX graph cache hit / miss", "AOTAutograd cache hit / miss"]
+           "FX graph cache hit / miss", "AOTAutograd cache hit / miss", "warm-up"]
 
 
 def _cache(cache: dict | None, group: str) -> str:
     if not cache:
         return NO_DATA
     return f"{cache.get(f'{group}_cache_hit', 0)} / {cache.get(f'{group}_cache_miss', 0)}"
+
+
+def _warmup(run: dict) -> str:
+    rehearsed = (run.get("warmup") or {}).get("rehearsed") or 0
+    if rehearsed:
+        return f"1 served, {rehearsed} rehearsed at {REHEARSED_TOKENS} tokens"
+    return f"a whole pass ({run['requests']})"
 
 
 def run_rows(runs: dict) -> list[list[str]]:
@@ -26,7 +35,8 @@ def run_rows(runs: dict) -> list[list[str]]:
                   else str(sum(1 for _ in run.get("steady_passes") or ()) * run["requests"]))
         rows.append([f"`{key}`", served, stopping.get("text", NO_DATA),
                      fmt_s(run["run_wall_s"]) if run.get("run_wall_s") is not None else NO_DATA,
-                     _cache(run.get("cache"), "fxgraph"), _cache(run.get("cache"), "autograd")])
+                     _cache(run.get("cache"), "fxgraph"), _cache(run.get("cache"), "autograd"),
+                     _warmup(run)])
     return rows
 
 
@@ -39,7 +49,10 @@ def runs_markdown(report: dict) -> list[str]:
            "compared with that has finished is settled — faster or slower by more than 5%, or "
            "within ±5% — on an always-valid 95% confidence sequence (Robbins' normal mixture "
            "with the running variance, an asymptotic confidence sequence), checked after every "
-           "request; --repeats passes stay the cap" if stopping == "sequential"
+           "request; --repeats passes stay the cap. Where a config compiles nothing more as "
+           "its outputs grow, its warm-up serves the first request whole (the cold start) and "
+           f"rehearses the others unrecorded at {REHEARSED_TOKENS} tokens, which compiles every "
+           "shape the passes meet" if stopping == "sequential"
            else "every run serves --repeats warm passes (--stopping fixed)")
     cache_dir = (report.get("environment") or {}).get("inductor_cache_dir", NO_DATA)
     return ["## How each run ended", "",

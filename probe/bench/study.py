@@ -15,7 +15,14 @@ from probe.bench.progress import Progress, estimate_s
 from probe.runs.openloop import OpenLoopStudy
 from probe.runs.plan import Plan, RunSpec
 from probe.runs.results import FailedRun, RunOutcome, RunResult
-from probe.runs.runs import Extra, RunContext, RunHooks, execute_group
+from probe.runs.runs import (
+    Extra,
+    RunContext,
+    RunHooks,
+    execute_group,
+    short_warmup_fits,
+    warmup_share,
+)
 from probe.runs.stopping import SEQUENTIAL, StopRule, medians
 
 log = logging.getLogger(__name__)
@@ -94,10 +101,12 @@ class Study:
         return cls(plan, experiments, context, runs, units, after_engine)
 
     def passes(self, key: str) -> float:
-        """The passes a run is expected to serve: its warm-up, the warm passes its stopping
-        rule is expected to need (once finished: those it served), and its extras'."""
-        repeats = self.context.repeats
-        return (1 + self.steady_passes(key)
+        """The passes a run is expected to serve: its warm-up (a short one: the share of a
+        pass it decodes), the warm passes its stopping rule is expected to need (once
+        finished: those it served), and its extras'."""
+        repeats, spec = self.context.repeats, self.runs[key].spec
+        short = self.context.short_warmup and short_warmup_fits(spec)
+        return (warmup_share(spec, short) + self.steady_passes(key)
                 + sum(extra.passes(repeats) for extra in self.runs[key].extras))
 
     def steady_passes(self, key: str) -> float:

@@ -28,6 +28,7 @@ from probe.engine.process.environment import environment
 from probe.runs.plan import MAX_INPUT, BenchSettings, make_plan
 from probe.runs.results import RunResult
 from probe.runs.runs import RunContext
+from probe.runs.stopping import SEQUENTIAL
 from probe.runs.verdict import speed_drift
 
 if TYPE_CHECKING:
@@ -46,7 +47,8 @@ def prepare_study(settings: BenchSettings, device: str, loaded: LoadedModel | No
                          compile_backend=settings.compile_backend,
                          trace_info={"name": settings.trace, "seed": settings.seed},
                          keep_tokens=settings.tokens, slo=settings.slo,
-                         slo_target=settings.slo_target, stopping=settings.stopping)
+                         slo_target=settings.slo_target, stopping=settings.stopping,
+                         short_warmup=settings.stopping == SEQUENTIAL)
     return Study.of(plan, settings.experiments, context,
                     profile=PROFILE if settings.profile else None)
 

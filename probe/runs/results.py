@@ -183,6 +183,8 @@ class RunResult:
     stopping: Stopping | None = None
     # what inductor's on-disk caches served it: {"fxgraph_cache_hit": n, …} (counted here)
     cache: Mapping[str, int] | None = None
+    # a short warm-up's requests rehearsed unrecorded (probe/runs/runs.py); 0: a whole pass
+    warmup_rehearsed: int = 0
     # the warm passes' records (a pass a stopping rule ended early included), for the figures
     # that need them (E1's break-even, the paired verdict); not serialised
     steady_records: tuple[RequestRecord, ...] = field(default=(), repr=False, compare=False)
@@ -197,7 +199,8 @@ class RunResult:
             "bucket_edges": list(self.bucket_edges), "bucket_set": self.bucket_set,
             "cold_start_ms": self.cold_start_ms,
             "cold_start_compile_stall_ms": self.cold_start_compile_stall_ms,
-            "warmup": {**self.warmup.as_dict(), "compile_s": self.warmup_compile_s},
+            "warmup": {**self.warmup.as_dict(), "compile_s": self.warmup_compile_s,
+                       "rehearsed": self.warmup_rehearsed},
             "steady": self.steady.as_dict(),
             "steady_passes": [p.as_dict() for p in self.steady_passes],
             "graphs_per_function": dict(self.graphs_per_function),
@@ -296,7 +299,8 @@ def summarize_run(spec, data, warmup: PassResult, steady: Sequence[PassResult]) 
         per_function[event.function] = per_function.get(event.function, 0) + max(event.graphs, 1)
     steady_figures = tuple(p.figures() for p in steady)
     first = warmup.records[0] if warmup.records else None
-    errors = [r.error for p in [warmup, *steady] for r in p.records if r.error]
+    served = [r for p in [warmup, *steady] for r in p.records]     # a short warm-up has one
+    errors = [r.error for r in served if r.error]
     bucketed = spec.options.bucketing == "on"
     return RunResult(
         key=spec.key, label=spec.options.label(), options=spec.options,
@@ -313,8 +317,8 @@ def summarize_run(spec, data, warmup: PassResult, steady: Sequence[PassResult]) 
         break_reasons=tuple(BreakReason(b.reason, b.location, b.count) for b in data.breaks),
         recompile_limit_hits=sum(1 for e in data.events if e.kind == "limit"),
         compile_fallbacks=sum(1 for e in data.events if e.kind == "fallback"),
-        distinct_input_lengths=len({r.input_tokens for r in warmup.records}),
-        distinct_padded_lengths=len({r.padded_tokens for r in warmup.records}),
+        distinct_input_lengths=len({r.input_tokens for r in served}),
+        distinct_padded_lengths=len({r.padded_tokens for r in served}),
         curve=compile_curve(warmup.records, data.events),
         failed=len(errors), errors=tuple(sorted(set(errors))[:5]),
         recompile_reasons=_distinct([e.reason for e in events if e.kind == "recompile"], 3),

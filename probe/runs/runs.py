@@ -4,6 +4,14 @@ A run gets a fresh engine (so it starts cold, as a new deployment of that config
 its requests back to back — no open-loop waiting, so a request's latency is its service time —
 once as a warm-up pass (its first request is the cold start, with every compile it waits on),
 then `repeats` steady passes. Everything reported is computed from the records of those passes.
+
+A short warm-up (`RunContext.short_warmup`, the sequential study's) serves only the first
+request whole, as the cold start, and rehearses the rest unrecorded with their outputs cut to
+REHEARSED_TOKENS: every input shape the passes will meet is compiled and every kernel touched,
+for a few percent of a pass's decode steps. It applies where a shape's compile does not depend
+on how far a decode goes (`short_warmup_fits`): eager configs, and compiled configs that bucket
+their inputs and decode over a static cache. The rest (no bucketing: E3's curve reads every
+warm-up request; no KV cache or HF generate(): they recompile as outputs grow) keep the pass.
 """
 
 from __future__ import annotations
@@ -52,6 +60,8 @@ class RunContext:
     slo_target: float = 0.9              # the attainment capacity at the SLO keeps
     stopping: str = SEQUENTIAL           # --stopping: SEQUENTIAL (probe/runs/stopping.py) or
                                          # FIXED (every run serves --repeats passes)
+    short_warmup: bool = False           # where it fits, the warm-up serves one request whole
+                                         # and rehearses the rest (the module's docstring)
 
     def require_model(self) -> LoadedModel:
         """The loaded model, for what reads it directly (an engine loads its own without)."""
@@ -108,6 +118,45 @@ def serve_pass(engine: Engine, spec: RunSpec, pass_index: int, label: str,
         if stop is not None and i + 1 < count and stop(records):
             break
     return PassResult(tuple(records), time.perf_counter() - start)
+
+
+REHEARSED_TOKENS = 2       # a rehearsal's output: the encoder and two decode steps per shape
+
+
+def short_warmup_fits(spec: RunSpec) -> bool:
+    """Whether rehearsing at REHEARSED_TOKENS compiles everything the passes will need."""
+    options = spec.options
+    if not options.compiled:
+        return True
+    return (options.bucketing == "on" and bool(spec.edges) and options.kv_cache == "on"
+            and options.decode == "fullgraph")
+
+
+def warmup_share(spec: RunSpec, short: bool) -> float:
+    """The warm-up's decode work as a share of one pass's (1: a whole pass)."""
+    outputs = [r.output_length for r in spec.requests]
+    if not short or not outputs:
+        return 1.0
+    rehearsed = sum(min(REHEARSED_TOKENS, n) for n in outputs[1:])
+    return (outputs[0] + rehearsed) / max(sum(outputs), 1)
+
+
+def rehearse_pass(engine: Engine, spec: RunSpec, pass_index: int, label: str,
+                  on_request: Callable[[str, int, int], None], *,
+                  seq_stride: int | None = None) -> PassResult:
+    """The short warm-up: the first request served and recorded (the cold start), every other
+    rehearsed unrecorded at REHEARSED_TOKENS (its compiles are still recorded as events)."""
+    from probe.engine.model.requests import EngineRequest
+    start = time.perf_counter()
+    first = serve_pass(engine, replace(spec, requests=spec.requests[:1]), pass_index, label,
+                       on_request, seq_stride=seq_stride or len(spec.requests))
+    for i, request in enumerate(spec.requests[1:], start=1):
+        engine.rehearse([EngineRequest(
+            id=f"{request.id}@rehearsal", seq=-i, input_length=request.input_length,
+            output_length=min(REHEARSED_TOKENS, request.output_length),
+            arrival_s=engine.clock.now_s(), text=request.text)])
+    on_request(label, len(spec.requests), len(spec.requests))
+    return PassResult(first.records, time.perf_counter() - start)
 
 
 def calibrate_ms(repeats: int = 7) -> float:
@@ -197,8 +246,20 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
         passes[0] += 1
         return result
 
+    rehearsed: dict[str, int] = {}
+
+    def warm_up(spec: RunSpec) -> PassResult:
+        if not (context.short_warmup and short_warmup_fits(spec)):
+            return run_pass(spec, "warm-up")
+        rehearsed[spec.key] = len(spec.requests) - 1
+        engine.set_options(spec.options)
+        config_ids[spec.key] = engine.config_id
+        passes[0] += 1
+        return rehearse_pass(engine, spec, passes[0] - 1, "warm-up" + suffix[spec.key],
+                             hooks.on_request, seq_stride=count)
+
     try:
-        warmup = {s.key: run_pass(s, "warm-up") for s in specs}
+        warmup = {s.key: warm_up(s) for s in specs}
         for i in range(context.repeats):
             calibration.append(calibrate_ms())   # a load change inside the run shows up too
             for spec in (specs if i % 2 == 0 else list(reversed(specs))):
@@ -225,6 +286,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
                 weight_bytes=_weight_bytes(engine, data.configs[cid].options),
                 served_options=data.configs[cid].options, calibration_ms=tuple(calibration),
                 group=group_key(specs) if len(specs) > 1 else None, snapshot=snapshot,
+                warmup_rehearsed=rehearsed.get(spec.key, 0),
                 **{name: figures for name, figures in measured.items()
                    if spec is first and figures is not None})
     finally:

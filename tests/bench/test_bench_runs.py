@@ -149,3 +149,46 @@ def test_a_run_stops_mid_pass_once_its_rule_settles(tiny, tmp_path) -> None:
     assert len(run.steady_passes) == 2 and len(run.steady_records) == 20
     assert run.stopping.against[0].verdict == "faster"
     assert run.as_dict()["stopping"]["text"] == "settled: faster vs slow"
+
+
+def test_a_short_warm_up_serves_one_request_and_rehearses_the_rest(tiny, tmp_path) -> None:
+    from dataclasses import replace
+    seen = []
+    spec = RunSpec(OptConfig(decode="fullgraph"), REQUESTS, "replayed")
+    run = execute(spec, replace(_context(tiny, tmp_path), short_warmup=True),
+                  RunHooks(on_request=lambda phase, done, n: seen.append((phase, done, n))))
+    assert isinstance(run, RunResult) and run.warmup_rehearsed == 2
+    assert seen[:2] == [("warm-up", 1, 1), ("warm-up", 3, 3)]
+    result = run.as_dict()
+    assert result["warmup"]["rehearsed"] == 2 and result["cold_start_ms"] > 0
+    assert result["distinct_input_lengths"] == 2 and len(result["steady_passes"]) == 2
+    snapshot = json.loads((tmp_path / result["snapshot"]).read_text())
+    served = [r["id"] for r in snapshot["requests"]]
+    assert len(served) == 7 and served[0] == "a@warm-up"     # the cold start, then 2 × 3
+    assert not any("rehearsal" in i for i in served)
+
+
+def test_a_short_warm_up_compiles_every_bucket_before_the_passes(tiny, tmp_path) -> None:
+    from dataclasses import replace
+    options = OptConfig(compile="default", decode="fullgraph", bucketing="on")
+    spec = RunSpec(options, REQUESTS, "replayed", edges=(16, 32), edges_name="test")
+    run = execute(spec, replace(_context(tiny, tmp_path, repeats=1), short_warmup=True),
+                  RunHooks())
+    assert isinstance(run, RunResult) and run.warmup_rehearsed == 2 and run.failed == 0
+    # the cold start compiles the 16-token bucket; the rehearsal of b (20 tokens) the 32 one
+    assert run.max_graphs_per_function == 2 and run.steady_compiles == 0
+
+
+def test_a_short_warm_up_is_kept_for_what_compiles_as_outputs_grow() -> None:
+    from probe.runs.runs import short_warmup_fits, warmup_share
+    bucketed = dict(compile="default", decode="fullgraph", bucketing="on")
+    fits = {label: short_warmup_fits(RunSpec(OptConfig(**options), REQUESTS, "r", edges=(16,)))
+            for label, options in {
+                "eager": {}, "bucketed static": bucketed,
+                "no KV cache": {**bucketed, "kv_cache": "off"},
+                "HF generate": {**bucketed, "decode": "hf-generate"},
+                "no bucketing": {**bucketed, "bucketing": "off"}}.items()}
+    assert fits == {"eager": True, "bucketed static": True, "no KV cache": False,
+                    "HF generate": False, "no bucketing": False}
+    spec = RunSpec(OptConfig(), REQUESTS, "r")          # outputs 4, 3, 5: 4 + 2 + 2 of 12
+    assert warmup_share(spec, True) == 8 / 12 and warmup_share(spec, False) == 1.0

@@ -72,7 +72,9 @@ def test_the_report_row_says_served_why_and_what_the_cache_gave(make_result) -> 
                          "autograd_cache_hit": 4, "autograd_cache_miss": 1})
     (row,) = run_rows({run.key: run.as_dict()})
     assert row[1] == "40 of 120" and row[2] == "settled: faster vs control"
-    assert row[3] == "12.5 s" and row[4] == "4 / 1"
+    assert row[3] == "12.5 s" and row[4] == "4 / 1" and row[6] == "a whole pass (40)"
+    (short,) = run_rows({run.key: replace(run, warmup_rehearsed=39).as_dict()})
+    assert short[6] == "1 served, 39 rehearsed at 2 tokens"
     capped = Stopping(SEQUENTIAL, 120, 120, "cap", (
         paired("control", make_result(pass_latencies=_latencies(1.05, 1, 3, 0.08))
                .steady_records, medians(control.steady_records)),))
