@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping
 
+from probe.analysis.sequential import MARGIN
 from probe.bench.doctor_section import doctor_by_run, doctor_markdown
 from probe.bench.energy_section import energy_by_run, energy_markdown
 from probe.bench.experiments import EXPERIMENTS, acceptance_checks, left_out
@@ -191,11 +192,13 @@ def render_markdown(report: dict) -> str:
     out += ["",
             "How to read the numbers: **cold start** is the first request a fresh config "
             "served — it includes every compile it waited on, and is one sample. **Warm** "
-            "figures come from the passes after a warm-up pass over the same requests: the "
+            "figures come from the passes after a warm-up (a pass over the same requests, or "
+            "its first request served and the rest rehearsed: How each run ended): the "
             "median of the repeated passes, with their range (min–max) in brackets. A verdict "
             "on latency pairs each request with the same request in the other run: **faster** "
-            "or **slower** when an always-valid 95% interval of the ratio lies beyond ±5%, "
-            "**within noise** when it lies inside ±5%, **no difference yet** otherwise (with the "
+            f"or **slower** when an always-valid 95% interval of the ratio lies beyond "
+            f"±{MARGIN:.0%}, **within noise** when it lies inside ±{MARGIN:.0%}, **no difference "
+            "yet** otherwise (with the "
             "requests it would need); where requests cannot be paired, two configs whose ranges "
             "overlap are reported within noise, and with a single repeat the noise is not "
             "measured and the report says so. Requests are served back to back, so a latency "

@@ -4,6 +4,7 @@ warm-up (a whole pass, or one request served and the rest rehearsed: probe/runs/
 
 from __future__ import annotations
 
+from probe.analysis.sequential import MARGIN
 from probe.common.units import NO_DATA, fmt_s
 from probe.runs.runs import REHEARSED_TOKENS
 from probe.session_store.tables import table
@@ -46,8 +47,9 @@ def runs_markdown(report: dict) -> list[str]:
         return []
     stopping = (report.get("settings") or {}).get("stopping", "sequential")
     how = ("each run's warm passes stop once its paired verdict against every run it is "
-           "compared with that has finished is settled — faster or slower by more than 5%, or "
-           "within ±5% — on an always-valid 95% confidence sequence (Robbins' normal mixture "
+           f"compared with that has finished is settled — faster or slower by more than "
+           f"{MARGIN:.0%}, or within ±{MARGIN:.0%} — on an always-valid 95% confidence "
+           "sequence (Robbins' normal mixture "
            "with the running variance, an asymptotic confidence sequence), checked after every "
            "request; --repeats passes stay the cap. Where a config compiles nothing more as "
            "its outputs grow, its warm-up serves the first request whole (the cold start) and "

@@ -162,17 +162,26 @@ def rehearse_pass(engine: Engine, spec: RunSpec, pass_index: int, label: str,
 def calibrate_ms(repeats: int = 7) -> float:
     """The best time of a fixed small eager workload (many tiny ops, like a decode step),
     taken before and after each run: how fast the machine was then. The best of several,
-    because a burst of other work inflates single samples; sustained load raises them all."""
+    because a burst of other work inflates single samples; sustained load raises them all.
+    On one thread: with two, a 64×64 product spends most of its time waiting for the other
+    thread, and on a quiet 2-core VM the best of 7 still came out at 3.0 ms or 4.4–9.2 ms
+    by the luck of that wait, a "drift" of 3× while the runs' own passes moved under 10%
+    (E1 on t5-small; one thread: 3.0–3.8 ms beside a running study)."""
     import torch
     best = float("inf")
-    with torch.inference_mode():
-        base = torch.full((64, 64), 1 / 64)
-        for _ in range(repeats):
-            x = base
-            start = time.perf_counter()
-            for _ in range(200):
-                x = torch.relu(x @ base + 0.001)
-            best = min(best, time.perf_counter() - start)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.inference_mode():
+            base = torch.full((64, 64), 1 / 64)
+            for _ in range(repeats):
+                x = base
+                start = time.perf_counter()
+                for _ in range(200):
+                    x = torch.relu(x @ base + 0.001)
+                best = min(best, time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(threads)
     return 1000 * best
 
 

@@ -6,7 +6,7 @@ warm latency in the other run) over this run's warm requests: the request's own 
 what is left is the configs' difference plus the machine's noise. probe/analysis/sequential.py
 gives that mean an always-valid confidence sequence (Robbins' normal mixture with the running
 variance: an asymptotic confidence sequence) and the verdict: faster or slower beyond the
-stated margin (MARGIN, 5%), within noise (inside ±margin), or no difference yet.
+stated margin (MARGIN, 10%), within noise (inside ±margin), or no difference yet.
 
 The rule (`StopRule`): after the run's first full warm pass, checked after every request, the
 run stops once its verdict against every partner that has already finished is settled; the old

@@ -192,3 +192,16 @@ def test_a_short_warm_up_is_kept_for_what_compiles_as_outputs_grow() -> None:
                     "HF generate": False, "no bucketing": False}
     spec = RunSpec(OptConfig(), REQUESTS, "r")          # outputs 4, 3, 5: 4 + 2 + 2 of 12
     assert warmup_share(spec, True) == 8 / 12 and warmup_share(spec, False) == 1.0
+
+
+def test_the_calibration_runs_on_one_thread_and_gives_the_threads_back(monkeypatch) -> None:
+    import torch
+
+    from probe.runs.runs import calibrate_ms
+    before = torch.get_num_threads()
+    set_to: list[int] = []
+    real = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads",
+                        lambda n: (set_to.append(n), real(n))[1])
+    assert calibrate_ms(repeats=1) > 0
+    assert set_to == [1, before] and torch.get_num_threads() == before

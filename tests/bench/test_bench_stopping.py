@@ -36,7 +36,7 @@ def test_the_same_config_settles_within_noise_and_a_small_one_asks_for_more(
     same = make_result(pass_latencies=_latencies(1.0, 3, 2, noise=0.01))
     reference = medians(control.steady_records)
     assert paired("c", same.steady_records, reference).verdict == "within noise"
-    near_margin = make_result(pass_latencies=_latencies(1.05, 1, 3, noise=0.08))
+    near_margin = make_result(pass_latencies=_latencies(1.10, 1, 3, noise=0.08))
     found = paired("c", near_margin.steady_records, reference)
     assert found.verdict == "no difference yet"
     assert found.requests_to_tell is not None and found.requests_to_tell >= COUNT
@@ -76,7 +76,7 @@ def test_the_report_row_says_served_why_and_what_the_cache_gave(make_result) -> 
     (short,) = run_rows({run.key: replace(run, warmup_rehearsed=39).as_dict()})
     assert short[6] == "1 served, 39 rehearsed at 2 tokens"
     capped = Stopping(SEQUENTIAL, 120, 120, "cap", (
-        paired("control", make_result(pass_latencies=_latencies(1.05, 1, 3, 0.08))
+        paired("control", make_result(pass_latencies=_latencies(1.10, 1, 3, 0.08))
                .steady_records, medians(control.steady_records)),))
     assert capped.text().startswith("cap: no difference yet vs control (needs ~")
 
