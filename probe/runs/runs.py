@@ -163,10 +163,10 @@ def calibrate_ms(repeats: int = 7) -> float:
     """The best time of a fixed small eager workload (many tiny ops, like a decode step),
     taken before and after each run: how fast the machine was then. The best of several,
     because a burst of other work inflates single samples; sustained load raises them all.
-    On one thread: with two, a 64×64 product spends most of its time waiting for the other
-    thread, and on a quiet 2-core VM the best of 7 still came out at 3.0 ms or 4.4–9.2 ms
-    by the luck of that wait, a "drift" of 3× while the runs' own passes moved under 10%
-    (E1 on t5-small; one thread: 3.0–3.8 ms beside a running study)."""
+    On one thread: with two, each small product also times the other thread's wake-up, and
+    on a quiet 2-core VM the best of 7 came out at 3.0 ms or 4.4–9.2 ms by that luck, a
+    "drift" of 3× while the runs' own passes moved under 10% (E1 on t5-small; on one
+    thread: 3.0–3.8 ms, even beside a running study)."""
     import torch
     best = float("inf")
     threads = torch.get_num_threads()

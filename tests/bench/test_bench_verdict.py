@@ -46,9 +46,12 @@ def test_a_difference_inside_the_machines_drift_is_noise(make_result) -> None:
                   replace(slow, calibration_ms=(11.0, 12.0)))             # 1.2×: ignored
     assert versus(fast, slow).verdict == "faster"
     fast, slow = (replace(fast, calibration_ms=(10.0, 10.5)),
-                  replace(slow, calibration_ms=(18.0, 12.0)))             # 1.8× drift
+                  replace(slow, calibration_ms=(18.0, 18.9)))             # 1.8× drift
     against = versus(fast, slow)
     assert against.verdict == "within noise" and "1.80×" in against.text
+    fast, slow = (replace(fast, calibration_ms=(3.1, 3.1, 3.2, 3.1, 5.9)),   # one slow sample
+                  replace(slow, calibration_ms=(6.7, 3.1, 3.1, 3.0, 3.0)))   # at each edge
+    assert versus(fast, slow).verdict == "faster"
     fast, slow = replace(fast, group="pair"), replace(slow, group="pair")
     assert versus(fast, slow).verdict == "faster"     # interleaved on one engine: drift cancels
 
