@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-AGREE = {"faster": "better", "slower": "worse"}    # read as the issue's three-way verdicts
+DIRECTION = {"faster": "better", "slower": "worse"}     # the three-way reading of a difference
 
 
 def verdicts(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
@@ -31,7 +31,7 @@ def verdicts(node: Any, path: str = "") -> Iterator[tuple[str, str]]:
 def three_way(verdict: str) -> str:
     """better / worse / no difference: "within noise" and "no difference yet" both say no
     difference was shown."""
-    return AGREE.get(verdict, "no difference" if verdict in ("within noise", "no difference yet",
+    return DIRECTION.get(verdict, "no difference" if verdict in ("within noise", "no difference yet",
                                                              "noise unknown") else verdict)
 
 
@@ -40,8 +40,7 @@ def table(fast: dict, fixed: dict) -> tuple[list[str], int, int]:
     b = dict(verdicts(fixed.get("experiments") or {}))
     lines = ["| verdict | fast | fixed | same |", "|---|---|---|---|"]
     same = 0
-    paths = [p for p in a if p in b] + [p for p in b if p not in a]
-    for path in paths + [p for p in a if p not in b]:
+    for path in dict.fromkeys([*a, *b]):
         left, right = a.get(path, "—"), b.get(path, "—")
         agree = three_way(left) == three_way(right)
         same += agree

@@ -20,7 +20,7 @@ from probe.runs.runs import (
     RunContext,
     RunHooks,
     execute_group,
-    short_warmup_fits,
+    warms_short,
     warmup_share,
 )
 from probe.runs.stopping import SEQUENTIAL, StopRule, medians
@@ -105,8 +105,7 @@ class Study:
         pass it decodes), the warm passes its stopping rule is expected to need (once
         finished: those it served), and its extras'."""
         repeats, spec = self.context.repeats, self.runs[key].spec
-        short = self.context.short_warmup and short_warmup_fits(spec)
-        return (warmup_share(spec, short) + self.steady_passes(key)
+        return (warmup_share(spec, warms_short(self.context, spec)) + self.steady_passes(key)
                 + sum(extra.passes(repeats) for extra in self.runs[key].extras))
 
     def steady_passes(self, key: str) -> float:

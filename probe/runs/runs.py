@@ -132,6 +132,11 @@ def short_warmup_fits(spec: RunSpec) -> bool:
             and options.decode == "fullgraph")
 
 
+def warms_short(context: RunContext, spec: RunSpec) -> bool:
+    """Whether this run's warm-up is the short one: the context asks for it and it fits."""
+    return context.short_warmup and short_warmup_fits(spec)
+
+
 def warmup_share(spec: RunSpec, short: bool) -> float:
     """The warm-up's decode work as a share of one pass's (1: a whole pass)."""
     outputs = [r.output_length for r in spec.requests]
@@ -247,28 +252,22 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
         settled[0] = rule.settled(served)
         return settled[0]
 
-    def run_pass(spec: RunSpec, label: str, *, stoppable: bool = False) -> PassResult:
+    def run_pass(spec: RunSpec, label: str, *, stoppable: bool = False,
+                 short: bool = False) -> PassResult:
         engine.set_options(spec.options)
         config_ids[spec.key] = engine.config_id
-        result = serve_pass(engine, spec, passes[0], label + suffix[spec.key], hooks.on_request,
-                            seq_stride=count, stop=stop if stoppable else None)
+        if short:
+            result = rehearse_pass(engine, spec, passes[0], label + suffix[spec.key],
+                                   hooks.on_request, seq_stride=count)
+        else:
+            result = serve_pass(engine, spec, passes[0], label + suffix[spec.key],
+                                hooks.on_request, seq_stride=count,
+                                stop=stop if stoppable else None)
         passes[0] += 1
         return result
 
-    rehearsed: dict[str, int] = {}
-
-    def warm_up(spec: RunSpec) -> PassResult:
-        if not (context.short_warmup and short_warmup_fits(spec)):
-            return run_pass(spec, "warm-up")
-        rehearsed[spec.key] = len(spec.requests) - 1
-        engine.set_options(spec.options)
-        config_ids[spec.key] = engine.config_id
-        passes[0] += 1
-        return rehearse_pass(engine, spec, passes[0] - 1, "warm-up" + suffix[spec.key],
-                             hooks.on_request, seq_stride=count)
-
     try:
-        warmup = {s.key: warm_up(s) for s in specs}
+        warmup = {s.key: run_pass(s, "warm-up", short=warms_short(context, s)) for s in specs}
         for i in range(context.repeats):
             calibration.append(calibrate_ms())   # a load change inside the run shows up too
             for spec in (specs if i % 2 == 0 else list(reversed(specs))):
@@ -295,7 +294,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
                 weight_bytes=_weight_bytes(engine, data.configs[cid].options),
                 served_options=data.configs[cid].options, calibration_ms=tuple(calibration),
                 group=group_key(specs) if len(specs) > 1 else None, snapshot=snapshot,
-                warmup_rehearsed=rehearsed.get(spec.key, 0),
+                warmup_rehearsed=len(spec.requests) - 1 if warms_short(context, spec) else 0,
                 **{name: figures for name, figures in measured.items()
                    if spec is first and figures is not None})
     finally:
