@@ -47,22 +47,24 @@ UNCACHED_COMPILES = 9   # the uncached step recompiles per prefix length up to t
 REDRAW_S = 1.0          # a cluster's line redraws at most once a second
 
 
-def estimate_s(spec: RunSpec, *, model: str, passes: float, start: bool = True) -> float:
+def estimate_s(spec: RunSpec, *, model: str, passes: float, start: bool = True,
+               compile_s: float | None = None) -> float:
     """A run's seconds; `start`: with its engine's start (runs interleaved on one engine
-    share one)."""
-    return (START_S.get(model, START_S["t5-small"]) if start else 0.0) + _work_s(
-        spec, model=model, passes=passes)
+    share one); `compile_s`: what its compiles will cost where that is known (its graphs in
+    the compile cache: probe/bench/compile_history.py), else the cost model's cold compile."""
+    return ((START_S.get(model, START_S["t5-small"]) if start else 0.0)
+            + (cold_compile_s(spec, model=model) if compile_s is None else compile_s)
+            + serve_s(spec, model=model, passes=passes))
 
 
-def _work_s(spec: RunSpec, *, model: str, passes: float) -> float:
-    per_compile, hf_compile, eager_token, compiled_token = COST.get(model, COST["t5-small"])
+def cold_compile_s(spec: RunSpec, *, model: str) -> float:
+    """Compiling every graph the run's requests meet, from an empty cache."""
+    per_compile, hf_compile, _, _ = COST.get(model, COST["t5-small"])
     options = spec.options
-    tokens = sum(r.output_length for r in spec.requests) * passes
     if not options.compiled:
-        factor = 3.0 if options.kv_cache == "off" else 1.0
-        return tokens * eager_token * factor + 1.0
+        return 0.0
     if options.decode == "hf-generate":
-        return hf_compile + tokens * eager_token * 1.5 + 1.0
+        return hf_compile
     if options.bucketing == "on" and spec.edges:
         shapes = len({bucket_for(r.input_length, spec.edges) for r in spec.requests})
     else:
@@ -71,9 +73,20 @@ def _work_s(spec: RunSpec, *, model: str, passes: float) -> float:
         shapes = 2
     compiles = 3 * shapes if options.kv_cache == "on" else shapes + UNCACHED_COMPILES
     scale = 2.0 if options.compile == "max-autotune" else 1.0
-    token_s = compiled_token if options.kv_cache == "on" else eager_token * 3
-    return compiles * per_compile * scale + tokens * token_s + 1.0
+    return compiles * per_compile * scale
 
+
+def serve_s(spec: RunSpec, *, model: str, passes: float) -> float:
+    """Serving `passes` passes of the run's requests, its compiles left out."""
+    _, _, eager_token, compiled_token = COST.get(model, COST["t5-small"])
+    options = spec.options
+    tokens = sum(r.output_length for r in spec.requests) * passes
+    if not options.compiled:
+        return tokens * eager_token * (3.0 if options.kv_cache == "off" else 1.0) + 1.0
+    if options.decode == "hf-generate":
+        return tokens * eager_token * 1.5 + 1.0
+    token_s = compiled_token if options.kv_cache == "on" else eager_token * 3
+    return tokens * token_s + 1.0
 
 
 @dataclass

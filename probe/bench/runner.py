@@ -7,7 +7,9 @@ import argparse
 import sys
 import time
 from contextlib import nullcontext
+from pathlib import Path
 
+from probe.bench.compile_history import CompileHistory
 from probe.bench.experiments import measures_machine, select_experiments
 from probe.bench.experiments.roofline import measure_machine
 from probe.bench.ray_executor import run_on_ray
@@ -51,10 +53,12 @@ def _run_bench(args: argparse.Namespace, stops: StopSignals) -> int:
 
     if settings.threads:
         torch.set_num_threads(settings.threads)
-    share_inductor_cache()      # compile once: every run and the next study read its graphs
+    cache = Path(share_inductor_cache())    # compile once: every run and the next study
     device = resolve_device(settings.device)
     loaded = load_model(settings.model)
     study = prepare_study(settings, str(device), loaded)
+    study.history = CompileHistory(cache, model=settings.model, device=str(device),
+                                   backend=settings.compile_backend)
     out = settings.out
     progress = study.progress()
     environment: dict = {"device": str(device)}

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Hashable
 
 from probe.analysis.sequential import BURN_IN
+from probe.bench.compile_history import CompileHistory
 from probe.bench.experiments import EXPERIMENTS
 from probe.bench.experiments.base import Experiment, OpenLoopExperiment
 from probe.bench.progress import Progress, estimate_s
@@ -84,6 +85,7 @@ class Study:
     results: dict[str, RunOutcome] = field(default_factory=dict)
     open_loop: dict[str, tuple[dict, dict]] = field(default_factory=dict)
     paired_stops: bool = True       # runs one after another: a later run stops against earlier
+    history: CompileHistory | None = None   # what the compile cache holds, for the projection
 
     @classmethod
     def of(cls, plan: Plan, experiments: tuple[str, ...], context: RunContext, *,
@@ -135,17 +137,31 @@ class Study:
 
     def estimate_s(self, unit: tuple[str, ...]) -> float:
         return sum(estimate_s(self.runs[k].spec, model=self.plan.model, passes=self.passes(k),
-                              start=i == 0)      # one engine serves the unit's runs
+                              start=i == 0,      # one engine serves the unit's runs
+                              compile_s=self.history.warm_s(self.runs[k].spec)
+                              if self.history is not None else None)
                    for i, k in enumerate(unit))
+
+    def open_loop_names(self) -> list[str]:
+        """The open-loop experiments, run after the units in this order."""
+        return [n for n in self.experiments if isinstance(EXPERIMENTS[n], OpenLoopExperiment)]
 
     def progress(self) -> Progress:
         kinds = ["compiled" if any(self.runs[k].spec.options.compiled for k in unit)
                  else "eager" for unit in self.units]
-        return Progress([self.estimate_s(unit) for unit in self.units], kinds=kinds)
+        kinds += ["open loop"] * len(self.open_loop_names())
+        return Progress(self.estimates(), kinds=kinds)
 
     def estimates(self) -> dict[Hashable, float]:
-        """Every unit's estimate as the stopping rules now project it."""
-        return {i: self.estimate_s(unit) for i, unit in enumerate(self.units)}
+        """Every unit's estimate as the stopping rules now project it, then each open-loop
+        experiment's (keyed after the units, in the order they run)."""
+        estimates: dict[Hashable, float] = {
+            i: self.estimate_s(unit) for i, unit in enumerate(self.units)}
+        for offset, name in enumerate(self.open_loop_names()):
+            experiment = EXPERIMENTS[name]
+            assert isinstance(experiment, OpenLoopExperiment)
+            estimates[len(self.units) + offset] = experiment.estimate_s(self.plan)
+        return estimates
 
     def describe(self, unit: tuple[str, ...]) -> tuple[str, str]:
         """The experiments that read a unit, and its configs' label."""
@@ -165,15 +181,16 @@ class Study:
             check()
             self._run_unit(index, unit, progress)
         study = OpenLoopStudy(self.context, self.plan, environment, progress.message)
-        for name in self.experiments:
-            if isinstance(EXPERIMENTS[name], OpenLoopExperiment):
-                check()
-                try:
-                    self.open_loop[name] = measure_open_loop(name, study)
-                except KeyboardInterrupt as exc:   # its finished runs stay in the report
-                    self.open_loop[name] = interrupted_open_loop(
-                        name, exc, study.finished.get(name, {}))
-                    raise
+        for offset, name in enumerate(self.open_loop_names()):
+            check()
+            progress.start_run(len(self.units) + offset, name, "open loop")
+            try:
+                self.open_loop[name] = measure_open_loop(name, study)
+            except KeyboardInterrupt as exc:   # its finished runs stay in the report
+                self.open_loop[name] = interrupted_open_loop(
+                    name, exc, study.finished.get(name, {}))
+                raise
+            progress.finish_run()
 
     def _run_unit(self, index: int, unit: tuple[str, ...], progress: Progress) -> None:
         progress.start_run(index, *self.describe(unit))
@@ -189,6 +206,10 @@ class Study:
                             {key: self.runs[key].extras for key in unit},
                             self.stop_rule(unit))
         self.results.update(outcomes)
+        if self.history is not None:
+            self.history.record({key: (self.runs[key].spec, outcome)
+                                 for key, outcome in outcomes.items()
+                                 if isinstance(outcome, RunResult)})
         failed = next((o for o in outcomes.values() if isinstance(o, FailedRun)), None)
         if failed is not None:
             progress.message(f"run {' + '.join(unit)} failed: {failed.error}")
