@@ -358,6 +358,31 @@ def test_a_runs_compile_seconds_carry_dynamos_split_into_the_report(make_result)
     assert json.loads(json.dumps(section_figures(unsplit)))["compile_phases"] is None
 
 
+def test_the_full_grid_serves_the_fullest_bucket_and_the_baselines_the_whole_list(
+        plan) -> None:
+    from probe.bench.experiments.roofline import grid_note, grid_requests
+    from workloads.buckets import bucket_for
+
+    full = replace(plan, quick=False)
+    specs = EXPERIMENTS["roofline"].runs(full)
+    by_bucket: dict[int, int] = {}
+    for request in full.requests:
+        padded = bucket_for(request.input_length, full.planner_edges)
+        by_bucket[padded] = by_bucket.get(padded, 0) + 1
+    fullest = max(by_bucket.values())
+    grid = [spec for role, spec in specs.items() if role not in ("compiled fullgraph", "hf eager")]
+    assert len(grid) == 3 * len(LEVERS)
+    for spec in grid:
+        padded = {bucket_for(r.input_length, spec.edges) for r in spec.requests}
+        assert len(padded) == 1 and len(spec.requests) == fullest < len(full.requests)
+        assert spec.requests_name == f"bucket-{padded.pop()}"
+        assert [r for r in full.requests if r in spec.requests] == list(spec.requests)
+    assert specs["compiled fullgraph"].requests == full.requests == specs["hf eager"].requests
+    assert len({spec.key for spec in specs.values()}) == len(specs)   # none shared by mistake
+    assert f"{fullest} of the {len(full.requests)}" in grid_note(full)[0]
+    assert grid_requests(replace(plan, quick=True)) == (plan.requests, "replayed")
+
+
 def test_quick_roofline_holds_the_shared_fp32_step_and_hf_eager_against_the_roofline(
         plan, make_result) -> None:
     full, quick = replace(plan, quick=False), replace(plan, quick=True)

@@ -4,6 +4,7 @@ that precision."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
@@ -22,10 +23,11 @@ from probe.bench.experiments.base import (
 from probe.common.units import NO_DATA, fmt_bytes, fmt_ms, fmt_ratio
 from probe.contract.options import OptConfig
 from probe.report_charts.canvas import Caption, Chart, bar_style, finish, log_scale, new_figure
-from probe.runs.plan import Plan, RunSpec
+from probe.runs.plan import BenchRequest, Plan, RunSpec
 from probe.runs.results import section_figures, steady_spread
 from probe.runs.spread import fmt_spread
 from probe.runs.verdict import DRIFT_TOLERANCE, machine_drift, usable, versus
+from workloads.buckets import bucket_for
 
 if TYPE_CHECKING:
     import torch
@@ -90,12 +92,40 @@ def levers_for(plan: Plan, precision: str) -> tuple[str, ...]:
     return tuple(LEVERS)
 
 
+def grid_requests(plan: Plan) -> tuple[tuple[BenchRequest, ...], str]:
+    """What the grid serves: the replayed requests of the planner's fullest bucket (a lever
+    changes the decode step, which those requests all run at one input shape; every further
+    bucket is three more graphs to compile per config, 24 configs in the grid). `--quick`'s one
+    run stays the replayed list it shares with E1."""
+    edges = plan.planner_edges
+    if plan.quick or not edges:
+        return plan.requests, "replayed"
+    counts = Counter(bucket_for(r.input_length, edges) for r in plan.requests)
+    fullest = max(counts, key=lambda bucket: (counts[bucket], -bucket))
+    return (tuple(r for r in plan.requests if bucket_for(r.input_length, edges) == fullest),
+            f"bucket-{fullest}")
+
+
 def runs(plan: Plan) -> dict[str, RunSpec]:
     specs = {"compiled fullgraph": plan.spec(REFERENCE), "hf eager": plan.spec(HF_EAGER)}
+    requests, name_of_list = grid_requests(plan)
     for precision, options in PRECISIONS.items():
         for name in levers_for(plan, precision):
-            specs[f"{precision}{name}"] = plan.spec(lever(options, name))
+            specs[f"{precision}{name}"] = plan.spec(lever(options, name), requests=requests,
+                                                    requests_name=name_of_list)
     return specs
+
+
+def grid_note(plan: Plan) -> list[str]:
+    requests, name_of_list = grid_requests(plan)
+    if name_of_list == "replayed":
+        return []
+    longest = max(r.input_length for r in requests)
+    return [f"Each precision and lever is measured on the {len(requests)} of the "
+            f"{len(plan.requests)} replayed requests that share the planner's fullest bucket "
+            f"(inputs up to {longest} tokens, padded to {name_of_list.split('-')[1]}): one "
+            f"input shape, three graphs to compile per config instead of one set per bucket. "
+            f"The baselines (compiled fullgraph, HF eager) serve the whole list."]
 
 
 def measure_machine(loaded: LoadedModel, device: torch.device) -> dict:
@@ -249,7 +279,7 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
     table = {"columns": ["precision", "path", "ms/token", "× its roofline", "config / how"],
              "rows": rows}
     return TEMPLATE.section(configs=configs, table=table, observed=observed, root_cause=cause,
-                            notes=list(left_out(plan)))
+                            notes=[*left_out(plan), *grid_note(plan)])
 
 
 def gap_split(precision: str, roof_ms: float, chain_ms: float, step_ms: float) -> str:
