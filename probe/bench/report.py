@@ -19,6 +19,7 @@ from probe.bench.ledger_section import ledger_by_run, ledger_markdown
 from probe.bench.nodes import Placement, nodes_markdown, place_runs
 from probe.bench.runs_section import runs_markdown
 from probe.bench.study_setup import print_written
+from probe.bench.time_section import time_markdown, time_split
 from probe.bench.torch_trace import INSTALL_HINT, TlparseReport, TraceFolder, run_tlparse
 from probe.common.atomic import write_atomic, write_json_atomic
 from probe.common.units import NO_DATA, fmt_s
@@ -66,6 +67,7 @@ def report_document(settings, plan, environment: dict, study, *, interrupted: bo
         "compile_ledger": ledger_by_run(out, runs),
         "checks": acceptance_checks(sections),
         "wall_s": wall_s,
+        "time": time_split(study, wall_s),
         "incomplete": interrupted,
         "files": {"report_md": "report.md", "runs": "runs/",
                   "torch_trace": ([str(p.relative_to(out)) for p in torch_trace.logs()]
@@ -220,6 +222,7 @@ def render_markdown(report: dict) -> str:
     if across:
         out += ["## Across runs", ""] + across
     out += runs_markdown(report)
+    out += time_markdown(report)
     out += doctor_markdown(report)
     out += ledger_markdown(report)
     if report.get("left_out"):

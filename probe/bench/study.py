@@ -4,6 +4,7 @@ both), in first-use order, then the open-loop experiments; and the sections buil
 from __future__ import annotations
 
 import logging
+import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Hashable
@@ -86,6 +87,8 @@ class Study:
     open_loop: dict[str, tuple[dict, dict]] = field(default_factory=dict)
     paired_stops: bool = True       # runs one after another: a later run stops against earlier
     history: CompileHistory | None = None   # what the compile cache holds, for the projection
+    seconds: dict[str, float] = field(default_factory=dict)   # each unit's and open-loop
+    # experiment's wall, by unit_name() or experiment name: report.json `time`
 
     @classmethod
     def of(cls, plan: Plan, experiments: tuple[str, ...], context: RunContext, *,
@@ -184,12 +187,15 @@ class Study:
         for offset, name in enumerate(self.open_loop_names()):
             check()
             progress.start_run(len(self.units) + offset, name, "open loop")
+            started = time.perf_counter()
             try:
                 self.open_loop[name] = measure_open_loop(name, study)
             except KeyboardInterrupt as exc:   # its finished runs stay in the report
                 self.open_loop[name] = interrupted_open_loop(
                     name, exc, study.finished.get(name, {}))
                 raise
+            finally:
+                self.seconds[name] = time.perf_counter() - started
             progress.finish_run()
 
     def _run_unit(self, index: int, unit: tuple[str, ...], progress: Progress) -> None:
@@ -201,10 +207,14 @@ class Study:
             served[0] += 1
             progress.request_done(phase, done, n, min(0.99, served[0] / total))
 
-        outcomes = run_unit([self.runs[key].spec for key in unit], self.context,
-                            RunHooks(on_request, self.after_engine),
-                            {key: self.runs[key].extras for key in unit},
-                            self.stop_rule(unit))
+        started = time.perf_counter()
+        try:
+            outcomes = run_unit([self.runs[key].spec for key in unit], self.context,
+                                RunHooks(on_request, self.after_engine),
+                                {key: self.runs[key].extras for key in unit},
+                                self.stop_rule(unit))
+        finally:
+            self.seconds[unit_name(unit)] = time.perf_counter() - started
         self.results.update(outcomes)
         if self.history is not None:
             self.history.record({key: (self.runs[key].spec, outcome)
@@ -251,6 +261,11 @@ class Study:
         out = {key: outcome.as_dict() for key, outcome in self.results.items()}
         out.update({name: results for name, (results, _) in self.open_loop.items()})
         return out
+
+
+def unit_name(unit: tuple[str, ...]) -> str:
+    """A unit's name in report.json `time`: its run's key, or its group's keys joined."""
+    return " + ".join(unit)
 
 
 def run_unit(specs: list[RunSpec], context: RunContext, hooks: RunHooks,
