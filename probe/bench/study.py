@@ -222,7 +222,7 @@ class Study:
                                  if isinstance(outcome, RunResult)})
         failed = next((o for o in outcomes.values() if isinstance(o, FailedRun)), None)
         if failed is not None:
-            progress.message(f"run {' + '.join(unit)} failed: {failed.error}")
+            progress.message(f"run {unit_name(unit)} failed: {failed.error}")
         progress.finish_run()
         progress.reestimate(self.estimates())   # what it served, and what the rest will
 
