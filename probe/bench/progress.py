@@ -16,12 +16,24 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, Hashable, Mapping, Protocol, Sequence, TextIO
+from typing import (
+    TYPE_CHECKING,
+    Callable,
+    Hashable,
+    Iterable,
+    Mapping,
+    Protocol,
+    Sequence,
+    TextIO,
+)
 
 from probe.bench.eta import Eta, Projection
 from probe.common.units import fmt_clock
 from probe.runs.plan import RunSpec
 from workloads.buckets import bucket_for
+
+if TYPE_CHECKING:
+    from probe.runs.runs import Extra
 
 
 class Task(Protocol):
@@ -55,6 +67,16 @@ def estimate_s(spec: RunSpec, *, model: str, passes: float, start: bool = True,
     return ((START_S.get(model, START_S["t5-small"]) if start else 0.0)
             + (cold_compile_s(spec, model=model) if compile_s is None else compile_s)
             + serve_s(spec, model=model, passes=passes))
+
+
+def extras_s(extras: Iterable[Extra], *, model: str) -> float:
+    """What a run's extras cost beyond their passes: the processes they start (each an
+    engine's start) and the graphs they compile from nothing. Left out, E1's cold-start pair
+    (two processes, 68 s on t5-small here) was estimated at 0 s inside the shared compiled run,
+    and its scale rescaled every compiled run after it by 1.55."""
+    per_compile = COST.get(model, COST["t5-small"])[0]
+    start = START_S.get(model, START_S["t5-small"])
+    return sum(extra.processes * start + extra.compiles * per_compile for extra in extras)
 
 
 def cold_compile_s(spec: RunSpec, *, model: str) -> float:

@@ -13,7 +13,7 @@ from probe.analysis.sequential import BURN_IN
 from probe.bench.compile_history import CompileHistory
 from probe.bench.experiments import EXPERIMENTS
 from probe.bench.experiments.base import Experiment, OpenLoopExperiment
-from probe.bench.progress import Progress, estimate_s
+from probe.bench.progress import Progress, estimate_s, extras_s
 from probe.runs.openloop import OpenLoopStudy
 from probe.runs.plan import Plan, RunSpec
 from probe.runs.results import FailedRun, RunOutcome, RunResult
@@ -143,6 +143,7 @@ class Study:
                               start=i == 0,      # one engine serves the unit's runs
                               compile_s=self.history.warm_s(self.runs[k].spec)
                               if self.history is not None else None)
+                   + extras_s(self.runs[k].extras, model=self.plan.model)
                    for i, k in enumerate(unit))
 
     def open_loop_names(self) -> list[str]:

@@ -78,6 +78,8 @@ class Extra:
     name: str
     measure: Callable[[Engine, RunSpec, RunContext, RunHooks], ExtraFigures]
     passes: Callable[[int], int] = lambda repeats: 0     # more passes, for the time estimate
+    processes: int = 0          # fresh processes it starts, for the time estimate
+    compiles: int = 0           # graphs it compiles from nothing, for the time estimate
 
 
 def make_engine(context: RunContext, options: OptConfig, *, max_new_tokens: int,

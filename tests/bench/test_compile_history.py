@@ -17,7 +17,7 @@ from probe.bench.compile_history import (
 )
 from probe.bench.experiments import EXPERIMENTS
 from probe.bench.experiments.base import OpenLoopExperiment
-from probe.bench.progress import START_S, cold_compile_s, estimate_s, serve_s
+from probe.bench.progress import COST, START_S, cold_compile_s, estimate_s, serve_s
 from probe.bench.study import Study
 from probe.contract.figures import CompilePhases
 from probe.contract.options import OptConfig
@@ -81,11 +81,11 @@ def test_the_projection_swaps_the_cold_compile_for_the_warm_one(tmp_path,
     history.record({key: (spec, _compiled_run(make_result, misses=12, hits=0))})
     warm = _study(_history(tmp_path))
     passes = cold.passes(key)
-    assert cold.estimate_s((key,)) == pytest.approx(
+    assert estimate_s(spec, model="t5-small", passes=passes) == pytest.approx(
         START_S["t5-small"] + cold_compile_s(spec, model="t5-small")
         + serve_s(spec, model="t5-small", passes=passes))
-    assert warm.estimate_s((key,)) == pytest.approx(
-        estimate_s(spec, model="t5-small", passes=passes, compile_s=26.0 + LOAD_SHARE * 110))
+    assert cold.estimate_s((key,)) - warm.estimate_s((key,)) == pytest.approx(
+        cold_compile_s(spec, model="t5-small") - (26.0 + LOAD_SHARE * 110))
     assert warm.estimate_s((key,)) < cold.estimate_s((key,))
     # a study's own runs are projected against the cache it started with, not their own
     history.record({key: (spec, _compiled_run(make_result, misses=0, hits=12, load_s=1.0))})
@@ -116,3 +116,13 @@ def test_the_open_loop_experiments_are_in_the_time_left() -> None:
     progress = study.progress()
     assert progress.runs[len(study.units)].kind == "open loop"
     assert progress.remaining_s() == pytest.approx(sum(estimates.values()))
+
+
+def test_the_cold_start_pair_is_in_its_runs_estimate() -> None:
+    study = _study()
+    key = study.units[1][0]                                  # E1's default: the pair's run
+    planned = study.runs[key]
+    assert [extra.name for extra in planned.extras] == ["cold_start"]
+    alone = estimate_s(planned.spec, model="t5-small", passes=study.passes(key))
+    assert study.estimate_s((key,)) - alone == pytest.approx(
+        2 * START_S["t5-small"] + 3 * COST["t5-small"][0])

@@ -54,7 +54,8 @@ def measure_cold_start(engine, spec: RunSpec, context: RunContext,
     return figures
 
 
-COLD_START = Extra("cold_start", measure_cold_start)
+# two processes, the first compiling the run's three functions at one shape from nothing
+COLD_START = Extra("cold_start", measure_cold_start, processes=2, compiles=3)
 
 
 def cold_start_parts(result: Outcome) -> tuple[dict | None, list[str], dict | None]:
