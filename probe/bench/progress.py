@@ -2,8 +2,9 @@
 runs (experiment, config, phase; on a cluster, tasks queued, running on which node, done and
 failed), elapsed and time left.
 
-Time left is the work not done — each run's estimate (compiles expected × seconds per compile
-+ tokens × seconds per token), scaled by how the finished runs of the same kind (compiled or
+Time left is the work not done — each run's estimate (compiles expected × seconds per compile,
+or what the compile cache's note says they will cost, + tokens × seconds per token), its
+compile part and the rest each scaled by how the finished runs of the same kind (compiled or
 eager) compared with their estimates, less what the running ones have done — spread over the
 slots that run at once, and never less than the longest running run still needs; shown
 through probe/bench/eta.py: it moves smoothly, and says "unknown" where it cannot know. On a
@@ -111,19 +112,28 @@ def serve_s(spec: RunSpec, *, model: str, passes: float) -> float:
     return tokens * token_s + 1.0
 
 
+Scales = tuple[float, float]        # (compiling, the rest): actual over estimated seconds
+
+
 @dataclass
 class _Run:
     estimate: float
     kind: str = ""                  # runs of one kind share a scale: "compiled" or "eager"
+    compiling: float = 0.0          # the estimate's compile seconds; the rest is serving
     state: str = "queued"           # then "running", "done" or "failed"
     since: float = 0.0
     fraction: float | None = None   # of its work done, where the run reports it
     actual: float | None = None
+    actual_compiling: float | None = None   # where the run says what its compiles took
 
-    def left(self, scale: float, now: float) -> float:
-        """Its estimate × its kind's scale, less what it has done (by its fraction done or
-        the time it has spent, whichever leaves more)."""
-        current, spent = self.estimate * scale, now - self.since
+    def scaled(self, scales: Scales) -> float:
+        compiling = min(self.compiling, self.estimate)
+        return compiling * scales[0] + (self.estimate - compiling) * scales[1]
+
+    def left(self, scales: Scales, now: float) -> float:
+        """Its estimate, each part × its kind's scale, less what it has done (by its fraction
+        done or the time it has spent, whichever leaves more)."""
+        current, spent = self.scaled(scales), now - self.since
         done = current * (1 - self.fraction) if self.fraction is not None else 0.0
         return max(done, current - spent, 0.0)
 
@@ -162,11 +172,14 @@ class Progress(StatusLine):
     def __init__(self, estimates: Sequence[float] | dict[Hashable, float],
                  stream: TextIO | None = None, width: int = 20, *,
                  kinds: Sequence[str] | None = None, slots: int = 1,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter,
+                 compiling: Mapping[Hashable, float] | None = None) -> None:
         super().__init__(stream)
         keyed = estimates if isinstance(estimates, dict) else dict(enumerate(estimates))
         kinds = kinds or [""] * len(keyed)
-        self.runs = {key: _Run(e, k) for (key, e), k in zip(keyed.items(), kinds)}
+        parts = compiling or {}
+        self.runs = {key: _Run(e, k, parts.get(key, 0.0))
+                     for (key, e), k in zip(keyed.items(), kinds)}
         self.width = width
         self.slots = max(1, slots)
         self._clock = clock
@@ -179,19 +192,33 @@ class Progress(StatusLine):
         self._shown_fraction: float | None = None
 
     # -- numbers ---------------------------------------------------------------------------------
-    def _scale(self, kind: str = "") -> float:
+    def _scale(self, kind: str = "") -> Scales:
         """Actual over estimated seconds of the finished runs of `kind` (a compile's estimate
         errs apart from a token's: one slow compile must not rescale every eager run), else of
-        every finished run; 1 before any finished."""
+        every finished run; 1 before any finished. Where every such run said what its
+        compiles took, compiling and the rest are scaled apart: a warm cache's compiles,
+        far under a cold estimate, must not shrink the serving still to come."""
         finished = [r for r in self.runs.values() if r.state == "done" and r.actual is not None]
         done = [r for r in finished if r.kind == kind] or finished
         estimated = sum(r.estimate for r in done)
-        return (sum(r.actual or 0.0 for r in done) / estimated) if estimated > 0 else 1.0
+        whole = (sum(r.actual or 0.0 for r in done) / estimated) if estimated > 0 else 1.0
+        if not done or any(r.actual_compiling is None for r in done):
+            return whole, whole
+        compiling = [r for r in done if r.compiling > 0]
+        compile_estimate = sum(r.compiling for r in compiling)
+        compile_scale = (sum(r.actual_compiling or 0.0 for r in compiling) / compile_estimate
+                         if compile_estimate > 0 else whole)
+        # a run estimated to compile nothing that compiled anyway: that time was serving's
+        rest_estimate = sum(r.estimate - min(r.compiling, r.estimate) for r in done)
+        rest_actual = sum((r.actual or 0.0) - ((r.actual_compiling or 0.0) if r.compiling > 0
+                                               else 0.0) for r in done)
+        rest_scale = max(rest_actual, 0.0) / rest_estimate if rest_estimate > 0 else whole
+        return compile_scale, rest_scale
 
     def remaining_s(self) -> float:
         """The raw figure: the runs left, over the slots, never under the longest running."""
         now = self._clock()
-        queued = sum(r.estimate * self._scale(r.kind) for r in self.runs.values()
+        queued = sum(r.scaled(self._scale(r.kind)) for r in self.runs.values()
                      if r.state == "queued")
         running = [r.left(self._scale(r.kind), now) for r in self.runs.values()
                    if r.state == "running"]
@@ -244,20 +271,28 @@ class Progress(StatusLine):
         self.runs[self.index].fraction = fraction
         self._emit(force=changed and not self.tty)
 
-    def reestimate(self, estimates: Mapping[Hashable, float]) -> None:
-        """New estimates for runs not yet started, and for finished ones the estimate of the
-        work they did (a run a stopping rule ended early): the scale then compares like with
-        like, the machine's speed against the costs, not the work left out."""
+    def reestimate(self, estimates: Mapping[Hashable, float],
+                   compiling: Mapping[Hashable, float] | None = None) -> None:
+        """New estimates (and their compile parts) for runs not yet started, and for finished
+        ones the estimate of the work they did (a run a stopping rule ended early): the
+        scale then compares like with like, the machine's speed against the costs, not the
+        work left out."""
         for key, estimate in estimates.items():
             run = self.runs.get(key)
             if run is not None and run.state in ("queued", "done"):
                 run.estimate = estimate
+                if compiling is not None:
+                    run.compiling = compiling.get(key, 0.0)
 
-    def finish_run(self, key: Hashable | None = None, error: str | None = None) -> None:
+    def finish_run(self, key: Hashable | None = None, error: str | None = None, *,
+                   compiling_s: float | None = None) -> None:
+        """`compiling_s`: what its compiles took, where the run says (it scales the compile
+        estimates apart from the rest)."""
         run = self.runs.get(self.index if key is None else key)
         if run is not None:
             if run.state == "running":
                 run.actual = self._clock() - run.since
+                run.actual_compiling = compiling_s
             run.state = "failed" if error else "done"
 
     def _emit(self, *, force: bool = False) -> None:

@@ -13,7 +13,7 @@ from probe.analysis.sequential import BURN_IN
 from probe.bench.compile_history import CompileHistory
 from probe.bench.experiments import EXPERIMENTS
 from probe.bench.experiments.base import Experiment, OpenLoopExperiment
-from probe.bench.progress import Progress, estimate_s, extras_s
+from probe.bench.progress import Progress, cold_compile_s, estimate_s, extras_s
 from probe.runs.openloop import OpenLoopStudy
 from probe.runs.plan import Plan, RunSpec
 from probe.runs.results import FailedRun, RunOutcome, RunResult
@@ -138,13 +138,24 @@ class Study:
     def unit_index(self, key: str) -> int:
         return next(i for i, unit in enumerate(self.units) if key in unit)
 
+    def compile_estimate_s(self, key: str) -> float:
+        """What a run's compiles are expected to cost: warm where the compile cache holds its
+        graphs (probe/bench/compile_history.py), else cold."""
+        spec = self.runs[key].spec
+        warm = self.history.warm_s(spec) if self.history is not None else None
+        return cold_compile_s(spec, model=self.plan.model) if warm is None else warm
+
     def estimate_s(self, unit: tuple[str, ...]) -> float:
         return sum(estimate_s(self.runs[k].spec, model=self.plan.model, passes=self.passes(k),
                               start=i == 0,      # one engine serves the unit's runs
-                              compile_s=self.history.warm_s(self.runs[k].spec)
-                              if self.history is not None else None)
+                              compile_s=self.compile_estimate_s(k))
                    + extras_s(self.runs[k].extras, model=self.plan.model)
                    for i, k in enumerate(unit))
+
+    def compile_estimates(self) -> dict[Hashable, float]:
+        """Each unit's estimate's compile part (the open-loop experiments compile nothing)."""
+        return {i: sum(self.compile_estimate_s(k) for k in unit)
+                for i, unit in enumerate(self.units)}
 
     def open_loop_names(self) -> list[str]:
         """The open-loop experiments, run after the units in this order."""
@@ -154,7 +165,7 @@ class Study:
         kinds = ["compiled" if any(self.runs[k].spec.options.compiled for k in unit)
                  else "eager" for unit in self.units]
         kinds += ["open loop"] * len(self.open_loop_names())
-        return Progress(self.estimates(), kinds=kinds)
+        return Progress(self.estimates(), kinds=kinds, compiling=self.compile_estimates())
 
     def estimates(self) -> dict[Hashable, float]:
         """Every unit's estimate as the stopping rules now project it, then each open-loop
@@ -224,8 +235,10 @@ class Study:
         failed = next((o for o in outcomes.values() if isinstance(o, FailedRun)), None)
         if failed is not None:
             progress.message(f"run {unit_name(unit)} failed: {failed.error}")
-        progress.finish_run()
-        progress.reestimate(self.estimates())   # what it served, and what the rest will
+        progress.finish_run(compiling_s=sum(o.compile_s for o in outcomes.values()
+                                            if isinstance(o, RunResult)))
+        # what it served, and what the rest will
+        progress.reestimate(self.estimates(), self.compile_estimates())
 
     def stop_rule(self, unit: tuple[str, ...]) -> StopRule | None:
         """A run of its own, under --stopping sequential, against its partners that finished

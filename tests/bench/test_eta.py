@@ -88,6 +88,27 @@ def test_one_slow_compiled_run_does_not_rescale_the_eager_runs():
     assert "left" in progress.line() and "a guess" not in progress.line()
 
 
+def test_compiling_and_serving_are_scaled_apart_where_runs_say_what_compiling_took():
+    """A warm cache: the first compiled run compiled in a quarter of its estimate and served
+    as estimated; the next run, mostly serving, must not be projected at the first's overall
+    ratio (0.4×)."""
+    now = [0.0]
+    progress = Progress([100.0, 100.0], stream=io.StringIO(), kinds=["compiled"] * 2,
+                        clock=lambda: now[0], compiling={0: 80.0, 1: 10.0})
+    progress.start_run(0, "E1", "compiled")
+    now[0] = 40.0
+    progress.finish_run(compiling_s=20.0)
+    assert abs(progress.remaining_s() - (10.0 * 0.25 + 90.0 * 1.0)) < EPS
+    # a run that does not say what its compiles took: one ratio for the whole, as before
+    whole = Progress([100.0, 100.0], stream=io.StringIO(), kinds=["compiled"] * 2,
+                     clock=lambda: now[0], compiling={0: 80.0, 1: 10.0})
+    now[0] = 0.0
+    whole.start_run(0, "E1", "compiled")
+    now[0] = 40.0
+    whole.finish_run()
+    assert abs(whole.remaining_s() - 40.0) < EPS
+
+
 def test_the_first_run_s_figure_is_called_a_guess():
     now = [0.0]
     progress = Progress([30.0, 30.0], stream=io.StringIO(), clock=lambda: now[0])
