@@ -1,6 +1,6 @@
-"""report.md's "Where the time went": the study's wall split by experiment, each run counted once,
-under the first experiment that reads it (the order the study runs them in), its compile
-seconds beside it, the open-loop experiments after, and what lies outside every run. The parts
+"""report.md's "Where the time went": the study's wall split by experiment in the order they ran,
+each run counted once, under the first experiment that reads it, its compile seconds beside
+it, the open-loop experiments after, and what lies outside every run. The parts
 add up to the wall: `outside the runs` is the wall less every part shown."""
 
 from __future__ import annotations
@@ -40,10 +40,8 @@ def time_split(study: Study, wall_s: float) -> dict:
         if name in study.seconds:
             split[name] = {"runs": None, "seconds": study.seconds[name], "compile_s": None,
                            "also_read_by": []}
-    order = list(study.experiments)
-    ordered = dict(sorted(split.items(), key=lambda item: order.index(item[0])))
-    shown = sum(row["seconds"] for row in ordered.values())
-    return {"experiments": ordered, "outside_runs_s": wall_s - shown, "wall_s": wall_s}
+    shown = sum(row["seconds"] for row in split.values())     # in the order they ran
+    return {"experiments": split, "outside_runs_s": wall_s - shown, "wall_s": wall_s}
 
 
 def time_markdown(report: dict) -> list[str]:
@@ -57,7 +55,8 @@ def time_markdown(report: dict) -> list[str]:
         return f"{seconds / wall:.0%}"
 
     rows = [[name, NO_DATA if row["runs"] is None else str(row["runs"]), fmt_s(row["seconds"]),
-             "open loop" if row["compile_s"] is None else fmt_s(row["compile_s"]),
+             "open loop" if row["compile_s"] is None
+             else fmt_s(row["compile_s"]) if row["compile_s"] else "none",
              share(row["seconds"]), ", ".join(row["also_read_by"]) or "—"]
             for name, row in rows_in.items()]
     outside = split["outside_runs_s"]
