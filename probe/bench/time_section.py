@@ -5,14 +5,10 @@ add up to the wall: `outside the runs` is the wall less every part shown."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from probe.bench.study import Study, unit_name
 from probe.common.units import NO_DATA, fmt_s
 from probe.runs.results import RunResult
 from probe.session_store.tables import table
-
-if TYPE_CHECKING:
-    from probe.bench.study import Study
 
 COLUMNS = ["experiment", "runs", "seconds", "of which compiling", "share of the wall",
            "its runs also read by"]
@@ -22,7 +18,6 @@ def time_split(study: Study, wall_s: float) -> dict:
     """report.json `time`: {"experiments": {name: {"runs", "seconds", "compile_s",
     "also_read_by"}}, "outside_runs_s", "wall_s"}; a unit not run (a stop before it) is not
     counted."""
-    from probe.bench.study import unit_name
     split: dict[str, dict] = {}
     for unit in study.units:
         seconds = study.seconds.get(unit_name(unit))
