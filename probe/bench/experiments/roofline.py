@@ -123,7 +123,8 @@ def grid_note(plan: Plan) -> list[str]:
     longest = max(r.input_length for r in requests)
     return [f"Each precision and lever is measured on the {len(requests)} of the "
             f"{len(plan.requests)} replayed requests that share the planner's fullest bucket "
-            f"(inputs up to {longest} tokens, padded to {name_of_list.split('-')[1]}): one "
+            f"(inputs up to {longest} tokens, padded to "
+            f"{bucket_for(longest, plan.planner_edges)}): one "
             f"input shape, three graphs to compile per config instead of one set per bucket. "
             f"The baselines (compiled fullgraph, HF eager) serve the whole list."]
 
