@@ -7,6 +7,7 @@ from __future__ import annotations
 from probe.analysis.sequential import MARGIN
 from probe.common.units import NO_DATA, fmt_s
 from probe.runs.runs import REHEARSED_TOKENS
+from probe.runs.stopping import FUTILE
 from probe.session_store.tables import table
 
 COLUMNS = ["run", "warm requests served", "why it stopped", "seconds",
@@ -51,7 +52,10 @@ def runs_markdown(report: dict) -> list[str]:
            f"{MARGIN:.0%}, or within ±{MARGIN:.0%} — on an always-valid 95% confidence "
            "sequence (Robbins' normal mixture "
            "with the running variance, an asymptotic confidence sequence), checked after every "
-           "request; --repeats passes stay the cap. Where a config compiles nothing more as "
+           "request; --repeats passes stay the cap. From its second pass a run gives up once "
+           f"every verdict still open would need over {FUTILE:g}× its cap to settle (it says "
+           "no difference yet, as at the cap), and a run no verdict reads serves one pass. Where a config compiles "
+           "nothing more as "
            "its outputs grow, its warm-up serves the first request whole (the cold start) and "
            f"rehearses the others unrecorded at {REHEARSED_TOKENS} tokens, which compiles every "
            "shape the passes meet" if stopping == "sequential"

@@ -125,8 +125,11 @@ class Study:
             return outcome.stopping.served / count
         unit = self.unit_index(key)
         if (self.context.stopping != SEQUENTIAL or not self.paired_stops or planned.whole
-                or len(self.units[unit]) > 1
-                or not any(self.unit_index(p) < unit for p in planned.partners)):
+                or len(self.units[unit]) > 1):
+            return float(repeats)
+        if not planned.partners:
+            return 1.0                  # no verdict reads it: one pass
+        if not any(self.unit_index(p) < unit for p in planned.partners):
             return float(repeats)
         shares = [o.stopping.served / o.stopping.cap for o in self.results.values()
                   if isinstance(o, RunResult) and o.stopping is not None
@@ -248,10 +251,13 @@ class Study:
         planned = self.runs[unit[0]]
         if planned.whole:
             return StopRule({}, min_requests=0, whole=True)
+        count = len(planned.spec.requests)
+        if not planned.partners:
+            return StopRule({}, min_requests=count, alone=True)
         partners = {key: medians(outcome.steady_records) for key in sorted(planned.partners)
                     if isinstance(outcome := self.results.get(key), RunResult)
                     and not outcome.failed and outcome.steady_records}
-        return StopRule(partners, min_requests=len(planned.spec.requests))
+        return StopRule(partners, min_requests=count, cap=count * self.context.repeats)
 
     def sections(self, environment: dict) -> dict[str, dict]:
         sections = {}

@@ -29,7 +29,7 @@ from probe.contract.session import SessionData
 from probe.engine.process.environment import environment
 from probe.runs.plan import RunSpec
 from probe.runs.results import ExtraFigures, PassResult, RunResult, summarize_run
-from probe.runs.stopping import FIXED, SEQUENTIAL, Stopping, StopRule
+from probe.runs.stopping import CAP, FIXED, SEQUENTIAL, Stopping, StopRule
 from probe.session_store.snapshot import snapshot_document
 
 if TYPE_CHECKING:   # the engine's types only: the bench's plan and results load no torch
@@ -245,14 +245,14 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
     suffix = {s.key: (f" [{s.options.label()}]" if len(specs) > 1 else "") for s in specs}
 
     steady: dict[str, list[PassResult]] = {s.key: [] for s in specs}
-    settled = [False]
+    ended: list[str | None] = [None]      # why the rule stopped the run (stopping.SETTLED …)
 
     def stop(records: Sequence[RequestRecord]) -> bool:
         if rule is None:
             return False
         served = [r for p in steady[first.key] for r in p.records] + list(records)
-        settled[0] = rule.settled(served)
-        return settled[0]
+        ended[0] = rule.ending(served)
+        return ended[0] is not None
 
     def run_pass(spec: RunSpec, label: str, *, stoppable: bool = False,
                  short: bool = False) -> PassResult:
@@ -275,7 +275,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
             for spec in (specs if i % 2 == 0 else list(reversed(specs))):
                 steady[spec.key].append(run_pass(spec, f"pass {i + 1}/{context.repeats}",
                                                  stoppable=rule is not None))
-            if settled[0] or (rule is not None and stop(())):
+            if ended[0] is not None or (rule is not None and stop(())):
                 break
         measured: dict[str, Any] = {  # each Extra's figures, by the RunResult field they fill
             extra.name: extra.measure(engine, first, context, hooks)
@@ -291,7 +291,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
             results[spec.key] = replace(
                 summarize_run(spec, _only(data, cid), warmup[spec.key], whole),
                 steady_records=tuple(r for p in steady[spec.key] for r in p.records),
-                stopping=_stopping(spec, context, rule, steady[spec.key], settled[0],
+                stopping=_stopping(spec, context, rule, steady[spec.key], ended[0],
                                    interleaved=len(specs) > 1),
                 weight_bytes=_weight_bytes(engine, data.configs[cid].options),
                 served_options=data.configs[cid].options, calibration_ms=tuple(calibration),
@@ -308,7 +308,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
 
 
 def _stopping(spec: RunSpec, context: RunContext, rule: StopRule | None,
-              passes: Sequence[PassResult], settled: bool, *,
+              passes: Sequence[PassResult], ended: str | None, *,
               interleaved: bool = False) -> Stopping:
     records = [r for p in passes for r in p.records]
     cap = len(spec.requests) * context.repeats
@@ -318,10 +318,11 @@ def _stopping(spec: RunSpec, context: RunContext, rule: StopRule | None,
         return Stopping(SEQUENTIAL, len(records), cap, "interleaved")
     if rule is not None and rule.whole:
         return Stopping(SEQUENTIAL, len(records), cap, "whole passes")
+    if rule is not None and rule.alone:
+        return Stopping(SEQUENTIAL, len(records), cap, ended or CAP)
     if rule is None or not rule.partners:
         return Stopping(SEQUENTIAL, len(records), cap, "nothing to pair")
-    return Stopping(SEQUENTIAL, len(records), cap, "settled" if settled else "cap",
-                    rule.against(records))
+    return Stopping(SEQUENTIAL, len(records), cap, ended or CAP, rule.against(records))
 
 
 def _write_snapshot(engine, data, specs: Sequence[RunSpec], context: RunContext) -> str | None:

@@ -9,12 +9,17 @@ variance: an asymptotic confidence sequence) and the verdict: faster or slower b
 stated margin (MARGIN, 10%), within noise (inside ±margin), or no difference yet.
 
 The rule (`StopRule`): after the run's first full warm pass, checked after every request, the
-run stops once its verdict against every partner that has already finished is settled; the old
-request count (`--repeats` passes) stays the cap. A run no partner has finished before (a
-control, the first of a pair) serves to the cap. A run that reaches the cap unsettled says "no
-difference yet" with the requests it would need (ab_compare.requests_to_tell, as `doctor
---verify` says it). The other run's medians are taken as exact: its noise is the smaller part
-(it is a median of several passes), and it is the same for both of its partners.
+run stops once its verdict against every partner that has already finished is settled, or can
+no longer settle within the cap; the old request count (`--repeats` passes) stays the cap. A
+verdict "can no longer settle" (futility) when, from the second pass, the requests it would need
+(ab_compare.requests_to_tell, as `doctor --verify` says it) exceed FUTILE times the cap: that
+count scales the interval's half-width as 1/√n, and a confidence sequence narrows slower than
+that, so the true need is larger still. Giving up changes no claim — the run says "no
+difference yet" with the requests it would need, as it would at the cap — and the interval
+stays valid at any stopping time. A run no partner has finished before (a control, the first of
+a pair) serves to the cap; a run no verdict reads at all serves one pass. The other run's
+medians are taken as exact: its noise is the smaller part (it is a median of several passes),
+and it is the same for both of its partners.
 """
 
 from __future__ import annotations
@@ -41,6 +46,15 @@ STOPPING = (SEQUENTIAL, FIXED)
 # what each paired figure reads of a record (the verdict's metric → a per-request value)
 # (a p95 is a figure of whole passes, not of a request: its verdict keeps the repeats' ranges)
 PER_REQUEST = {"latency_p50_ms": "latency_ms", "tpot_ms": "tpot_ms"}
+# a verdict needing more than this many caps' requests cannot settle within the cap: give up,
+# though not before FUTILE_PASSES warm passes. The estimate swings while the mean sits near a
+# margin edge: replayed on the last full study's records (t5-small, 46 runs), giving up from the
+# first pass cut E3's dynamic=on short at 40 of the 81 requests that settled it "faster" (even
+# at 10× the cap), and 1× the cap from the second pass cut bf16's "within noise" at 80 of 114;
+# 2× from the second pass cut no run that would have settled, and saved 373 s.
+FUTILE, FUTILE_PASSES = 2.0, 2
+# why a run's warm passes ended (Stopping.reason)
+SETTLED, GAVE_UP, ONE_PASS, CAP = "settled", "futile", "one pass", "cap"
 
 
 def request_of(record: RequestRecord) -> str:
@@ -81,6 +95,15 @@ class Paired:
     requests_to_tell: int | None = None
 
     @property
+    def decided(self) -> bool:
+        return self.verdict != UNDECIDED
+
+    def futile(self, cap: int) -> bool:
+        """Unsettled, and would need over FUTILE × the cap's requests to settle."""
+        return (not self.decided and self.requests_to_tell is not None
+                and self.requests_to_tell > FUTILE * cap)
+
+    @property
     def ratio(self) -> float | None:
         return None if self.interval is None else math.exp(self.interval.mean)
 
@@ -111,17 +134,34 @@ def paired(partner: str, records: Sequence[RequestRecord], reference: Mapping[st
 
 @dataclass(frozen=True)
 class StopRule:
-    """Stop once settled against every finished partner (key → its per-request medians),
-    not before `min_requests` warm requests (the first full pass)."""
+    """Stop once settled against every finished partner (key → its per-request medians), or,
+    from the FUTILE_PASSES-th pass, once every verdict still open is futile against `cap` warm
+    requests; not before `min_requests` warm requests (the first full pass). `alone`: no verdict reads the run, so
+    its first pass is all it serves."""
     partners: Mapping[str, Mapping[str, float]]
     min_requests: int
     whole: bool = False             # serve every pass: a verdict on the repeats' range reads it
+    cap: int | None = None          # the run's cap, for futility (None: never give up)
+    alone: bool = False
 
     def settled(self, records: Sequence[RequestRecord]) -> bool:
-        if self.whole or not self.partners or len(records) < self.min_requests:
-            return False
-        return all(paired(key, records, reference).verdict != UNDECIDED
-                   for key, reference in self.partners.items())
+        return self.ending(records) is not None
+
+    def ending(self, records: Sequence[RequestRecord]) -> str | None:
+        """Why the run stops now (SETTLED, GAVE_UP, ONE_PASS), or None: serve on."""
+        if self.whole or len(records) < self.min_requests:
+            return None
+        if self.alone:
+            return ONE_PASS
+        if not self.partners:
+            return None
+        found = self.against(records)
+        if all(p.decided for p in found):
+            return SETTLED
+        if (self.cap is not None and len(records) >= FUTILE_PASSES * self.min_requests
+                and all(p.decided or p.futile(self.cap) for p in found)):
+            return GAVE_UP
+        return None
 
     def against(self, records: Sequence[RequestRecord]) -> tuple[Paired, ...]:
         return tuple(paired(key, records, reference)
@@ -134,21 +174,26 @@ class Stopping:
     rule: str                           # SEQUENTIAL or FIXED
     served: int                         # warm requests served
     cap: int                            # the old count: --repeats passes
-    reason: str                         # "settled", "cap", "fixed size", "nothing to pair",
-                                        # "interleaved"
+    reason: str                         # SETTLED, GAVE_UP, ONE_PASS, CAP, "fixed size",
+                                        # "nothing to pair", "interleaved", "whole passes"
     against: tuple[Paired, ...] = field(default_factory=tuple)
 
     def text(self) -> str:
         if self.reason == "settled":
             said = "; ".join(f"{p.verdict} vs {p.partner}" for p in self.against)
             return f"settled: {said}"
-        if self.reason == "cap" and self.against:
-            open_ = [p for p in self.against if p.verdict == UNDECIDED]
-            return "cap: " + "; ".join(
+        if self.reason in (CAP, GAVE_UP) and self.against:
+            open_ = "; ".join(
                 f"no difference yet vs {p.partner}"
                 + (f" (needs ~{p.requests_to_tell} requests)" if p.requests_to_tell else "")
-                for p in open_)
+                for p in self.against if not p.decided)
+            if self.reason == CAP:
+                return f"cap: {open_}"
+            decided = "".join(f"; {p.verdict} vs {p.partner}" for p in self.against
+                              if p.decided)
+            return f"gave up: {open_}, over {FUTILE:g}× the cap of {self.cap}{decided}"
         return {"fixed size": "fixed size (--stopping fixed)",
+                ONE_PASS: "one pass: no verdict reads it",
                 "nothing to pair": "cap: no finished run to compare with yet",
                 "interleaved": "cap: interleaved with other configs on one engine",
                 "whole passes": "cap: a verdict on its repeats' range reads it"}.get(

@@ -118,3 +118,53 @@ def test_a_run_a_p95_verdict_reads_serves_its_cap() -> None:
     assert study.runs[default].whole and study.steady_passes(default) == 3
     rule = study.stop_rule((default,))
     assert rule is not None and rule.whole and not rule.settled([])
+    # powers of two: E4's table shows it, no verdict reads it: one pass, projected so
+    pow2 = study.units[-1][0]
+    assert "powers-of-two" in pow2 and not study.runs[pow2].partners
+    alone = study.stop_rule((pow2,))
+    assert alone is not None and alone.alone and study.steady_passes(pow2) == 1
+    # a paired run's rule gives up against its cap: --repeats passes of the list
+    paired_rule = study.stop_rule((study.units[2][0],))
+    assert paired_rule is not None and paired_rule.cap == 3 * COUNT
+
+
+def test_a_run_gives_up_when_the_cap_cannot_settle_it(make_result) -> None:
+    """Futility: from the second pass, a verdict whose interval would need over FUTILE × the
+    cap stops the run, which says no difference yet with what it would need; a clear verdict
+    against another partner does not keep it serving."""
+    from probe.runs.stopping import FUTILE, FUTILE_PASSES, GAVE_UP
+    control = make_result(pass_latencies=_latencies(1.0, 3, 0, noise=0.01))
+    reference = medians(control.steady_records)
+    near_margin = make_result(pass_latencies=_latencies(1.10, 3, 3, noise=0.08))
+    records = near_margin.steady_records
+    two = FUTILE_PASSES * COUNT
+    found = paired("control", records[:two], reference)
+    assert found.verdict == "no difference yet" and found.requests_to_tell is not None
+    small_cap = int(found.requests_to_tell / FUTILE) - 1   # the cap cannot settle it: give up
+    big_cap = int(found.requests_to_tell / FUTILE) + 1     # it might: serve on
+    assert found.futile(small_cap) and not found.futile(big_cap)
+    assert StopRule({"control": reference}, min_requests=COUNT,
+                    cap=small_cap).ending(records[:two]) == GAVE_UP
+    assert StopRule({"control": reference}, min_requests=COUNT,
+                    cap=big_cap).ending(records[:two]) is None
+    assert StopRule({"control": reference}, min_requests=COUNT).ending(records[:two]) is None
+    # never before the FUTILE_PASSES-th pass, whatever the cap
+    assert StopRule({"control": reference}, min_requests=COUNT,
+                    cap=1).ending(records[:two - 1]) is None
+    # one partner settled, the other futile: it gives up; the text says both
+    faster = medians(make_result(pass_latencies=_latencies(3.0, 3, 4)).steady_records)
+    rule = StopRule({"control": reference, "slow": faster}, min_requests=COUNT, cap=small_cap)
+    assert rule.ending(records[:two]) == GAVE_UP
+    text = Stopping(SEQUENTIAL, two, small_cap, GAVE_UP, rule.against(records[:two])).text()
+    assert text.startswith("gave up: no difference yet vs control (needs ~")
+    assert f"over {FUTILE:g}× the cap of {small_cap}" in text and "faster vs slow" in text
+
+
+def test_a_run_no_verdict_reads_serves_one_pass(make_result) -> None:
+    from probe.runs.stopping import ONE_PASS
+    run = make_result(pass_latencies=_latencies(1.0, 3, 0))
+    rule = StopRule({}, min_requests=COUNT, alone=True)
+    assert rule.ending(run.steady_records[:COUNT - 1]) is None
+    assert rule.ending(run.steady_records[:COUNT]) == ONE_PASS
+    assert Stopping(SEQUENTIAL, COUNT, 3 * COUNT, ONE_PASS).text() == (
+        "one pass: no verdict reads it")
