@@ -72,7 +72,25 @@ def collect_runs(plan: Plan, experiments: tuple[str, ...]
             if role in specs and control in specs and specs[role].key != specs[control].key:
                 runs[specs[role].key].partners.add(specs[control].key)
                 runs[specs[control].key].partners.add(specs[role].key)
-    return runs, units
+    return runs, whole_first(runs, units)
+
+
+def whole_first(runs: dict[str, PlannedRun], units: list[tuple[str, ...]]
+                ) -> list[tuple[str, ...]]:
+    """A run that serves its cap anyway (a verdict on its repeats' range reads it) moves before
+    the first of its partners, so they can stop against it rather than serve their caps with
+    nothing to pair (E1's eager control, before E4's p95 verdict made E1's default whole)."""
+    ordered = list(units)
+    for unit in units:
+        if len(unit) != 1 or not runs[unit[0]].whole:
+            continue
+        partners = runs[unit[0]].partners
+        first = next((i for i, other in enumerate(ordered)
+                      if any(key in partners for key in other)), None)
+        if first is not None and first < ordered.index(unit):
+            ordered.remove(unit)
+            ordered.insert(first, unit)
+    return ordered
 
 
 @dataclass

@@ -114,8 +114,14 @@ def test_a_run_a_p95_verdict_reads_serves_its_cap() -> None:
                      requests=COUNT, bucket_count=4, seed=0)
     context = RunContext(model="t5-small", device="cpu", loaded=None, max_input=512, repeats=3)
     study = Study.of(plan, ("E1", "E4"), context)
-    default = study.units[1][0]                 # E1's default is E4's planner run
+    default = study.units[0][0]                 # E1's default is E4's planner run
     assert study.runs[default].whole and study.steady_passes(default) == 3
+    # it serves its cap anyway, so it runs before E1's eager control, which then has a
+    # finished partner to stop against instead of serving its cap
+    off = study.units[1][0]
+    assert "compile=" not in off and default in study.runs[off].partners
+    assert study.steady_passes(off) == 1
+    assert Study.of(plan, ("E1",), context).units[0][0] == off      # without E4: first
     rule = study.stop_rule((default,))
     assert rule is not None and rule.whole and not rule.settled([])
     # powers of two: E4's table shows it, no verdict reads it: one pass, projected so
