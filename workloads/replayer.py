@@ -63,9 +63,14 @@ class _Schedule:
         n = len(offsets)
         span = offsets[-1]
         if rate is not None:
-            if span > 0:
-                # Stretch time so the mean rate (n - 1) / span becomes `rate`; shape is kept.
-                factor = (n - 1) / span / rate
+            # Stretch time so the requests replayed arrive at `rate` on average, (k - 1) / their
+            # span; shape is kept. Of a trace cut short by --requests that is the first k, not
+            # the whole trace: the builtin chat trace's first 40 arrive 1.9x as fast as its 2,000.
+            k = n if loop or max_requests is None else max(1, min(max_requests, n))
+            if k == 1:
+                k = n                       # one request has no rate: stretch the whole trace
+            if offsets[k - 1] > 0:
+                factor = (k - 1) / offsets[k - 1] / rate
                 offsets = [o * factor for o in offsets]
             else:
                 offsets = [i / rate for i in range(n)]  # all at one instant: spread evenly

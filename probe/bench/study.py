@@ -79,7 +79,7 @@ def whole_first(runs: dict[str, PlannedRun], units: list[tuple[str, ...]]
                 ) -> list[tuple[str, ...]]:
     """A run that serves its cap anyway (a verdict on its repeats' range reads it) moves before
     the first of its partners, so they can stop against it rather than serve their caps with
-    nothing to pair (E1's eager control, before E4's p95 verdict made E1's default whole)."""
+    nothing to pair: E1's default, whole for E4's p95 verdict, runs before E1's eager control."""
     ordered = list(units)
     for unit in units:
         if len(unit) != 1 or not runs[unit[0]].whole:

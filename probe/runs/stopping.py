@@ -136,8 +136,8 @@ def paired(partner: str, records: Sequence[RequestRecord], reference: Mapping[st
 class StopRule:
     """Stop once settled against every finished partner (key → its per-request medians), or,
     from the FUTILE_PASSES-th pass, once every verdict still open is futile against `cap` warm
-    requests; not before `min_requests` warm requests (the first full pass). `alone`: no verdict reads the run, so
-    its first pass is all it serves."""
+    requests; not before `min_requests` warm requests (the first full pass). `alone`: no
+    verdict reads the run, so its first pass is all it serves."""
     partners: Mapping[str, Mapping[str, float]]
     min_requests: int
     whole: bool = False             # serve every pass: a verdict on the repeats' range reads it

@@ -7,6 +7,8 @@ import time
 from typing import Callable
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from probe.common.errors import TraceError
 from workloads.replayer import ClosedLoopReplayer, OpenLoopReplayer, ScheduledRequest
@@ -140,11 +142,35 @@ def test_loop_forever_until_stop(make_trace) -> None:
 
 def test_requests_limit_and_rate_override(make_trace) -> None:
     fake = FakeTime()
-    trace = make_trace([0, 1000, 3000, 4000, 8000])  # mean rate 0.5 rps
+    trace = make_trace([0, 1000, 3000, 4000, 8000])  # mean rate 0.5 rps; the first 4: 0.75
     replayer = OpenLoopReplayer(trace, rate=2.0, max_requests=4, clock=fake.clock, sleep=fake.sleep)
     seen = _replay(replayer, fake)
     assert replayer.total == 4
-    assert [item.scheduled_s for item, _ in seen] == pytest.approx([0.0, 0.25, 0.75, 1.0])
+    # the 4 replayed arrive at 2 rps: (4 - 1) / 1.5 s, their shape kept
+    assert [item.scheduled_s for item, _ in seen] == pytest.approx([0.0, 0.375, 1.125, 1.5])
+    # looping replays the whole trace: its own mean rate is the one set
+    looped = OpenLoopReplayer(trace, rate=2.0, loop=True, max_requests=4,
+                              clock=fake.clock, sleep=fake.sleep)
+    assert [looped._schedule.at(i)[1] for i in range(5)] == pytest.approx([0, 0.25, 0.75, 1, 2])
+
+
+@given(gaps=st.lists(st.integers(min_value=0, max_value=60_000), min_size=1, max_size=60),
+       cut=st.integers(min_value=2, max_value=61),
+       rate=st.floats(min_value=0.01, max_value=100.0))
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])   # make_trace: no state
+def test_the_requests_replayed_arrive_at_the_rate_set(make_trace, gaps, cut, rate) -> None:
+    """Whatever the trace and however short --requests cuts it, the replayed requests' mean
+    rate, (k - 1) over their span, is --rate (a trace whose replayed part has no span aside)."""
+    stamps = [0]
+    for gap in gaps:
+        stamps.append(stamps[-1] + gap)
+    replayer = OpenLoopReplayer(make_trace(stamps), rate=rate, max_requests=cut)
+    k = replayer.total
+    assert k is not None
+    times = [replayer._schedule.at(i)[1] for i in range(k)]
+    assert times == sorted(times)
+    if k > 1 and stamps[k - 1] > 0:
+        assert (k - 1) / times[-1] == pytest.approx(rate, rel=1e-9)
 
 
 def test_open_loop_with_the_real_clock(make_trace) -> None:
