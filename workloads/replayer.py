@@ -62,13 +62,16 @@ class _Schedule:
         offsets = [(r.timestamp_ms - first_ms) / 1000.0 for r in trace.requests]
         n = len(offsets)
         span = offsets[-1]
+        if max_requests is not None:
+            self.total: int | None = max_requests if loop else min(max_requests, n)
+        else:
+            self.total = None if loop else n
         if rate is not None:
             # Stretch time so the requests replayed arrive at `rate` on average, (k - 1) / their
             # span; shape is kept. Of a trace cut short by --requests that is the first k, not
             # the whole trace: the builtin chat trace's first 40 arrive 1.9x as fast as its 2,000.
-            k = n if loop or max_requests is None else max(1, min(max_requests, n))
-            if k == 1:
-                k = n                       # one request has no rate: stretch the whole trace
+            k = n if loop or self.total is None or self.total == 1 else self.total
+            # (one request has no rate: then the whole trace is stretched)
             if offsets[k - 1] > 0:
                 factor = (k - 1) / offsets[k - 1] / rate
                 offsets = [o * factor for o in offsets]
@@ -79,10 +82,6 @@ class _Schedule:
         self.offsets = offsets
         self.period = span + mean_gap  # a loop restarts one mean gap after the last request
         self.loop = loop
-        if max_requests is not None:
-            self.total: int | None = max_requests if loop else min(max_requests, n)
-        else:
-            self.total = None if loop else n
 
     def at(self, seq: int) -> tuple[TraceRequest, float]:
         lap, index = divmod(seq, len(self.requests))
