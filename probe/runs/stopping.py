@@ -144,7 +144,7 @@ class StopRule:
     cap: int | None = None          # the run's cap, for futility (None: never give up)
     alone: bool = False
 
-    def settled(self, records: Sequence[RequestRecord]) -> bool:
+    def stops(self, records: Sequence[RequestRecord]) -> bool:
         return self.ending(records) is not None
 
     def ending(self, records: Sequence[RequestRecord]) -> str | None:

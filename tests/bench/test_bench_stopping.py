@@ -24,8 +24,8 @@ def test_a_clear_difference_settles_within_one_pass(make_result) -> None:
     control = make_result(pass_latencies=_latencies(1.0, 3, 0))
     treated = make_result(pass_latencies=_latencies(0.5, 3, 1))
     rule = StopRule({"control": medians(control.steady_records)}, min_requests=COUNT)
-    assert not rule.settled(treated.steady_records[:COUNT - 1])    # not before a full pass
-    assert rule.settled(treated.steady_records[:COUNT])
+    assert not rule.stops(treated.steady_records[:COUNT - 1])    # not before a full pass
+    assert rule.stops(treated.steady_records[:COUNT])
     (found,) = rule.against(treated.steady_records[:COUNT])
     assert found.verdict == "faster" and 0.45 < (found.ratio or 0) < 0.55
 
@@ -123,7 +123,7 @@ def test_a_run_a_p95_verdict_reads_serves_its_cap() -> None:
     assert study.steady_passes(off) == 1
     assert Study.of(plan, ("E1",), context).units[0][0] == off      # without E4: first
     rule = study.stop_rule((default,))
-    assert rule is not None and rule.whole and not rule.settled([])
+    assert rule is not None and rule.whole and not rule.stops([])
     # powers of two: E4's table shows it, no verdict reads it: one pass, projected so
     pow2 = study.units[-1][0]
     assert "powers-of-two" in pow2 and not study.runs[pow2].partners
