@@ -127,9 +127,9 @@ class Study:
         """The passes a run is expected to serve: its warm-up (a short one: the share of a
         pass it decodes), the warm passes its stopping rule is expected to need (once
         finished: those it served), and its extras'."""
-        repeats, spec = self.context.repeats, self.runs[key].spec
+        spec = self.runs[key].spec
         return (warmup_share(spec, warms_short(self.context, spec)) + self.steady_passes(key)
-                + sum(extra.passes(repeats) for extra in self.runs[key].extras))
+                + sum(extra.passes(self.context) for extra in self.runs[key].extras))
 
     def steady_passes(self, key: str) -> float:
         """Finished: the warm passes it served. Else the cap, for a run that will have no

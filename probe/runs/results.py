@@ -107,6 +107,7 @@ class ObserverFigures:
     order: tuple[str, ...]
     bookkeeping_us_per_request: float
     bookkeeping_fraction: float | None
+    cap_passes: int = 0         # the most passes it would serve; fewer: its verdict settled
 
     def as_dict(self) -> dict:
         return {**asdict(self), "order": list(self.order)}   # asdict: each Spread a dict too

@@ -77,7 +77,8 @@ class Extra:
     passes, a profile). `name` is the RunResult field its figures go to."""
     name: str
     measure: Callable[[Engine, RunSpec, RunContext, RunHooks], ExtraFigures]
-    passes: Callable[[int], int] = lambda repeats: 0     # more passes, for the time estimate
+    passes: Callable[[RunContext], int] = lambda context: 0    # more passes it is expected
+                                                              # to serve: the time estimate
     processes: int = 0          # fresh processes it starts, for the time estimate
     compiles: int = 0           # graphs it compiles from nothing, for the time estimate
 

@@ -122,6 +122,11 @@ def paired_verdict(run: RunResult, against: RunResult, metric: str) -> Compariso
         interval = None if i is None else Interval(i.n, -i.mean, -i.hi, -i.lo)
     if interval is None or not math.isfinite(interval.lo):
         return None
+    return paired_comparison(interval, found.requests_to_tell)
+
+
+def paired_comparison(interval: Interval, requests_to_tell: int | None) -> Comparison:
+    """The verdict and its words for a paired interval on the mean log ratio (< 0: faster)."""
     verdict = decide(interval, MARGIN)
     ratio = math.exp(interval.mean)
     lo, hi = math.exp(interval.lo), math.exp(interval.hi)
@@ -133,7 +138,7 @@ def paired_verdict(run: RunResult, against: RunResult, metric: str) -> Compariso
     if verdict == WITHIN:
         return Comparison(ratio, WITHIN, f"within noise (under ±{MARGIN:.0%}; {said})")
     # the distance to the margin is the same either way round: so is the count
-    more = f"; needs ~{found.requests_to_tell} requests" if found.requests_to_tell else ""
+    more = f"; needs ~{requests_to_tell} requests" if requests_to_tell else ""
     return Comparison(ratio, UNDECIDED, f"{UNDECIDED} ({factor} by the mean; {said}{more})")
 
 

@@ -3,15 +3,18 @@ engine (alternating passes), and the probe's per-request bookkeeping timed alone
 
 from __future__ import annotations
 
+import math
 import time
 
 from probe.bench.experiments.base import REFERENCE, Experiment, Results, Template
 from probe.common.units import fmt_fraction, fmt_num
+from probe.contract.records import RequestRecord
 from probe.runs.plan import Plan, RunSpec
 from probe.runs.results import ObserverFigures, RunResult, section_figures
 from probe.runs.runs import Extra, RunContext, RunHooks, serve_pass
 from probe.runs.spread import Spread, fmt_spread
-from probe.runs.verdict import compare, failed_text
+from probe.runs.stopping import SEQUENTIAL, medians, paired
+from probe.runs.verdict import compare, failed_text, paired_comparison
 
 TEMPLATE = Template(
     "observer", "Observer cost",
@@ -57,30 +60,39 @@ def bookkeeping_us(probe, calls: int = 200) -> float:
 
 def measure_observer(engine, spec: RunSpec, context: RunContext,
                      hooks: RunHooks) -> ObserverFigures:
-    """Alternating on/off passes (on, off, off, on, …) so slow drift hits both alike."""
-    pairs = observer_pairs(context.repeats)
+    """Alternating on/off passes (on, off, off, on, …) so slow drift hits both alike. Under
+    --stopping sequential they stop after a pair once the paired verdict is settled: each
+    request's latency with the probes on over its median with them off, the figure and the
+    always-valid interval of every other bench verdict (probe/runs/stopping.py)."""
+    cap = observer_pairs(context.repeats)
     samples: dict[str, list[float | None]] = {"on": [], "off": []}
-    latencies: list[float] = []
+    records: dict[str, list[RequestRecord]] = {"on": [], "off": []}
     real_probe = engine.probe
     order: list[str] = []
-    for i in range(pairs):
-        order.extend(["on", "off"] if i % 2 == 0 else ["off", "on"])
-    for j, state in enumerate(order):
-        if state == "off":
-            real_probe.uninstall()
-            engine.probe = NullProbe(real_probe.graph_breaks())
-        try:
-            result = serve_pass(engine, spec, 100 + j, f"observer {state} {j + 1}/{len(order)}",
-                                hooks.on_request)
-        finally:
+    for i in range(cap):
+        for state in ("on", "off") if i % 2 == 0 else ("off", "on"):
+            order.append(state)
             if state == "off":
-                engine.probe = real_probe
-                real_probe.install()
-        samples[state].append(result.figures().tokens_per_s)
-        latencies.extend(r.latency_ms for r in result.records if r.ok)
+                real_probe.uninstall()
+                engine.probe = NullProbe(real_probe.graph_breaks())
+            try:
+                result = serve_pass(engine, spec, 100 + len(order) - 1,
+                                    f"observer {state} {len(order)}/{2 * cap}", hooks.on_request)
+            finally:
+                if state == "off":
+                    engine.probe = real_probe
+                    real_probe.install()
+            samples[state].append(result.figures().tokens_per_s)
+            records[state].extend(result.records)
+        found = paired("probes off", records["on"], medians(records["off"]))
+        if context.stopping == SEQUENTIAL and found.decided:
+            break
     on, off = Spread.of(samples["on"]), Spread.of(samples["off"])
-    comparison = compare(on, off, lower_is_better=False, better="faster", worse="slower")
+    comparison = (paired_comparison(found.interval, found.requests_to_tell)
+                  if found.interval is not None and math.isfinite(found.interval.lo)
+                  else compare(on, off, lower_is_better=False, better="faster", worse="slower"))
     per_request_us = bookkeeping_us(real_probe)
+    latencies = [r.latency_ms for state in records.values() for r in state if r.ok]
     mean_latency_ms = sum(latencies) / len(latencies) if latencies else None
     return ObserverFigures(
         probes_on_tokens_per_s=on, probes_off_tokens_per_s=off,
@@ -88,14 +100,22 @@ def measure_observer(engine, spec: RunSpec, context: RunContext,
         verdict=comparison.verdict, comparison=comparison.text, order=tuple(order),
         bookkeeping_us_per_request=per_request_us,
         bookkeeping_fraction=(per_request_us / 1000 / mean_latency_ms
-                              if mean_latency_ms else None))
+                              if mean_latency_ms else None),
+        cap_passes=2 * cap)
 
 
 def observer_pairs(repeats: int) -> int:
+    """The most on/off pairs of passes the observer serves."""
     return max(repeats, 3)
 
 
-OBSERVER = Extra("observer", measure_observer, passes=lambda repeats: 2 * observer_pairs(repeats))
+def expected_passes(context: RunContext) -> int:
+    """Sequential: one pair, the fewest it serves (more only while the first pair leaves the
+    verdict open); fixed: every pair."""
+    return 2 * (1 if context.stopping == SEQUENTIAL else observer_pairs(context.repeats))
+
+
+OBSERVER = Extra("observer", measure_observer, passes=expected_passes)
 
 
 def runs(plan: Plan) -> dict[str, RunSpec]:
@@ -119,7 +139,9 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
         observed.append(f"warm tokens/s with the probes on vs off: {observer.comparison}"
                         + (f" (overhead {fmt_fraction(overhead)} by the medians)"
                            if overhead is not None else "")
-                        + f", over {len(observer.order)} alternating passes.")
+                        + f", over {len(observer.order)} alternating passes"
+                        + (f" of at most {observer.cap_passes} (settled)"
+                           if len(observer.order) < observer.cap_passes else "") + ".")
         rows.append(["per-request probe bookkeeping, timed alone",
                      f"{observer.bookkeeping_us_per_request:.1f} µs "
                      f"({fmt_fraction(share)} of a warm request)"])
