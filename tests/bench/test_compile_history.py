@@ -126,3 +126,17 @@ def test_the_cold_start_pair_is_in_its_runs_estimate() -> None:
     alone = estimate_s(planned.spec, model="t5-small", passes=study.passes(key))
     assert study.estimate_s((key,)) - alone == pytest.approx(
         2 * START_S["t5-small"] + 3 * COST["t5-small"][0])
+
+
+def test_a_cold_compile_per_length_stops_at_dynamo_s_recompile_limit() -> None:
+    """Without buckets, dynamic off, each function compiles one graph per new length until
+    the recompile limit, then runs eager: 37 lengths cost 8 graphs a function, not 37."""
+    from probe.bench.progress import COST, RECOMPILE_LIMIT, cold_compile_s
+    from probe.contract.options import OptConfig
+    from probe.runs.plan import BenchRequest, RunSpec
+    options = OptConfig(compile="default", decode="fullgraph")
+    many = RunSpec(options, tuple(BenchRequest(f"r{i}", 10 + i, 5) for i in range(37)), "x")
+    few = RunSpec(options, tuple(BenchRequest(f"r{i}", 10 + i, 5) for i in range(3)), "x")
+    per_compile = COST["t5-small"][0]
+    assert cold_compile_s(many, model="t5-small") == 3 * RECOMPILE_LIMIT * per_compile
+    assert cold_compile_s(few, model="t5-small") == 3 * 3 * per_compile

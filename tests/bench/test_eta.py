@@ -172,3 +172,18 @@ def test_while_the_time_left_is_unknown_the_bar_stays_where_it_was():
         if unknown:
             assert unknown[-1] == shown[-1]
     assert unknown
+
+
+def test_open_loop_estimates_scale_as_the_eager_runs_not_the_compiled():
+    """E7 and E8's estimates are measured seconds of eager serving: a compiled run 3× over its
+    estimate (the cost model's error on compiled work) must not triple them."""
+    now = [0.0]
+    progress = Progress([10.0, 10.0, 100.0], stream=io.StringIO(),
+                        kinds=["compiled", "eager", "open loop"], clock=lambda: now[0])
+    progress.start_run(0, "E1", "compiled")
+    now[0] = 30.0
+    progress.finish_run()
+    progress.start_run(1, "E1", "eager")
+    now[0] = 40.0
+    progress.finish_run()                               # eager: as estimated
+    assert abs(progress.remaining_s() - 100.0) < EPS
