@@ -76,7 +76,8 @@ class _Schedule:
                 factor = (k - 1) / offsets[k - 1] / rate
                 offsets = [o * factor for o in offsets]
             else:
-                offsets = [i / rate for i in range(n)]  # all at one instant: spread evenly
+                # the requests replayed all arrive at one instant: spread evenly at `rate`
+                offsets = [i / rate for i in range(n)]
             span = offsets[-1]
         mean_gap = span / (n - 1) if n > 1 and span > 0 else (1.0 / rate if rate else 1.0)
         self.offsets = offsets
