@@ -56,12 +56,19 @@ def speed_drift(calibration_ms: Iterable[float]) -> float | None:
 
 
 def machine_drift(*outcomes: Outcome) -> float | None:
-    """The speed drift across these runs: how far apart their median calibrations are. Each
-    run's median, not every sample: one slow sample at a run's edge (E1 on t5-small, a quiet
-    VM: 5.9 and 6.7 ms among 3.0–3.2) read as a 2× drift and turned 1.24–1.40× gains into
-    "within noise", while the runs' passes moved under 10%."""
-    return speed_drift(found for r in outcomes if isinstance(r, RunResult)
-                       if (found := median([v for v in r.calibration_ms if v])) is not None)
+    """The speed drift across these runs: how far apart their median calibrations are, counted
+    only when the slowest run's calibrations all lie above the fastest run's. Each run's median,
+    not every sample: one slow sample at a run's edge (E1 on t5-small, a quiet VM: 5.9 and 6.7
+    ms among 3.0–3.2) read as a 2× drift. Medians alone still mislead with a run's three
+    samples: reduce-overhead's [6.89, 4.87, 4.52] against eager's [3.09, 3.24, 5.38] read as
+    1.5× and turned a paired ×0.77 into "within noise", while its passes ran as fast as the
+    default mode's. Overlapping samples are one machine with noisy moments, not two speeds."""
+    runs = sorted((found, min(values), max(values)) for r in outcomes if isinstance(r, RunResult)
+                  if (found := median(values := [v for v in r.calibration_ms if v])) is not None)
+    if len(runs) < 2:
+        return None
+    (fast, _, fast_max), (slow, slow_min, _) = runs[0], runs[-1]
+    return slow / fast if slow_min > fast_max else None
 
 
 @dataclass(frozen=True)

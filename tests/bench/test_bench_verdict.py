@@ -6,7 +6,7 @@ import pytest
 
 from probe.runs.results import FailedRun
 from probe.runs.spread import Spread
-from probe.runs.verdict import compare, failed_text, versus
+from probe.runs.verdict import compare, failed_text, machine_drift, versus
 
 
 def test_spread_is_median_and_range() -> None:
@@ -54,6 +54,19 @@ def test_a_difference_inside_the_machines_drift_is_noise(make_result) -> None:
     assert versus(fast, slow).verdict == "faster"
     fast, slow = replace(fast, group="pair"), replace(slow, group="pair")
     assert versus(fast, slow).verdict == "faster"     # interleaved on one engine: drift cancels
+
+
+def test_drift_needs_every_calibration_of_one_run_above_the_others(make_result) -> None:
+    fast = make_result(pass_latencies=[[100.0], [101.0]])
+    slow = make_result(pass_latencies=[[130.0], [131.0]])       # 1.3×, inside a 1.55× drift
+    apart = (replace(fast, calibration_ms=(3.0, 3.1, 3.2)),
+             replace(slow, calibration_ms=(4.7, 4.8, 4.9)))
+    assert machine_drift(*apart) == pytest.approx(4.8 / 3.1)
+    assert versus(*apart).verdict == "within noise"
+    overlapping = (replace(fast, calibration_ms=(3.09, 3.24, 5.38)),    # E1 on a quiet VM: the
+                   replace(slow, calibration_ms=(6.89, 4.87, 4.52)))    # medians 1.5× apart
+    assert machine_drift(*overlapping) is None
+    assert versus(*overlapping).verdict == "faster"
 
 
 def test_runs_that_failed_or_lost_requests_are_not_comparable(make_result) -> None:
