@@ -12,6 +12,7 @@ from probe.bench.experiments import (
     select_experiments,
 )
 from probe.bench.experiments.base import REFERENCE, Experiment
+from probe.bench.experiments.e4_bucketing import COMPUTED_NOTE
 from probe.bench.experiments.e6_combined import STEPS as E6_STEPS
 from probe.bench.experiments.observer import OBSERVER
 from probe.bench.experiments.roofline import LEVERS
@@ -71,9 +72,10 @@ def test_shared_configs_run_once(plan) -> None:
     unbucketed = plan.spec(OptConfig(compile="default", decode="fullgraph"), edges="none")
     assert {("E3", "off"), ("E4", "none")} <= set(runs[unbucketed.key].users)
     assert len({planned.spec.key for planned in runs.values()}) == len(runs)
-    # one variable at a time: E4's planner and pow2 runs differ only in their edges
-    planner, pow2 = EXPERIMENTS["E4"].runs(plan)["planner"], EXPERIMENTS["E4"].runs(plan)["pow2"]
-    assert planner.options == pow2.options and planner.edges != pow2.edges
+    # one variable at a time: E4's planner and unbucketed runs differ only in bucketing
+    planner, none = EXPERIMENTS["E4"].runs(plan)["planner"], EXPERIMENTS["E4"].runs(plan)["none"]
+    assert planner.options == none.options.with_option("bucketing", "on")
+    assert planner.edges != none.edges
 
 
 OBSERVED = ObserverFigures(
@@ -182,13 +184,13 @@ def test_verdicts_come_from_the_numbers(plan, make_result) -> None:
 
 def test_quick_plan_computes_pow2_and_stops_e6_at_graph_break_removal(plan, make_result):
     quick = replace(plan, quick=True)
-    assert "pow2" not in EXPERIMENTS["E4"].runs(quick)
+    assert "pow2" not in EXPERIMENTS["E4"].runs(quick) and "pow2" not in EXPERIMENTS["E4"].runs(plan)
     assert "+int8" not in EXPERIMENTS["E6"].runs(quick)
     sections = _sections(quick, _results(quick, make_result))
     pow2 = sections["E4"]["configs"]["pow2"]
     assert pow2["served"] is False and pow2["compiled_graphs"] == 3       # 32, 64, 128
     assert pow2["padding_waste_pct"] == pytest.approx(100 * (32 + 64 + 64 + 128 - 205) / 288)
-    assert sections["E4"]["notes"] == list(EXPERIMENTS["E4"].left_out(quick))
+    assert sections["E4"]["notes"] == [COMPUTED_NOTE]
     assert sections["E6"]["notes"][0] == EXPERIMENTS["E6"].left_out(quick)[0]
     assert any(n.startswith("token agreement:") for n in sections["E6"]["notes"])
     assert [row[0] for row in sections["E6"]["table"]["rows"]][-1] == "+graph-break removal"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from probe.bench.experiments.base import HF_EAGER
 from probe.bench.runs_section import run_rows
 from probe.runs.stopping import SEQUENTIAL, Stopping, StopRule, medians, paired
 from probe.runs.verdict import versus
@@ -124,11 +125,14 @@ def test_a_run_a_p95_verdict_reads_serves_its_cap() -> None:
     assert Study.of(plan, ("E1",), context).units[0][0] == off      # without E4: first
     rule = study.stop_rule((default,))
     assert rule is not None and rule.whole and not rule.stops([])
-    # powers of two: E4's table shows it, no verdict reads it: one pass, projected so
-    pow2 = study.units[-1][0]
-    assert "powers-of-two" in pow2 and not study.runs[pow2].partners
-    alone = study.stop_rule((pow2,))
-    assert alone is not None and alone.alone and study.steady_passes(pow2) == 1
+    # the roofline's HF-eager baseline: its table shows it, no verdict reads it: one pass,
+    # projected so
+    with_roofline = Study.of(plan, ("E1", "E4", "roofline"), context)
+    baseline = next(key for key, planned in with_roofline.runs.items()
+                    if planned.spec.options == HF_EAGER)
+    assert not with_roofline.runs[baseline].partners
+    alone = with_roofline.stop_rule((baseline,))
+    assert alone is not None and alone.alone and with_roofline.steady_passes(baseline) == 1
     # a paired run's rule gives up against its cap: --repeats passes of the list
     paired_rule = study.stop_rule((study.units[2][0],))
     assert paired_rule is not None and paired_rule.cap == 3 * COUNT
