@@ -182,6 +182,20 @@ def test_verdicts_come_from_the_numbers(plan, make_result) -> None:
     assert roofline["compiled fullgraph"]["ratio_to_roofline"] == pytest.approx(tpot / 0.04)
 
 
+def test_an_unstable_compile_step_says_which_guards_failed(plan, make_result) -> None:
+    results = _results(plan, make_result)
+    key = plan.spec(dict(E6_STEPS)["+compile"]).key
+    reason = "decode_step: tensor 'past' size mismatch at index 2. expected 9, actual 10"
+    results[key] = replace(results[key], recompiles=8, recompile_limit_hits=1,
+                           recompile_reasons=(reason,))
+    e6 = _sections(plan, results)["E6"]
+    assert e6["configs"]["+compile"]["verdict"]["verdict"] == "unstable"
+    cause = next(line for line in e6["root_cause"] if "unstable" in line)
+    assert "8 recompiles" in cause and reason in cause
+    stable = _sections(plan, _results(plan, make_result))["E6"]["root_cause"]
+    assert not any("unstable" in line for line in stable)
+
+
 def test_quick_plan_computes_pow2_and_stops_e6_at_graph_break_removal(plan, make_result):
     quick = replace(plan, quick=True)
     assert "pow2" not in EXPERIMENTS["E4"].runs(quick) and "pow2" not in EXPERIMENTS["E4"].runs(plan)

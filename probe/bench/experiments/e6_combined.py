@@ -193,6 +193,14 @@ def _causes(results: Results) -> list[str]:
     if served(hf) and hf.graph_breaks:
         cause.append(f"+compile on hf-generate: {hf.graph_breaks} graph breaks split each step "
                      "into several graphs (see E2).")
+    if served(hf) and hf.recompile_limit_hits:
+        reasons = "; ".join(hf.recompile_reasons) or "none recorded"
+        cause.append(f"+compile on hf-generate is unstable: {hf.recompiles} recompiles reached "
+                     f"dynamo's recompile limit ({hf.recompile_limit_hits} times), and a function "
+                     f"past its limit runs eager from then on, so this step measures mostly "
+                     f"eager code. The guards that failed (first distinct ones): {reasons}. "
+                     f"+graph-break removal's static-cache step keeps every shape fixed: one "
+                     f"graph per bucket, no recompiles.")
     bf16, cached = results.get("+bf16"), results.get("+graph-break removal")
     if served(bf16) and served(cached):
         cause.append(f"+bf16 halves the weight bytes ({fmt_bytes(cached.weight_bytes)} → "
