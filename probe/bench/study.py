@@ -4,6 +4,7 @@ both), in first-use order, then the open-loop experiments; and the sections buil
 from __future__ import annotations
 
 import logging
+import math
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from probe.runs.runs import (
     RunContext,
     RunHooks,
     execute_group,
+    pair_rounds,
     warms_short,
     warmup_share,
 )
@@ -135,26 +137,31 @@ class Study:
         """Finished: the warm passes it served. Else the cap, for a run that will have no
         finished partner to stop against (or under --stopping fixed); for one that will, the
         share of their caps the finished runs with partners served (before any has: one
-        pass, or the BURN_IN requests the interval needs)."""
+        pass, or the BURN_IN requests the interval needs). An interleaved pair stops only
+        after a whole round, and not before BURN_IN requests each."""
         planned, repeats = self.runs[key], self.context.repeats
         count = max(1, len(planned.spec.requests))
         outcome = self.results.get(key)
         if isinstance(outcome, RunResult) and outcome.stopping is not None:
             return outcome.stopping.served / count
         unit = self.unit_index(key)
-        if (self.context.stopping != SEQUENTIAL or not self.paired_stops or planned.whole
-                or len(self.units[unit]) > 1):
+        earliest = 0.0
+        if len(self.units[unit]) > 1:
+            if pair_rounds([self.runs[k].spec for k in self.units[unit]], self.context) is None:
+                return float(repeats)
+            earliest = float(math.ceil(max(count, BURN_IN) / count))
+        elif self.context.stopping != SEQUENTIAL or not self.paired_stops or planned.whole:
             return float(repeats)
-        if not planned.partners:
+        elif not planned.partners:
             return 1.0                  # no verdict reads it: one pass
-        if not any(self.unit_index(p) < unit for p in planned.partners):
+        elif not any(self.unit_index(p) < unit for p in planned.partners):
             return float(repeats)
         shares = [o.stopping.served / o.stopping.cap for o in self.results.values()
                   if isinstance(o, RunResult) and o.stopping is not None
                   and o.stopping.against and o.stopping.cap]
-        if shares:
-            return repeats * sum(shares) / len(shares)
-        return min(float(repeats), max(1.0, BURN_IN / count))
+        projected = (repeats * sum(shares) / len(shares) if shares
+                     else max(1.0, BURN_IN / count))
+        return min(float(repeats), max(earliest, projected))
 
     def unit_index(self, key: str) -> int:
         return next(i for i, unit in enumerate(self.units) if key in unit)

@@ -29,7 +29,7 @@ from probe.contract.session import SessionData
 from probe.engine.process.environment import environment
 from probe.runs.plan import RunSpec
 from probe.runs.results import ExtraFigures, PassResult, RunResult, summarize_run
-from probe.runs.stopping import CAP, FIXED, SEQUENTIAL, Stopping, StopRule
+from probe.runs.stopping import CAP, FIXED, SEQUENTIAL, Paired, PairRounds, Stopping, StopRule
 from probe.session_store.snapshot import snapshot_document
 
 if TYPE_CHECKING:   # the engine's types only: the bench's plan and results load no torch
@@ -222,7 +222,8 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
     machine's load hits every config of the group alike. Only eager configs can share an engine
     this way: a compiled config must start cold, and switching configs resets dynamo.
     `rule` (a single spec only): its warm passes stop once it settles (probe/runs/stopping.py);
-    the `repeats` passes stay the cap."""
+    the `repeats` passes stay the cap. Two configs over the same requests, under --stopping
+    sequential, stop together after the round their verdict settles (stopping.PairRounds)."""
     extras = extras or {}
     if rule is not None and len(specs) > 1:
         raise ValueError("a stopping rule applies to a run of its own")
@@ -247,6 +248,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
 
     steady: dict[str, list[PassResult]] = {s.key: [] for s in specs}
     ended: list[str | None] = [None]      # why the rule stopped the run (stopping.SETTLED …)
+    rounds = pair_rounds(specs, context)
 
     def stop(records: Sequence[RequestRecord]) -> bool:
         if rule is None:
@@ -278,6 +280,10 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
                                                  stoppable=rule is not None))
             if ended[0] is not None or (rule is not None and stop(())):
                 break
+            if rounds is not None:
+                ended[0] = rounds.ending(served(steady))
+                if ended[0] is not None:
+                    break
         measured: dict[str, Any] = {  # each Extra's figures, by the RunResult field they fill
             extra.name: extra.measure(engine, first, context, hooks)
             for extra in sorted(extras.get(first.key, ()), key=lambda e: e.name)}
@@ -293,7 +299,9 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
                 summarize_run(spec, _only(data, cid), warmup[spec.key], whole),
                 steady_records=tuple(r for p in steady[spec.key] for r in p.records),
                 stopping=_stopping(spec, context, rule, steady[spec.key], ended[0],
-                                   interleaved=len(specs) > 1),
+                                   interleaved=len(specs) > 1,
+                                   rounds=None if rounds is None else rounds.against(
+                                       served(steady), spec.key)),
                 weight_bytes=_weight_bytes(engine, data.configs[cid].options),
                 served_options=data.configs[cid].options, calibration_ms=tuple(calibration),
                 group=group_key(specs) if len(specs) > 1 else None, snapshot=snapshot,
@@ -308,13 +316,28 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
     return {key: replace(result, run_wall_s=wall, cache=cache) for key, result in results.items()}
 
 
+def pair_rounds(specs: Sequence[RunSpec], context: RunContext) -> PairRounds | None:
+    """The rule of two interleaved configs over one request list, under --stopping sequential."""
+    if (len(specs) != 2 or context.stopping != SEQUENTIAL
+            or specs[0].requests != specs[1].requests):
+        return None
+    count = len(specs[0].requests)
+    return PairRounds(specs[0].key, specs[1].key, count, count * context.repeats)
+
+
+def served(steady: dict[str, list[PassResult]]) -> dict[str, list[RequestRecord]]:
+    return {key: [r for p in passes for r in p.records] for key, passes in steady.items()}
+
+
 def _stopping(spec: RunSpec, context: RunContext, rule: StopRule | None,
               passes: Sequence[PassResult], ended: str | None, *,
-              interleaved: bool = False) -> Stopping:
+              interleaved: bool = False, rounds: tuple[Paired, ...] | None = None) -> Stopping:
     records = [r for p in passes for r in p.records]
     cap = len(spec.requests) * context.repeats
     if context.stopping == FIXED:
         return Stopping(FIXED, len(records), cap, "fixed size")
+    if rounds is not None:
+        return Stopping(SEQUENTIAL, len(records), cap, ended or CAP, rounds)
     if interleaved:
         return Stopping(SEQUENTIAL, len(records), cap, "interleaved")
     if rule is not None and rule.whole:

@@ -17,7 +17,8 @@ count scales the interval's half-width as 1/√n, and a confidence sequence narr
 that, so the true need is larger still. Giving up changes no claim — the run says "no
 difference yet" with the requests it would need, as it would at the cap — and the interval
 stays valid at any stopping time. A run no partner has finished before (a control, the first of
-a pair) serves to the cap; a run no verdict reads at all serves one pass. The other run's
+a pair) serves to the cap; a run no verdict reads at all serves one pass. Two configs
+interleaved on one engine stop together, after a whole round (`PairRounds`). The other run's
 medians are taken as exact: its noise is the smaller part (it is a median of several passes),
 and it is the same for both of its partners.
 """
@@ -166,6 +167,36 @@ class StopRule:
     def against(self, records: Sequence[RequestRecord]) -> tuple[Paired, ...]:
         return tuple(paired(key, records, reference)
                      for key, reference in sorted(self.partners.items()))
+
+
+@dataclass(frozen=True)
+class PairRounds:
+    """Two configs interleaved on one engine over the same requests (E5's cache on and off).
+    Checked after each round, in which both served one pass, they stop once the verdict
+    between them is settled both ways round (each one's requests against the other's medians,
+    whichever way its section reads the pair), or, from the FUTILE_PASSES-th round, once it can
+    no longer settle within the cap. Per round, not per request: both keep the same number of
+    passes, so the interleaving stays balanced."""
+    first: str
+    second: str
+    count: int                  # requests a pass
+    cap: int                    # each config's cap: --repeats passes
+
+    def rules(self, served: Mapping[str, Sequence[RequestRecord]]) -> dict[str, StopRule]:
+        return {key: StopRule({other: medians(served[other])}, min_requests=self.count,
+                              cap=self.cap)
+                for key, other in ((self.first, self.second), (self.second, self.first))}
+
+    def ending(self, served: Mapping[str, Sequence[RequestRecord]]) -> str | None:
+        """SETTLED, GAVE_UP (futile, or settled one way round only), or None: serve on."""
+        endings = [rule.ending(served[key]) for key, rule in self.rules(served).items()]
+        if None in endings:
+            return None
+        return SETTLED if all(e == SETTLED for e in endings) else GAVE_UP
+
+    def against(self, served: Mapping[str, Sequence[RequestRecord]], key: str
+                ) -> tuple[Paired, ...]:
+        return self.rules(served)[key].against(served[key])
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """One run through a real engine on t5-tiny, eager or with dynamo's eager backend (seconds)."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -77,6 +78,25 @@ def test_eager_configs_interleave_on_one_engine(tiny, tmp_path) -> None:
     with pytest.raises(ValueError):
         execute_group([on, RunSpec(OptConfig(compile="default"), REQUESTS, "pair")],
                       _context(tiny, tmp_path), RunHooks())
+
+
+def test_an_interleaved_pair_stops_together_after_a_whole_round(tiny, tmp_path) -> None:
+    from probe.runs.stopping import CAP, FIXED, GAVE_UP, SETTLED
+    requests = tuple(BenchRequest(f"p{i}", 8 + i, 2) for i in range(20))     # BURN_IN: 20
+    on = RunSpec(OptConfig(), requests, "pair")
+    off = RunSpec(OptConfig(kv_cache="off"), requests, "pair")
+    context = replace(_context(tiny, tmp_path, repeats=3), stopping="sequential")
+    results = execute_group([on, off], context, RunHooks())
+    stops = [results[spec.key].stopping for spec in (on, off)]
+    assert stops[0].served == stops[1].served and stops[0].served % len(requests) == 0
+    assert stops[0].reason == stops[1].reason in (SETTLED, GAVE_UP, CAP)
+    assert [p.partner for p in stops[0].against] == [off.key]
+    assert [p.partner for p in stops[1].against] == [on.key]
+    if stops[0].served < stops[0].cap:
+        assert all(p.decided or p.futile(stops[0].cap) for s in stops for p in s.against)
+    fixed = execute_group([on, off], replace(context, stopping=FIXED), RunHooks())
+    assert all(r.stopping.reason == "fixed size" and r.stopping.served == 60
+               for r in fixed.values())
 
 
 def test_a_compiled_run_counts_recompiles_per_new_length(tiny, tmp_path) -> None:

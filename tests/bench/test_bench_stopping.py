@@ -7,7 +7,16 @@ from dataclasses import replace
 
 from probe.bench.experiments.base import HF_EAGER
 from probe.bench.runs_section import run_rows
-from probe.runs.stopping import SEQUENTIAL, Stopping, StopRule, medians, paired
+from probe.runs.stopping import (
+    GAVE_UP,
+    SEQUENTIAL,
+    SETTLED,
+    PairRounds,
+    Stopping,
+    StopRule,
+    medians,
+    paired,
+)
 from probe.runs.verdict import versus
 
 COUNT = 40
@@ -41,6 +50,42 @@ def test_the_same_config_settles_within_noise_and_a_small_one_asks_for_more(
     found = paired("c", near_margin.steady_records, reference)
     assert found.verdict == "no difference yet"
     assert found.requests_to_tell is not None and found.requests_to_tell >= COUNT
+
+
+def test_two_interleaved_configs_stop_together_once_their_verdict_settles(make_result) -> None:
+    """E5's cache on and off share an engine: after each round (one pass each) they stop once
+    the verdict is settled both ways round; the section's versus() then reads a settled pair."""
+    cached, uncached = (make_result(pass_latencies=_latencies(scale, 3, seed))
+                        for scale, seed in ((0.4, 0), (1.0, 1)))
+    rounds = PairRounds("on", "off", COUNT, 3 * COUNT)
+
+    def served(passes: int) -> dict:
+        return {"on": cached.steady_records[:passes * COUNT],
+                "off": uncached.steady_records[:passes * COUNT]}
+    assert rounds.ending({"on": cached.steady_records[:COUNT - 1],
+                          "off": uncached.steady_records[:COUNT - 1]}) is None
+    assert rounds.ending(served(1)) == SETTLED
+    on, off = (replace(result, steady_records=served(1)[key], stopping=Stopping(
+        SEQUENTIAL, COUNT, 3 * COUNT, SETTLED, rounds.against(served(1), key)))
+        for key, result in (("on", cached), ("off", uncached)))
+    assert [p.verdict for p in on.stopping.against] == ["faster"]
+    assert [p.verdict for p in off.stopping.against] == ["slower"]
+    assert versus(on, off).verdict == "faster" and "paired over 40 requests" in versus(on, off).text
+
+
+def test_an_interleaved_pair_that_cannot_settle_gives_up_from_the_second_round(
+        make_result) -> None:
+    first, second = (make_result(pass_latencies=_latencies(scale, 3, seed, noise=0.25))
+                     for scale, seed in ((1.0, 0), (1.08, 1)))
+    rounds = PairRounds("a", "b", COUNT, 3 * COUNT)
+
+    def served(passes: int) -> dict:
+        return {"a": first.steady_records[:passes * COUNT],
+                "b": second.steady_records[:passes * COUNT]}
+    assert rounds.ending(served(1)) is None                 # not before the second round
+    assert rounds.ending(served(2)) == GAVE_UP
+    assert all(not p.decided and p.futile(3 * COUNT) for key in "ab"
+               for p in rounds.against(served(2), key))
 
 
 def test_versus_gives_the_paired_verdict_either_way_round(make_result) -> None:
@@ -104,6 +149,31 @@ def test_the_projection_counts_the_passes_the_rules_expect(make_result) -> None:
     assert study.steady_passes(study.units[2][0]) == 2
     fixed = Study.of(plan, ("E1",), replace(context, stopping="fixed"))
     assert fixed.steady_passes(fixed.units[1][0]) == 3
+
+
+def test_an_interleaved_pair_is_projected_to_stop_as_a_pair(monkeypatch) -> None:
+    """A pair stops after a whole round and not before the interval's BURN_IN requests: E5's
+    8 requests a pass need all three rounds; with 40 a pass, one round can settle it."""
+    from probe.analysis.sequential import BURN_IN
+    from probe.bench.experiments import e5_kv_cache
+    from probe.bench.study import Study
+    from probe.runs.plan import make_plan
+    from probe.runs.runs import RunContext
+
+    plan = make_plan(model="t5-small", trace_name="chat", device="cpu", quick=False,
+                     requests=COUNT, bucket_count=4, seed=0)
+    context = RunContext(model="t5-small", device="cpu", loaded=None, max_input=512, repeats=3)
+
+    def projected(study: Study) -> list[float]:
+        pairs = [unit for unit in study.units if len(unit) == 2]
+        assert len(pairs) == 3
+        return [study.steady_passes(key) for unit in pairs for key in unit]
+    assert 2 * e5_kv_cache.FULL_REQUESTS < BURN_IN
+    assert projected(Study.of(plan, ("E5",), context)) == [3.0] * 6
+    monkeypatch.setattr(e5_kv_cache, "FULL_REQUESTS", COUNT)
+    assert projected(Study.of(plan, ("E5",), context)) == [1.0] * 6
+    fixed = Study.of(plan, ("E5",), replace(context, stopping="fixed"))
+    assert projected(fixed) == [3.0] * 6
 
 
 def test_a_run_a_p95_verdict_reads_serves_its_cap() -> None:
