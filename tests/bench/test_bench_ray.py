@@ -19,7 +19,7 @@ import pytest
 
 from infertop.cli import main
 from probe.bench.nodes import NodeInfo, Placement, nodes_markdown, nodes_summary
-from probe.bench.progress import ClusterProgress
+from probe.bench.progress import PRIOR_SHARE, ClusterProgress
 from probe.bench.tasks import BenchTask, Measured, TaskOutcome, UnitWork, run_task
 from probe.common.errors import BadInput
 from probe.contract.options import OptConfig
@@ -148,9 +148,11 @@ def test_the_progress_line_counts_tasks_by_state_with_the_time_left() -> None:
     line = progress.line()
     assert "1 queued · 1 running (node-2: run c · starting) · 1 done · 1 failed" in line
     assert progress.attempts == {"a": 1, "b": 2, "c": 1}
-    # a took 0.5 s of its 10 s estimate: what is left scales down with it, c and d 2 s each
-    # (40 × 0.05) on 2 slots
-    assert progress.remaining_s() == pytest.approx(2.0)
+    # a took 0.5 s of its 10 s estimate: what is left scales down with it, c and d each
+    # 40 × (0.5 + 10) / (10 + 10) on 2 slots (PRIOR_SHARE of the 100 s estimated counted as
+    # run at it: one run's pace is not yet the study's)
+    prior = PRIOR_SHARE * 100.0
+    assert progress.remaining_s() == pytest.approx(2 * 40.0 * (0.5 + prior) / (10.0 + prior) / 2)
     text = stream.getvalue()
     assert "retrying run b on node-1 (its worker or node was lost on node-2)" in text
     assert "failed: run b: TaskLost" in text

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probe.bench.eta import STEP, Eta, drift_allowed, step_range
-from probe.bench.progress import Progress
+from probe.bench.progress import PRIOR_SHARE, Progress
 
 EPS = 1e-6
 
@@ -84,7 +84,9 @@ def test_one_slow_compiled_run_does_not_rescale_the_eager_runs():
     now[0] = 110.0
     progress.finish_run()                               # compiled: 10× its estimate
     progress.start_run(2, "E1", "baseline again")
-    assert abs(progress.remaining_s() - (10.0 + 100.0)) < EPS
+    prior = PRIOR_SHARE * 40.0              # the study's estimate, counted as run at it
+    compiled = (100.0 + prior) / (10.0 + prior)
+    assert abs(progress.remaining_s() - (10.0 + 10.0 * compiled)) < EPS
     assert "left" in progress.line() and "a guess" not in progress.line()
 
 
@@ -98,7 +100,10 @@ def test_compiling_and_serving_are_scaled_apart_where_runs_say_what_compiling_to
     progress.start_run(0, "E1", "compiled")
     now[0] = 40.0
     progress.finish_run(compiling_s=20.0)
-    assert abs(progress.remaining_s() - (10.0 * 0.25 + 90.0 * 1.0)) < EPS
+    prior = PRIOR_SHARE * 200.0
+    share = (80.0 + 10.0) / 200.0          # of the study's estimate, compiling
+    compile_scale = (20.0 + prior * share) / (80.0 + prior * share)     # 0.33, not 0.4
+    assert abs(progress.remaining_s() - (10.0 * compile_scale + 90.0 * 1.0)) < EPS
     # a run that does not say what its compiles took: one ratio for the whole, as before
     whole = Progress([100.0, 100.0], stream=io.StringIO(), kinds=["compiled"] * 2,
                      clock=lambda: now[0], compiling={0: 80.0, 1: 10.0})
@@ -106,7 +111,28 @@ def test_compiling_and_serving_are_scaled_apart_where_runs_say_what_compiling_to
     whole.start_run(0, "E1", "compiled")
     now[0] = 40.0
     whole.finish_run()
-    assert abs(whole.remaining_s() - 40.0) < EPS
+    assert abs(whole.remaining_s() - 100.0 * (40.0 + prior) / (100.0 + prior)) < EPS
+
+
+def test_one_odd_first_run_moves_the_projection_part_of_the_way():
+    """Shrinkage: the first of ten equal runs took 10× its estimate. Trusted alone it would
+    project the other nine at 10×; counted beside PRIOR_SHARE of the study run as estimated,
+    at (100 + 10) / (10 + 10) = 5.5×; as more runs finish as estimated it falls towards what
+    they all took together."""
+    now = [0.0]
+    progress = Progress([10.0] * 10, stream=io.StringIO(), kinds=["compiled"] * 10,
+                        clock=lambda: now[0])
+    progress.start_run(0, "E1", "odd")
+    now[0] = 100.0
+    progress.finish_run()
+    prior = PRIOR_SHARE * 100.0
+    assert abs(progress.remaining_s() - 9 * 10.0 * (100.0 + prior) / (10.0 + prior)) < EPS
+    for index in range(1, 9):
+        progress.start_run(index, "E1", "as estimated")
+        now[0] += 10.0
+        progress.finish_run()
+    together = (100.0 + 80.0 + prior) / (90.0 + prior)
+    assert abs(progress.remaining_s() - 10.0 * together) < EPS
 
 
 def test_the_first_run_s_figure_is_called_a_guess():
