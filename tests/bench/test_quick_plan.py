@@ -13,7 +13,7 @@ from probe.bench.experiments.e5_kv_cache import requests_by_class
 from probe.bench.experiments.e6_combined import QUICK_STEPS, STEPS
 from probe.bench.experiments.e7_batching import FULL_SCENARIOS, QUICK_SCENARIOS
 from probe.bench.experiments.e8_kv_layout import TRACE as E8_TRACE
-from probe.bench.experiments.roofline import LEVERS, OVERHEAD_PARTS
+from probe.bench.experiments.roofline import LEVERS
 from probe.runs.plan import (
     DEFAULT_BUCKETS,
     DEFAULT_REQUESTS,
@@ -156,8 +156,7 @@ def test_the_full_study_keeps_everything() -> None:
     assert roles["E4"] == {"none", "planner"}            # powers of two: computed, as in quick
     assert {role.split("/")[0] for role in roles["E5"]} == {"short", "medium", "long"}
     assert [name for name, _ in STEPS] == list(EXPERIMENTS["E6"].runs(plan))
-    # every lever on fp32; the lean step's parts alone on fp32 only
-    assert len(roles["roofline"]) == 2 + len(LEVERS) + 2 * (len(LEVERS) - len(OVERHEAD_PARTS))
+    assert len(roles["roofline"]) == 2 + 3 * len(LEVERS)
 
 
 def test_a_plan_built_by_hand_is_the_one_make_plan_builds() -> None:

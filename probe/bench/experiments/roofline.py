@@ -84,28 +84,18 @@ def lever(options: OptConfig, name: str) -> OptConfig:
     return with_settings(options, LEVERS[name].settings)
 
 
-# The lean step's parts. Each is tried alone on fp32 only: what it saves (kernel launches from
-# Python, guard checks, an SDPA call per layer) is paid per step, not per weight byte, so the
-# precision changes it little; bf16 and int8 try the three together, as the lean step. Each run
-# is one more cold compile, and these six were a quarter of the grid's 24.
-OVERHEAD_PARTS = (" +wrapper", " +guards", " +attention")
-
-
 def levers_for(plan: Plan, precision: str) -> tuple[str, ...]:
-    """The levers tried on one precision: every one on fp32, all but the lean step's parts
-    alone on the others; without the grid (`--quick`) none, and fp32 alone (each is one more
-    cold compile)."""
+    """The levers tried on one precision: every one on every precision; without the grid
+    (`--quick`) none, and fp32 alone (each is one more cold compile)."""
     if plan.quick:
         return ("",) if precision == "fp32" else ()
-    if precision == "fp32":
-        return tuple(LEVERS)
-    return tuple(name for name in LEVERS if name not in OVERHEAD_PARTS)
+    return tuple(LEVERS)
 
 
 def grid_requests(plan: Plan) -> tuple[tuple[BenchRequest, ...], str]:
     """What the grid serves: the replayed requests of the planner's fullest bucket (a lever
     changes the decode step, which those requests all run at one input shape; every further
-    bucket is three more graphs to compile per config, 18 configs in the grid). `--quick`'s one
+    bucket is three more graphs to compile per config, 24 configs in the grid). `--quick`'s one
     run stays the replayed list it shares with E1."""
     edges = plan.planner_edges
     if plan.quick or not edges:
