@@ -10,7 +10,6 @@ from dataclasses import asdict, dataclass
 from typing import Iterable
 
 from probe.analysis.sequential import FASTER, MARGIN, SLOWER, UNDECIDED, WITHIN, Interval, decide
-from probe.common.percentile import median
 from probe.runs.results import Outcome, RunResult
 from probe.runs.spread import Spread
 from probe.runs.stopping import PER_REQUEST, medians, paired
@@ -56,19 +55,17 @@ def speed_drift(calibration_ms: Iterable[float]) -> float | None:
 
 
 def machine_drift(*outcomes: Outcome) -> float | None:
-    """The speed drift across these runs: how far apart their median calibrations are, counted
-    only when the slowest run's calibrations all lie above the fastest run's. Each run's median,
-    not every sample: one slow sample at a run's edge (E1 on t5-small, a quiet VM: 5.9 and 6.7
-    ms among 3.0–3.2) read as a 2× drift. Medians alone still mislead with a run's three
-    samples: reduce-overhead's [6.89, 4.87, 4.52] against eager's [3.09, 3.24, 5.38] read as
-    1.5× and turned a paired ×0.77 into "within noise", while its passes ran as fast as the
-    default mode's. Overlapping samples are one machine with noisy moments, not two speeds."""
-    runs = sorted((found, min(values), max(values)) for r in outcomes if isinstance(r, RunResult)
-                  if (found := median(values := [v for v in r.calibration_ms if v])) is not None)
-    if len(runs) < 2:
-        return None
-    (fast, _, fast_max), (slow, slow_min, _) = runs[0], runs[-1]
-    return slow / fast if slow_min > fast_max else None
+    """The speed drift across these runs: how far apart their fastest calibrations are (the
+    machine's speed when nothing else got in the way; a load that lasts a whole run raises
+    all its samples, the fastest too). Not the median: with three to five samples a run, the
+    noisy moments of a busy VM set it. On the 2-core Zen 4 VM the workload reads 2.31-2.42 ms
+    quiet and 2.9-3.9 ms in such moments; by medians reduce-overhead ([3.29, 3.39, 2.37, 3.05])
+    read 1.36x slower than eager ([2.33, 2.33, 2.35]), by the fastest 1.02x; on the Zen 3 VM the
+    medians (4.87 against 3.24 ms) turned a paired x0.77 into "within noise" while its passes
+    ran as fast as the default mode's."""
+    return speed_drift(found for r in outcomes if isinstance(r, RunResult)
+                       if (found := min((v for v in r.calibration_ms if v), default=None))
+                       is not None)
 
 
 @dataclass(frozen=True)
