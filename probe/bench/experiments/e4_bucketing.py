@@ -78,8 +78,8 @@ def build(plan: Plan, results: Results, env: dict) -> dict:
                         f"shapes per function ({'≤' if ok else '>'} K={plan.bucket_count}), "
                         f"padding waste {fmt_fraction(planner.padding_waste)}.")
     observed.append(f"powers of two (computed from the lengths, not served): "
-                        f"{configs['pow2']['compiled_graphs']} shapes, padding waste "
-                        f"{configs['pow2']['padding_waste_pct']:.1f}%.")
+                    f"{configs['pow2']['compiled_graphs']} shapes, padding waste "
+                    f"{configs['pow2']['padding_waste_pct']:.1f}%.")
     if served(none):
         observed.append(f"no bucketing: {none.max_graphs_per_function} shapes per function "
                         f"(one per distinct length), {none.recompiles} recompiles, "
