@@ -281,7 +281,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
             if ended[0] is not None or (rule is not None and stop(())):
                 break
             if rounds is not None:
-                ended[0] = rounds.ending(served(steady))
+                ended[0] = rounds.ending(served_records(steady))
                 if ended[0] is not None:
                     break
         measured: dict[str, Any] = {  # each Extra's figures, by the RunResult field they fill
@@ -301,7 +301,7 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
                 stopping=_stopping(spec, context, rule, steady[spec.key], ended[0],
                                    interleaved=len(specs) > 1,
                                    rounds=None if rounds is None else rounds.against(
-                                       served(steady), spec.key)),
+                                       served_records(steady), spec.key)),
                 weight_bytes=_weight_bytes(engine, data.configs[cid].options),
                 served_options=data.configs[cid].options, calibration_ms=tuple(calibration),
                 group=group_key(specs) if len(specs) > 1 else None, snapshot=snapshot,
@@ -325,7 +325,7 @@ def pair_rounds(specs: Sequence[RunSpec], context: RunContext) -> PairRounds | N
     return PairRounds(specs[0].key, specs[1].key, count, count * context.repeats)
 
 
-def served(steady: dict[str, list[PassResult]]) -> dict[str, list[RequestRecord]]:
+def served_records(steady: dict[str, list[PassResult]]) -> dict[str, list[RequestRecord]]:
     return {key: [r for p in passes for r in p.records] for key, passes in steady.items()}
 
 
