@@ -69,6 +69,10 @@ RECOMPILE_LIMIT = 8
 # so the compiled runs' scale (the cost model's error on compiled work) does not apply to them.
 SCALED_AS = {"open loop": "eager"}
 REDRAW_S = 1.0          # a cluster's line redraws at most once a second
+# Off a terminal (a log, CI) the line is printed when a run or phase starts, and at least this
+# often besides: a compile or a long pass otherwise left a log silent for minutes, and the
+# projection at a given share of the wall could not be read from it.
+PRINT_EVERY_S = 60.0
 # The scales start from the cost model as if this share of the whole study's estimate had
 # already run at its estimate (shrinkage towards 1): one odd first run must not rescale
 # everything after it. The cold study of 2026-12-07 (2-core Zen 4) finished its shared
@@ -208,6 +212,7 @@ class Progress(StatusLine):
         self.phase_name = ""
         self.eta = Eta()
         self._shown_fraction: float | None = None
+        self._printed = self.started        # when the line was last printed off a terminal
 
     # -- numbers ---------------------------------------------------------------------------------
     def _scale(self, kind: str = "") -> Scales:
@@ -324,6 +329,11 @@ class Progress(StatusLine):
             run.state = "failed" if error else "done"
 
     def _emit(self, *, force: bool = False) -> None:
+        if not self.tty:
+            now = self._clock()
+            force = force or now - self._printed >= PRINT_EVERY_S
+            if force:
+                self._printed = now
         self.draw(self.line(), force=force)
 
 

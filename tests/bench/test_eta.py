@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from probe.bench.eta import STEP, Eta, drift_allowed, step_range
-from probe.bench.progress import PRIOR_SHARE, Progress
+from probe.bench.progress import PRINT_EVERY_S, PRIOR_SHARE, Progress
 
 EPS = 1e-6
 
@@ -213,3 +213,21 @@ def test_open_loop_estimates_scale_as_the_eager_runs_not_the_compiled():
     now[0] = 40.0
     progress.finish_run()                               # eager: as estimated
     assert abs(progress.remaining_s() - 100.0) < EPS
+
+
+def test_off_a_terminal_the_line_is_printed_at_least_once_a_minute():
+    """A long pass in one phase left a log silent for minutes: the line is printed when a phase
+    starts and, off a terminal, at least every PRINT_EVERY_S besides (not at every request)."""
+    now = [0.0]
+    stream = io.StringIO()
+    progress = Progress([600.0], stream=stream, clock=lambda: now[0])
+    progress.start_run(0, "E1", "baseline")
+    for done in range(1, 61):               # one request every 5 s, all in one phase
+        now[0] = 5.0 * done
+        progress.request_done("pass 1/3", done, 60, done / 60)
+    lines = stream.getvalue().splitlines()
+    # the start (0 s), the phase's first request (5 s), then one a minute after it: 65, 125, …
+    assert len(lines) == 2 + int((300 - 5) // PRINT_EVERY_S)
+    assert [line.split(" elapsed")[0].rsplit("· ", 1)[1] for line in lines[2:]] == [
+        f"{5 + PRINT_EVERY_S * k:.1f} s" for k in range(1, len(lines) - 1)]
+    assert all("pass 1/3" in line for line in lines[1:])
