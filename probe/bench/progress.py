@@ -328,13 +328,19 @@ class Progress(StatusLine):
                 run.actual_compiling = compiling_s
             run.state = "failed" if error else "done"
 
+    def _printing(self, force: bool) -> bool:
+        """Off a terminal, whether the line is printed now: when asked, and at least every
+        PRINT_EVERY_S besides."""
+        if self.tty:
+            return force
+        now = self._clock()
+        if force or now - self._printed >= PRINT_EVERY_S:
+            self._printed = now
+            return True
+        return False
+
     def _emit(self, *, force: bool = False) -> None:
-        if not self.tty:
-            now = self._clock()
-            force = force or now - self._printed >= PRINT_EVERY_S
-            if force:
-                self._printed = now
-        self.draw(self.line(), force=force)
+        self.draw(self.line(), force=self._printing(force))
 
 
 class ClusterProgress(Progress):
@@ -387,5 +393,5 @@ class ClusterProgress(Progress):
     def _emit(self, *, force: bool = False) -> None:
         now = self._clock()
         if force or now - self._drawn >= REDRAW_S:
-            self.draw(self.line(), force=force)
+            self.draw(self.line(), force=self._printing(force))
             self._drawn = now

@@ -6,12 +6,13 @@ where it cannot know it says "unknown"."""
 from __future__ import annotations
 
 import io
+from types import SimpleNamespace
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from probe.bench.eta import STEP, Eta, drift_allowed, step_range
-from probe.bench.progress import PRINT_EVERY_S, PRIOR_SHARE, Progress
+from probe.bench.progress import PRINT_EVERY_S, PRIOR_SHARE, ClusterProgress, Progress
 
 EPS = 1e-6
 
@@ -231,3 +232,17 @@ def test_off_a_terminal_the_line_is_printed_at_least_once_a_minute():
     assert [line.split(" elapsed")[0].rsplit("· ", 1)[1] for line in lines[2:]] == [
         f"{5 + PRINT_EVERY_S * k:.1f} s" for k in range(1, len(lines) - 1)]
     assert all("pass 1/3" in line for line in lines[1:])
+
+
+def test_a_clusters_line_is_printed_once_a_minute_off_a_terminal_too():
+    now = [0.0]
+    stream = io.StringIO()
+    progress = ClusterProgress([SimpleNamespace(id="a", estimate_s=600.0, title="run a")],
+                               slots=1, stream=stream, clock=lambda: now[0])
+    progress.task_started("a", "node-1")
+    printed = len(stream.getvalue().splitlines())
+    for step in range(1, 25):               # the same phase, reported every 5 s for 120 s
+        now[0] = 5.0 * step
+        progress.task_phase("a", "pass 1/3")
+    assert len(stream.getvalue().splitlines()) - printed <= 1 + int(120 // PRINT_EVERY_S)
+    assert len(stream.getvalue().splitlines()) - printed >= int(120 // PRINT_EVERY_S)
