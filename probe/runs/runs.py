@@ -291,17 +291,18 @@ def execute_group(specs: Sequence[RunSpec], context: RunContext, hooks: RunHooks
         engine.compute_references()     # after the timed passes: drift costs them nothing
         data = engine.session.freeze()
         snapshot = _write_snapshot(engine, data, specs, context)
+        records = served_records(steady)
         results = {}
         for spec in specs:
             cid = config_ids[spec.key]
             whole = [p for p in steady[spec.key] if len(p.records) == len(spec.requests)]
             results[spec.key] = replace(
                 summarize_run(spec, _only(data, cid), warmup[spec.key], whole),
-                steady_records=tuple(r for p in steady[spec.key] for r in p.records),
+                steady_records=tuple(records[spec.key]),
                 stopping=_stopping(spec, context, rule, steady[spec.key], ended[0],
                                    interleaved=len(specs) > 1,
                                    rounds=None if rounds is None else rounds.against(
-                                       served_records(steady), spec.key)),
+                                       records, spec.key)),
                 weight_bytes=_weight_bytes(engine, data.configs[cid].options),
                 served_options=data.configs[cid].options, calibration_ms=tuple(calibration),
                 group=group_key(specs) if len(specs) > 1 else None, snapshot=snapshot,
